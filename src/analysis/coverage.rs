@@ -1,0 +1,114 @@
+//! `coverage`: what the trace holds against what the job should have.
+//!
+//! Devices, streams, processes and the kernel time range per device, GPUs listed without
+//! kernels, and the expected devices that ran nothing. Reads the scan's inventory only.
+
+use serde_json::json;
+
+use super::{AnalysisSpec, Context, Evidence, Field, Params, QueryError, obj};
+
+/// Registry entry.
+pub const SPEC: AnalysisSpec = AnalysisSpec {
+    name: "coverage",
+    summary: "devices, streams and time range present in the trace against the devices expected",
+    fields: &[
+        Field {
+            name: "devices_present",
+            unit: "count",
+            definition: "devices with at least one kernel",
+        },
+        Field {
+            name: "devices_expected",
+            unit: "count",
+            definition: "devices the job should have (expected set, else GPUs listed in TARGET_INFO_GPU, else present)",
+        },
+        Field {
+            name: "devices_missing",
+            unit: "count",
+            definition: "expected devices without any kernel",
+        },
+        Field { name: "kernels", unit: "count", definition: "kernel rows over all devices" },
+        Field {
+            name: "streams",
+            unit: "count",
+            definition: "distinct (device, stream) pairs with kernels",
+        },
+        Field {
+            name: "first_start_ns",
+            unit: "ns",
+            definition: "first kernel start over all devices",
+        },
+        Field { name: "last_end_ns", unit: "ns", definition: "last kernel end over all devices" },
+    ],
+    params: &[],
+};
+
+/// Runs the analysis (the whole trace; window and devices are disclosed, not applied).
+pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
+    let present = ctx.present_devices();
+    let missing = ctx.missing_devices();
+    let expected: Vec<i64> = match (&ctx.expected_devices, &ctx.inventory.listed_gpus) {
+        (Some(e), _) => e.clone(),
+        (None, Some(g)) if !g.is_empty() => g.iter().map(|g| g.id).collect(),
+        _ => present.clone(),
+    };
+    let mut ev = ctx.evidence(&SPEC, params, present.clone());
+    ev.window.effective_ns = ctx.inventory.kernel_range_ns;
+    let inv = &ctx.inventory;
+    let [first, last] = inv.kernel_range_ns.unwrap_or([0, 0]);
+    ev.values = Some(obj([
+        ("devices_present", json!(present.len())),
+        ("devices_expected", json!(expected.len())),
+        ("devices_missing", json!(missing.len())),
+        ("expected_devices", json!(expected)),
+        ("kernels", json!(inv.devices.iter().map(|d| d.kernels).sum::<i64>())),
+        ("streams", json!(inv.devices.iter().map(|d| d.streams.len()).sum::<usize>())),
+        ("first_start_ns", json!(first)),
+        ("last_end_ns", json!(last)),
+        ("listed_gpus", json!(inv.listed_gpus)),
+        ("listed_without_kernels", json!(inv.listed_without_kernels())),
+        ("processes", json!(inv.processes)),
+        ("nvtx_events", json!(inv.nvtx_events)),
+        ("skipped_invalid", json!(inv.skipped_invalid)),
+    ]));
+    ev.rows = Some(
+        inv.devices
+            .iter()
+            .map(|d| {
+                obj([
+                    ("device", json!(d.device)),
+                    ("kernels", json!(d.kernels)),
+                    ("first_start_ns", json!(d.first_start_ns)),
+                    ("last_end_ns", json!(d.last_end_ns)),
+                    (
+                        "streams",
+                        json!(
+                            d.streams
+                                .iter()
+                                .map(|(k, v)| (k.to_string(), *v))
+                                .collect::<std::collections::BTreeMap<_, _>>()
+                        ),
+                    ),
+                    ("pids", json!(d.pids)),
+                ])
+            })
+            .collect(),
+    );
+    if !missing.is_empty() {
+        ev.notes.push(format!(
+            "expected device(s) {} have no kernels: cross-device numbers cover {} only",
+            crate::scope::format_device_list(&missing),
+            crate::scope::format_device_list(&present)
+        ));
+    }
+    if inv.listed_gpus.is_none() {
+        ev.notes.push("no TARGET_INFO_GPU table: GPUs that ran nothing cannot be listed".into());
+    }
+    if inv.skipped_invalid > 0 {
+        ev.notes.push(format!(
+            "{} kernel row(s) without collected timestamps were skipped",
+            inv.skipped_invalid
+        ));
+    }
+    Ok(ev)
+}

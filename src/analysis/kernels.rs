@@ -1,0 +1,200 @@
+//! `kernels`: per kernel name count and duration statistics over a device set.
+//!
+//! Durations are summed per name (kernel time, not wall time: concurrent kernels add up).
+//! `values` aggregates every kernel that passes the name filter; `rows` lists names by total
+//! time, top-N. Reads the kernel scan only.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::{Value, json};
+
+use super::{AnalysisSpec, Context, Evidence, Field, Params, QueryError, obj, quantiles, select};
+use crate::scope::Semantics;
+use crate::trace::NameStyle;
+
+/// Registry entry.
+pub const SPEC: AnalysisSpec = AnalysisSpec {
+    name: "kernels",
+    summary: "count and duration statistics per kernel name over a device set (kernel time, not wall time)",
+    fields: &[
+        Field {
+            name: "count",
+            unit: "count",
+            definition: "kernels that pass the name filter, summed over the devices in scope",
+        },
+        Field {
+            name: "total_ns",
+            unit: "ns",
+            definition: "sum of their durations (kernel time; concurrent kernels add, so this is not wall time)",
+        },
+        Field { name: "mean_ns", unit: "ns", definition: "total_ns / count, rounded down" },
+        Field { name: "min_ns", unit: "ns", definition: "shortest duration" },
+        Field { name: "median_ns", unit: "ns", definition: "lower median duration" },
+        Field { name: "max_ns", unit: "ns", definition: "longest duration" },
+        Field {
+            name: "names",
+            unit: "count",
+            definition: "distinct kernel names that pass the filter",
+        },
+        Field {
+            name: "devices_with_match",
+            unit: "count",
+            definition: "devices in scope with at least one matching kernel",
+        },
+    ],
+    params: &["names", "match", "limit"],
+};
+
+/// Default top-N when no limit is given.
+pub const DEFAULT_LIMIT: usize = 15;
+
+#[derive(Default)]
+struct Group {
+    durations: Vec<i64>,
+    per_device: BTreeMap<i64, i64>,
+}
+
+fn stats(g: &Group) -> serde_json::Map<String, Value> {
+    let mut d = g.durations.clone();
+    d.sort_unstable();
+    let (min, median, _, max) = quantiles(&d);
+    let total: i64 = d.iter().sum();
+    let count = d.len() as i64;
+    obj([
+        ("count", json!(count)),
+        ("total_ns", json!(total)),
+        ("mean_ns", json!(if count > 0 { total / count } else { 0 })),
+        ("min_ns", json!(min)),
+        ("median_ns", json!(median)),
+        ("max_ns", json!(max)),
+        (
+            "per_device",
+            json!(
+                g.per_device.iter().map(|(k, v)| (k.to_string(), *v)).collect::<BTreeMap<_, _>>()
+            ),
+        ),
+    ])
+}
+
+/// Runs the analysis.
+pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
+    let devices = ctx.resolve_devices(&params.devices)?;
+    ctx.check_window(params.window, &devices)?;
+    let style = params.names.unwrap_or(NameStyle::Short);
+    let limit = params.limit.unwrap_or(DEFAULT_LIMIT);
+    let k = &ctx.kernels;
+    let mut groups: HashMap<u32, Group> = HashMap::new();
+    let mut all = Group::default();
+    for &d in &devices {
+        for (i, s, e) in select(k, k.device_rows(d), params.window, params.semantics, true) {
+            if let Some(f) = &params.filter
+                && !f.matches(k.name(i, style))
+            {
+                continue;
+            }
+            let g = groups.entry(k.name_id(i, style)).or_default();
+            g.durations.push(e - s);
+            *g.per_device.entry(d).or_default() += 1;
+            all.durations.push(e - s);
+            *all.per_device.entry(d).or_default() += 1;
+        }
+    }
+    let mut named: Vec<(&str, serde_json::Map<String, Value>, i64)> = groups
+        .iter()
+        .map(|(id, g)| (k.name_text(*id), stats(g), g.durations.iter().sum::<i64>()))
+        .collect();
+    named.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(b.0)));
+    let total_names = named.len();
+
+    let mut ev = ctx.evidence(&SPEC, params, devices.clone());
+    ev.parameters.insert("names".into(), json!(style.as_str()));
+    ev.parameters.insert("limit".into(), json!(limit));
+    ev.parameters.insert(
+        "match".into(),
+        params.filter.as_ref().map_or(Value::Null, |f| json!(f.describe())),
+    );
+    let mut values = stats(&all);
+    values.insert("names".into(), json!(total_names));
+    values.insert("devices_with_match".into(), json!(all.per_device.len()));
+    ev.values = Some(values);
+    ev.rows = Some(
+        named
+            .into_iter()
+            .take(limit)
+            .map(|(name, s, _)| {
+                let mut m = obj([("name", json!(name))]);
+                m.extend(s);
+                m
+            })
+            .collect(),
+    );
+    if total_names > limit {
+        ev.notes.push(format!("{limit} of {total_names} names shown (top by total time)"));
+    }
+    if devices.len() > 1 {
+        ev.notes.push(format!(
+            "counts and times are summed over {} devices; per_device gives each device's count",
+            devices.len()
+        ));
+    }
+    if let (Some(_), Semantics::Clip) = (params.window, params.semantics) {
+        ev.notes.push("kernels crossing a window edge are counted, with their durations clipped to the window".into());
+    }
+    ev.window.effective_ns = params.window.map(|w| w.as_array()).or_else(|| {
+        let inv: Vec<_> =
+            ctx.inventory.devices.iter().filter(|d| devices.contains(&d.device)).collect();
+        Some([
+            inv.iter().map(|d| d.first_start_ns).min()?,
+            inv.iter().map(|d| d.last_end_ns).max()?,
+        ])
+    });
+    Ok(ev)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::NameFilter;
+    use crate::scope::{DeviceSel, Window};
+    use crate::trace::Kernels;
+
+    fn ctx() -> Context {
+        Context::from_kernels(Kernels::from_rows(&[
+            (1, 7, 100, 200, "flash_bwd_a"),
+            (1, 7, 300, 350, "flash_bwd_a"),
+            (2, 7, 100, 130, "flash_bwd_a"),
+            (2, 7, 150, 400, "gemm"),
+            (3, 7, 500, 900, "flash_bwd_a"),
+        ]))
+    }
+
+    #[test]
+    fn counts_and_stats_by_hand() {
+        let mut p = Params::new(DeviceSel::Set(vec![1, 2]));
+        p.filter = Some(NameFilter::Substring("flash_bwd".into()));
+        let ev = run(&p, &ctx()).unwrap();
+        let v = ev.values.unwrap();
+        assert_eq!(v["count"], 3);
+        assert_eq!(v["total_ns"], 100 + 50 + 30);
+        assert_eq!(v["min_ns"], 30);
+        assert_eq!(v["median_ns"], 50);
+        assert_eq!(v["max_ns"], 100);
+        assert_eq!(v["per_device"]["1"], 2);
+        assert_eq!(v["per_device"]["2"], 1);
+        assert_eq!(ev.rows.unwrap().len(), 1);
+    }
+
+    #[test]
+    fn contain_window_drops_straddlers_and_rows_sort_by_total() {
+        let mut p = Params::new(DeviceSel::All);
+        p.window = Some(Window::parse("0.00000012:0.000001").unwrap());
+        p.semantics = Semantics::Contain;
+        let ev = run(&p, &ctx()).unwrap();
+        let rows = ev.rows.unwrap();
+        // Kept: (1) 300-350, (2) 150-400 gemm, (3) 500-900; 100-200 and 100-130 start before.
+        assert_eq!(rows[0]["name"], "flash_bwd_a");
+        assert_eq!(rows[0]["total_ns"], 450);
+        assert_eq!(rows[1]["name"], "gemm");
+        assert_eq!(ev.values.unwrap()["count"], 3);
+    }
+}

@@ -1,0 +1,271 @@
+//! `nccl-skew`: cross-rank alignment of NCCL kernels and the waiting it implies.
+//!
+//! Ranks are the devices of the trace. Per rank, the NCCL kernels (of one stream, or all of
+//! the rank's) in the window, sorted by start; the k-th kernel of every rank is instance k.
+//! transfer_k = min duration over ranks, wait = duration - transfer_k; wait share = Σ wait /
+//! Σ duration. Kernels are selected, never clipped. Reads the kernel scan only.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use super::{AnalysisSpec, Context, Evidence, Field, Params, QueryError, obj, quantiles, select};
+
+/// Registry entry.
+pub const SPEC: AnalysisSpec = AnalysisSpec {
+    name: "nccl-skew",
+    summary: "cross-rank start/end skew of matched NCCL kernels and the share of NCCL time spent waiting",
+    fields: &[
+        Field { name: "ranks", unit: "count", definition: "ranks (devices) compared" },
+        Field {
+            name: "matched",
+            unit: "count",
+            definition: "instances matched on every rank: the smallest per-rank NCCL kernel count",
+        },
+        Field {
+            name: "nccl_ns",
+            unit: "ns",
+            definition: "sum of the durations of the matched kernels over all ranks (kernel time)",
+        },
+        Field {
+            name: "wait_ns",
+            unit: "ns",
+            definition: "sum over instances and ranks of duration - the instance's minimum duration",
+        },
+        Field {
+            name: "transfer_ns",
+            unit: "ns",
+            definition: "nccl_ns - wait_ns: the minimum duration of each instance times the number of ranks",
+        },
+        Field {
+            name: "wait_share",
+            unit: "ratio",
+            definition: "wait_ns / nccl_ns (the denominator is matched NCCL kernel time, not wall time)",
+        },
+        Field {
+            name: "start_skew_median_ns",
+            unit: "ns",
+            definition: "median over instances of max start - min start",
+        },
+        Field {
+            name: "start_skew_max_ns",
+            unit: "ns",
+            definition: "largest start skew of an instance",
+        },
+        Field {
+            name: "end_skew_median_ns",
+            unit: "ns",
+            definition: "median over instances of max end - min end",
+        },
+        Field {
+            name: "end_skew_max_ns",
+            unit: "ns",
+            definition: "largest end skew of an instance",
+        },
+        Field {
+            name: "unmatched",
+            unit: "count",
+            definition: "NCCL kernels beyond the matched count on ranks with more of them",
+        },
+        Field {
+            name: "name_mismatches",
+            unit: "count",
+            definition: "matched instances whose kernels do not all have the same name",
+        },
+    ],
+    params: &["stream"],
+};
+
+/// The result of matching, before it is put into evidence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skew {
+    /// Device ids of the ranks.
+    pub ranks: Vec<i64>,
+    /// NCCL kernels per rank.
+    pub counts: Vec<i64>,
+    /// Matched instances.
+    pub matched: usize,
+    /// Σ durations of matched kernels.
+    pub nccl: i64,
+    /// Σ waits.
+    pub wait: i64,
+    /// Start skew per instance.
+    pub start_skews: Vec<i64>,
+    /// End skew per instance.
+    pub end_skews: Vec<i64>,
+    /// Wait per rank.
+    pub rank_wait: Vec<i64>,
+    /// Times each rank started last.
+    pub last_arrivals: Vec<i64>,
+    /// Instances with differing names.
+    pub name_mismatches: i64,
+}
+
+/// Matches the k-th NCCL kernels of every rank.
+pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Skew {
+    let k = &ctx.kernels;
+    let per_rank: Vec<Vec<usize>> = ranks
+        .iter()
+        .map(|&d| {
+            select(k, k.device_rows(d), params.window, params.semantics, false)
+                .into_iter()
+                .map(|(i, _, _)| i)
+                .filter(|&i| k.is_nccl(i) && params.stream.is_none_or(|s| k.stream[i] == s))
+                .collect()
+        })
+        .collect();
+    let counts: Vec<i64> = per_rank.iter().map(|v| v.len() as i64).collect();
+    let matched = per_rank.iter().map(Vec::len).min().unwrap_or(0);
+    let mut out = Skew {
+        ranks: ranks.to_vec(),
+        counts,
+        matched,
+        nccl: 0,
+        wait: 0,
+        start_skews: Vec::with_capacity(matched),
+        end_skews: Vec::with_capacity(matched),
+        rank_wait: vec![0; ranks.len()],
+        last_arrivals: vec![0; ranks.len()],
+        name_mismatches: 0,
+    };
+    for j in 0..matched {
+        let rows: Vec<usize> = per_rank.iter().map(|v| v[j]).collect();
+        let durs: Vec<i64> = rows.iter().map(|&i| k.end[i] - k.start[i]).collect();
+        let transfer = durs.iter().copied().min().unwrap_or(0);
+        for (r, d) in durs.iter().enumerate() {
+            out.nccl += d;
+            out.wait += d - transfer;
+            out.rank_wait[r] += d - transfer;
+        }
+        let starts = rows.iter().map(|&i| k.start[i]);
+        let ends = rows.iter().map(|&i| k.end[i]);
+        let (smin, smax) = (starts.clone().min().unwrap_or(0), starts.clone().max().unwrap_or(0));
+        out.start_skews.push(smax - smin);
+        out.end_skews.push(ends.clone().max().unwrap_or(0) - ends.min().unwrap_or(0));
+        // The last arrival is the rank with the latest start; ties go to the lowest rank.
+        if let Some(r) = rows.iter().position(|&i| k.start[i] == smax) {
+            out.last_arrivals[r] += 1;
+        }
+        let first = k.short[rows[0]];
+        if rows.iter().any(|&i| k.short[i] != first) {
+            out.name_mismatches += 1;
+        }
+    }
+    out
+}
+
+/// Runs the analysis.
+pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
+    let ranks = ctx.resolve_devices(&params.devices)?;
+    ctx.check_window(params.window, &ranks)?;
+    let s = compute(ctx, &ranks, params);
+    let mut ev = ctx.evidence(&SPEC, params, ranks.clone());
+    ev.scope.streams = params.stream.map(|s| vec![s]);
+    ev.parameters.insert("stream".into(), params.stream.map_or(Value::Null, |s| json!(s)));
+    ev.window.effective_ns = params.window.map(|w| w.as_array()).or(ctx.inventory.kernel_range_ns);
+
+    let mut starts = s.start_skews.clone();
+    starts.sort_unstable();
+    let mut ends = s.end_skews.clone();
+    ends.sort_unstable();
+    let (s_min, s_med, s_p90, s_max) = quantiles(&starts);
+    let (e_min, e_med, e_p90, e_max) = quantiles(&ends);
+    let unmatched: i64 = s.counts.iter().map(|c| c - s.matched as i64).sum();
+    let by_rank = |v: &[i64]| -> BTreeMap<String, i64> {
+        s.ranks.iter().zip(v).map(|(r, x)| (r.to_string(), *x)).collect()
+    };
+    let most_last = s
+        .last_arrivals
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(&a.0)))
+        .filter(|(_, n)| **n > 0)
+        .map(|(r, _)| s.ranks[r]);
+    let wait_share = if s.nccl > 0 { json!(s.wait as f64 / s.nccl as f64) } else { Value::Null };
+    ev.values = Some(obj([
+        ("ranks", json!(s.ranks.len())),
+        ("matched", json!(s.matched)),
+        ("instance_counts", json!(by_rank(&s.counts))),
+        ("unmatched", json!(unmatched)),
+        ("nccl_ns", json!(s.nccl)),
+        ("wait_ns", json!(s.wait)),
+        ("transfer_ns", json!(s.nccl - s.wait)),
+        ("wait_share", wait_share),
+        ("start_skew_ns", json!({"min": s_min, "median": s_med, "p90": s_p90, "max": s_max})),
+        ("end_skew_ns", json!({"min": e_min, "median": e_med, "p90": e_p90, "max": e_max})),
+        ("start_skew_median_ns", json!(s_med)),
+        ("start_skew_max_ns", json!(s_max)),
+        ("end_skew_median_ns", json!(e_med)),
+        ("end_skew_max_ns", json!(e_max)),
+        ("rank_wait_ns", json!(by_rank(&s.rank_wait))),
+        ("last_arrivals", json!(by_rank(&s.last_arrivals))),
+        ("most_often_last", json!(most_last)),
+        ("name_mismatches", json!(s.name_mismatches)),
+    ]));
+    ev.notes.push(
+        "the minimum duration over ranks estimates pure transfer time; if every rank waited, waiting is underestimated".into(),
+    );
+    if s.counts.iter().any(|&c| c != s.matched as i64) {
+        ev.notes.push(format!(
+            "ranks have unequal NCCL kernel counts ({}); only the first {} of each are matched, and a missing kernel shifts the order",
+            s.ranks.iter().zip(&s.counts).map(|(r, c)| format!("device {r}: {c}")).collect::<Vec<_>>().join(", "),
+            s.matched
+        ));
+    }
+    if !ev.scope.missing_devices.is_empty() {
+        ev.notes.push(format!(
+            "devices without kernels ({}) are not compared; a missing rank can change which rank arrives last",
+            crate::scope::format_device_list(&ev.scope.missing_devices)
+        ));
+    }
+    if s.name_mismatches > 0 {
+        ev.notes.push(format!(
+            "{} matched instance(s) pair kernels of different names",
+            s.name_mismatches
+        ));
+    }
+    if s.ranks.len() < 2 {
+        ev.notes.push("fewer than two ranks: there is nothing to compare across".into());
+    }
+    Ok(ev)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scope::DeviceSel;
+    use crate::trace::Kernels;
+
+    #[test]
+    fn two_instances_three_ranks_by_hand() {
+        // Instance 0 ends together at 1000; starts 100, 400, 700 -> durations 900, 600, 300.
+        // Instance 1: starts 2000, 2000, 2100, ends 2500, 2510, 2500 -> 500, 510, 400.
+        let ctx = Context::from_kernels(Kernels::from_rows(&[
+            (1, 56, 100, 1000, "ncclAG"),
+            (2, 56, 400, 1000, "ncclAG"),
+            (3, 56, 700, 1000, "ncclAG"),
+            (1, 56, 2000, 2500, "ncclRS"),
+            (2, 56, 2000, 2510, "ncclRS"),
+            (3, 56, 2100, 2500, "ncclRS"),
+            (3, 56, 3000, 3100, "ncclRS"),
+            (1, 21, 0, 5000, "gemm"),
+        ]));
+        let mut p = Params::new(DeviceSel::All);
+        p.stream = Some(56);
+        let s = compute(&ctx, &[1, 2, 3], &p);
+        assert_eq!(s.matched, 2);
+        assert_eq!(s.counts, vec![2, 2, 3]);
+        assert_eq!(s.nccl, 900 + 600 + 300 + 500 + 510 + 400);
+        assert_eq!(s.wait, (600 + 300) + (100 + 110));
+        assert_eq!(s.start_skews, vec![600, 100]);
+        assert_eq!(s.end_skews, vec![0, 10]);
+        assert_eq!(s.rank_wait, vec![600 + 100, 300 + 110, 0]);
+        assert_eq!(s.last_arrivals, vec![0, 0, 2]);
+        let ev = run(&p, &ctx).unwrap();
+        let v = ev.values.unwrap();
+        assert_eq!(v["wait_share"], json!(1110.0 / 3210.0));
+        assert_eq!(v["most_often_last"], 3);
+        assert_eq!(v["unmatched"], 1);
+        assert!(ev.notes.iter().any(|n| n.contains("unequal")));
+    }
+}

@@ -1,0 +1,288 @@
+//! `overlap`: compute / NCCL / overlap / idle breakdown of one device's wall time.
+//!
+//! C = union of compute-kernel intervals, N = union of NCCL-kernel intervals (short name
+//! contains `nccl`, any case), all streams of the device. overlap = |C ∩ N|, compute_only =
+//! |C| - overlap, nccl_only = |N| - overlap, idle = total - |C ∪ N|; the four sum to total.
+//! Reads the kernel scan only (start, end, deviceId, streamId, shortName).
+
+use serde_json::{Value, json};
+
+use super::intervals::{intersection_length, length, union};
+use super::{
+    AnalysisSpec, Context, Evidence, Field, Params, QueryError, edge_crossings, obj, select,
+};
+use crate::scope::Semantics;
+
+/// Registry entry.
+pub const SPEC: AnalysisSpec = AnalysisSpec {
+    name: "overlap",
+    summary: "compute-only, NCCL-only, overlapped and idle wall time of a device (interval unions)",
+    fields: &[
+        Field {
+            name: "compute_only_ns",
+            unit: "ns",
+            definition: "wall time with compute kernels and no NCCL kernel: |C| - |C ∩ N|",
+        },
+        Field {
+            name: "nccl_only_ns",
+            unit: "ns",
+            definition: "exposed NCCL: wall time with NCCL kernels and no compute kernel: |N| - |C ∩ N|",
+        },
+        Field {
+            name: "overlap_ns",
+            unit: "ns",
+            definition: "wall time with both compute and NCCL kernels: |C ∩ N|",
+        },
+        Field {
+            name: "idle_ns",
+            unit: "ns",
+            definition: "wall time with no kernel: total - |C ∪ N|",
+        },
+        Field {
+            name: "total_ns",
+            unit: "ns",
+            definition: "denominator: window length (clip), span of the kept kernels (contain), or the device's kernel span (no window)",
+        },
+        Field {
+            name: "nccl_busy_ns",
+            unit: "ns",
+            definition: "|N|: union of NCCL kernel intervals (= nccl_only + overlap)",
+        },
+        Field {
+            name: "compute_busy_ns",
+            unit: "ns",
+            definition: "|C|: union of compute kernel intervals (= compute_only + overlap)",
+        },
+        Field {
+            name: "kernels",
+            unit: "count",
+            definition: "kernels kept in the window (compute + NCCL)",
+        },
+        Field { name: "compute_kernels", unit: "count", definition: "compute kernels kept" },
+        Field { name: "nccl_kernels", unit: "count", definition: "NCCL kernels kept" },
+        Field {
+            name: "edge_kernels",
+            unit: "count",
+            definition: "kernels crossing a window edge: clipped (clip) or dropped (contain)",
+        },
+    ],
+    params: &[],
+};
+
+/// The breakdown of one device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Breakdown {
+    /// |C| - overlap.
+    pub compute_only: i64,
+    /// |N| - overlap.
+    pub nccl_only: i64,
+    /// |C ∩ N|.
+    pub overlap: i64,
+    /// total - |C ∪ N|.
+    pub idle: i64,
+    /// The denominator.
+    pub total: i64,
+    /// Kernels kept.
+    pub compute_kernels: i64,
+    /// NCCL kernels kept.
+    pub nccl_kernels: i64,
+    /// Kernels crossing a window edge.
+    pub edge_kernels: i64,
+    /// The interval the total covers.
+    pub effective: [i64; 2],
+}
+
+/// Computes the breakdown of one device.
+pub fn breakdown(ctx: &Context, device: i64, params: &Params) -> Breakdown {
+    let k = &ctx.kernels;
+    let rows = k.device_rows(device);
+    let kept = select(k, rows.clone(), params.window, params.semantics, true);
+    let (mut c, mut n) = (Vec::new(), Vec::new());
+    for &(i, s, e) in &kept {
+        if k.is_nccl(i) { n.push((s, e)) } else { c.push((s, e)) }
+    }
+    let (compute_kernels, nccl_kernels) = (c.len() as i64, n.len() as i64);
+    let span = || {
+        let lo = kept.iter().map(|x| x.1).min().unwrap_or(0);
+        let hi = kept.iter().map(|x| x.2).max().unwrap_or(0);
+        [lo, hi]
+    };
+    let effective = match (params.window, params.semantics) {
+        (Some(w), Semantics::Clip) => w.as_array(),
+        _ => span(),
+    };
+    let total = effective[1] - effective[0];
+    let (cu, nu) = (union(c), union(n));
+    let overlap = intersection_length(&cu, &nu);
+    let (cl, nl) = (length(&cu), length(&nu));
+    Breakdown {
+        compute_only: cl - overlap,
+        nccl_only: nl - overlap,
+        overlap,
+        idle: total - (cl + nl - overlap),
+        total,
+        compute_kernels,
+        nccl_kernels,
+        edge_kernels: params.window.map_or(0, |w| edge_crossings(k, rows, w)),
+        effective,
+    }
+}
+
+impl Breakdown {
+    fn to_values(self) -> serde_json::Map<String, Value> {
+        obj([
+            ("compute_only_ns", json!(self.compute_only)),
+            ("nccl_only_ns", json!(self.nccl_only)),
+            ("overlap_ns", json!(self.overlap)),
+            ("idle_ns", json!(self.idle)),
+            ("total_ns", json!(self.total)),
+            ("nccl_busy_ns", json!(self.nccl_only + self.overlap)),
+            ("compute_busy_ns", json!(self.compute_only + self.overlap)),
+            ("kernels", json!(self.compute_kernels + self.nccl_kernels)),
+            ("compute_kernels", json!(self.compute_kernels)),
+            ("nccl_kernels", json!(self.nccl_kernels)),
+            ("edge_kernels", json!(self.edge_kernels)),
+        ])
+    }
+}
+
+/// Runs the analysis: `values` for one device, `rows` (one per device) for several.
+pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
+    let devices = ctx.resolve_devices(&params.devices)?;
+    ctx.check_window(params.window, &devices)?;
+    let mut ev = ctx.evidence(&SPEC, params, devices.clone());
+    let parts: Vec<(i64, Breakdown)> =
+        devices.iter().map(|&d| (d, breakdown(ctx, d, params))).collect();
+    let edges: i64 = parts.iter().map(|p| p.1.edge_kernels).sum();
+    if let Some(w) = params.window {
+        match params.semantics {
+            Semantics::Clip => {
+                if edges > 0 {
+                    ev.notes.push(format!(
+                        "{edges} kernel(s) cross a window edge and were clipped to it"
+                    ));
+                }
+            }
+            Semantics::Contain => {
+                if edges > 0 {
+                    ev.notes.push(format!(
+                        "{edges} kernel(s) cross a window edge and were dropped (contain semantics)"
+                    ));
+                }
+                for (d, b) in &parts {
+                    if b.total != w.len_ns() {
+                        ev.notes.push(format!(
+                            "device {d}: the denominator is the span of the kept kernels, {} ns, not the window length, {} ns",
+                            b.total,
+                            w.len_ns()
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    if parts.iter().any(|p| p.1.compute_kernels + p.1.nccl_kernels == 0) {
+        ev.notes.push("a device has no kernel in the window: its total is 0".into());
+    }
+    if let [(_, b)] = parts.as_slice() {
+        ev.window.effective_ns = Some(b.effective);
+        ev.values = Some(b.to_values());
+    } else {
+        let lo = parts.iter().map(|p| p.1.effective[0]).min();
+        let hi = parts.iter().map(|p| p.1.effective[1]).max();
+        if let (Some(lo), Some(hi)) = (lo, hi) {
+            ev.window.effective_ns = Some([lo, hi]);
+        }
+        ev.rows = Some(
+            parts
+                .iter()
+                .map(|(d, b)| {
+                    let mut m = obj([("device", json!(d)), ("effective_ns", json!(b.effective))]);
+                    m.extend(b.to_values());
+                    m
+                })
+                .collect(),
+        );
+    }
+    Ok(ev)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::Params;
+    use crate::scope::{DeviceSel, Window};
+    use crate::trace::Kernels;
+
+    fn ctx() -> Context {
+        // Device 0 in µs-scale ns: compute [1000,2000) [3000,4000) [8000,9000),
+        // NCCL [2500,3500) [4500,5500), plus a compute kernel straddling 9500.
+        Context::from_kernels(Kernels::from_rows(&[
+            (0, 7, 1000, 2000, "gemm"),
+            (0, 7, 3000, 4000, "gemm"),
+            (0, 7, 8000, 9000, "gemm"),
+            (0, 9, 2500, 3500, "ncclDevKernel_AllGather"),
+            (0, 9, 4500, 5500, "ncclKernel_x"),
+            (0, 7, 9400, 9800, "gemm"),
+            (1, 7, 0, 100, "gemm"),
+        ]))
+    }
+
+    fn params(window: Option<&str>, semantics: Semantics) -> Params {
+        let mut p = Params::new(DeviceSel::Set(vec![0]));
+        p.window = window.map(|w| Window::parse(w).unwrap());
+        p.semantics = semantics;
+        p
+    }
+
+    #[test]
+    fn whole_trace_breakdown_by_hand() {
+        let b = breakdown(&ctx(), 0, &params(None, Semantics::Clip));
+        // span 1000..9800 = 8800; C = 1000+1000+1000+400 = 3400; N = 2000; C∩N = 500.
+        assert_eq!(b.total, 8800);
+        assert_eq!(b.overlap, 500);
+        assert_eq!(b.compute_only, 2900);
+        assert_eq!(b.nccl_only, 1500);
+        assert_eq!(b.idle, 8800 - (3400 + 2000 - 500));
+        assert_eq!(b.compute_only + b.nccl_only + b.overlap + b.idle, b.total);
+    }
+
+    #[test]
+    fn clip_and_contain_differ_at_edges() {
+        // Window [0.0000025 s, 0.0000096 s) = [2500, 9600) ns.
+        let w = Some("0.0000025:0.0000096");
+        let clip = breakdown(&ctx(), 0, &params(w, Semantics::Clip));
+        assert_eq!(clip.total, 7100);
+        // C clipped: [3000,4000) [8000,9000) [9400,9600) = 2200; N = 2000; overlap 500.
+        assert_eq!((clip.compute_only, clip.nccl_only, clip.overlap), (1700, 1500, 500));
+        assert_eq!(clip.idle, 7100 - 3700);
+        assert_eq!(clip.edge_kernels, 1);
+        let contain = breakdown(&ctx(), 0, &params(w, Semantics::Contain));
+        // Kept: [3000,4000) [8000,9000) compute, both NCCL; span 2500..9000.
+        assert_eq!(contain.total, 6500);
+        assert_eq!(contain.effective, [2500, 9000]);
+        assert_eq!((contain.compute_only, contain.nccl_only, contain.overlap), (1500, 1500, 500));
+        assert_eq!(contain.idle, 6500 - 3500);
+    }
+
+    #[test]
+    fn several_devices_give_rows() {
+        let mut p = params(None, Semantics::Clip);
+        p.devices = DeviceSel::All;
+        let ev = run(&p, &ctx()).unwrap();
+        let rows = ev.rows.unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[1]["device"], 1);
+        assert_eq!(rows[1]["idle_ns"], 0);
+        assert!(ev.values.is_none());
+    }
+
+    #[test]
+    fn unknown_device_and_outside_window_are_errors() {
+        let mut p = params(None, Semantics::Clip);
+        p.devices = DeviceSel::Set(vec![5]);
+        assert!(matches!(run(&p, &ctx()), Err(QueryError::UnknownDevice { device: 5, .. })));
+        let p = params(Some("1:2"), Semantics::Clip);
+        assert!(matches!(run(&p, &ctx()), Err(QueryError::WindowOutside { .. })));
+    }
+}

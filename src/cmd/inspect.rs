@@ -1,0 +1,89 @@
+//! `verdict inspect`: the schema probe and the coverage analysis, for people or as JSON.
+
+use std::process::ExitCode;
+
+use serde_json::json;
+
+use super::query::{load, scope_lines};
+use super::{print_json, table};
+use crate::analysis::{self, Params};
+use crate::cli::{CommonArgs, InspectArgs};
+use crate::scope::{DeviceSel, Semantics, format_device_list, format_seconds};
+use crate::trace::Trace;
+use crate::units::thousands;
+
+/// Runs `inspect`.
+pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
+    let common = CommonArgs {
+        trace: args.trace,
+        window: None,
+        semantics: Semantics::Clip,
+        expect_devices: args.expect_devices,
+        json: args.json,
+    };
+    // Keep no kernel rows: the inventory is gathered in the same scan.
+    let ctx = load(&common, &DeviceSel::Set(vec![]))?;
+    let schema = Trace::open(&common.trace)?.schema().clone();
+    let ev = analysis::run("coverage", &Params::new(DeviceSel::All), &ctx)?;
+    if common.json {
+        let mut v = serde_json::to_value(&ev)?;
+        v["schema"] = json!({
+            "tables": schema.tables.len(),
+            "table_names": schema.tables.keys().collect::<Vec<_>>(),
+            "metadata_table": schema.metadata_table,
+            "kernel_table": schema.kernel_table,
+            "string_ids": schema.has_string_ids,
+            "nvtx_text": schema.nvtx_text,
+            "time_base": schema.time_base,
+        });
+        print_json(&v)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut s = scope_lines(&ev);
+    s += &format!(
+        "schema    {} tables · kernel table {} · metadata {} · StringIds {} · NVTX text {:?}\n",
+        schema.tables.len(),
+        schema.kernel_table.as_deref().unwrap_or("absent"),
+        schema.metadata_table.as_deref().unwrap_or("absent"),
+        if schema.has_string_ids { "present" } else { "absent" },
+        schema.nvtx_text
+    );
+    s += &format!("clock     {}\n\n", schema.time_base.describe());
+    let rows: Vec<Vec<String>> = ctx
+        .inventory
+        .devices
+        .iter()
+        .map(|d| {
+            vec![
+                d.device.to_string(),
+                thousands(d.kernels.into()),
+                format_seconds(d.first_start_ns),
+                format_seconds(d.last_end_ns),
+                d.streams.iter().map(|(k, v)| format!("{k}:{v}")).collect::<Vec<_>>().join(" "),
+                d.pids.iter().map(i64::to_string).collect::<Vec<_>>().join(","),
+            ]
+        })
+        .collect();
+    s += &table::render(
+        &["device", "kernels", "first start s", "last end s", "streams (id:kernels)", "pids"],
+        &rows,
+        &[1],
+    );
+    if let Some(g) = &ctx.inventory.listed_gpus {
+        let ids: Vec<i64> = g.iter().map(|g| g.id).collect();
+        s += &format!("\nGPUs listed in TARGET_INFO_GPU: {}", format_device_list(&ids));
+        let without = ctx.inventory.listed_without_kernels();
+        if !without.is_empty() {
+            s += &format!(" (without kernels: {})", format_device_list(&without));
+        }
+        s.push('\n');
+    }
+    if !ev.notes.is_empty() {
+        s += "\nnotes:\n";
+        for n in &ev.notes {
+            s += &format!("- {n}\n");
+        }
+    }
+    print!("{s}");
+    Ok(ExitCode::SUCCESS)
+}

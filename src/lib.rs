@@ -1,0 +1,33 @@
+//! `verdict` turns an Nsight Systems SQLite export and a file of claims into an audited
+//! diagnosis.
+//!
+//! Data flows one way: [`trace`] reads the export (read-only), [`analysis`] computes evidence
+//! that discloses its window, devices and denominators, and the commands in [`cmd`] print it.
+//! [`scope`] holds windows and device selections, [`units`] the exact display of numbers.
+
+#![warn(missing_docs)]
+
+pub mod analysis;
+pub mod cli;
+pub mod cmd;
+pub mod diag;
+pub mod scope;
+pub mod trace;
+pub mod units;
+
+/// An error message with a hint, for errors that have no domain type of their own.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct Hinted {
+    /// What went wrong.
+    pub message: String,
+    /// What to do about it.
+    pub hint: String,
+}
+
+impl Hinted {
+    /// Builds one.
+    pub fn new(message: impl Into<String>, hint: impl Into<String>) -> Hinted {
+        Hinted { message: message.into(), hint: hint.into() }
+    }
+}

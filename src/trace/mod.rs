@@ -1,0 +1,374 @@
+//! Read-only access to an Nsight Systems SQLite export.
+//!
+//! Owns opening (read-only, immutable: no journal, lock or index is ever written beside the
+//! file), the schema probe, the inventory of devices and streams, and the one columnar scan of
+//! the kernel table that every analysis of a command shares. It computes no metric.
+
+mod kernels;
+pub mod names;
+mod schema;
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OpenFlags};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+pub use kernels::{KernelFilter, Kernels, NameStyle};
+pub use schema::{NvtxText, Requirement, Schema, TableRole, TimeBase, quote_ident};
+
+/// Errors reading a trace.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    /// The path does not exist.
+    #[error("`{0}` does not exist")]
+    NotFound(PathBuf),
+    /// The path is a directory or something else that is not a regular file.
+    #[error("`{0}` is not a file")]
+    NotAFile(PathBuf),
+    /// The file is empty.
+    #[error("`{0}` is empty")]
+    Empty(PathBuf),
+    /// The file does not start with the SQLite header.
+    #[error("`{0}` is not an SQLite database")]
+    NotSqlite(PathBuf),
+    /// The file is shorter than its header says.
+    #[error("`{path}` is truncated (its header declares {expected} bytes, the file has {actual})")]
+    Truncated {
+        /// The file.
+        path: PathBuf,
+        /// Bytes the header declares.
+        expected: u64,
+        /// Bytes on disk.
+        actual: u64,
+    },
+    /// SQLite reports corruption.
+    #[error("the database is corrupt ({0})")]
+    Corrupt(String),
+    /// A table the analysis needs is absent.
+    #[error("table `{table}` is absent")]
+    MissingTable {
+        /// The table.
+        table: String,
+    },
+    /// A column the analysis needs is absent.
+    #[error("column `{table}.{column}` is absent")]
+    MissingColumn {
+        /// The table.
+        table: String,
+        /// The column.
+        column: String,
+    },
+    /// A value that the schema declares NOT NULL or numeric is not.
+    #[error("unexpected value in `{table}.{column}` ({detail})")]
+    BadValue {
+        /// The table.
+        table: String,
+        /// The column.
+        column: String,
+        /// What was found.
+        detail: String,
+    },
+    /// Any other SQLite error.
+    #[error("sqlite error ({0})")]
+    Sqlite(String),
+    /// Reading the file failed.
+    #[error("cannot read the file ({0})")]
+    Io(#[from] io::Error),
+}
+
+impl TraceError {
+    pub(crate) fn from_sqlite(e: rusqlite::Error) -> TraceError {
+        use rusqlite::ErrorCode;
+        match e.sqlite_error_code() {
+            Some(ErrorCode::DatabaseCorrupt) | Some(ErrorCode::NotADatabase) => {
+                TraceError::Corrupt(e.to_string())
+            }
+            _ => TraceError::Sqlite(e.to_string()),
+        }
+    }
+
+    /// A hint on what to do about it.
+    pub fn hint(&self) -> Option<String> {
+        Some(match self {
+            TraceError::NotFound(_) | TraceError::NotAFile(_) => {
+                "pass the `.sqlite` file written by `nsys export --type sqlite REPORT.nsys-rep`".into()
+            }
+            TraceError::Empty(_) | TraceError::NotSqlite(_) => {
+                "convert the report first: `nsys export --type sqlite REPORT.nsys-rep` (a `.nsys-rep` file is not SQLite)".into()
+            }
+            TraceError::Truncated { .. } | TraceError::Corrupt(_) => {
+                "the copy is incomplete or damaged; copy it again or re-export it with `nsys export --type sqlite`".into()
+            }
+            TraceError::MissingTable { table } if table == names::KERNEL => {
+                "the capture has no GPU kernel activity; profile with CUDA tracing (`nsys profile --trace=cuda,nvtx`) and export again".into()
+            }
+            TraceError::MissingTable { table } if table == names::STRING_IDS => {
+                "kernel names are stored in `StringIds`; export the full report with `nsys export --type sqlite` (no table filter)".into()
+            }
+            TraceError::MissingTable { .. } | TraceError::MissingColumn { .. } => {
+                "re-export the report with a current nsys (`nsys export --type sqlite --lazy=false`); see `verdict inspect TRACE` for what this file has".into()
+            }
+            _ => return None,
+        })
+    }
+}
+
+/// An open trace: a read-only connection and its probed schema.
+pub struct Trace {
+    conn: Connection,
+    path: PathBuf,
+    schema: Schema,
+}
+
+impl std::fmt::Debug for Trace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Trace").field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
+
+impl Trace {
+    /// Opens a trace read-only and probes its schema.
+    pub fn open(path: &Path) -> Result<Trace, TraceError> {
+        check_file(path)?;
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        // `immutable=1`: SQLite takes no lock and never creates a journal, WAL or shm file.
+        let uri = format!("file:{}?mode=ro&immutable=1", uri_escape(path));
+        let conn = Connection::open_with_flags(uri, flags).map_err(TraceError::from_sqlite)?;
+        let schema = Schema::probe(&conn)?;
+        Ok(Trace { conn, path: path.to_path_buf(), schema })
+    }
+
+    /// The path as given.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The probed schema.
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    /// The connection, for analyses that read tables other than the kernel table.
+    pub fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// The sha256 of the file's bytes, in lowercase hex.
+    pub fn sha256(&self) -> Result<String, TraceError> {
+        sha256_file(&self.path).map_err(TraceError::Io)
+    }
+
+    /// Completes the per-device inventory of a kernel scan with the GPU, process and NVTX
+    /// tables.
+    pub fn inventory(&self, kernels: &Kernels) -> Result<Inventory, TraceError> {
+        let devices = kernels.inventory.clone();
+        let gpus = self.listed_gpus()?;
+        let processes = self.processes()?;
+        let nvtx_events = if self.schema.has_table(names::NVTX_EVENTS) {
+            let n: i64 = self
+                .conn
+                .query_row(&format!("SELECT count(*) FROM {}", names::NVTX_EVENTS), [], |r| {
+                    r.get(0)
+                })
+                .map_err(TraceError::from_sqlite)?;
+            Some(n)
+        } else {
+            None
+        };
+        let kernel_range_ns = match (
+            devices.iter().map(|d| d.first_start_ns).min(),
+            devices.iter().map(|d| d.last_end_ns).max(),
+        ) {
+            (Some(a), Some(b)) => Some([a, b]),
+            _ => None,
+        };
+        Ok(Inventory {
+            devices,
+            listed_gpus: gpus,
+            processes,
+            nvtx_events,
+            kernel_range_ns,
+            skipped_invalid: kernels.skipped_invalid,
+        })
+    }
+
+    /// The kernel table name, or the error naming it.
+    pub fn kernel_table(&self) -> Result<&str, TraceError> {
+        self.schema
+            .kernel_table
+            .as_deref()
+            .ok_or_else(|| TraceError::MissingTable { table: names::KERNEL.into() })
+    }
+
+    fn listed_gpus(&self) -> Result<Option<Vec<ListedGpu>>, TraceError> {
+        if !self.schema.has_table(names::TARGET_INFO_GPU) {
+            return Ok(None);
+        }
+        let name_col =
+            if self.schema.has_column(names::TARGET_INFO_GPU, "name") { "name" } else { "NULL" };
+        let sql = format!("SELECT id, {name_col} FROM {} ORDER BY id", names::TARGET_INFO_GPU);
+        let mut stmt = self.conn.prepare(&sql).map_err(TraceError::from_sqlite)?;
+        let rows = stmt
+            .query_map([], |r| Ok(ListedGpu { id: r.get(0)?, name: r.get(1)? }))
+            .map_err(TraceError::from_sqlite)?;
+        let mut out: Vec<ListedGpu> =
+            rows.collect::<Result<_, _>>().map_err(TraceError::from_sqlite)?;
+        out.dedup_by_key(|g| g.id);
+        Ok(Some(out))
+    }
+
+    fn processes(&self) -> Result<Option<i64>, TraceError> {
+        if !self.schema.has_table(names::PROCESSES) {
+            return Ok(None);
+        }
+        let n = self
+            .conn
+            .query_row(&format!("SELECT count(*) FROM {}", names::PROCESSES), [], |r| r.get(0))
+            .map_err(TraceError::from_sqlite)?;
+        Ok(Some(n))
+    }
+}
+
+/// What the kernel table holds, per device.
+#[derive(Debug, Clone, Serialize)]
+pub struct Inventory {
+    /// Devices with at least one kernel, by id.
+    pub devices: Vec<DeviceInventory>,
+    /// GPUs listed in `TARGET_INFO_GPU` (None when the table is absent).
+    pub listed_gpus: Option<Vec<ListedGpu>>,
+    /// Rows of `PROCESSES` (None when absent).
+    pub processes: Option<i64>,
+    /// Rows of `NVTX_EVENTS` (None when absent).
+    pub nvtx_events: Option<i64>,
+    /// First kernel start and last kernel end over all devices.
+    pub kernel_range_ns: Option<[i64; 2]>,
+    /// Kernel rows dropped for uncollected (0/0) or backwards timestamps.
+    pub skipped_invalid: u64,
+}
+
+impl Inventory {
+    /// Ids of the devices with kernels.
+    pub fn present_devices(&self) -> Vec<i64> {
+        self.devices.iter().map(|d| d.device).collect()
+    }
+
+    /// GPUs listed in `TARGET_INFO_GPU` that ran no kernel.
+    pub fn listed_without_kernels(&self) -> Vec<i64> {
+        let present = self.present_devices();
+        self.listed_gpus.iter().flatten().map(|g| g.id).filter(|id| !present.contains(id)).collect()
+    }
+}
+
+/// One device's kernels.
+#[derive(Debug, Clone, Serialize)]
+pub struct DeviceInventory {
+    /// nsys `deviceId`.
+    pub device: i64,
+    /// Kernel rows.
+    pub kernels: i64,
+    /// First kernel start (ns).
+    pub first_start_ns: i64,
+    /// Last kernel end (ns).
+    pub last_end_ns: i64,
+    /// Kernel rows per stream id.
+    pub streams: BTreeMap<i64, i64>,
+    /// Process ids (decoded from `globalPid`) that launched kernels on it.
+    pub pids: Vec<i64>,
+}
+
+/// A GPU row of `TARGET_INFO_GPU`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ListedGpu {
+    /// `id` (= activity `deviceId`).
+    pub id: i64,
+    /// Marketing name.
+    pub name: Option<String>,
+}
+
+/// Checks that the path is a non-empty, complete SQLite file before SQLite sees it.
+fn check_file(path: &Path) -> Result<(), TraceError> {
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(TraceError::NotFound(path.into()));
+        }
+        Err(e) => return Err(TraceError::Io(e)),
+    };
+    if !meta.is_file() {
+        return Err(TraceError::NotAFile(path.into()));
+    }
+    if meta.len() == 0 {
+        return Err(TraceError::Empty(path.into()));
+    }
+    let mut header = [0u8; 100];
+    let mut f = File::open(path)?;
+    let n = read_up_to(&mut f, &mut header)?;
+    if n < 16 || &header[..16] != SQLITE_MAGIC {
+        return Err(TraceError::NotSqlite(path.into()));
+    }
+    if n < 100 {
+        return Err(TraceError::Truncated { path: path.into(), expected: 100, actual: meta.len() });
+    }
+    // Bytes 16-17: page size (1 means 65536); 28-31: pages, valid when 24-27 == 92-95.
+    let page_size = match u16::from_be_bytes([header[16], header[17]]) {
+        1 => 65_536,
+        s => u64::from(s),
+    };
+    let pages = u64::from(u32::from_be_bytes([header[28], header[29], header[30], header[31]]));
+    if header[24..28] == header[92..96] && pages > 0 {
+        let expected = pages * page_size;
+        if meta.len() < expected {
+            return Err(TraceError::Truncated { path: path.into(), expected, actual: meta.len() });
+        }
+    }
+    Ok(())
+}
+
+fn read_up_to(f: &mut File, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
+}
+
+/// Escapes the characters that SQLite's URI parser treats specially.
+fn uri_escape(path: &Path) -> String {
+    let s = path.to_string_lossy();
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '?' => out.push_str("%3f"),
+            '#' => out.push_str("%23"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The sha256 of a file's bytes, in lowercase hex.
+pub fn sha256_file(path: &Path) -> io::Result<String> {
+    let mut f = File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}

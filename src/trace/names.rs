@@ -1,0 +1,51 @@
+//! Table and column names of the Nsight Systems SQLite export, in one place.
+//!
+//! Every name the tool reads from a trace is a constant here, so that a schema change is one
+//! edit and a reader can see at a glance what the tool depends on.
+
+/// Kernel activity (canonical name; versioned copies end in `_V<n>`).
+pub const KERNEL: &str = "CUPTI_ACTIVITY_KIND_KERNEL";
+/// Interned strings: kernel names, registered NVTX strings.
+pub const STRING_IDS: &str = "StringIds";
+/// NVTX ranges and marks.
+pub const NVTX_EVENTS: &str = "NVTX_EVENTS";
+/// Export metadata (schema 3.4 and later).
+pub const META_DATA_EXPORT: &str = "META_DATA_EXPORT";
+/// Export metadata (schema 3.0 to 3.1).
+pub const EXPORT_META_DATA: &str = "EXPORT_META_DATA";
+/// GPUs of the profiled node(s).
+pub const TARGET_INFO_GPU: &str = "TARGET_INFO_GPU";
+/// Processes of the capture.
+pub const PROCESSES: &str = "PROCESSES";
+/// Capture start in UTC.
+pub const SESSION_START: &str = "TARGET_INFO_SESSION_START_TIME";
+
+/// Column names of the kernel table that the tool reads.
+pub mod kernel {
+    /// Start timestamp (ns).
+    pub const START: &str = "start";
+    /// End timestamp (ns).
+    pub const END: &str = "end";
+    /// nsys GPU id.
+    pub const DEVICE: &str = "deviceId";
+    /// CUDA stream id.
+    pub const STREAM: &str = "streamId";
+    /// Base name, a `StringIds` reference.
+    pub const SHORT_NAME: &str = "shortName";
+    /// Name with templates and arguments, a `StringIds` reference.
+    pub const DEMANGLED_NAME: &str = "demangledName";
+    /// Serialized process id.
+    pub const GLOBAL_PID: &str = "globalPid";
+}
+
+/// Metadata keys read from `META_DATA_EXPORT` / `EXPORT_META_DATA`.
+pub mod meta {
+    /// Export schema version, such as `3.25.0`.
+    pub const SCHEMA_VERSION: &str = "EXPORT_SCHEMA_VERSION";
+    /// nsys version, such as `2026.2.1.210`.
+    pub const PRODUCT_VERSION: &str = "EXPORT_PRODUCT_VERSION";
+    /// `true` when exported with `--ts-normalize=true`.
+    pub const TIME_NORMALIZE: &str = "EXPORT_PARAM_TIME_NORMALIZE";
+    /// The shift applied to timestamps at export (ns).
+    pub const TIME_SHIFT: &str = "EXPORT_CONFIG_TIME_SHIFT";
+}

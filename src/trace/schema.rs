@@ -1,0 +1,233 @@
+//! The schema probe: what tables and columns a trace has, and which export wrote it.
+//!
+//! Read once when a trace is opened, from `sqlite_master`, `PRAGMA table_info` and the export
+//! metadata table. Analyses check their declared requirements against it before they run.
+
+use std::collections::BTreeMap;
+
+use rusqlite::Connection;
+use serde::Serialize;
+
+use super::TraceError;
+use super::names;
+
+/// How NVTX text is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NvtxText {
+    /// No `NVTX_EVENTS` table.
+    Absent,
+    /// Only a `text` column (older exports).
+    TextOnly,
+    /// `text` plus `textId` into `StringIds` (registered strings).
+    TextAndTextId,
+}
+
+/// The clock the timestamps are on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum TimeBase {
+    /// Session-relative ns (nsys default): 0 is the start of the capture session.
+    Session,
+    /// UTC-epoch ns (`--ts-normalize=true`), shifted by `shift_ns`.
+    Utc {
+        /// `EXPORT_CONFIG_TIME_SHIFT`.
+        shift_ns: Option<i64>,
+    },
+    /// No export metadata (2021-era files): session-relative by nsys's default, not recorded.
+    Unrecorded,
+}
+
+impl TimeBase {
+    /// A one-line description for humans.
+    pub fn describe(&self) -> String {
+        match self {
+            TimeBase::Session => "session clock (ns since capture start)".into(),
+            TimeBase::Utc { .. } => "UTC epoch ns (--ts-normalize)".into(),
+            TimeBase::Unrecorded => {
+                "not recorded (pre-2022 export; nsys default is the session clock)".into()
+            }
+        }
+    }
+}
+
+/// Everything the probe found.
+#[derive(Debug, Clone, Serialize)]
+pub struct Schema {
+    /// Every table with its columns, in declaration order.
+    pub tables: BTreeMap<String, Vec<String>>,
+    /// The metadata table found, if any.
+    pub metadata_table: Option<String>,
+    /// `EXPORT_SCHEMA_VERSION`.
+    pub schema_version: Option<String>,
+    /// `EXPORT_PRODUCT_VERSION`.
+    pub nsys_version: Option<String>,
+    /// The kernel table actually used (canonical or highest `_V<n>`).
+    pub kernel_table: Option<String>,
+    /// Whether `StringIds` exists.
+    pub has_string_ids: bool,
+    /// How NVTX text is stored.
+    pub nvtx_text: NvtxText,
+    /// The clock of the timestamps.
+    pub time_base: TimeBase,
+}
+
+/// A table an analysis needs, by role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableRole {
+    /// The kernel activity table (canonical or versioned).
+    Kernel,
+    /// `StringIds`.
+    StringIds,
+}
+
+/// A requirement an analysis declares: a table and the columns it reads.
+#[derive(Debug, Clone, Copy)]
+pub struct Requirement {
+    /// Which table.
+    pub table: TableRole,
+    /// Which columns of it.
+    pub columns: &'static [&'static str],
+}
+
+impl Schema {
+    /// Probes the schema of an open connection.
+    pub fn probe(conn: &Connection) -> Result<Schema, TraceError> {
+        let mut tables = BTreeMap::new();
+        let mut stmt = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            .map_err(TraceError::from_sqlite)?;
+        let names: Vec<String> = stmt
+            .query_map([], |r| r.get(0))
+            .map_err(TraceError::from_sqlite)?
+            .collect::<Result<_, _>>()
+            .map_err(TraceError::from_sqlite)?;
+        for name in names {
+            let mut info = conn
+                .prepare(&format!("PRAGMA table_info({})", quote_ident(&name)))
+                .map_err(TraceError::from_sqlite)?;
+            let cols: Vec<String> = info
+                .query_map([], |r| r.get::<_, String>(1))
+                .map_err(TraceError::from_sqlite)?
+                .collect::<Result<_, _>>()
+                .map_err(TraceError::from_sqlite)?;
+            tables.insert(name, cols);
+        }
+
+        let metadata_table = [names::META_DATA_EXPORT, names::EXPORT_META_DATA]
+            .into_iter()
+            .find(|t| tables.contains_key(*t))
+            .map(str::to_string);
+        let mut meta = BTreeMap::new();
+        if let Some(t) = &metadata_table {
+            let mut stmt = conn
+                .prepare(&format!("SELECT name, value FROM {}", quote_ident(t)))
+                .map_err(TraceError::from_sqlite)?;
+            let rows = stmt
+                .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?)))
+                .map_err(TraceError::from_sqlite)?;
+            for row in rows {
+                let (k, v) = row.map_err(TraceError::from_sqlite)?;
+                if let Some(v) = v {
+                    meta.insert(k, v);
+                }
+            }
+        }
+
+        let kernel_table = resolve_versioned(&tables, names::KERNEL);
+        let nvtx_text = match tables.get(names::NVTX_EVENTS) {
+            None => NvtxText::Absent,
+            Some(cols) if cols.iter().any(|c| c == "textId") => NvtxText::TextAndTextId,
+            Some(_) => NvtxText::TextOnly,
+        };
+        let time_base = match (&metadata_table, meta.get(names::meta::TIME_NORMALIZE)) {
+            (None, _) => TimeBase::Unrecorded,
+            (Some(_), Some(v)) if v == "true" => TimeBase::Utc {
+                shift_ns: meta.get(names::meta::TIME_SHIFT).and_then(|s| s.parse().ok()),
+            },
+            (Some(_), _) => TimeBase::Session,
+        };
+        Ok(Schema {
+            has_string_ids: tables.contains_key(names::STRING_IDS),
+            schema_version: meta.get(names::meta::SCHEMA_VERSION).cloned(),
+            nsys_version: meta.get(names::meta::PRODUCT_VERSION).cloned(),
+            tables,
+            metadata_table,
+            kernel_table,
+            nvtx_text,
+            time_base,
+        })
+    }
+
+    /// Whether a table exists.
+    pub fn has_table(&self, name: &str) -> bool {
+        self.tables.contains_key(name)
+    }
+
+    /// Whether a table has a column.
+    pub fn has_column(&self, table: &str, column: &str) -> bool {
+        self.tables.get(table).is_some_and(|cols| cols.iter().any(|c| c == column))
+    }
+
+    /// Checks a requirement, naming the missing table or column.
+    pub fn require(&self, req: &Requirement) -> Result<(), TraceError> {
+        let table = match req.table {
+            TableRole::Kernel => match &self.kernel_table {
+                Some(t) => t.as_str(),
+                None => return Err(TraceError::MissingTable { table: names::KERNEL.into() }),
+            },
+            TableRole::StringIds => {
+                if !self.has_string_ids {
+                    return Err(TraceError::MissingTable { table: names::STRING_IDS.into() });
+                }
+                names::STRING_IDS
+            }
+        };
+        for col in req.columns {
+            if !self.has_column(table, col) {
+                return Err(TraceError::MissingColumn {
+                    table: table.into(),
+                    column: (*col).into(),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Finds `base`, or else the highest `base_V<n>`.
+fn resolve_versioned(tables: &BTreeMap<String, Vec<String>>, base: &str) -> Option<String> {
+    if tables.contains_key(base) {
+        return Some(base.to_string());
+    }
+    let prefix = format!("{base}_V");
+    tables
+        .keys()
+        .filter_map(|t| t.strip_prefix(&prefix).and_then(|n| n.parse::<u32>().ok()).map(|n| (n, t)))
+        .max_by_key(|(n, _)| *n)
+        .map(|(_, t)| t.clone())
+}
+
+/// Quotes an SQL identifier.
+pub fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versioned_tables_resolve_to_the_highest() {
+        let mut t = BTreeMap::new();
+        for name in ["CUPTI_ACTIVITY_KIND_KERNEL_V3", "CUPTI_ACTIVITY_KIND_KERNEL_V10", "X"] {
+            t.insert(name.to_string(), vec![]);
+        }
+        assert_eq!(
+            resolve_versioned(&t, names::KERNEL).as_deref(),
+            Some("CUPTI_ACTIVITY_KIND_KERNEL_V10")
+        );
+        t.insert(names::KERNEL.to_string(), vec![]);
+        assert_eq!(resolve_versioned(&t, names::KERNEL).as_deref(), Some(names::KERNEL));
+    }
+}

@@ -1,0 +1,79 @@
+//! Exact display of numbers: integer ns to ms, ratios to percent, thousands separators.
+//!
+//! Every displayed number is rounded once, here, from exact integers (or an exact rational),
+//! half away from zero, so that a table, a formula and the JSON never disagree.
+
+/// Formats an integer with comma thousands separators.
+pub fn thousands(v: i128) -> String {
+    let digits = v.unsigned_abs().to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if v < 0 { format!("-{out}") } else { out }
+}
+
+/// Formats `num / den` with `places` decimals, rounding half away from zero, with thousands
+/// separators. `None` when `den` is zero.
+pub fn decimal(num: i128, den: i128, places: u32) -> Option<String> {
+    if den == 0 {
+        return None;
+    }
+    let (num, den) = if den < 0 { (-num, -den) } else { (num, den) };
+    let scale = 10_i128.pow(places);
+    let scaled = num.checked_mul(scale)?;
+    let q = (scaled.abs() * 2 + den) / (2 * den);
+    let neg = scaled < 0 && q != 0;
+    let int = q / scale;
+    let frac = q % scale;
+    let mut s = thousands(int);
+    if places > 0 {
+        s.push('.');
+        s.push_str(&format!("{frac:0width$}", width = places as usize));
+    }
+    Some(if neg { format!("-{s}") } else { s })
+}
+
+/// Nanoseconds as milliseconds with two decimals: `6155750000` -> `6,155.75`.
+pub fn ms(ns: i64) -> String {
+    decimal(i128::from(ns), 1_000_000, 2).unwrap_or_default()
+}
+
+/// A ratio as a percentage with one decimal: `(1094740000, 6155750000)` -> `17.8%`.
+pub fn percent(num: i128, den: i128) -> Option<String> {
+    decimal(num * 100, den, 1).map(|s| format!("{s}%"))
+}
+
+/// A ratio with three decimals: `(1, 822/1000)` -> `1.217`.
+pub fn ratio(num: i128, den: i128) -> Option<String> {
+    decimal(num, den, 3)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn article_numbers() {
+        assert_eq!(ms(6_155_750_000), "6,155.75");
+        assert_eq!(ms(1_094_744_999), "1,094.74");
+        assert_eq!(ms(1_094_745_000), "1,094.75");
+        assert_eq!(percent(109_474, 615_575).unwrap(), "17.8%");
+        assert_eq!(percent(70_919, 70_919 + 109_474).unwrap(), "39.3%");
+        assert_eq!(ratio(1000, 822).unwrap(), "1.217");
+        assert_eq!(percent(30, 130).unwrap(), "23.1%");
+    }
+
+    #[test]
+    fn edges() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(-1234567), "-1,234,567");
+        assert_eq!(decimal(-5, 1000, 2).unwrap(), "-0.01");
+        assert_eq!(decimal(-4, 1000, 2).unwrap(), "0.00");
+        assert_eq!(decimal(1, 3, 0).unwrap(), "0");
+        assert!(percent(1, 0).is_none());
+    }
+}
