@@ -8,12 +8,16 @@
 #![warn(missing_docs)]
 
 pub mod analysis;
+pub mod claims;
 pub mod cli;
 pub mod cmd;
 pub mod diag;
+pub mod formula;
+pub mod render;
 pub mod scope;
 pub mod trace;
 pub mod units;
+pub mod verdict;
 
 /// An error message with a hint, for errors that have no domain type of their own.
 #[derive(Debug, thiserror::Error)]

@@ -172,9 +172,9 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
                 for (d, b) in &parts {
                     if b.total != w.len_ns() {
                         ev.notes.push(format!(
-                            "device {d}: the denominator is the span of the kept kernels, {} ns, not the window length, {} ns",
-                            b.total,
-                            w.len_ns()
+                            "device {d}: the denominator is the span of the kept kernels, {} ms, not the window length, {} ms",
+                            crate::units::ms(b.total),
+                            crate::units::ms(w.len_ns())
                         ));
                     }
                 }

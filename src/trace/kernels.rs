@@ -14,7 +14,9 @@ use super::{DeviceInventory, Requirement, TableRole, Trace, TraceError, quote_id
 use std::collections::BTreeMap;
 
 /// Which kernel name to group and match by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize, clap::ValueEnum,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum NameStyle {
     /// Base name (`shortName`), template instances merged.

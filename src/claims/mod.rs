@@ -1,0 +1,480 @@
+//! The claims file: what was claimed, split into parts, and what each part binds to.
+//!
+//! [`load`] reads YAML (serde-saphyr, unknown fields refused) into the raw model kept with
+//! positions; [`validate`] resolves references and parses formulas into a [`ClaimSet`],
+//! reporting every error at once as `FILE:LINE:COL: message` with a hint. No trace is read here.
+
+pub mod load;
+pub mod raw;
+pub mod validate;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::NameFilter;
+use crate::formula::{Expr, Rational};
+use crate::scope::{DeviceSel, Semantics, Window};
+use crate::trace::NameStyle;
+
+pub use load::load;
+
+/// Languages a report can be written in.
+pub const LANGUAGES: &[&str] = &["zh-TW", "en"];
+
+/// A text in every requested language.
+pub type Text = BTreeMap<String, String>;
+
+/// The four kinds of content, plus arithmetic that is checked but is never evidence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// What the trace shows directly.
+    Observation,
+    /// A reading of an observation through a stated mapping.
+    Interpretation,
+    /// A claim about cause and effect.
+    Causal,
+    /// A next step; never judged.
+    Action,
+    /// Arithmetic on stated numbers: verified and shown, never evidence.
+    Arithmetic,
+}
+
+impl Kind {
+    /// The evidence layer: observation 1, interpretation 2, causal 3.
+    pub fn layer(self) -> u8 {
+        match self {
+            Kind::Observation => 1,
+            Kind::Interpretation => 2,
+            Kind::Causal => 3,
+            Kind::Action | Kind::Arithmetic => 0,
+        }
+    }
+
+    /// The name used in files and keys.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Observation => "observation",
+            Kind::Interpretation => "interpretation",
+            Kind::Causal => "causal",
+            Kind::Action => "action",
+            Kind::Arithmetic => "arithmetic",
+        }
+    }
+}
+
+/// The unit a value is stated and shown in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum Unit {
+    /// A share, shown as a percentage with one decimal; stored as a fraction.
+    Percent,
+    /// Percentage points: a difference of two percentages.
+    PercentagePoints,
+    /// Nanoseconds (stored), shown as ms with two decimals.
+    Ms,
+    /// Nanoseconds, shown as ns.
+    Ns,
+    /// Seconds (stored in ns).
+    S,
+    /// A count.
+    Count,
+    /// A multiplier such as a speedup, shown with three decimals and `x`.
+    Times,
+    /// A plain ratio, three decimals.
+    Ratio,
+}
+
+impl Unit {
+    /// Parses `%`, `pp`, `ms`, `ns`, `s`, `count`, `x`, `ratio`.
+    pub fn parse(s: &str) -> Option<Unit> {
+        Some(match s.trim() {
+            "%" | "percent" => Unit::Percent,
+            "pp" | "percentage points" => Unit::PercentagePoints,
+            "ms" => Unit::Ms,
+            "ns" => Unit::Ns,
+            "s" => Unit::S,
+            "count" | "" => Unit::Count,
+            "x" | "×" => Unit::Times,
+            "ratio" => Unit::Ratio,
+            _ => return None,
+        })
+    }
+
+    /// How it is written.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Unit::Percent => "%",
+            Unit::PercentagePoints => "pp",
+            Unit::Ms => "ms",
+            Unit::Ns => "ns",
+            Unit::S => "s",
+            Unit::Count => "count",
+            Unit::Times => "x",
+            Unit::Ratio => "ratio",
+        }
+    }
+
+    /// Whether values in `self` and `other` can be compared after conversion.
+    pub fn compatible(self, other: Unit) -> bool {
+        use Unit::*;
+        matches!((self, other), (Ms | Ns | S, Ms | Ns | S))
+            || self == other
+            || matches!((self, other), (Ratio, Times) | (Times, Ratio))
+    }
+
+    /// Multiplier from this unit to its stored base (ns for times, fraction for %).
+    pub fn to_base(self) -> Rational {
+        match self {
+            Unit::Percent | Unit::PercentagePoints => {
+                Rational::new(1, 100).unwrap_or(Rational::int(1))
+            }
+            Unit::Ms => Rational::int(1_000_000),
+            Unit::S => Rational::int(1_000_000_000),
+            _ => Rational::int(1),
+        }
+    }
+
+    /// Decimals a measured value is shown with.
+    pub fn decimals(self) -> u32 {
+        match self {
+            Unit::Percent | Unit::PercentagePoints => 1,
+            Unit::Ms => 2,
+            Unit::S => 3,
+            Unit::Times | Unit::Ratio => 3,
+            Unit::Ns | Unit::Count => 0,
+        }
+    }
+}
+
+impl fmt::Display for Unit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.symbol())
+    }
+}
+
+/// A number as the author wrote it, with its unit and precision.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Quantity {
+    /// The text as written.
+    pub text: String,
+    /// The value in the unit's stored base.
+    #[serde(skip)]
+    pub value: Rational,
+    /// The unit.
+    pub unit: Unit,
+    /// Decimals written.
+    pub decimals: u32,
+}
+
+impl Quantity {
+    /// Parses `17.8%`, `140`, `1.216x`, `6,155.75 ms`, `3 pp`.
+    pub fn parse(text: &str, default_unit: Unit) -> Option<Quantity> {
+        let t = text.trim();
+        let split = t
+            .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == ',' || c == '-' || c == '+'))
+            .unwrap_or(t.len());
+        let (num, unit) = t.split_at(split);
+        let unit = if unit.trim().is_empty() { default_unit } else { Unit::parse(unit)? };
+        let n = Rational::parse_decimal(num)?;
+        let decimals = num.split_once('.').map_or(0, |(_, f)| f.len() as u32);
+        Some(Quantity { text: t.to_string(), value: n.mul(unit.to_base())?, unit, decimals })
+    }
+}
+
+/// What a claim speaks about, for gates R1-R4.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct About {
+    /// The window the claim speaks of, if it names one.
+    pub window: Option<Window>,
+    /// The devices the claim speaks of.
+    pub devices: Option<Vec<i64>>,
+    /// Per device or summed over devices.
+    pub per: Option<Per>,
+    /// The quantity the claimed number measures.
+    pub quantity: Option<QuantityKind>,
+    /// The denominator the claim's share is of.
+    pub denominator: Option<Denominator>,
+    /// The author's wording of the denominator, shown verbatim.
+    pub denominator_text: Option<Text>,
+}
+
+/// Per device or summed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Per {
+    /// One device's number.
+    Device,
+    /// A total over the devices in scope.
+    Sum,
+}
+
+/// What a claimed number measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum QuantityKind {
+    /// Wall-clock time (interval unions) or a share of it.
+    WallTime,
+    /// Summed kernel durations.
+    KernelTime,
+    /// Occurrences.
+    Count,
+    /// Reduction of step time.
+    StepTimeReduction,
+    /// Gain in throughput (a multiplier).
+    ThroughputGain,
+}
+
+/// What a claimed share is a share of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Denominator {
+    /// The window (one step, say): wall time.
+    Window,
+    /// NCCL busy wall time (union of NCCL kernels).
+    NcclBusy,
+    /// Compute busy wall time.
+    ComputeBusy,
+    /// Summed NCCL kernel durations.
+    NcclKernelTime,
+    /// Summed kernel durations.
+    KernelTime,
+}
+
+/// A named scope: trace, window, devices, semantics.
+#[derive(Debug, Clone, Serialize)]
+pub struct Scope {
+    /// Its name in the file.
+    pub name: String,
+    /// The trace it reads.
+    pub trace: String,
+    /// The window, if any.
+    pub window: Option<Window>,
+    /// The window as written.
+    pub window_text: Option<String>,
+    /// The devices.
+    #[serde(skip)]
+    pub devices: DeviceSel,
+    /// How the window selects kernels.
+    pub semantics: Semantics,
+}
+
+/// A declared trace.
+#[derive(Debug, Clone, Serialize)]
+pub struct TraceDecl {
+    /// Its name in the file.
+    pub name: String,
+    /// The path as written (relative to the claims file).
+    pub path: String,
+    /// The path resolved against the claims file's folder.
+    #[serde(skip)]
+    pub resolved: PathBuf,
+    /// A label.
+    pub label: Option<Text>,
+    /// Devices the job has.
+    pub expect_devices: Option<Vec<i64>>,
+}
+
+/// A measurement a part binds to.
+#[derive(Debug, Clone, Serialize)]
+pub struct Measure {
+    /// The analysis.
+    pub analysis: String,
+    /// The scope name.
+    pub scope: String,
+    /// The formula over the analysis' fields, as written.
+    pub value_text: String,
+    /// The parsed formula.
+    #[serde(skip)]
+    pub value: Expr,
+    /// The unit of the result.
+    pub unit: Unit,
+    /// Kernel-name filter (kernels).
+    pub filter_text: Option<String>,
+    /// Kernel-name filter (kernels).
+    #[serde(skip)]
+    pub filter: Option<NameFilter>,
+    /// Name style (kernels).
+    pub names: Option<NameStyle>,
+    /// Stream (nccl-skew).
+    pub stream: Option<i64>,
+}
+
+/// A condition on a measured value (in the unit's stored base).
+#[derive(Debug, Clone, Serialize)]
+pub enum Condition {
+    /// lo <= v <= hi.
+    Between(Quantity, Quantity),
+    /// v >= x.
+    AtLeast(Quantity),
+    /// v <= x.
+    AtMost(Quantity),
+    /// v > x.
+    Above(Quantity),
+    /// v < x.
+    Below(Quantity),
+    /// |v - x| <= tolerance.
+    Approx(Quantity, Quantity),
+    /// v > 0.
+    Exists,
+}
+
+/// One part of a claim.
+#[derive(Debug, Clone, Serialize)]
+pub struct Part {
+    /// Id, unique within the claim.
+    pub id: String,
+    /// Kind.
+    pub kind: Kind,
+    /// What the part asserts, in words.
+    pub text: Option<Text>,
+    /// The measurement, for a measurable part.
+    pub measure: Option<Measure>,
+    /// The condition that decides it.
+    pub condition: Option<Condition>,
+    /// The number the author states in prose.
+    pub says: Option<Quantity>,
+    /// Arithmetic formula (arithmetic parts), over literals and other parts' values.
+    pub formula_text: Option<String>,
+    /// Parsed arithmetic formula.
+    #[serde(skip)]
+    pub formula: Option<Expr>,
+    /// Unit of an arithmetic result.
+    pub unit: Option<Unit>,
+    /// Parts an interpretation reads.
+    pub from: Vec<String>,
+    /// The mapping an interpretation relies on.
+    pub mapping: Option<Text>,
+    /// Evidence that would decide an open part.
+    pub needs: Vec<Text>,
+    /// Caveats shown with the value.
+    pub caveats: Option<Text>,
+    /// A note.
+    pub note: Option<Text>,
+    /// Line in the claims file.
+    pub line: u32,
+}
+
+/// A claim.
+#[derive(Debug, Clone, Serialize)]
+pub struct Claim {
+    /// Id, unique in the file.
+    pub id: String,
+    /// Who claimed it (a source id).
+    pub source: Option<String>,
+    /// The claim as written.
+    pub statement: Text,
+    /// What it speaks about.
+    pub about: About,
+    /// The part whose verdict is the claim's.
+    pub principal: String,
+    /// The parts.
+    pub parts: Vec<Part>,
+    /// A reviewer's note (R6), verbatim.
+    pub review: Option<Text>,
+    /// Line in the claims file.
+    pub line: u32,
+}
+
+/// A source of claims.
+#[derive(Debug, Clone, Serialize)]
+pub struct Source {
+    /// Id.
+    pub id: String,
+    /// Label.
+    pub label: Text,
+    /// Note.
+    pub note: Option<Text>,
+}
+
+/// Report metadata.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// Id, used in output file names.
+    pub id: String,
+    /// Languages.
+    pub languages: Vec<String>,
+    /// Title.
+    pub title: Text,
+    /// The question that was asked (context for R6).
+    pub question: Option<Text>,
+    /// Author.
+    pub author: Option<String>,
+    /// Date as written.
+    pub date: Option<String>,
+}
+
+/// The reviewer's R6 judgement for the whole audit.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Review {
+    /// The R6 note.
+    pub r6: Option<Text>,
+    /// The next step.
+    pub next: Option<Text>,
+    /// Who reviewed.
+    pub reviewer: Option<String>,
+}
+
+/// A validated claims file.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClaimSet {
+    /// The file, as given.
+    pub file: String,
+    /// Report metadata.
+    pub report: Report,
+    /// Sources.
+    pub sources: Vec<Source>,
+    /// Traces.
+    pub traces: Vec<TraceDecl>,
+    /// Scopes by name.
+    pub scopes: BTreeMap<String, Scope>,
+    /// Claims in file order.
+    pub claims: Vec<Claim>,
+    /// Review.
+    pub review: Review,
+}
+
+impl ClaimSet {
+    /// A trace by name.
+    pub fn trace(&self, name: &str) -> Option<&TraceDecl> {
+        self.traces.iter().find(|t| t.name == name)
+    }
+}
+
+/// One problem in a claims file, with its position.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// Line (1-based; 0 when unknown).
+    pub line: u32,
+    /// Column (1-based; 0 when unknown).
+    pub column: u32,
+    /// What is wrong.
+    pub message: String,
+    /// What to do.
+    pub hint: Option<String>,
+}
+
+/// Errors loading a claims file: every problem found, in file order.
+#[derive(Debug, Clone, thiserror::Error)]
+pub struct ClaimsError {
+    /// The file.
+    pub file: String,
+    /// The problems.
+    pub problems: Vec<Problem>,
+}
+
+impl fmt::Display for ClaimsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.problems.len();
+        write!(f, "{} problem{} in `{}`", n, if n == 1 { "" } else { "s" }, self.file)?;
+        for p in &self.problems {
+            write!(f, "\n{}:{}:{}: {}", self.file, p.line, p.column, p.message)?;
+            if let Some(h) = &p.hint {
+                write!(f, "\n  hint: {h}")?;
+            }
+        }
+        Ok(())
+    }
+}

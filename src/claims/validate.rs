@@ -1,0 +1,696 @@
+//! From the file as written to a [`ClaimSet`]: references resolved, formulas parsed, every
+//! text present in every requested language. Collects every problem before failing.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use serde_saphyr::Spanned;
+
+use super::raw::*;
+use super::*;
+use crate::analysis::{self, NameFilter};
+use crate::formula::Expr;
+use crate::scope::{DeviceSel, Window, parse_device_list};
+
+struct Checker {
+    languages: Vec<String>,
+    problems: Vec<Problem>,
+}
+
+fn at<T>(s: &Spanned<T>) -> (u32, u32) {
+    (s.referenced.line() as u32, s.referenced.column() as u32)
+}
+
+/// The closest candidate to `name`, if close enough to be a likely typo.
+pub fn did_you_mean<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    candidates
+        .into_iter()
+        .map(|c| (strsim::levenshtein(name, c), c))
+        .filter(|(d, c)| *d <= 2.max(c.len() / 3))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+fn suggestion<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str> + Clone) -> String {
+    match did_you_mean(name, candidates.clone()) {
+        Some(c) => format!("did you mean `{c}`?"),
+        None => {
+            let all: Vec<&str> = candidates.into_iter().collect();
+            if all.is_empty() {
+                "none is declared".into()
+            } else {
+                format!("known: {}", all.join(", "))
+            }
+        }
+    }
+}
+
+impl Checker {
+    fn err(
+        &mut self,
+        pos: (u32, u32),
+        message: impl Into<String>,
+        hint: impl Into<Option<String>>,
+    ) {
+        self.problems.push(Problem {
+            line: pos.0,
+            column: pos.1,
+            message: message.into(),
+            hint: hint.into(),
+        });
+    }
+
+    fn text(&mut self, t: &RawText, what: &str) -> Text {
+        for lang in &self.languages.clone() {
+            if !t.value.contains_key(lang) {
+                self.err(
+                    at(t),
+                    format!("{what} has no `{lang}` text"),
+                    Some(format!(
+                        "give it in every language of `report.languages` ({})",
+                        self.languages.join(", ")
+                    )),
+                );
+            }
+        }
+        for k in t.value.keys() {
+            if !self.languages.contains(k) {
+                self.err(
+                    at(t),
+                    format!("{what} has text in `{k}`, which `report.languages` does not list"),
+                    None,
+                );
+            }
+        }
+        t.value.clone()
+    }
+
+    fn opt_text(&mut self, t: &Option<RawText>, what: &str) -> Option<Text> {
+        t.as_ref().map(|t| self.text(t, what))
+    }
+
+    fn devices(&mut self, s: &Spanned<String>) -> Option<Vec<i64>> {
+        match parse_device_list(&s.value) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.err(at(s), e.to_string(), Some(e.hint().to_string()));
+                None
+            }
+        }
+    }
+
+    fn window(&mut self, s: &Spanned<String>) -> Option<Window> {
+        match Window::parse(&s.value) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                self.err(at(s), e.to_string(), Some(e.hint().to_string()));
+                None
+            }
+        }
+    }
+
+    fn quantity(
+        &mut self,
+        pos: (u32, u32),
+        text: &str,
+        unit: Unit,
+        what: &str,
+    ) -> Option<Quantity> {
+        let q = Quantity::parse(text, unit);
+        if q.is_none() {
+            self.err(
+                pos,
+                format!("{what} `{text}` is not a number with a unit"),
+                Some("write it like 17.8%, 140, 6,155.75 ms, 1.216x or 3 pp".to_string()),
+            );
+        }
+        q
+    }
+}
+
+/// Validates the raw file; `path` locates relative trace paths.
+pub fn validate(raw: RawClaimFile, path: &Path) -> Result<ClaimSet, ClaimsError> {
+    let file = path.display().to_string();
+    let base = path.parent().unwrap_or(Path::new("."));
+    let mut c = Checker { languages: Vec::new(), problems: Vec::new() };
+
+    // Report.
+    let r = &raw.report;
+    if r.id.value.is_empty()
+        || !r.id.value.chars().all(|ch| ch.is_ascii_alphanumeric() || "-_.".contains(ch))
+    {
+        c.err(
+            at(&r.id),
+            format!("report id `{}` cannot name output files", r.id.value),
+            Some("use letters, digits, `-`, `_` and `.`".into()),
+        );
+    }
+    let mut langs = Vec::new();
+    for l in &r.languages.value {
+        if !LANGUAGES.contains(&l.as_str()) {
+            c.err(
+                at(&r.languages),
+                format!("unsupported language `{l}`"),
+                Some(format!("supported: {}", LANGUAGES.join(", "))),
+            );
+        } else if !langs.contains(l) {
+            langs.push(l.clone());
+        }
+    }
+    if langs.is_empty() && r.languages.value.is_empty() {
+        c.err(
+            at(&r.languages),
+            "`report.languages` is empty",
+            Some("list at least one of zh-TW, en".into()),
+        );
+    }
+    c.languages = langs.clone();
+    let report = Report {
+        id: r.id.value.clone(),
+        languages: langs,
+        title: c.text(&r.title, "`report.title`"),
+        question: c.opt_text(&r.question, "`report.question`"),
+        author: r.author.clone(),
+        date: r.date.clone(),
+    };
+
+    let sources: Vec<Source> = raw
+        .sources
+        .iter()
+        .map(|(id, s)| Source {
+            id: id.clone(),
+            label: c.text(&s.label, &format!("source `{id}` label")),
+            note: c.opt_text(&s.note, &format!("source `{id}` note")),
+        })
+        .collect();
+
+    // Traces.
+    let mut traces = Vec::new();
+    for (name, t) in &raw.traces {
+        let resolved = base.join(&t.path.value);
+        if !resolved.exists() {
+            c.err(
+                at(&t.path),
+                format!(
+                    "trace `{name}`: `{}` does not exist (resolved to `{}`)",
+                    t.path.value,
+                    resolved.display()
+                ),
+                Some("trace paths are relative to the claims file's folder".to_string()),
+            );
+        }
+        traces.push(TraceDecl {
+            name: name.clone(),
+            path: t.path.value.clone(),
+            resolved,
+            label: c.opt_text(&t.label, &format!("trace `{name}` label")),
+            expect_devices: t.expect_devices.as_ref().and_then(|d| c.devices(d)),
+        });
+    }
+
+    // Scopes.
+    let mut scopes = BTreeMap::new();
+    for (name, s) in &raw.scopes {
+        if !raw.traces.contains_key(&s.trace.value) {
+            c.err(
+                at(&s.trace),
+                format!("scope `{name}` names trace `{}`, which is not declared", s.trace.value),
+                Some(suggestion(&s.trace.value, raw.traces.keys().map(String::as_str))),
+            );
+        }
+        let devices = match &s.devices {
+            None => DeviceSel::All,
+            Some(d) if d.value.trim() == "all" => DeviceSel::All,
+            Some(d) => c.devices(d).map(DeviceSel::Set).unwrap_or(DeviceSel::All),
+        };
+        scopes.insert(
+            name.clone(),
+            Scope {
+                name: name.clone(),
+                trace: s.trace.value.clone(),
+                window: s.window.as_ref().and_then(|w| c.window(w)),
+                window_text: s.window.as_ref().map(|w| w.value.clone()),
+                devices,
+                semantics: s.semantics.unwrap_or_default(),
+            },
+        );
+    }
+
+    // Claims.
+    let mut claims = Vec::new();
+    let mut ids = BTreeSet::new();
+    for rc in &raw.claims {
+        if !ids.insert(rc.id.value.clone()) {
+            c.err(
+                at(&rc.id),
+                format!("duplicate claim id `{}`", rc.id.value),
+                Some("claim ids must be unique in the file".into()),
+            );
+        }
+        if let Some(s) = &rc.source
+            && !raw.sources.contains_key(&s.value)
+        {
+            c.err(
+                at(s),
+                format!(
+                    "claim `{}` names source `{}`, which is not declared",
+                    rc.id.value, s.value
+                ),
+                Some(suggestion(&s.value, raw.sources.keys().map(String::as_str))),
+            );
+        }
+        let mut parts = Vec::new();
+        let mut part_ids = BTreeSet::new();
+        for rp in &rc.parts {
+            if !part_ids.insert(rp.id.value.clone()) {
+                c.err(
+                    at(&rp.id),
+                    format!("duplicate part id `{}` in claim `{}`", rp.id.value, rc.id.value),
+                    None,
+                );
+            }
+        }
+        let part_names: Vec<&str> = rc.parts.iter().map(|p| p.id.value.as_str()).collect();
+        for rp in &rc.parts {
+            parts.push(part(&mut c, rp, &rc.id.value, &part_names, &scopes, &raw.scopes));
+        }
+        if parts.is_empty() {
+            c.err(
+                at(&rc.id),
+                format!("claim `{}` has no parts", rc.id.value),
+                Some(
+                    "split the claim into observation, interpretation, causal and action parts"
+                        .into(),
+                ),
+            );
+        }
+        let principal = match &rc.principal {
+            Some(p) => {
+                match parts.iter().find(|x| x.id == p.value) {
+                    None => c.err(
+                        at(p),
+                        format!(
+                            "claim `{}`: principal `{}` is not one of its parts",
+                            rc.id.value, p.value
+                        ),
+                        Some(suggestion(&p.value, part_names.iter().copied())),
+                    ),
+                    Some(x) if matches!(x.kind, Kind::Action | Kind::Arithmetic) => c.err(
+                        at(p),
+                        format!(
+                            "claim `{}`: the principal part `{}` is {}, which is never judged",
+                            rc.id.value,
+                            p.value,
+                            x.kind.as_str()
+                        ),
+                        Some(
+                            "make the principal an observation, interpretation or causal part"
+                                .to_string(),
+                        ),
+                    ),
+                    _ => {}
+                }
+                p.value.clone()
+            }
+            None => parts
+                .iter()
+                .filter(|p| p.kind.layer() > 0)
+                .max_by_key(|p| p.kind.layer())
+                .map(|p| p.id.clone())
+                .unwrap_or_default(),
+        };
+        if principal.is_empty() && !parts.is_empty() {
+            c.err(
+                at(&rc.id),
+                format!("claim `{}` has no part that can be judged", rc.id.value),
+                Some("add an observation, interpretation or causal part".into()),
+            );
+        }
+        let a = &rc.about;
+        claims.push(Claim {
+            id: rc.id.value.clone(),
+            source: rc.source.as_ref().map(|s| s.value.clone()),
+            statement: c.text(&rc.statement, &format!("claim `{}` statement", rc.id.value)),
+            about: About {
+                window: a.window.as_ref().and_then(|w| c.window(w)),
+                devices: a.devices.as_ref().and_then(|d| c.devices(d)),
+                per: a.per,
+                quantity: a.quantity,
+                denominator: a.denominator,
+                denominator_text: c.opt_text(&a.denominator_text, "`about.denominator_text`"),
+            },
+            principal,
+            parts,
+            review: c.opt_text(&rc.review, &format!("claim `{}` review", rc.id.value)),
+            line: at(&rc.id).0,
+        });
+    }
+
+    let review = match &raw.review {
+        None => Review::default(),
+        Some(r) => Review {
+            r6: c.opt_text(&r.r6, "`review.r6`"),
+            next: c.opt_text(&r.next, "`review.next`"),
+            reviewer: r.reviewer.clone(),
+        },
+    };
+
+    if !c.problems.is_empty() {
+        c.problems.sort_by_key(|p| (p.line, p.column));
+        c.problems.dedup();
+        return Err(ClaimsError { file, problems: c.problems });
+    }
+    Ok(ClaimSet { file, report, sources, traces, scopes, claims, review })
+}
+
+fn part(
+    c: &mut Checker,
+    rp: &RawPart,
+    claim: &str,
+    part_names: &[&str],
+    scopes: &BTreeMap<String, Scope>,
+    raw_scopes: &BTreeMap<String, RawScope>,
+) -> Part {
+    let kind = rp.kind.value;
+    let pid = &rp.id.value;
+    let what = format!("claim `{claim}` part `{pid}`");
+    let mut measure = None;
+    let mut unit = None;
+    if let Some(m) = &rp.measure {
+        if matches!(kind, Kind::Action | Kind::Arithmetic) {
+            c.err(
+                at(&m.analysis),
+                format!(
+                    "{what}: a{} part cannot be measured",
+                    if kind == Kind::Action { "n action" } else { "n arithmetic" }
+                ),
+                None,
+            );
+        }
+        measure = measurement(c, m, &what, scopes, raw_scopes);
+        unit = measure.as_ref().map(|m: &Measure| m.unit);
+    }
+    let mut formula = None;
+    if let Some(f) = &rp.formula {
+        if kind != Kind::Arithmetic {
+            c.err(
+                at(f),
+                format!("{what}: only arithmetic parts have a `formula`"),
+                Some("measured parts put their formula in `measure.value`".to_string()),
+            );
+        }
+        match Expr::parse(&f.value) {
+            Ok(e) => {
+                for v in e.vars() {
+                    if !part_names.contains(&v.as_str()) || v == *pid {
+                        c.err(at(f), format!("{what}: formula names `{v}`, which is not another part of this claim"), Some(suggestion(&v, part_names.iter().copied())));
+                    }
+                }
+                formula = Some(e);
+            }
+            Err(e) => c.err(
+                at(f),
+                format!(
+                    "{what}: formula `{}`: {} (at character {})",
+                    f.value,
+                    e.message,
+                    e.offset + 1
+                ),
+                None,
+            ),
+        }
+    } else if kind == Kind::Arithmetic {
+        c.err(at(&rp.id), format!("{what}: an arithmetic part needs a `formula`"), None);
+    }
+    if let Some(u) = &rp.unit {
+        match Unit::parse(&u.value) {
+            Some(x) => unit = Some(x),
+            None => c.err(
+                at(u),
+                format!("{what}: unknown unit `{}`", u.value),
+                Some("use %, pp, ms, ns, s, count, x or ratio".to_string()),
+            ),
+        }
+    }
+    let says = rp.says.as_ref().and_then(|s| {
+        let default = unit.unwrap_or(Unit::Count);
+        let q = c.quantity(at(s), &s.value, default, &format!("{what}: `says`"));
+        if unit.is_none() {
+            unit = q.as_ref().map(|q| q.unit);
+        }
+        q
+    });
+    if kind == Kind::Arithmetic && unit.is_none() {
+        unit = Some(Unit::Ratio);
+    }
+    let condition = rp.condition.as_ref().and_then(|cond| {
+        if measure.is_none() {
+            c.err(at(cond), format!("{what}: a condition needs a `measure` to apply to"), None);
+        }
+        condition(c, cond, unit.unwrap_or(Unit::Count), &what)
+    });
+    for f in &rp.from {
+        if !part_names.contains(&f.value.as_str()) {
+            c.err(
+                at(f),
+                format!("{what}: `from` names `{}`, which is not a part of this claim", f.value),
+                Some(suggestion(&f.value, part_names.iter().copied())),
+            );
+        }
+    }
+    if kind == Kind::Interpretation && rp.mapping.is_none() {
+        c.err(
+            at(&rp.id),
+            format!("{what}: an interpretation must state the `mapping` it relies on"),
+            Some(
+                "e.g. mapping: {en: \"flash_bwd_* is FlashAttention's backward kernel\"}"
+                    .to_string(),
+            ),
+        );
+    }
+    if kind == Kind::Interpretation && rp.from.is_empty() {
+        c.err(
+            at(&rp.id),
+            format!("{what}: an interpretation must name the parts it reads in `from`"),
+            None,
+        );
+    }
+    if kind == Kind::Causal && rp.measure.is_none() && rp.needs.is_empty() {
+        c.err(at(&rp.id), format!("{what}: an unmeasured causal part must list the evidence that would decide it in `needs`"), Some("e.g. needs: [{en: \"a fusion on/off A/B run\"}]".to_string()));
+    }
+    if kind == Kind::Action && rp.text.is_none() {
+        c.err(at(&rp.id), format!("{what}: an action needs its `text`"), None);
+    }
+    Part {
+        id: pid.clone(),
+        kind,
+        text: c.opt_text(&rp.text, &format!("{what} text")),
+        measure,
+        condition,
+        says,
+        formula_text: rp.formula.as_ref().map(|f| f.value.clone()),
+        formula,
+        unit,
+        from: rp.from.iter().map(|f| f.value.clone()).collect(),
+        mapping: c.opt_text(&rp.mapping, &format!("{what} mapping")),
+        needs: rp.needs.iter().map(|n| c.text(n, &format!("{what} needs"))).collect(),
+        caveats: c.opt_text(&rp.caveats, &format!("{what} caveats")),
+        note: c.opt_text(&rp.note, &format!("{what} note")),
+        line: at(&rp.id).0,
+    }
+}
+
+fn measurement(
+    c: &mut Checker,
+    m: &RawMeasure,
+    what: &str,
+    scopes: &BTreeMap<String, Scope>,
+    raw_scopes: &BTreeMap<String, RawScope>,
+) -> Option<Measure> {
+    let Some(spec) = analysis::spec(&m.analysis.value) else {
+        c.err(
+            at(&m.analysis),
+            format!("{what}: unknown analysis `{}`", m.analysis.value),
+            Some(suggestion(&m.analysis.value, analysis::ANALYSES.iter().map(|a| a.name))),
+        );
+        return None;
+    };
+    let scope = scopes.get(&m.scope.value);
+    if scope.is_none() {
+        c.err(
+            at(&m.scope),
+            format!("{what}: scope `{}` is not declared", m.scope.value),
+            Some(suggestion(&m.scope.value, raw_scopes.keys().map(String::as_str))),
+        );
+    }
+    let value = match Expr::parse(&m.value.value) {
+        Ok(e) => e,
+        Err(e) => {
+            c.err(
+                at(&m.value),
+                format!(
+                    "{what}: formula `{}`: {} (at character {})",
+                    m.value.value,
+                    e.message,
+                    e.offset + 1
+                ),
+                None,
+            );
+            return None;
+        }
+    };
+    let fields: Vec<&str> = spec.fields.iter().map(|f| f.name).collect();
+    for v in value.vars() {
+        if !fields.contains(&v.as_str()) {
+            c.err(
+                at(&m.value),
+                format!("{what}: analysis `{}` has no field `{v}`", spec.name),
+                Some(suggestion(&v, fields.iter().copied())),
+            );
+        }
+    }
+    let adopts = |p: &str| spec.params.contains(&p);
+    for (given, name) in
+        [(m.pattern.as_ref(), "match"), (m.regex.as_ref(), "regex"), (m.stream.as_ref(), "stream")]
+    {
+        let param = if name == "regex" { "match" } else { name };
+        if let Some(g) = given
+            && !adopts(param)
+        {
+            c.err(
+                at(g),
+                format!("{what}: analysis `{}` does not take `{name}`", spec.name),
+                Some("a parameter the analysis would ignore is refused".to_string()),
+            );
+        }
+    }
+    if m.names.is_some() && !adopts("names") {
+        c.err(
+            at(&m.analysis),
+            format!("{what}: analysis `{}` does not take `names`", spec.name),
+            None,
+        );
+    }
+    let filter = match (&m.pattern, &m.regex) {
+        (Some(p), None) => Some(NameFilter::Substring(p.value.clone())),
+        (None, Some(r)) => match NameFilter::regex(&r.value) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                c.err(at(r), format!("{what}: {e}"), None);
+                None
+            }
+        },
+        (Some(p), Some(_)) => {
+            c.err(at(p), format!("{what}: give `match` or `regex`, not both"), None);
+            None
+        }
+        (None, None) => None,
+    };
+    let stream = m.stream.as_ref().and_then(|s| match s.value.trim().parse::<i64>() {
+        Ok(v) => Some(v),
+        Err(_) => {
+            c.err(at(s), format!("{what}: stream `{}` is not an integer", s.value), None);
+            None
+        }
+    });
+    if spec.name == "overlap"
+        && let Some(s) = scope
+        && !matches!(&s.devices, DeviceSel::Set(v) if v.len() == 1)
+    {
+        c.err(at(&m.scope), format!("{what}: `overlap` gives one row per device; scope `{}` must name exactly one device", s.name), Some("declare a scope with `devices: N`".to_string()));
+    }
+    let unit = match &m.unit {
+        Some(u) => match Unit::parse(&u.value) {
+            Some(x) => x,
+            None => {
+                c.err(
+                    at(u),
+                    format!("{what}: unknown unit `{}`", u.value),
+                    Some("use %, pp, ms, ns, s, count, x or ratio".to_string()),
+                );
+                Unit::Count
+            }
+        },
+        None => match value.as_ratio() {
+            Some(_) => Unit::Percent,
+            None => {
+                let ns = value
+                    .vars()
+                    .iter()
+                    .any(|v| spec.fields.iter().any(|f| f.name == v && f.unit == "ns"));
+                if ns { Unit::Ms } else { Unit::Count }
+            }
+        },
+    };
+    Some(Measure {
+        analysis: spec.name.to_string(),
+        scope: m.scope.value.clone(),
+        value_text: m.value.value.clone(),
+        value,
+        unit,
+        filter_text: m
+            .pattern
+            .as_ref()
+            .map(|p| p.value.clone())
+            .or(m.regex.as_ref().map(|r| format!("/{}/", r.value))),
+        filter,
+        names: m.names,
+        stream,
+    })
+}
+
+fn condition(
+    c: &mut Checker,
+    cond: &Spanned<RawCondition>,
+    unit: Unit,
+    what: &str,
+) -> Option<Condition> {
+    let r = &cond.value;
+    let pos = at(cond);
+    let n = [
+        r.between.is_some(),
+        r.at_least.is_some(),
+        r.at_most.is_some(),
+        r.above.is_some(),
+        r.below.is_some(),
+        r.approx.is_some(),
+        r.exists.is_some(),
+    ]
+    .iter()
+    .filter(|x| **x)
+    .count();
+    if n != 1 {
+        c.err(pos, format!("{what}: a condition has exactly one of between, at_least, at_most, above, below, approx, exists ({n} given)"), None);
+        return None;
+    }
+    let mut q = |t: &str| c.quantity(pos, t, unit, &format!("{what}: condition value"));
+    Some(if let Some(b) = &r.between {
+        if b.len() != 2 {
+            c.err(pos, format!("{what}: `between` takes two values [low, high]"), None);
+            return None;
+        }
+        Condition::Between(q(&b[0])?, q(&b[1])?)
+    } else if let Some(x) = &r.at_least {
+        Condition::AtLeast(q(x)?)
+    } else if let Some(x) = &r.at_most {
+        Condition::AtMost(q(x)?)
+    } else if let Some(x) = &r.above {
+        Condition::Above(q(x)?)
+    } else if let Some(x) = &r.below {
+        Condition::Below(q(x)?)
+    } else if let Some(a) = &r.approx {
+        Condition::Approx(q(&a.value)?, q(&a.tolerance)?)
+    } else if r.exists == Some(false) {
+        c.err(
+            pos,
+            format!("{what}: `exists: false` is not a condition"),
+            Some("use `at_most: 0` to claim absence".to_string()),
+        );
+        return None;
+    } else {
+        Condition::Exists
+    })
+}

@@ -1,0 +1,126 @@
+//! UI strings in every language, from `templates/i18n/*.toml` (embedded, overridable).
+//!
+//! A missing key is an error, never a silent fallback to another language.
+
+use std::collections::BTreeMap;
+
+use crate::verdict::Finding;
+
+const EN: &str = include_str!("../../templates/i18n/en.toml");
+const ZH_TW: &str = include_str!("../../templates/i18n/zh-TW.toml");
+
+/// The strings of one language.
+#[derive(Debug, Clone)]
+pub struct Strings {
+    /// Language code.
+    pub lang: String,
+    map: BTreeMap<String, String>,
+}
+
+/// The embedded source of a language's strings.
+pub fn embedded(lang: &str) -> Option<&'static str> {
+    match lang {
+        "en" => Some(EN),
+        "zh-TW" => Some(ZH_TW),
+        _ => None,
+    }
+}
+
+impl Strings {
+    /// Parses a language's TOML.
+    pub fn parse(lang: &str, source: &str) -> Result<Strings, String> {
+        let map: BTreeMap<String, String> =
+            toml::from_str(source).map_err(|e| format!("i18n `{lang}`: {e}"))?;
+        Ok(Strings { lang: lang.into(), map })
+    }
+
+    /// The embedded strings of a language.
+    pub fn load(lang: &str) -> Result<Strings, String> {
+        let src = embedded(lang).ok_or_else(|| format!("no strings for language `{lang}`"))?;
+        Strings::parse(lang, src)
+    }
+
+    /// The keys.
+    pub fn keys(&self) -> impl Iterator<Item = &String> {
+        self.map.keys()
+    }
+
+    /// A string by key.
+    pub fn get(&self, key: &str) -> Result<&str, String> {
+        self.map
+            .get(key)
+            .map(String::as_str)
+            .ok_or_else(|| format!("missing i18n key `{key}` for `{}`", self.lang))
+    }
+
+    /// A string with `{name}` arguments substituted.
+    pub fn format(&self, key: &str, args: &BTreeMap<String, String>) -> Result<String, String> {
+        let mut s = self.get(key)?.to_string();
+        for (k, v) in args {
+            s = s.replace(&format!("{{{k}}}"), v);
+        }
+        Ok(s)
+    }
+
+    /// A finding in this language; quantity keys in arguments are translated too.
+    pub fn finding(&self, f: &Finding) -> Result<String, String> {
+        let args: BTreeMap<String, String> = f
+            .args
+            .iter()
+            .map(|(k, v)| {
+                let t = self.map.get(&format!("q.{v}")).cloned().unwrap_or_else(|| v.clone());
+                (k.clone(), t)
+            })
+            .collect();
+        self.format(&f.key, &args)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_languages_have_the_same_keys() {
+        let en = Strings::load("en").unwrap();
+        let zh = Strings::load("zh-TW").unwrap();
+        let a: Vec<&String> = en.keys().collect();
+        let b: Vec<&String> = zh.keys().collect();
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn terminology_is_the_article_s() {
+        let zh = Strings::load("zh-TW").unwrap();
+        assert_eq!(zh.get("verdict.supported").unwrap(), "支持");
+        assert_eq!(zh.get("verdict.partially_supported").unwrap(), "部分支持");
+        assert_eq!(zh.get("verdict.unverifiable").unwrap(), "無法驗證");
+        assert_eq!(zh.get("verdict.not_supported").unwrap(), "不支持");
+        assert_eq!(zh.get("kind.observation").unwrap(), "觀察");
+        assert_eq!(zh.get("kind.interpretation").unwrap(), "解釋");
+        assert_eq!(zh.get("kind.causal").unwrap(), "因果主張");
+        assert_eq!(zh.get("kind.action").unwrap(), "建議動作");
+    }
+
+    #[test]
+    fn every_finding_key_used_in_code_exists() {
+        let en = Strings::load("en").unwrap();
+        for dir in ["src/verdict"] {
+            for entry in
+                std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/").to_string() + dir)
+                    .unwrap()
+            {
+                let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+                for piece in text.split('"').skip(1).step_by(2) {
+                    if piece.starts_with("gate.r")
+                        || piece.starts_with("part.")
+                        || piece.starts_with("claim.")
+                        || piece.starts_with("cond.")
+                    {
+                        assert!(en.get(piece).is_ok(), "missing i18n key {piece}");
+                    }
+                }
+            }
+        }
+    }
+}

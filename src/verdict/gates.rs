@@ -1,0 +1,349 @@
+//! Gates R1-R4: is the evidence comparable with what the claim speaks of?
+//!
+//! R1 window, R2 population, R3 metric and denominator, R4 aggregation and units. Each
+//! passes, passes with a note the reader must see, or fails; a failed gate makes the part
+//! not judgeable.
+
+use crate::analysis::Evidence;
+use crate::claims::{
+    About, Condition, Denominator, Measure, Per, Quantity, QuantityKind, Scope, Unit,
+};
+use crate::formula::Expr;
+use crate::scope::{Semantics, format_device_list};
+use crate::units::ms;
+
+use super::{Finding, Gate, GateStatus};
+
+/// What a field measures, for R3.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Q {
+    /// Wall time (interval unions).
+    Wall,
+    /// The window's or span's length.
+    Window,
+    /// Union of NCCL kernels.
+    NcclBusy,
+    /// Union of compute kernels.
+    ComputeBusy,
+    /// Summed kernel durations.
+    KernelTime,
+    /// Summed NCCL kernel durations.
+    NcclKernelTime,
+    /// A count.
+    Count,
+    /// A timestamp.
+    Timestamp,
+}
+
+impl Q {
+    fn key(self) -> &'static str {
+        match self {
+            Q::Wall => "wall",
+            Q::Window => "window",
+            Q::NcclBusy => "nccl_busy",
+            Q::ComputeBusy => "compute_busy",
+            Q::KernelTime => "kernel_time",
+            Q::NcclKernelTime => "nccl_kernel_time",
+            Q::Count => "count",
+            Q::Timestamp => "timestamp",
+        }
+    }
+}
+
+/// The quantity of an analysis field.
+pub fn field_quantity(analysis: &str, field: &str) -> Q {
+    match (analysis, field) {
+        ("overlap", "total_ns") => Q::Window,
+        ("overlap", "nccl_busy_ns") => Q::NcclBusy,
+        ("overlap", "compute_busy_ns") => Q::ComputeBusy,
+        ("overlap", f) if f.ends_with("_ns") => Q::Wall,
+        ("kernels", f) if f.ends_with("_ns") => Q::KernelTime,
+        ("nccl-skew", "nccl_ns" | "wait_ns" | "transfer_ns" | "wait_share") => Q::NcclKernelTime,
+        ("nccl-skew", f) if f.ends_with("_ns") => Q::Wall,
+        ("coverage", "first_start_ns" | "last_end_ns") => Q::Timestamp,
+        _ => Q::Count,
+    }
+}
+
+fn expr_quantity(analysis: &str, e: &Expr) -> Option<Q> {
+    if let Some(vars) = e.sum_of_vars() {
+        let mut qs: Vec<Q> = vars.iter().map(|v| field_quantity(analysis, v)).collect();
+        qs.dedup();
+        let set: Vec<&str> = {
+            let mut v: Vec<&str> = vars.iter().map(String::as_str).collect();
+            v.sort_unstable();
+            v
+        };
+        return Some(match set.as_slice() {
+            ["nccl_only_ns", "overlap_ns"] => Q::NcclBusy,
+            ["compute_only_ns", "overlap_ns"] => Q::ComputeBusy,
+            ["compute_only_ns", "idle_ns", "nccl_only_ns", "overlap_ns"] => Q::Window,
+            _ if qs.len() == 1 => qs[0],
+            _ => return None,
+        });
+    }
+    let vars = e.vars();
+    let mut qs: Vec<Q> = vars.iter().map(|v| field_quantity(analysis, v)).collect();
+    qs.dedup();
+    if qs.len() == 1 { Some(qs[0]) } else { None }
+}
+
+fn gate(gate: &'static str, status: GateStatus, key: &str, args: &[(&str, String)]) -> Gate {
+    Gate { gate, status, finding: Finding::new(key, args) }
+}
+
+fn span_text(w: [i64; 2]) -> String {
+    format!("{}–{} s", crate::scope::format_seconds(w[0]), crate::scope::format_seconds(w[1]))
+}
+
+/// R1: the same time window, and which length is the denominator.
+pub fn r1(about: &About, scope: &Scope, ev: &Evidence) -> Gate {
+    if let Some(cw) = about.window
+        && scope.window != Some(cw)
+    {
+        return gate(
+            "R1",
+            GateStatus::Fail,
+            "gate.r1.window_differs",
+            &[
+                ("claim", cw.to_string()),
+                ("evidence", scope.window.map_or("whole trace".into(), |w| w.to_string())),
+            ],
+        );
+    }
+    match (scope.window, ev.window.effective_ns) {
+        (Some(w), Some(eff)) if scope.semantics == Semantics::Contain && eff != w.as_array() => {
+            gate(
+                "R1",
+                GateStatus::Note,
+                "gate.r1.contain_span",
+                &[
+                    ("window", span_text(w.as_array())),
+                    ("window_ms", ms(w.len_ns())),
+                    ("span", span_text(eff)),
+                    ("span_ms", ms(eff[1] - eff[0])),
+                ],
+            )
+        }
+        (Some(w), _) => gate(
+            "R1",
+            GateStatus::Pass,
+            "gate.r1.same_window",
+            &[
+                ("window", span_text(w.as_array())),
+                ("window_ms", ms(w.len_ns())),
+                ("semantics", scope.semantics.to_string()),
+            ],
+        ),
+        (None, eff) => gate(
+            "R1",
+            GateStatus::Note,
+            "gate.r1.whole_trace",
+            &[("span", eff.map_or("-".into(), span_text))],
+        ),
+    }
+}
+
+/// R2: the same devices (and streams); coverage always disclosed.
+pub fn r2(about: &About, measure: &Measure, ev: &Evidence) -> Gate {
+    let evd = &ev.scope.devices;
+    let missing = &ev.scope.missing_devices;
+    let mut args = vec![
+        ("evidence", format_device_list(evd)),
+        ("missing", format_device_list(missing)),
+        ("streams", measure.stream.map_or("all".into(), |s| s.to_string())),
+    ];
+    match &about.devices {
+        Some(cd) if cd == evd => {
+            args.push(("claim", format_device_list(cd)));
+            if missing.is_empty() {
+                gate("R2", GateStatus::Pass, "gate.r2.same_devices", &args)
+            } else {
+                gate("R2", GateStatus::Note, "gate.r2.same_devices_missing", &args)
+            }
+        }
+        Some(cd) => {
+            args.push(("claim", format_device_list(cd)));
+            let extra: Vec<i64> = cd.iter().copied().filter(|d| !evd.contains(d)).collect();
+            let subset = evd.iter().all(|d| cd.contains(d));
+            if subset && !extra.is_empty() && extra.iter().all(|d| missing.contains(d)) {
+                gate("R2", GateStatus::Note, "gate.r2.claim_covers_missing", &args)
+            } else {
+                gate("R2", GateStatus::Fail, "gate.r2.devices_differ", &args)
+            }
+        }
+        None => gate("R2", GateStatus::Note, "gate.r2.unstated", &args),
+    }
+}
+
+/// R3: the quantity computed is the one the claim speaks of, with the same denominator.
+pub fn r3(about: &About, measure: &Measure) -> Gate {
+    let a = measure.analysis.as_str();
+    let (num, den) = match measure.value.as_ratio() {
+        Some((n, d)) => (expr_quantity(a, n), expr_quantity(a, d)),
+        None => {
+            let q = expr_quantity(a, &measure.value);
+            // A ratio field carries its own denominator.
+            let den = (measure.value.vars() == ["wait_share"]).then_some(Q::NcclKernelTime);
+            (q, den)
+        }
+    };
+    let formula = measure.value_text.clone();
+    if let (Some(claimed), Some(n)) = (about.quantity, num) {
+        let ok = match claimed {
+            QuantityKind::WallTime => {
+                matches!(n, Q::Wall | Q::Window | Q::NcclBusy | Q::ComputeBusy)
+            }
+            QuantityKind::KernelTime => matches!(n, Q::KernelTime | Q::NcclKernelTime),
+            QuantityKind::Count => n == Q::Count,
+            QuantityKind::StepTimeReduction | QuantityKind::ThroughputGain => true,
+        };
+        if !ok {
+            let key = if claimed == QuantityKind::WallTime
+                && matches!(n, Q::KernelTime | Q::NcclKernelTime)
+            {
+                "gate.r3.kernel_time_as_wall"
+            } else {
+                "gate.r3.quantity_differs"
+            };
+            return gate(
+                "R3",
+                GateStatus::Fail,
+                key,
+                &[
+                    ("claim", quantity_key(claimed).into()),
+                    ("evidence", n.key().into()),
+                    ("formula", formula),
+                ],
+            );
+        }
+    }
+    if let Some(claimed) = about.denominator {
+        let want = match claimed {
+            Denominator::Window => Q::Window,
+            Denominator::NcclBusy => Q::NcclBusy,
+            Denominator::ComputeBusy => Q::ComputeBusy,
+            Denominator::NcclKernelTime => Q::NcclKernelTime,
+            Denominator::KernelTime => Q::KernelTime,
+        };
+        if den != Some(want) {
+            return gate(
+                "R3",
+                GateStatus::Fail,
+                "gate.r3.denominator_differs",
+                &[
+                    ("claim", want.key().into()),
+                    ("evidence", den.map_or("none", Q::key).into()),
+                    ("formula", formula),
+                ],
+            );
+        }
+        return gate(
+            "R3",
+            GateStatus::Pass,
+            "gate.r3.same_metric",
+            &[("denominator", want.key().into()), ("formula", formula)],
+        );
+    }
+    gate(
+        "R3",
+        GateStatus::Note,
+        "gate.r3.unstated",
+        &[("denominator", den.map_or("none", Q::key).into()), ("formula", formula)],
+    )
+}
+
+fn quantity_key(q: QuantityKind) -> &'static str {
+    match q {
+        QuantityKind::WallTime => "wall",
+        QuantityKind::KernelTime => "kernel_time",
+        QuantityKind::Count => "count",
+        QuantityKind::StepTimeReduction => "step_time_reduction",
+        QuantityKind::ThroughputGain => "throughput_gain",
+    }
+}
+
+/// R4: per device vs summed, units, percent vs percentage points, step time vs throughput.
+pub fn r4(
+    about: &About,
+    measure: &Measure,
+    condition: Option<&Condition>,
+    says: Option<&Quantity>,
+    ev: &Evidence,
+) -> Gate {
+    let unit = measure.unit;
+    let mut stated: Vec<&Quantity> = says.into_iter().collect();
+    match condition {
+        Some(Condition::Between(a, b)) | Some(Condition::Approx(a, b)) => stated.extend([a, b]),
+        Some(
+            Condition::AtLeast(a)
+            | Condition::AtMost(a)
+            | Condition::Above(a)
+            | Condition::Below(a),
+        ) => stated.push(a),
+        _ => {}
+    }
+    for q in stated {
+        if (q.unit == Unit::PercentagePoints) != (unit == Unit::PercentagePoints)
+            && (q.unit == Unit::Percent
+                || unit == Unit::Percent
+                || q.unit == Unit::PercentagePoints)
+        {
+            return gate(
+                "R4",
+                GateStatus::Fail,
+                "gate.r4.pp_vs_percent",
+                &[("stated", q.text.clone()), ("unit", unit.symbol().into())],
+            );
+        }
+        if !q.unit.compatible(unit) {
+            return gate(
+                "R4",
+                GateStatus::Fail,
+                "gate.r4.unit_mismatch",
+                &[("stated", q.text.clone()), ("unit", unit.symbol().into())],
+            );
+        }
+    }
+    let is_share = measure.value.as_ratio().is_some() || unit == Unit::Percent;
+    match about.quantity {
+        Some(QuantityKind::ThroughputGain) if is_share => {
+            return gate(
+                "R4",
+                GateStatus::Fail,
+                "gate.r4.step_as_throughput",
+                &[("formula", measure.value_text.clone())],
+            );
+        }
+        Some(QuantityKind::StepTimeReduction) if unit == Unit::Times => {
+            return gate(
+                "R4",
+                GateStatus::Fail,
+                "gate.r4.throughput_as_step",
+                &[("formula", measure.value_text.clone())],
+            );
+        }
+        _ => {}
+    }
+    let devices = &ev.scope.devices;
+    let sums = devices.len() > 1 && matches!(measure.analysis.as_str(), "kernels" | "nccl-skew");
+    let args = [
+        ("devices", format_device_list(devices)),
+        ("n", devices.len().to_string()),
+        ("unit", unit.symbol().to_string()),
+    ];
+    if sums {
+        return match about.per {
+            Some(Per::Device) => gate("R4", GateStatus::Fail, "gate.r4.sum_as_per_device", &args),
+            Some(Per::Sum) => gate("R4", GateStatus::Note, "gate.r4.summed", &args),
+            None => gate("R4", GateStatus::Note, "gate.r4.summed_unstated", &args),
+        };
+    }
+    if about.per == Some(Per::Sum)
+        && devices.len() == 1
+        && about.devices.as_ref().is_some_and(|d| d.len() > 1)
+    {
+        return gate("R4", GateStatus::Fail, "gate.r4.device_as_sum", &args);
+    }
+    gate("R4", GateStatus::Pass, "gate.r4.ok", &args)
+}

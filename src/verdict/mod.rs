@@ -1,0 +1,263 @@
+//! Judging claims against evidence: gates R1-R4, the R5 rules, the summary.
+//!
+//! Pure functions, no I/O: a [`ClaimSet`] and the evidence of its queries in, results out.
+//! Every reason is a [`Finding`] (an i18n key with arguments), so the same judgement reads
+//! the same in every language.
+
+mod gates;
+mod rules;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::analysis::Evidence;
+use crate::claims::{Claim, ClaimSet, Kind, Text, Unit};
+use crate::formula::Rational;
+
+pub use gates::field_quantity;
+pub use rules::judge;
+
+/// A reason, as an i18n key with named arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// Key in `templates/i18n/*.toml`.
+    pub key: String,
+    /// Arguments substituted into the text.
+    pub args: BTreeMap<String, String>,
+}
+
+impl Finding {
+    /// A finding with arguments.
+    pub fn new(key: &str, args: &[(&str, String)]) -> Finding {
+        Finding {
+            key: key.into(),
+            args: args.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
+        }
+    }
+}
+
+/// The outcome of one gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GateStatus {
+    /// Comparable.
+    Pass,
+    /// Comparable, with a difference the reader must see.
+    Note,
+    /// Not comparable: the part cannot be judged.
+    Fail,
+}
+
+/// One gate's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct Gate {
+    /// `R1`..`R4`.
+    pub gate: &'static str,
+    /// Outcome.
+    pub status: GateStatus,
+    /// Why.
+    pub finding: Finding,
+}
+
+/// The verdict of a claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Evidence of the claim's own kind, comparable scope, condition satisfied.
+    Supported,
+    /// Lower layers supported, the principal assertion open.
+    PartiallySupported,
+    /// This evidence cannot answer it.
+    Unverifiable,
+    /// Comparable evidence contradicts it.
+    NotSupported,
+}
+
+impl Verdict {
+    /// All verdicts in display order.
+    pub const ALL: [Verdict; 4] = [
+        Verdict::Supported,
+        Verdict::PartiallySupported,
+        Verdict::Unverifiable,
+        Verdict::NotSupported,
+    ];
+
+    /// Key used in JSON and i18n.
+    pub fn key(self) -> &'static str {
+        match self {
+            Verdict::Supported => "supported",
+            Verdict::PartiallySupported => "partially_supported",
+            Verdict::Unverifiable => "unverifiable",
+            Verdict::NotSupported => "not_supported",
+        }
+    }
+}
+
+/// The outcome of one part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PartOutcome {
+    /// Gates pass and the condition holds.
+    Supported,
+    /// Gates pass and the condition fails.
+    NotSupported,
+    /// Measured and shown, with no condition to judge.
+    Reported,
+    /// Cannot be decided with this evidence.
+    Unverifiable,
+    /// The query failed.
+    NotEvaluated,
+    /// An action: never judged.
+    NotJudged,
+    /// Arithmetic that holds (never evidence).
+    Holds,
+    /// Arithmetic that does not hold as stated.
+    DoesNotHold,
+}
+
+/// A formula with its values.
+#[derive(Debug, Clone, Serialize)]
+pub struct FormulaResult {
+    /// As written.
+    pub symbolic: String,
+    /// With values substituted, in display units.
+    pub substituted: String,
+    /// The result in display form (`17.8%`).
+    pub display: Option<String>,
+    /// The exact result in the unit's base, `[num, den]`.
+    pub exact: Option<[String; 2]>,
+    /// The unit.
+    pub unit: Unit,
+    /// Why it could not be evaluated.
+    pub error: Option<String>,
+}
+
+/// The author's stated number against the measured one.
+#[derive(Debug, Clone, Serialize)]
+pub struct SaysCheck {
+    /// As written.
+    pub stated: String,
+    /// The measured value at the stated precision.
+    pub measured: String,
+    /// Whether they agree at the stated precision.
+    pub matches: bool,
+}
+
+/// A condition and whether it held.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConditionResult {
+    /// The condition, in words (i18n finding).
+    pub finding: Finding,
+    /// Whether the value satisfies it.
+    pub satisfied: bool,
+}
+
+/// One part's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct PartResult {
+    /// Part id.
+    pub id: String,
+    /// Kind.
+    pub kind: Kind,
+    /// The evidence it reads (key into the ledger), if measured.
+    pub evidence: Option<String>,
+    /// Gates R1-R4, if measured.
+    pub gates: Vec<Gate>,
+    /// The formula and its value.
+    pub formula: Option<FormulaResult>,
+    /// The condition.
+    pub condition: Option<ConditionResult>,
+    /// The stated number check.
+    pub says: Option<SaysCheck>,
+    /// Outcome.
+    pub outcome: PartOutcome,
+    /// Why.
+    pub reason: Finding,
+    /// Evidence that would decide it, when open.
+    pub needs: Vec<Text>,
+    /// The exact value in base units, for arithmetic that reads it.
+    #[serde(skip)]
+    pub value: Option<Rational>,
+}
+
+/// One claim's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClaimResult {
+    /// Claim id.
+    pub id: String,
+    /// Verdict.
+    pub verdict: Verdict,
+    /// Why.
+    pub reason: Finding,
+    /// The principal part.
+    pub principal: String,
+    /// Part results in file order.
+    pub parts: Vec<PartResult>,
+}
+
+/// The audit's summary.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    /// Claims per verdict key.
+    pub counts: BTreeMap<String, usize>,
+    /// Claims.
+    pub claims: usize,
+    /// Claims still open (partially supported or unverifiable).
+    pub open: Vec<String>,
+    /// Gates that failed.
+    pub gate_failures: usize,
+    /// Stated numbers that disagree with the measurement.
+    pub says_mismatches: usize,
+    /// Arithmetic that does not hold.
+    pub arithmetic_failures: usize,
+    /// Queries that failed.
+    pub not_evaluated: usize,
+}
+
+/// The evidence available to judging: query key to evidence or an error message.
+pub type EvidenceMap = BTreeMap<String, Result<Evidence, String>>;
+
+/// The key of the query a measured part needs, shared by the planner and the judge.
+pub fn query_key(set: &ClaimSet, m: &crate::claims::Measure) -> String {
+    let trace = set.scopes.get(&m.scope).map_or("", |s| s.trace.as_str());
+    format!(
+        "{trace}/{}/{}/{}/{}/{}",
+        m.analysis,
+        m.scope,
+        m.filter_text.as_deref().unwrap_or("-"),
+        m.names.map_or("-", |n| n.as_str()),
+        m.stream.map_or("-".to_string(), |s| s.to_string())
+    )
+}
+
+/// Summarises claim results.
+pub fn summarize(results: &[ClaimResult]) -> Summary {
+    let mut counts: BTreeMap<String, usize> =
+        Verdict::ALL.iter().map(|v| (v.key().to_string(), 0)).collect();
+    for r in results {
+        *counts.entry(r.verdict.key().into()).or_default() += 1;
+    }
+    let parts = || results.iter().flat_map(|r| r.parts.iter());
+    Summary {
+        counts,
+        claims: results.len(),
+        open: results
+            .iter()
+            .filter(|r| matches!(r.verdict, Verdict::PartiallySupported | Verdict::Unverifiable))
+            .map(|r| r.id.clone())
+            .collect(),
+        gate_failures: parts()
+            .flat_map(|p| &p.gates)
+            .filter(|g| g.status == GateStatus::Fail)
+            .count(),
+        says_mismatches: parts().filter(|p| p.says.as_ref().is_some_and(|s| !s.matches)).count(),
+        arithmetic_failures: parts().filter(|p| p.outcome == PartOutcome::DoesNotHold).count(),
+        not_evaluated: parts().filter(|p| p.outcome == PartOutcome::NotEvaluated).count(),
+    }
+}
+
+/// Judges every claim.
+pub fn judge_all(set: &ClaimSet, evidence: &EvidenceMap) -> Vec<ClaimResult> {
+    set.claims.iter().map(|c: &Claim| judge(set, c, evidence)).collect()
+}

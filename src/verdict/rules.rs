@@ -1,0 +1,335 @@
+//! R5: judging parts and claims by explicit rules.
+//!
+//! A measured part is judged only when gates R1-R4 let it; an interpretation follows the
+//! parts it reads; an unmeasured causal part is unverifiable and names what would decide it;
+//! actions are never judged; arithmetic is checked but never counts as evidence. The claim
+//! takes its principal part's verdict, capped at partially supported when only lower layers
+//! are supported.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::gates::{r1, r2, r3, r4};
+use super::*;
+use crate::claims::{Condition, Part, Quantity};
+use crate::units::{decimal, thousands};
+
+/// Shows a base-unit value in a unit: `17.8%`, `1,094.74 ms`, `140`, `1.216x`.
+pub fn show(v: Rational, unit: Unit) -> String {
+    show_at(v, unit, unit.decimals())
+}
+
+/// Shows a base-unit value in a unit with a given number of decimals.
+pub fn show_at(v: Rational, unit: Unit, places: u32) -> String {
+    let d = |num: i128, den: i128| decimal(num, den, places).unwrap_or_else(|| "n/a".into());
+    match unit {
+        Unit::Percent => format!("{}%", d(v.num * 100, v.den)),
+        Unit::PercentagePoints => format!("{} pp", d(v.num * 100, v.den)),
+        Unit::Ms => format!("{} ms", d(v.num, v.den * 1_000_000)),
+        Unit::Ns => format!("{} ns", d(v.num, v.den)),
+        Unit::S => format!("{} s", d(v.num, v.den * 1_000_000_000)),
+        Unit::Count => d(v.num, v.den),
+        Unit::Times => format!("{}x", d(v.num, v.den)),
+        Unit::Ratio => d(v.num, v.den),
+    }
+}
+
+/// Shows a field value for substitution into a formula (ns as ms, counts as integers).
+fn show_field(analysis: &str, field: &str, v: Rational) -> String {
+    if field.ends_with("_ns") {
+        show_at(v, Unit::Ms, 2).trim_end_matches(" ms").to_string()
+    } else if field == "wait_share" {
+        show(v, Unit::Percent)
+    } else {
+        let _ = analysis;
+        if v.den == 1 { thousands(v.num) } else { show(v, Unit::Ratio) }
+    }
+}
+
+fn field_value(ev: &Evidence, field: &str) -> Option<Rational> {
+    if field == "wait_share" {
+        let (w, n) = (ev.value("wait_ns")?.as_i64()?, ev.value("nccl_ns")?.as_i64()?);
+        return Rational::new(w.into(), n.into());
+    }
+    match ev.value(field)? {
+        Value::Number(n) => n.as_i64().map(|i| Rational::int(i.into())),
+        _ => None,
+    }
+}
+
+fn check_condition(c: &Condition, v: Rational) -> (bool, Finding) {
+    use std::cmp::Ordering::*;
+    let ge = |q: &Quantity| v.cmp_to(q.value) != Less;
+    let le = |q: &Quantity| v.cmp_to(q.value) != Greater;
+    match c {
+        Condition::Between(a, b) => (
+            ge(a) && le(b),
+            Finding::new("cond.between", &[("lo", a.text.clone()), ("hi", b.text.clone())]),
+        ),
+        Condition::AtLeast(a) => (ge(a), Finding::new("cond.at_least", &[("x", a.text.clone())])),
+        Condition::AtMost(a) => (le(a), Finding::new("cond.at_most", &[("x", a.text.clone())])),
+        Condition::Above(a) => {
+            (v.cmp_to(a.value) == Greater, Finding::new("cond.above", &[("x", a.text.clone())]))
+        }
+        Condition::Below(a) => {
+            (v.cmp_to(a.value) == Less, Finding::new("cond.below", &[("x", a.text.clone())]))
+        }
+        Condition::Approx(a, t) => {
+            let diff = v.sub(a.value).map(|d| if d.num < 0 { d.neg() } else { d });
+            (
+                diff.is_some_and(|d| d.cmp_to(t.value) != Greater),
+                Finding::new("cond.approx", &[("x", a.text.clone()), ("tol", t.text.clone())]),
+            )
+        }
+        Condition::Exists => (v.num > 0, Finding::new("cond.exists", &[])),
+    }
+}
+
+fn says_check(says: &Quantity, v: Rational) -> SaysCheck {
+    let measured = show_at(v, says.unit, says.decimals);
+    let shown: String =
+        measured.chars().filter(|c| c.is_ascii_digit() || *c == '.' || *c == '-').collect();
+    let stated_num = says.value.div(says.unit.to_base());
+    let matches = Rational::parse_decimal(&shown).zip(stated_num).is_some_and(|(a, b)| a == b);
+    SaysCheck { stated: says.text.clone(), measured, matches }
+}
+
+fn blank(p: &Part, outcome: PartOutcome, reason: Finding) -> PartResult {
+    PartResult {
+        id: p.id.clone(),
+        kind: p.kind,
+        evidence: None,
+        gates: Vec::new(),
+        formula: None,
+        condition: None,
+        says: None,
+        outcome,
+        reason,
+        needs: p.needs.clone(),
+        value: None,
+    }
+}
+
+fn measured(set: &ClaimSet, claim: &Claim, p: &Part, evidence: &EvidenceMap) -> PartResult {
+    let Some(m) = &p.measure else { unreachable!("called for measured parts") };
+    let key = query_key(set, m);
+    let mut r = blank(p, PartOutcome::NotEvaluated, Finding::new("part.not_evaluated", &[]));
+    r.evidence = Some(key.clone());
+    let ev = match evidence.get(&key) {
+        Some(Ok(ev)) => ev,
+        Some(Err(e)) => {
+            r.reason = Finding::new("part.query_failed", &[("error", e.clone())]);
+            return r;
+        }
+        None => return r,
+    };
+    let Some(scope) = set.scopes.get(&m.scope) else { return r };
+    r.gates = vec![
+        r1(&claim.about, scope, ev),
+        r2(&claim.about, m, ev),
+        r3(&claim.about, m),
+        r4(&claim.about, m, p.condition.as_ref(), p.says.as_ref(), ev),
+    ];
+    let vars: BTreeMap<String, Rational> =
+        m.value.vars().into_iter().filter_map(|f| field_value(ev, &f).map(|v| (f, v))).collect();
+    let substituted = m
+        .value
+        .substitute(&|f| vars.get(f).map_or(format!("{f}?"), |v| show_field(&m.analysis, f, *v)));
+    // Times are stored in ns, the base unit of ms, ns and s: no conversion is needed.
+    let value = m.value.eval(&vars);
+    r.formula = Some(FormulaResult {
+        symbolic: m.value_text.clone(),
+        substituted,
+        display: value.as_ref().ok().map(|v| show(*v, m.unit)),
+        exact: value.as_ref().ok().map(|v| [v.num.to_string(), v.den.to_string()]),
+        unit: m.unit,
+        error: value.as_ref().err().map(|e| e.to_string()),
+    });
+    let value = match value {
+        Ok(v) => v,
+        Err(e) => {
+            r.outcome = PartOutcome::Unverifiable;
+            r.reason = Finding::new("part.formula_failed", &[("error", e.to_string())]);
+            return r;
+        }
+    };
+    r.value = Some(value);
+    r.says = p.says.as_ref().map(|s| says_check(s, value));
+    let failed: Vec<&str> =
+        r.gates.iter().filter(|g| g.status == GateStatus::Fail).map(|g| g.gate).collect();
+    if let Some(c) = &p.condition {
+        let (ok, finding) = check_condition(c, value);
+        r.condition = Some(ConditionResult { finding, satisfied: ok });
+    }
+    if !failed.is_empty() {
+        r.outcome = PartOutcome::Unverifiable;
+        r.reason = Finding::new("part.gate_failed", &[("gates", failed.join(", "))]);
+        return r;
+    }
+    match &r.condition {
+        Some(c) if c.satisfied => {
+            r.outcome = PartOutcome::Supported;
+            r.reason = Finding::new("part.condition_holds", &[("value", show(value, m.unit))]);
+        }
+        Some(_) => {
+            r.outcome = PartOutcome::NotSupported;
+            r.reason = Finding::new("part.condition_fails", &[("value", show(value, m.unit))]);
+        }
+        None => {
+            r.outcome = PartOutcome::Reported;
+            r.reason = Finding::new("part.reported", &[("value", show(value, m.unit))]);
+        }
+    }
+    r
+}
+
+fn arithmetic(p: &Part, done: &[PartResult], claim: &Claim) -> PartResult {
+    let mut r = blank(p, PartOutcome::NotEvaluated, Finding::new("part.not_evaluated", &[]));
+    let Some(f) = &p.formula else { return r };
+    let unit = p.unit.unwrap_or(Unit::Ratio);
+    let mut vars = BTreeMap::new();
+    for v in f.vars() {
+        let from_result = done.iter().find(|d| d.id == v).and_then(|d| d.value);
+        let from_says =
+            claim.parts.iter().find(|q| q.id == v).and_then(|q| q.says.as_ref()).map(|s| s.value);
+        if let Some(x) = from_result.or(from_says) {
+            vars.insert(v, x);
+        }
+    }
+    let unit_of = |id: &str| {
+        claim.parts.iter().find(|q| q.id == id).and_then(|q| q.unit).unwrap_or(Unit::Ratio)
+    };
+    let substituted = f.substitute(&|v| {
+        vars.get(v).map_or(format!("{v}?"), |x| {
+            // A share enters arithmetic as the fraction it is (0.178), not as 17.8.
+            let u = unit_of(v);
+            if u == Unit::Percent { show_at(*x, Unit::Ratio, 3) } else { show(*x, u) }
+        })
+    });
+    let value = f.eval(&vars);
+    r.formula = Some(FormulaResult {
+        symbolic: p.formula_text.clone().unwrap_or_default(),
+        substituted,
+        display: value.as_ref().ok().map(|v| show(*v, unit)),
+        exact: value.as_ref().ok().map(|v| [v.num.to_string(), v.den.to_string()]),
+        unit,
+        error: value.as_ref().err().map(|e| e.to_string()),
+    });
+    match value {
+        Err(e) => r.reason = Finding::new("part.formula_failed", &[("error", e.to_string())]),
+        Ok(v) => {
+            r.value = Some(v);
+            r.says = p.says.as_ref().map(|s| says_check(s, v));
+            let ok = r.says.as_ref().is_none_or(|s| s.matches);
+            r.outcome = if ok { PartOutcome::Holds } else { PartOutcome::DoesNotHold };
+            r.reason = Finding::new(
+                if ok { "part.arithmetic_holds" } else { "part.arithmetic_fails" },
+                &[("value", show(v, unit))],
+            );
+        }
+    }
+    r
+}
+
+/// Judges one claim.
+pub fn judge(set: &ClaimSet, claim: &Claim, evidence: &EvidenceMap) -> ClaimResult {
+    let mut results: Vec<PartResult> = Vec::new();
+    for p in
+        claim.parts.iter().filter(|p| p.kind != Kind::Arithmetic && p.kind != Kind::Interpretation)
+    {
+        results.push(match (p.kind, &p.measure) {
+            (Kind::Action, _) => blank(p, PartOutcome::NotJudged, Finding::new("part.action", &[])),
+            (_, Some(_)) => measured(set, claim, p, evidence),
+            (_, None) => {
+                blank(p, PartOutcome::Unverifiable, Finding::new("part.needs_evidence", &[]))
+            }
+        });
+    }
+    for p in claim.parts.iter().filter(|p| p.kind == Kind::Interpretation) {
+        let from: Vec<PartOutcome> = p
+            .from
+            .iter()
+            .filter_map(|f| results.iter().find(|r| &r.id == f).map(|r| r.outcome))
+            .collect();
+        let (outcome, key) = if from.iter().any(|o| *o == PartOutcome::NotSupported) {
+            (PartOutcome::NotSupported, "part.interpretation_refuted")
+        } else if !from.is_empty() && from.iter().all(|o| matches!(o, PartOutcome::Supported)) {
+            (PartOutcome::Supported, "part.interpretation_holds")
+        } else {
+            (PartOutcome::Unverifiable, "part.interpretation_open")
+        };
+        results.push(blank(p, outcome, Finding::new(key, &[("from", p.from.join(", "))])));
+    }
+    for p in claim.parts.iter().filter(|p| p.kind == Kind::Arithmetic) {
+        let r = arithmetic(p, &results, claim);
+        results.push(r);
+    }
+    // Back to file order.
+    let mut parts: Vec<PartResult> = Vec::new();
+    for p in &claim.parts {
+        if let Some(i) = results.iter().position(|r| r.id == p.id) {
+            parts.push(results.swap_remove(i));
+        }
+    }
+    let (verdict, reason) = decide(claim, &parts);
+    ClaimResult { id: claim.id.clone(), verdict, reason, principal: claim.principal.clone(), parts }
+}
+
+fn decide(claim: &Claim, parts: &[PartResult]) -> (Verdict, Finding) {
+    let Some(principal) = parts.iter().find(|p| p.id == claim.principal) else {
+        return (Verdict::Unverifiable, Finding::new("claim.no_principal", &[]));
+    };
+    let judged = |p: &&PartResult| p.kind.layer() > 0 && p.id != principal.id;
+    let refuted: Vec<&str> = parts
+        .iter()
+        .filter(judged)
+        .filter(|p| p.outcome == PartOutcome::NotSupported)
+        .map(|p| p.id.as_str())
+        .collect();
+    let p_id = principal.id.clone();
+    match principal.outcome {
+        PartOutcome::NotSupported => {
+            (Verdict::NotSupported, Finding::new("claim.principal_refuted", &[("part", p_id)]))
+        }
+        _ if !refuted.is_empty() => (
+            Verdict::NotSupported,
+            Finding::new("claim.part_refuted", &[("parts", refuted.join(", "))]),
+        ),
+        PartOutcome::Supported => {
+            let open: Vec<&str> = parts
+                .iter()
+                .filter(judged)
+                .filter(|p| !matches!(p.outcome, PartOutcome::Supported | PartOutcome::Reported))
+                .map(|p| p.id.as_str())
+                .collect();
+            if open.is_empty() {
+                (Verdict::Supported, Finding::new("claim.supported", &[("part", p_id)]))
+            } else {
+                (
+                    Verdict::PartiallySupported,
+                    Finding::new(
+                        "claim.others_open",
+                        &[("part", p_id), ("parts", open.join(", "))],
+                    ),
+                )
+            }
+        }
+        _ => {
+            let lower: Vec<&str> = parts
+                .iter()
+                .filter(|p| p.kind.layer() > 0 && p.kind.layer() < principal.kind.layer())
+                .filter(|p| p.id != principal.id && p.outcome == PartOutcome::Supported)
+                .map(|p| p.id.as_str())
+                .collect();
+            if lower.is_empty() {
+                (Verdict::Unverifiable, Finding::new("claim.unverifiable", &[("part", p_id)]))
+            } else {
+                (
+                    Verdict::PartiallySupported,
+                    Finding::new("claim.capped", &[("part", p_id), ("parts", lower.join(", "))]),
+                )
+            }
+        }
+    }
+}

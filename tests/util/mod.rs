@@ -1,0 +1,190 @@
+//! Helpers shared by the integration tests: running the `verdict` binary, fixture paths,
+//! read-only access to traces for independent reference computations, and file snapshots.
+//!
+//! Each test crate uses a different subset, hence the `dead_code` allowance.
+
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::{Mutex, OnceLock};
+
+use assert_cmd::Command;
+use rusqlite::{Connection, OpenFlags};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// The crate root.
+pub fn manifest_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A committed fixture, by path relative to `fixtures/` (e.g. `nsys-ai/mock.sqlite`).
+pub fn fixture(rel: &str) -> PathBuf {
+    let p = manifest_dir().join("fixtures").join(rel);
+    assert!(p.is_file(), "fixture {} is missing", p.display());
+    p
+}
+
+/// `../shared/traces` next to the crate, when it exists (it holds unlicensed traces that are
+/// read in place and never committed). Tests that need it return early when it is `None`.
+pub fn shared_traces() -> Option<PathBuf> {
+    let p = manifest_dir().join("..").join("shared").join("traces");
+    p.is_dir().then_some(p)
+}
+
+/// Prints why a test on unlicensed shared data did not run.
+pub fn skip_no_shared(test: &str) {
+    eprintln!(
+        "{test}: ../shared/traces does not exist; skipped (unlicensed data is never committed)"
+    );
+}
+
+/// The `verdict` binary built by cargo for this test run.
+pub fn verdict() -> Command {
+    Command::cargo_bin("verdict").expect("the verdict binary is built for integration tests")
+}
+
+/// Runs `verdict` with `args` (in `cwd` when given) and returns its raw output.
+pub fn run_in(cwd: Option<&Path>, args: &[&str]) -> Output {
+    let mut cmd = verdict();
+    cmd.args(args);
+    if let Some(d) = cwd {
+        cmd.current_dir(d);
+    }
+    cmd.output().expect("verdict runs")
+}
+
+/// Runs `verdict` with `args`.
+pub fn run(args: &[&str]) -> Output {
+    run_in(None, args)
+}
+
+/// Runs `verdict ... --json`-style arguments, asserts exit code 0 and an empty stderr free
+/// of panics, and parses stdout as JSON.
+pub fn run_json(args: &[&str]) -> Value {
+    run_json_in(None, args)
+}
+
+/// [`run_json`] in a working directory.
+pub fn run_json_in(cwd: Option<&Path>, args: &[&str]) -> Value {
+    let out = run_in(cwd, args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "verdict {args:?} failed with {:?}\nstderr:\n{stderr}",
+        out.status.code()
+    );
+    assert!(!stderr.contains("panicked"), "verdict {args:?} panicked:\n{stderr}");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "verdict {args:?} did not print JSON ({e}):\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+/// A path as a `&str` for argument lists.
+pub fn s(p: &Path) -> &str {
+    p.to_str().expect("test paths are UTF-8")
+}
+
+/// Lowercase hex sha256 of bytes, written by hand from the digest.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digest = Sha256::digest(bytes);
+    let mut out = String::with_capacity(64);
+    for b in digest.iter() {
+        out.push(HEX[usize::from(b >> 4)] as char);
+        out.push(HEX[usize::from(b & 0x0f)] as char);
+    }
+    out
+}
+
+/// sha256 of a file's bytes.
+pub fn sha256_file(path: &Path) -> String {
+    sha256_hex(&std::fs::read(path).expect("readable file"))
+}
+
+/// sha256 of a file that no test changes (a fixture or a shared trace), computed once per
+/// test binary: hashing is slow in a debug build.
+pub fn sha256_cached(path: &Path) -> String {
+    static CACHE: OnceLock<Mutex<HashMap<PathBuf, String>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(h) = cache.lock().unwrap().get(path) {
+        return h.clone();
+    }
+    let h = sha256_file(path);
+    cache.lock().unwrap().insert(path.to_path_buf(), h.clone());
+    h
+}
+
+/// Opens a trace strictly read-only (`mode=ro&immutable=1`): no lock, journal or WAL file.
+pub fn open_ro(path: &Path) -> Connection {
+    let uri = format!("file:{}?mode=ro&immutable=1", path.display());
+    Connection::open_with_flags(
+        uri,
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .unwrap_or_else(|e| panic!("cannot open {} read-only: {e}", path.display()))
+}
+
+/// One entry of a directory snapshot: size, sha256 (files only) and modification time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// `dir`, `file` or `other`.
+    pub kind: &'static str,
+    /// Bytes.
+    pub len: u64,
+    /// sha256 of a file's bytes (empty for directories).
+    pub sha256: String,
+    /// Modification time.
+    pub modified: Option<std::time::SystemTime>,
+}
+
+/// Every entry of a directory (one level), by name, with the bytes of each file hashed.
+pub fn snapshot(dir: &Path) -> BTreeMap<String, Entry> {
+    snapshot_with(dir, true)
+}
+
+/// Every entry of a directory by name with kind, size and modification time, hashing the
+/// files' bytes only when `hash` is set.
+pub fn snapshot_with(dir: &Path, hash: bool) -> BTreeMap<String, Entry> {
+    let mut out = BTreeMap::new();
+    for e in std::fs::read_dir(dir).expect("readable dir") {
+        let e = e.expect("dir entry");
+        let meta = std::fs::symlink_metadata(e.path()).expect("metadata");
+        let kind = if meta.is_dir() {
+            "dir"
+        } else if meta.is_file() {
+            "file"
+        } else {
+            "other"
+        };
+        let sha256 = if hash && meta.is_file() { sha256_file(&e.path()) } else { String::new() };
+        out.insert(
+            e.file_name().to_string_lossy().into_owned(),
+            Entry { kind, len: meta.len(), sha256, modified: meta.modified().ok() },
+        );
+    }
+    out
+}
+
+/// Formats ns as seconds with only the decimals needed (`60111513113` -> `60.111513113`).
+pub fn seconds(ns: i64) -> String {
+    let whole = ns / 1_000_000_000;
+    let frac = ns % 1_000_000_000;
+    if frac == 0 {
+        whole.to_string()
+    } else {
+        format!("{whole}.{}", format!("{frac:09}").trim_end_matches('0'))
+    }
+}
+
+/// An integer field of a JSON object, with a message naming it.
+pub fn int(v: &Value, key: &str) -> i64 {
+    v.get(key).and_then(Value::as_i64).unwrap_or_else(|| panic!("`{key}` is not an integer in {v}"))
+}
