@@ -16,6 +16,7 @@ Examples:
   verdict inspect fixtures/day26/megatron.sqlite --expect-devices 0-7
   verdict query overlap fixtures/day26/megatron.sqlite --device 4 --window 39.964:46.123 --semantics contain
   verdict query nccl-skew fixtures/day26/megatron.sqlite --stream 56 --json
+  verdict check claims/day26-profile-blind.yaml
 
 Exit codes: 0 success, 1 audit failed under --strict, 2 error (bad input, unreadable trace).";
 
@@ -42,6 +43,26 @@ pub enum Command {
     Query(QueryCommand),
     /// List the analyses, their parameters and the fields a claim formula may use.
     Analyses,
+    /// Judge a claims file against its traces: the verdict table and gates R1-R4.
+    ///
+    /// Every analysis the file needs runs once per trace; --json prints the evidence ledger
+    /// (every part with its evidence, gates, formula and verdict).
+    Check(CheckArgs),
+}
+
+/// Arguments of `check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The claims file (YAML; see docs/claims.md).
+    #[arg(value_name = "CLAIMS", value_hint = clap::ValueHint::FilePath)]
+    pub claims: PathBuf,
+    /// Print the evidence ledger as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Exit 1 when a claim is not supported, a gate fails, a query fails, or a stated
+    /// number or arithmetic does not hold.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 /// Arguments of `inspect`.

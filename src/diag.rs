@@ -30,6 +30,10 @@ pub fn hints(err: &anyhow::Error) -> Vec<String> {
 
 /// Prints `error: ...` with its causes on one line, then each hint.
 pub fn print(err: &anyhow::Error) {
+    if let Some(e) = err.downcast_ref::<crate::claims::ClaimsError>() {
+        eprintln!("error: {e}");
+        return;
+    }
     let chain: Vec<String> = err.chain().map(|c| c.to_string()).collect();
     eprintln!("error: {}", chain.join(": "));
     for h in hints(err) {

@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 pub mod analysis;
+pub mod audit;
 pub mod claims;
 pub mod cli;
 pub mod cmd;

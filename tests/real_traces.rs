@@ -531,7 +531,8 @@ impl KernelQuery {
         }
     }
 
-    fn from_where(&self) -> String {
+    /// `FROM ... WHERE ...` of every query.
+    fn sql_tail(&self) -> String {
         let mut w = vec![VALID.to_string()];
         if let Some(n) = &self.name_sql {
             w.push(n.clone());
@@ -560,7 +561,7 @@ fn lower_median(sorted: &[i64]) -> i64 {
 /// Expected `values` and every row (not yet limited), ordered by total time then name.
 fn kernels_ref(conn: &Connection, q: &KernelQuery) -> (Value, Vec<Value>) {
     let d = q.duration();
-    let fw = q.from_where();
+    let fw = q.sql_tail();
     // Durations per name, ascending, for the medians.
     let mut durations: BTreeMap<String, Vec<i64>> = BTreeMap::new();
     let mut all: Vec<i64> = Vec::new();

@@ -353,6 +353,9 @@ pub struct Part {
     pub caveats: Option<Text>,
     /// A note.
     pub note: Option<Text>,
+    /// What this part speaks about (gates R1-R4); None: the claim's `about` for the principal
+    /// part, and the claim's window and devices only for the others.
+    pub about: Option<About>,
     /// Line in the claims file.
     pub line: u32,
 }

@@ -158,6 +158,8 @@ pub struct RawPart {
     pub caveats: Option<RawText>,
     /// Note.
     pub note: Option<RawText>,
+    /// What this part speaks about, when it differs from the claim's principal assertion.
+    pub about: Option<RawAbout>,
 }
 
 /// `measure:`.

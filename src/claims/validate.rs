@@ -329,19 +329,12 @@ pub fn validate(raw: RawClaimFile, path: &Path) -> Result<ClaimSet, ClaimsError>
                 Some("add an observation, interpretation or causal part".into()),
             );
         }
-        let a = &rc.about;
+        let about = about(&mut c, &rc.about);
         claims.push(Claim {
             id: rc.id.value.clone(),
             source: rc.source.as_ref().map(|s| s.value.clone()),
             statement: c.text(&rc.statement, &format!("claim `{}` statement", rc.id.value)),
-            about: About {
-                window: a.window.as_ref().and_then(|w| c.window(w)),
-                devices: a.devices.as_ref().and_then(|d| c.devices(d)),
-                per: a.per,
-                quantity: a.quantity,
-                denominator: a.denominator,
-                denominator_text: c.opt_text(&a.denominator_text, "`about.denominator_text`"),
-            },
+            about,
             principal,
             parts,
             review: c.opt_text(&rc.review, &format!("claim `{}` review", rc.id.value)),
@@ -364,6 +357,17 @@ pub fn validate(raw: RawClaimFile, path: &Path) -> Result<ClaimSet, ClaimsError>
         return Err(ClaimsError { file, problems: c.problems });
     }
     Ok(ClaimSet { file, report, sources, traces, scopes, claims, review })
+}
+
+fn about(c: &mut Checker, a: &RawAbout) -> About {
+    About {
+        window: a.window.as_ref().and_then(|w| c.window(w)),
+        devices: a.devices.as_ref().and_then(|d| c.devices(d)),
+        per: a.per,
+        quantity: a.quantity,
+        denominator: a.denominator,
+        denominator_text: c.opt_text(&a.denominator_text, "`about.denominator_text`"),
+    }
 }
 
 fn part(
@@ -499,6 +503,7 @@ fn part(
         needs: rp.needs.iter().map(|n| c.text(n, &format!("{what} needs"))).collect(),
         caveats: c.opt_text(&rp.caveats, &format!("{what} caveats")),
         note: c.opt_text(&rp.note, &format!("{what} note")),
+        about: rp.about.as_ref().map(|a| about(c, a)),
         line: at(&rp.id).0,
     }
 }

@@ -1,5 +1,6 @@
 //! The commands: each builds its inputs, runs the pipeline and prints text or JSON.
 
+mod check;
 mod inspect;
 mod query;
 mod table;
@@ -14,6 +15,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Inspect(args) => inspect::run(args),
         Command::Query(q) => query::run(q),
         Command::Analyses => query::list_analyses(),
+        Command::Check(args) => check::run(args),
     }
 }
 

@@ -68,7 +68,14 @@ impl Strings {
             .args
             .iter()
             .map(|(k, v)| {
-                let t = self.map.get(&format!("q.{v}")).cloned().unwrap_or_else(|| v.clone());
+                // Quantity names are keys themselves; everything else is shown as given.
+                let translatable = matches!(k.as_str(), "claim" | "evidence" | "denominator");
+                let t = self
+                    .map
+                    .get(&format!("q.{v}"))
+                    .filter(|_| translatable)
+                    .cloned()
+                    .unwrap_or_else(|| v.clone());
                 (k.clone(), t)
             })
             .collect();

@@ -125,11 +125,23 @@ fn measured(set: &ClaimSet, claim: &Claim, p: &Part, evidence: &EvidenceMap) -> 
         None => return r,
     };
     let Some(scope) = set.scopes.get(&m.scope) else { return r };
+    // The claim's `about` describes its principal assertion; a supporting part keeps the
+    // claim's window and devices but states its own metric (or none).
+    let about = match &p.about {
+        Some(a) => a.clone(),
+        None if p.id == claim.principal => claim.about.clone(),
+        None => crate::claims::About {
+            quantity: None,
+            denominator: None,
+            denominator_text: None,
+            ..claim.about.clone()
+        },
+    };
     r.gates = vec![
-        r1(&claim.about, scope, ev),
-        r2(&claim.about, m, ev),
-        r3(&claim.about, m),
-        r4(&claim.about, m, p.condition.as_ref(), p.says.as_ref(), ev),
+        r1(&about, scope, ev),
+        r2(&about, m, ev),
+        r3(&about, m),
+        r4(&about, m, p.condition.as_ref(), p.says.as_ref(), ev),
     ];
     let vars: BTreeMap<String, Rational> =
         m.value.vars().into_iter().filter_map(|f| field_value(ev, &f).map(|v| (f, v))).collect();

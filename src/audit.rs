@@ -1,0 +1,227 @@
+//! The pipeline of `check` and `render`: claims -> evidence -> verdicts, as one ledger.
+//!
+//! Plans every query a claims file needs, scans each trace once for all of them, runs the
+//! analyses, then hands the evidence to the pure judges in [`crate::verdict`]. A query that
+//! fails is recorded against the parts that need it; the audit goes on.
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::analysis::{self, Context, Evidence, Params, ToolRef};
+use crate::claims::{ClaimSet, Measure, Scope};
+use crate::scope::{DeviceSel, format_device_list};
+use crate::trace::{KernelFilter, Trace};
+use crate::verdict::{self, ClaimResult, EvidenceMap, Summary, query_key};
+
+/// One query of the ledger.
+#[derive(Debug, Clone, Serialize)]
+pub struct LedgerEntry {
+    /// Key the parts refer to.
+    pub key: String,
+    /// The command that reproduces it.
+    pub command: String,
+    /// The evidence.
+    pub evidence: Option<Evidence>,
+    /// Or why it failed.
+    pub error: Option<String>,
+}
+
+/// A trace of the audit with its coverage.
+#[derive(Debug, Clone, Serialize)]
+pub struct TraceEntry {
+    /// Name in the claims file.
+    pub name: String,
+    /// Path as resolved.
+    pub path: String,
+    /// Coverage evidence (devices, missing devices, time range), or an error.
+    pub coverage: Option<Evidence>,
+    /// Why the trace could not be read.
+    pub error: Option<String>,
+}
+
+/// The evidence ledger: what `check --json` prints and `render` writes.
+#[derive(Debug, Clone, Serialize)]
+pub struct Audit {
+    /// The producer.
+    pub tool: ToolRef,
+    /// The validated claims.
+    pub claims: ClaimSet,
+    /// Traces with coverage.
+    pub traces: Vec<TraceEntry>,
+    /// Every query run.
+    pub ledger: Vec<LedgerEntry>,
+    /// Claim results.
+    pub results: Vec<ClaimResult>,
+    /// Summary.
+    pub summary: Summary,
+}
+
+/// Removes `.` and `x/..` from a path without touching the file system.
+pub fn normalize(p: &Path) -> PathBuf {
+    let mut out: Vec<Component> = Vec::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir if matches!(out.last(), Some(Component::Normal(_))) => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    if out.is_empty() { PathBuf::from(".") } else { out.iter().collect() }
+}
+
+/// The parameters of a measured part's query.
+pub fn params(scope: &Scope, m: &Measure) -> Params {
+    let mut p = Params::new(scope.devices.clone());
+    p.window = scope.window;
+    p.semantics = scope.semantics;
+    if m.analysis == "kernels" {
+        p.filter = m.filter.clone();
+        p.names = m.names;
+        p.limit = Some(analysis::kernels::DEFAULT_LIMIT);
+    }
+    p.stream = m.stream;
+    p
+}
+
+/// The `verdict query` command that reproduces a part's evidence.
+pub fn command(trace: &Path, scope: &Scope, m: &Measure) -> String {
+    let mut c = format!(
+        "verdict query {} {}",
+        m.analysis,
+        shell_quote(&normalize(trace).display().to_string())
+    );
+    match (&scope.devices, m.analysis.as_str()) {
+        (DeviceSel::Set(v), "overlap") if v.len() == 1 => c += &format!(" --device {}", v[0]),
+        (DeviceSel::Set(v), _) => c += &format!(" --devices {}", format_device_list(v)),
+        (DeviceSel::All, "kernels" | "overlap") => c += " --all-devices",
+        (DeviceSel::All, _) => {}
+    }
+    if let Some(w) = scope.window {
+        c += &format!(" --window {w} --semantics {}", scope.semantics);
+    }
+    if let Some(f) = &m.filter {
+        match f {
+            analysis::NameFilter::Substring(s) => c += &format!(" --match {}", shell_quote(s)),
+            analysis::NameFilter::Regex(r) => c += &format!(" --regex {}", shell_quote(r.as_str())),
+        }
+    }
+    if let Some(n) = m.names {
+        c += &format!(" --names {}", n.as_str());
+    }
+    if let Some(s) = m.stream {
+        c += &format!(" --stream {s}");
+    }
+    c + " --json"
+}
+
+fn shell_quote(s: &str) -> String {
+    if s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:,".contains(c)) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// Runs the audit of a validated claims file.
+pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
+    // Every measured part, grouped by trace.
+    let mut by_trace: BTreeMap<String, Vec<(&Scope, &Measure)>> = BTreeMap::new();
+    for claim in &set.claims {
+        for part in &claim.parts {
+            if let Some(m) = &part.measure
+                && let Some(scope) = set.scopes.get(&m.scope)
+            {
+                by_trace.entry(scope.trace.clone()).or_default().push((scope, m));
+            }
+        }
+    }
+    let mut evidence: EvidenceMap = BTreeMap::new();
+    let mut ledger = Vec::new();
+    let mut traces = Vec::new();
+    for decl in &set.traces {
+        let queries = by_trace.get(&decl.name).cloned().unwrap_or_default();
+        let filter = union_filter(queries.iter().map(|(s, _)| *s));
+        let ctx = Trace::open(&decl.resolved).and_then(|t| {
+            Context::load(&t, &filter, decl.expect_devices.clone(), &mut |n| {
+                progress(&decl.name, n)
+            })
+        });
+        let path = normalize(&decl.resolved).display().to_string();
+        match ctx {
+            Err(e) => {
+                let msg = format!("cannot read trace `{path}`: {e}");
+                traces.push(TraceEntry {
+                    name: decl.name.clone(),
+                    path,
+                    coverage: None,
+                    error: Some(msg.clone()),
+                });
+                for (_, m) in queries {
+                    evidence.insert(query_key(&set, m), Err(msg.clone()));
+                }
+            }
+            Ok(mut ctx) => {
+                ctx.trace.path = path.clone();
+                let coverage = analysis::run("coverage", &Params::new(DeviceSel::All), &ctx).ok();
+                traces.push(TraceEntry { name: decl.name.clone(), path, coverage, error: None });
+                for (scope, m) in queries {
+                    let key = query_key(&set, m);
+                    if evidence.contains_key(&key) {
+                        continue;
+                    }
+                    let result = analysis::run(&m.analysis, &params(scope, m), &ctx).map_err(|e| {
+                        let hint = e.hint().map(|h| format!(" (hint: {h})")).unwrap_or_default();
+                        format!("{e}{hint}")
+                    });
+                    ledger.push(LedgerEntry {
+                        key: key.clone(),
+                        command: command(&decl.resolved, scope, m),
+                        evidence: result.as_ref().ok().cloned(),
+                        error: result.as_ref().err().cloned(),
+                    });
+                    evidence.insert(key, result);
+                }
+            }
+        }
+    }
+    let results = verdict::judge_all(&set, &evidence);
+    let summary = verdict::summarize(&results);
+    Audit { tool: ToolRef::current(), claims: set, traces, ledger, results, summary }
+}
+
+/// The smallest scan that serves every scope of one trace.
+fn union_filter<'a>(scopes: impl Iterator<Item = &'a Scope>) -> KernelFilter {
+    let mut devices: Option<Vec<i64>> = Some(Vec::new());
+    let mut bounds: Option<(i64, i64)> = None;
+    let mut whole = false;
+    let mut any = false;
+    for s in scopes {
+        any = true;
+        match (&s.devices, devices.as_mut()) {
+            (DeviceSel::Set(v), Some(d)) => d.extend(v),
+            _ => devices = None,
+        }
+        match s.window {
+            None => whole = true,
+            Some(w) => {
+                bounds =
+                    Some(bounds.map_or((w.start_ns, w.end_ns), |(a, b)| {
+                        (a.min(w.start_ns), b.max(w.end_ns))
+                    }))
+            }
+        }
+    }
+    if !any {
+        // Coverage only: keep no rows.
+        return KernelFilter { devices: Some(Vec::new()), bounds: None };
+    }
+    if let Some(d) = devices.as_mut() {
+        d.sort_unstable();
+        d.dedup();
+    }
+    KernelFilter { devices, bounds: if whole { None } else { bounds } }
+}
