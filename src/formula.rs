@@ -58,27 +58,27 @@ impl Rational {
         }
         let digits: i128 = format!("{i}{f}").parse().ok()?;
         let r = Rational::new(digits, 10_i128.pow(f.len() as u32))?;
-        Some(if neg { r.neg() } else { r })
+        Some(if neg { r.negated() } else { r })
     }
 
     /// `-self`.
-    pub fn neg(self) -> Rational {
+    pub fn negated(self) -> Rational {
         Rational { num: -self.num, den: self.den }
     }
 
     /// Checked sum.
-    pub fn add(self, o: Rational) -> Option<Rational> {
+    pub fn checked_add(self, o: Rational) -> Option<Rational> {
         let num = self.num.checked_mul(o.den)?.checked_add(o.num.checked_mul(self.den)?)?;
         Rational::new(num, self.den.checked_mul(o.den)?)
     }
 
     /// Checked difference.
-    pub fn sub(self, o: Rational) -> Option<Rational> {
-        self.add(o.neg())
+    pub fn checked_sub(self, o: Rational) -> Option<Rational> {
+        self.checked_add(o.negated())
     }
 
     /// Checked product.
-    pub fn mul(self, o: Rational) -> Option<Rational> {
+    pub fn checked_mul(self, o: Rational) -> Option<Rational> {
         let g1 = gcd(self.num, o.den);
         let g2 = gcd(o.num, self.den);
         Rational::new(
@@ -88,11 +88,11 @@ impl Rational {
     }
 
     /// Checked quotient; None on division by zero.
-    pub fn div(self, o: Rational) -> Option<Rational> {
+    pub fn checked_div(self, o: Rational) -> Option<Rational> {
         if o.num == 0 {
             return None;
         }
-        self.mul(Rational { num: o.den * o.num.signum(), den: o.num.abs() })
+        self.checked_mul(Rational { num: o.den * o.num.signum(), den: o.num.abs() })
     }
 
     /// The value as a float, for charts only.
@@ -216,18 +216,18 @@ impl Expr {
         match self {
             Expr::Num(r, _) => Ok(*r),
             Expr::Var(v) => vars.get(v).copied().ok_or_else(|| EvalError::Unknown(v.clone())),
-            Expr::Neg(e) => Ok(e.eval(vars)?.neg()),
+            Expr::Neg(e) => Ok(e.eval(vars)?.negated()),
             Expr::Bin(a, op, b) => {
                 let (x, y) = (a.eval(vars)?, b.eval(vars)?);
                 let r = match op {
-                    Op::Add => x.add(y),
-                    Op::Sub => x.sub(y),
-                    Op::Mul => x.mul(y),
+                    Op::Add => x.checked_add(y),
+                    Op::Sub => x.checked_sub(y),
+                    Op::Mul => x.checked_mul(y),
                     Op::Div => {
                         if y.num == 0 {
                             return Err(EvalError::DivByZero(self.to_string()));
                         }
-                        x.div(y)
+                        x.checked_div(y)
                     }
                 };
                 r.ok_or_else(|| EvalError::Overflow(self.to_string()))
@@ -357,7 +357,7 @@ impl Parser<'_> {
                 if self.s.get(self.i) == Some(&'%') {
                     self.i += 1;
                     text.push('%');
-                    value = value.div(Rational::int(100)).unwrap_or(value);
+                    value = value.checked_div(Rational::int(100)).unwrap_or(value);
                 }
                 Ok(Expr::Num(value, text))
             }

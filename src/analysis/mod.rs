@@ -78,13 +78,18 @@ impl QueryError {
             QueryError::NotAdopted { .. } => {
                 "a parameter that an analysis would ignore is refused; drop it".into()
             }
+            QueryError::NoKernels => {
+                "the kernel table has no rows with collected timestamps; profile with CUDA tracing (`nsys profile --trace=cuda`) and export again".into()
+            }
+            QueryError::BadRegex { .. } => {
+                "the pattern uses Rust regex syntax; escape special characters, or use --match for a plain substring".into()
+            }
             QueryError::UnknownAnalysis(_) => {
                 format!(
                     "known analyses: {}",
                     ANALYSES.iter().map(|a| a.name).collect::<Vec<_>>().join(", ")
                 )
             }
-            _ => return None,
         })
     }
 }
@@ -134,9 +139,14 @@ pub enum NameFilter {
 impl NameFilter {
     /// Compiles a regex filter.
     pub fn regex(pattern: &str) -> Result<NameFilter, QueryError> {
-        regex::Regex::new(pattern)
-            .map(NameFilter::Regex)
-            .map_err(|e| QueryError::BadRegex { pattern: pattern.into(), reason: e.to_string() })
+        regex::Regex::new(pattern).map(NameFilter::Regex).map_err(|e| {
+            // The compiler's message draws a caret diagram over several lines; keep its
+            // last line, the actual reason.
+            let full = e.to_string();
+            let reason =
+                full.lines().last().unwrap_or("").trim().trim_start_matches("error: ").to_string();
+            QueryError::BadRegex { pattern: pattern.into(), reason }
+        })
     }
 
     /// Whether a name passes.

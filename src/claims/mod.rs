@@ -180,7 +180,12 @@ impl Quantity {
         let unit = if unit.trim().is_empty() { default_unit } else { Unit::parse(unit)? };
         let n = Rational::parse_decimal(num)?;
         let decimals = num.split_once('.').map_or(0, |(_, f)| f.len() as u32);
-        Some(Quantity { text: t.to_string(), value: n.mul(unit.to_base())?, unit, decimals })
+        Some(Quantity {
+            text: t.to_string(),
+            value: n.checked_mul(unit.to_base())?,
+            unit,
+            decimals,
+        })
     }
 }
 

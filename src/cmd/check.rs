@@ -17,7 +17,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         print_json(&audit)?;
     } else {
         let en = Strings::load("en").map_err(anyhow::Error::msg)?;
-        print!("{}", render(&audit, &en).map_err(anyhow::Error::msg)?);
+        super::emit(&render(&audit, &en).map_err(anyhow::Error::msg)?)?;
     }
     Ok(if args.strict && failed(&audit) { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

@@ -84,6 +84,6 @@ pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
             s += &format!("- {n}\n");
         }
     }
-    print!("{s}");
+    super::emit(&s)?;
     Ok(ExitCode::SUCCESS)
 }

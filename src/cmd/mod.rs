@@ -21,6 +21,15 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 
 /// Prints a value as pretty JSON on stdout.
 fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
-    Ok(())
+    emit(&(serde_json::to_string_pretty(value)? + "\n"))
+}
+
+/// Writes to stdout; a reader that closed the pipe early (`| head`) ends output quietly.
+fn emit(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => Ok(r?),
+    }
 }

@@ -48,11 +48,12 @@ pub fn run(q: QueryCommand) -> anyhow::Result<ExitCode> {
     params.window = common.window;
     params.semantics = common.semantics;
     let ctx = load(&common, &devices)?;
-    let ev = analysis::run(name, &params, &ctx)?;
+    let ev = analysis::run(name, &params, &ctx)
+        .with_context(|| format!("cannot answer from trace `{}`", common.trace.display()))?;
     if common.json {
         print_json(&ev)?;
     } else {
-        print!("{}", render(&ev));
+        super::emit(&render(&ev))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -86,16 +87,18 @@ pub(super) fn load(common: &CommonArgs, devices: &DeviceSel) -> anyhow::Result<C
 
 /// `verdict analyses`.
 pub fn list_analyses() -> anyhow::Result<ExitCode> {
+    let mut s = String::new();
     for a in ANALYSES {
-        println!("{}  {}", a.name, a.summary);
+        s += &format!("{}  {}\n", a.name, a.summary);
         if !a.params.is_empty() {
-            println!("  parameters: window, semantics, devices, {}", a.params.join(", "));
+            s += &format!("  parameters: window, semantics, devices, {}\n", a.params.join(", "));
         }
         for f in a.fields {
-            println!("  {:<22} {:<6} {}", f.name, f.unit, f.definition);
+            s += &format!("  {:<22} {:<6} {}\n", f.name, f.unit, f.definition);
         }
-        println!();
+        s.push('\n');
     }
+    super::emit(&s)?;
     Ok(ExitCode::SUCCESS)
 }
 

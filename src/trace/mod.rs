@@ -112,6 +112,9 @@ impl TraceError {
             TraceError::MissingTable { .. } | TraceError::MissingColumn { .. } => {
                 "re-export the report with a current nsys (`nsys export --type sqlite --lazy=false`); see `verdict inspect TRACE` for what this file has".into()
             }
+            TraceError::BadValue { .. } => {
+                "nsys writes an integer there; the file was altered or written by another tool: re-export it with `nsys export --type sqlite`".into()
+            }
             _ => return None,
         })
     }

@@ -76,7 +76,7 @@ fn check_condition(c: &Condition, v: Rational) -> (bool, Finding) {
             (v.cmp_to(a.value) == Less, Finding::new("cond.below", &[("x", a.text.clone())]))
         }
         Condition::Approx(a, t) => {
-            let diff = v.sub(a.value).map(|d| if d.num < 0 { d.neg() } else { d });
+            let diff = v.checked_sub(a.value).map(|d| if d.num < 0 { d.negated() } else { d });
             (
                 diff.is_some_and(|d| d.cmp_to(t.value) != Greater),
                 Finding::new("cond.approx", &[("x", a.text.clone()), ("tol", t.text.clone())]),
@@ -90,7 +90,7 @@ fn says_check(says: &Quantity, v: Rational) -> SaysCheck {
     let measured = show_at(v, says.unit, says.decimals);
     let shown: String =
         measured.chars().filter(|c| c.is_ascii_digit() || *c == '.' || *c == '-').collect();
-    let stated_num = says.value.div(says.unit.to_base());
+    let stated_num = says.value.checked_div(says.unit.to_base());
     let matches = Rational::parse_decimal(&shown).zip(stated_num).is_some_and(|(a, b)| a == b);
     SaysCheck { stated: says.text.clone(), measured, matches }
 }
@@ -264,7 +264,7 @@ pub fn judge(set: &ClaimSet, claim: &Claim, evidence: &EvidenceMap) -> ClaimResu
             .iter()
             .filter_map(|f| results.iter().find(|r| &r.id == f).map(|r| r.outcome))
             .collect();
-        let (outcome, key) = if from.iter().any(|o| *o == PartOutcome::NotSupported) {
+        let (outcome, key) = if from.contains(&PartOutcome::NotSupported) {
             (PartOutcome::NotSupported, "part.interpretation_refuted")
         } else if !from.is_empty() && from.iter().all(|o| matches!(o, PartOutcome::Supported)) {
             (PartOutcome::Supported, "part.interpretation_holds")
