@@ -140,14 +140,7 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     if let (Some(_), Semantics::Clip) = (params.window, params.semantics) {
         ev.notes.push("kernels crossing a window edge are counted, with their durations clipped to the window".into());
     }
-    ev.window.effective_ns = params.window.map(|w| w.as_array()).or_else(|| {
-        let inv: Vec<_> =
-            ctx.inventory.devices.iter().filter(|d| devices.contains(&d.device)).collect();
-        Some([
-            inv.iter().map(|d| d.first_start_ns).min()?,
-            inv.iter().map(|d| d.last_end_ns).max()?,
-        ])
-    });
+    ev.window.effective_ns = super::effective_window(ctx, &devices, params);
     Ok(ev)
 }
 

@@ -454,6 +454,28 @@ pub(crate) fn select(
     out
 }
 
+/// The interval a selection covers: the window (clip), the span of the kernels kept on the
+/// given devices (contain), or those devices' kernel span (no window).
+pub(crate) fn effective_window(
+    ctx: &Context,
+    devices: &[i64],
+    params: &Params,
+) -> Option<[i64; 2]> {
+    match (params.window, params.semantics) {
+        (Some(w), Semantics::Clip) => Some(w.as_array()),
+        (window, _) => {
+            let k = &ctx.kernels;
+            let mut span: Option<[i64; 2]> = None;
+            for &d in devices {
+                for (_, s, e) in select(k, k.device_rows(d), window, params.semantics, false) {
+                    span = Some(span.map_or([s, e], |[a, b]| [a.min(s), b.max(e)]));
+                }
+            }
+            span
+        }
+    }
+}
+
 /// Counts rows of a device that cross an edge of the window (start before and end after it).
 pub(crate) fn edge_crossings(k: &Kernels, rows: std::ops::Range<usize>, w: Window) -> i64 {
     rows.filter(|&i| {

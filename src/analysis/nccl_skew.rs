@@ -162,7 +162,7 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     let mut ev = ctx.evidence(&SPEC, params, ranks.clone());
     ev.scope.streams = params.stream.map(|s| vec![s]);
     ev.parameters.insert("stream".into(), params.stream.map_or(Value::Null, |s| json!(s)));
-    ev.window.effective_ns = params.window.map(|w| w.as_array()).or(ctx.inventory.kernel_range_ns);
+    ev.window.effective_ns = super::effective_window(ctx, &ranks, params);
 
     let mut starts = s.start_skews.clone();
     starts.sort_unstable();
