@@ -88,7 +88,13 @@ pub fn params(scope: &Scope, m: &Measure) -> Params {
 }
 
 /// The `verdict query` command that reproduces a part's evidence.
-pub fn command(trace: &Path, scope: &Scope, m: &Measure) -> String {
+pub fn command(trace: &Path, scope: &Scope, m: &Measure, expect: Option<&[i64]>) -> String {
+    let quoted = shell_quote(&normalize(trace).display().to_string());
+    if m.analysis == "coverage" {
+        let expect = expect
+            .map_or(String::new(), |d| format!(" --expect-devices {}", format_device_list(d)));
+        return format!("verdict inspect {quoted}{expect} --json");
+    }
     let mut c = format!(
         "verdict query {} {}",
         m.analysis,
@@ -179,7 +185,7 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
                     });
                     ledger.push(LedgerEntry {
                         key: key.clone(),
-                        command: command(&decl.resolved, scope, m),
+                        command: command(&decl.resolved, scope, m, decl.expect_devices.as_deref()),
                         evidence: result.as_ref().ok().cloned(),
                         error: result.as_ref().err().cloned(),
                     });

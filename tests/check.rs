@@ -648,7 +648,6 @@ fn invalid_several_problems_are_reported_at_once() {
 /// condition check then reports "a condition needs a `measure` to apply to", with no hint,
 /// although the part has a `measure`. Only the real problem should be reported.
 #[test]
-#[ignore = "known defect: an invalid measure also reports its condition as unmeasured"]
 fn an_invalid_measure_does_not_also_report_its_condition() {
     let problems = refused(&invalid("unknown-analysis"));
     assert!(

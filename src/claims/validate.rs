@@ -451,7 +451,7 @@ fn part(
         unit = Some(Unit::Ratio);
     }
     let condition = rp.condition.as_ref().and_then(|cond| {
-        if measure.is_none() {
+        if rp.measure.is_none() {
             c.err(at(cond), format!("{what}: a condition needs a `measure` to apply to"), None);
         }
         condition(c, cond, unit.unwrap_or(Unit::Count), &what)
@@ -601,6 +601,19 @@ fn measurement(
             None
         }
     });
+    if spec.name == "coverage"
+        && let Some(s) = scope
+        && s.window.is_some()
+    {
+        c.err(
+            at(&m.scope),
+            format!(
+                "{what}: `coverage` describes the whole trace; scope `{}` has a window",
+                s.name
+            ),
+            Some("declare a scope without `window` for coverage".to_string()),
+        );
+    }
     if spec.name == "overlap"
         && let Some(s) = scope
         && !matches!(&s.devices, DeviceSel::Set(v) if v.len() == 1)

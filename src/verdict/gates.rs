@@ -98,8 +98,12 @@ fn span_text(w: [i64; 2]) -> String {
 
 /// R1: the same time window, and which length is the denominator.
 pub fn r1(about: &About, scope: &Scope, ev: &Evidence) -> Gate {
+    // Compare with the window the evidence discloses, not the one the scope asked for: an
+    // analysis that covers the whole trace must not pass as windowed.
+    let covered =
+        ev.window.requested_ns.map(|[a, b]| crate::scope::Window { start_ns: a, end_ns: b });
     if let Some(cw) = about.window
-        && scope.window != Some(cw)
+        && covered != Some(cw)
     {
         return gate(
             "R1",
@@ -107,11 +111,11 @@ pub fn r1(about: &About, scope: &Scope, ev: &Evidence) -> Gate {
             "gate.r1.window_differs",
             &[
                 ("claim", cw.to_string()),
-                ("evidence", scope.window.map_or("whole trace".into(), |w| w.to_string())),
+                ("evidence", covered.map_or("whole trace".into(), |w| w.to_string())),
             ],
         );
     }
-    match (scope.window, ev.window.effective_ns) {
+    match (covered, ev.window.effective_ns) {
         (Some(w), Some(eff)) if scope.semantics == Semantics::Contain && eff != w.as_array() => {
             gate(
                 "R1",
@@ -274,7 +278,29 @@ pub fn r4(
     let unit = measure.unit;
     let mut stated: Vec<&Quantity> = says.into_iter().collect();
     match condition {
-        Some(Condition::Between(a, b)) | Some(Condition::Approx(a, b)) => stated.extend([a, b]),
+        Some(Condition::Between(a, b)) => stated.extend([a, b]),
+        Some(Condition::Approx(a, tol)) => {
+            stated.push(a);
+            // A tolerance around a percentage is a difference of percentages: percentage points.
+            let ok = if unit == Unit::Percent {
+                tol.unit == Unit::PercentagePoints
+            } else {
+                tol.unit.compatible(unit)
+            };
+            if !ok {
+                let key = if unit == Unit::Percent {
+                    "gate.r4.tolerance_in_pp"
+                } else {
+                    "gate.r4.unit_mismatch"
+                };
+                return gate(
+                    "R4",
+                    GateStatus::Fail,
+                    key,
+                    &[("stated", tol.text.clone()), ("unit", unit.symbol().into())],
+                );
+            }
+        }
         Some(
             Condition::AtLeast(a)
             | Condition::AtMost(a)

@@ -179,6 +179,13 @@ fn measured(set: &ClaimSet, claim: &Claim, p: &Part, evidence: &EvidenceMap) -> 
         r.reason = Finding::new("part.gate_failed", &[("gates", failed.join(", "))]);
         return r;
     }
+    if p.kind == Kind::Causal {
+        // Every analysis measures what one trace shows: an observation. It cannot lift a causal
+        // claim, which needs op attribution or an A/B run.
+        r.outcome = PartOutcome::Unverifiable;
+        r.reason = Finding::new("part.causal_measured", &[("value", show(value, m.unit))]);
+        return r;
+    }
     match &r.condition {
         Some(c) if c.satisfied => {
             r.outcome = PartOutcome::Supported;
@@ -216,7 +223,7 @@ fn arithmetic(p: &Part, done: &[PartResult], claim: &Claim) -> PartResult {
         vars.get(v).map_or(format!("{v}?"), |x| {
             // A share enters arithmetic as the fraction it is (0.178), not as 17.8.
             let u = unit_of(v);
-            if u == Unit::Percent { show_at(*x, Unit::Ratio, 3) } else { show(*x, u) }
+            if u == Unit::Percent { show_at(*x, Unit::Ratio, 4) } else { show(*x, u) }
         })
     });
     let value = f.eval(&vars);
