@@ -1,3 +1,5 @@
-//! Turning an audit into text for people: UI strings per language.
+//! Turning an audit into documents: UI strings, markup conversion, charts.
 
+pub mod charts;
 pub mod i18n;
+pub mod markup;

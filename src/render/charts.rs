@@ -1,0 +1,1 @@
+//! Charts as minimal SVG, legible in print and without colour.

@@ -1,0 +1,1 @@
+//! Author Markdown to safe Markdown and Typst markup; escaping of plain text.
