@@ -50,8 +50,11 @@ pub struct Audit {
     pub claims: ClaimSet,
     /// Traces with coverage.
     pub traces: Vec<TraceEntry>,
-    /// Every query run.
+    /// Every query the parts read.
     pub ledger: Vec<LedgerEntry>,
+    /// Context queries for the report's charts: the overlap of every device in each overlap
+    /// window, and the top kernels of each kernels scope. No part reads them.
+    pub context: Vec<LedgerEntry>,
     /// Claim results.
     pub results: Vec<ClaimResult>,
     /// Summary.
@@ -147,10 +150,13 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
     }
     let mut evidence: EvidenceMap = BTreeMap::new();
     let mut ledger = Vec::new();
+    let mut context = Vec::new();
     let mut traces = Vec::new();
     for decl in &set.traces {
         let queries = by_trace.get(&decl.name).cloned().unwrap_or_default();
-        let filter = union_filter(queries.iter().map(|(s, _)| *s));
+        // Context for charts: every device in the windows that overlap parts look at.
+        let context_scopes: Vec<Scope> = context_scopes(&queries);
+        let filter = union_filter(queries.iter().map(|(s, _)| *s).chain(context_scopes.iter()));
         let ctx = Trace::open(&decl.resolved).and_then(|t| {
             Context::load(&t, &filter, decl.expect_devices.clone(), &mut |n| {
                 progress(&decl.name, n)
@@ -191,12 +197,72 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
                     });
                     evidence.insert(key, result);
                 }
+                for scope in &context_scopes {
+                    let mut p = Params::new(scope.devices.clone());
+                    p.window = scope.window;
+                    p.semantics = scope.semantics;
+                    let (name, label) = if scope.name.starts_with("overlap") {
+                        ("overlap", "overlap")
+                    } else {
+                        p.limit = Some(CONTEXT_KERNELS);
+                        ("kernels", "kernels")
+                    };
+                    let result = analysis::run(name, &p, &ctx);
+                    let m = Measure {
+                        analysis: name.into(),
+                        scope: scope.name.clone(),
+                        value_text: String::new(),
+                        value: crate::formula::Expr::Var(String::new()),
+                        unit: crate::claims::Unit::Count,
+                        filter_text: None,
+                        filter: None,
+                        names: None,
+                        stream: None,
+                    };
+                    let mut cmd = command(&decl.resolved, scope, &m, None);
+                    if name == "kernels" {
+                        cmd = cmd.replace(" --json", &format!(" --limit {CONTEXT_KERNELS} --json"));
+                    }
+                    context.push(LedgerEntry {
+                        key: format!("{}/{label}/{}", decl.name, scope.name),
+                        command: cmd,
+                        evidence: result.as_ref().ok().cloned(),
+                        error: result.as_ref().err().map(|e| e.to_string()),
+                    });
+                }
             }
         }
     }
     let results = verdict::judge_all(&set, &evidence);
     let summary = verdict::summarize(&results);
-    Audit { tool: ToolRef::current(), claims: set, traces, ledger, results, summary }
+    Audit { tool: ToolRef::current(), claims: set, traces, ledger, context, results, summary }
+}
+
+/// Top kernels shown in the report's chart.
+const CONTEXT_KERNELS: usize = 10;
+
+/// The scopes of the chart queries of one trace: each distinct overlap window over all
+/// devices, and each kernels scope without a name filter.
+fn context_scopes(queries: &[(&Scope, &Measure)]) -> Vec<Scope> {
+    let mut out: Vec<Scope> = Vec::new();
+    for (scope, m) in queries {
+        let (prefix, devices) = match m.analysis.as_str() {
+            "overlap" => ("overlap", DeviceSel::All),
+            "kernels" => ("kernels", scope.devices.clone()),
+            _ => continue,
+        };
+        let name = format!("{prefix}:{}", scope.name);
+        let same = |o: &Scope| {
+            o.name.starts_with(prefix)
+                && o.window == scope.window
+                && o.semantics == scope.semantics
+                && o.devices == devices
+        };
+        if !out.iter().any(same) {
+            out.push(Scope { name, devices, ..(*scope).clone() });
+        }
+    }
+    out
 }
 
 /// The smallest scan that serves every scope of one trace.

@@ -17,6 +17,7 @@ Examples:
   verdict query overlap fixtures/day26/megatron.sqlite --device 4 --window 39.964:46.123 --semantics contain
   verdict query nccl-skew fixtures/day26/megatron.sqlite --stream 56 --json
   verdict check claims/day26-profile-blind.yaml
+  verdict render claims/day26-profile-blind.yaml --out out
 
 Exit codes: 0 success, 1 audit failed under --strict, 2 error (bad input, unreadable trace).";
 
@@ -48,6 +49,58 @@ pub enum Command {
     /// Every analysis the file needs runs once per trace; --json prints the evidence ledger
     /// (every part with its evidence, gates, formula and verdict).
     Check(CheckArgs),
+    /// Render the audit of a claims file as Markdown and PDF, in every language it has.
+    ///
+    /// Writes <id>.<lang>.md, <id>.<lang>.typ and <id>.<lang>.pdf, <id>.evidence.json (the
+    /// ledger of `check --json`) and the charts as SVG into --out. The PDF needs the `typst`
+    /// command and the Noto Sans CJK TC font.
+    Render(RenderArgs),
+    /// Manage the report templates.
+    #[command(subcommand)]
+    Templates(TemplatesCommand),
+}
+
+/// Output formats of `render`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// Markdown.
+    Md,
+    /// PDF, through Typst.
+    Pdf,
+}
+
+/// Arguments of `render`.
+#[derive(Debug, Args)]
+pub struct RenderArgs {
+    /// The claims file (YAML; see docs/claims.md).
+    #[arg(value_name = "CLAIMS", value_hint = clap::ValueHint::FilePath)]
+    pub claims: PathBuf,
+    /// Languages to render (default: every language of the claims file).
+    #[arg(long, value_name = "LANGS", value_delimiter = ',')]
+    pub lang: Vec<String>,
+    /// Formats to write (default: md,pdf).
+    #[arg(long, value_enum, value_name = "FORMATS", value_delimiter = ',')]
+    pub format: Vec<OutputFormat>,
+    /// Output folder.
+    #[arg(long, value_name = "DIR", default_value = "out", value_hint = clap::ValueHint::DirPath)]
+    pub out: PathBuf,
+    /// A folder of templates that override the built-in ones by name (see `templates eject`).
+    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
+    pub templates: Option<PathBuf>,
+    /// Exit 1 when the audit fails, as `check --strict` does; the report is written anyway.
+    #[arg(long)]
+    pub strict: bool,
+}
+
+/// `templates` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum TemplatesCommand {
+    /// Write the built-in templates and UI strings into DIR for editing.
+    Eject {
+        /// A new or empty folder.
+        #[arg(value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
+        dir: PathBuf,
+    },
 }
 
 /// Arguments of `check`.

@@ -99,6 +99,10 @@ pub struct Skew {
     pub last_arrivals: Vec<i64>,
     /// Instances with differing names.
     pub name_mismatches: i64,
+    /// Per rank, per instance: start minus the instance's earliest start.
+    pub start_offsets: Vec<Vec<i64>>,
+    /// Per rank, per instance: end minus the instance's earliest end.
+    pub end_offsets: Vec<Vec<i64>>,
 }
 
 /// Matches the k-th NCCL kernels of every rank.
@@ -127,6 +131,8 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Skew {
         rank_wait: vec![0; ranks.len()],
         last_arrivals: vec![0; ranks.len()],
         name_mismatches: 0,
+        start_offsets: vec![Vec::with_capacity(matched); ranks.len()],
+        end_offsets: vec![Vec::with_capacity(matched); ranks.len()],
     };
     for j in 0..matched {
         let rows: Vec<usize> = per_rank.iter().map(|v| v[j]).collect();
@@ -141,7 +147,12 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Skew {
         let ends = rows.iter().map(|&i| k.end[i]);
         let (smin, smax) = (starts.clone().min().unwrap_or(0), starts.clone().max().unwrap_or(0));
         out.start_skews.push(smax - smin);
-        out.end_skews.push(ends.clone().max().unwrap_or(0) - ends.min().unwrap_or(0));
+        let emin = ends.clone().min().unwrap_or(0);
+        out.end_skews.push(ends.max().unwrap_or(0) - emin);
+        for (r, &i) in rows.iter().enumerate() {
+            out.start_offsets[r].push(k.start[i] - smin);
+            out.end_offsets[r].push(k.end[i] - emin);
+        }
         // The last arrival is the rank with the latest start; ties go to the lowest rank.
         if let Some(r) = rows.iter().position(|&i| k.start[i] == smax) {
             out.last_arrivals[r] += 1;
@@ -181,6 +192,18 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
         .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(&a.0)))
         .filter(|(_, n)| **n > 0)
         .map(|(r, _)| s.ranks[r]);
+    let offsets = |v: &[Vec<i64>]| -> BTreeMap<String, Value> {
+        s.ranks
+            .iter()
+            .zip(v)
+            .map(|(r, o)| {
+                let mut o = o.clone();
+                o.sort_unstable();
+                let (min, median, p90, max) = quantiles(&o);
+                (r.to_string(), json!({"min": min, "median": median, "p90": p90, "max": max}))
+            })
+            .collect()
+    };
     let wait_share = if s.nccl > 0 { json!(s.wait as f64 / s.nccl as f64) } else { Value::Null };
     ev.values = Some(obj([
         ("ranks", json!(s.ranks.len())),
@@ -198,6 +221,8 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
         ("end_skew_median_ns", json!(e_med)),
         ("end_skew_max_ns", json!(e_max)),
         ("rank_wait_ns", json!(by_rank(&s.rank_wait))),
+        ("rank_start_offset_ns", json!(offsets(&s.start_offsets))),
+        ("rank_end_offset_ns", json!(offsets(&s.end_offsets))),
         ("last_arrivals", json!(by_rank(&s.last_arrivals))),
         ("most_often_last", json!(most_last)),
         ("name_mismatches", json!(s.name_mismatches)),
@@ -261,6 +286,8 @@ mod tests {
         assert_eq!(s.end_skews, vec![0, 10]);
         assert_eq!(s.rank_wait, vec![600 + 100, 300 + 110, 0]);
         assert_eq!(s.last_arrivals, vec![0, 0, 2]);
+        assert_eq!(s.start_offsets, vec![vec![0, 0], vec![300, 0], vec![600, 100]]);
+        assert_eq!(s.end_offsets, vec![vec![0, 0], vec![0, 10], vec![0, 0]]);
         let ev = run(&p, &ctx).unwrap();
         let v = ev.values.unwrap();
         assert_eq!(v["wait_share"], json!(1110.0 / 3210.0));

@@ -12,7 +12,9 @@ use crate::verdict::{GateStatus, PartOutcome, Verdict};
 /// Runs `check`.
 pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let set = claims::load(&args.claims)?;
-    let audit = audit::run(set, &mut |_, _| {});
+    let mut progress = super::progress();
+    let audit = audit::run(set, &mut *progress);
+    drop(progress);
     if args.json {
         print_json(&audit)?;
     } else {
@@ -104,7 +106,7 @@ pub fn render(a: &Audit, t: &Strings) -> Result<String, String> {
                 p.id,
                 t.get(&format!("kind.{}", p.kind.as_str()))?,
                 principal,
-                t.get(&format!("outcome.{}", outcome_key(p.outcome)))?,
+                t.get(&format!("outcome.{}", p.outcome.key()))?,
                 t.finding(&p.reason)?
             );
             if let Some(f) = &p.formula {
@@ -168,18 +170,4 @@ pub fn render(a: &Audit, t: &Strings) -> Result<String, String> {
         );
     }
     Ok(s)
-}
-
-/// The i18n suffix of an outcome.
-pub fn outcome_key(o: PartOutcome) -> &'static str {
-    match o {
-        PartOutcome::Supported => "supported",
-        PartOutcome::NotSupported => "not_supported",
-        PartOutcome::Reported => "reported",
-        PartOutcome::Unverifiable => "unverifiable",
-        PartOutcome::NotEvaluated => "not_evaluated",
-        PartOutcome::NotJudged => "not_judged",
-        PartOutcome::Holds => "holds",
-        PartOutcome::DoesNotHold => "does_not_hold",
-    }
 }

@@ -3,6 +3,7 @@
 mod check;
 mod inspect;
 mod query;
+mod render;
 mod table;
 
 use std::process::ExitCode;
@@ -16,6 +17,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Query(q) => query::run(q),
         Command::Analyses => query::list_analyses(),
         Command::Check(args) => check::run(args),
+        Command::Render(args) => render::run(args),
+        Command::Templates(cmd) => render::templates(cmd),
     }
 }
 
@@ -32,4 +35,27 @@ fn emit(text: &str) -> anyhow::Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         r => Ok(r?),
     }
+}
+
+/// A progress callback: trace name and kernel rows scanned so far.
+type Progress = Box<dyn FnMut(&str, u64)>;
+
+/// A spinner on stderr while traces are scanned, only when stderr is a terminal.
+fn progress() -> Progress {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return Box::new(|_, _| {});
+    }
+    let bar = indicatif::ProgressBar::new_spinner();
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} scanning trace {prefix}: {msg} kernel rows",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    );
+    Box::new(move |name, rows| {
+        bar.set_prefix(name.to_string());
+        bar.set_message(crate::units::thousands(rows.into()));
+        bar.tick();
+    })
 }

@@ -1,5 +1,12 @@
-//! Turning an audit into documents: UI strings, markup conversion, charts.
+//! Turning an audit into documents: context, templates, markup conversion, charts, i18n,
+//! and the typst run that makes the PDF.
 
 pub mod charts;
+pub mod context;
 pub mod i18n;
 pub mod markup;
+pub mod misreadings;
+pub mod report;
+pub mod templates;
+pub mod typst;
+pub mod write;

@@ -116,6 +116,22 @@ pub enum PartOutcome {
     DoesNotHold,
 }
 
+impl PartOutcome {
+    /// Key used in JSON and i18n.
+    pub fn key(self) -> &'static str {
+        match self {
+            PartOutcome::Supported => "supported",
+            PartOutcome::NotSupported => "not_supported",
+            PartOutcome::Reported => "reported",
+            PartOutcome::Unverifiable => "unverifiable",
+            PartOutcome::NotEvaluated => "not_evaluated",
+            PartOutcome::NotJudged => "not_judged",
+            PartOutcome::Holds => "holds",
+            PartOutcome::DoesNotHold => "does_not_hold",
+        }
+    }
+}
+
 /// A formula with its values.
 #[derive(Debug, Clone, Serialize)]
 pub struct FormulaResult {

@@ -1,0 +1,132 @@
+//! The Tera templates: embedded built-ins, overridable by name from a folder, one Tera
+//! instance per output format with that format's escaping.
+//!
+//! Every value a template prints is escaped for its format unless it went through one of the
+//! author-text filters (`md`, `md_inline`, `typmd`, `typmd_inline`), which convert Markdown
+//! safely themselves.
+
+use std::path::Path;
+
+use tera::{Filter, Kwargs, State, Tera};
+
+use super::markup;
+
+/// The built-in templates: (name, source).
+pub const BUILTIN: &[(&str, &str)] = &[
+    ("report.md", include_str!("../../templates/report.md")),
+    ("report.typ", include_str!("../../templates/report.typ")),
+    ("partials/claim.md", include_str!("../../templates/partials/claim.md")),
+    ("partials/claim.typ", include_str!("../../templates/partials/claim.typ")),
+    ("partials/summary.md", include_str!("../../templates/partials/summary.md")),
+    ("partials/summary.typ", include_str!("../../templates/partials/summary.typ")),
+    ("i18n/en.toml", include_str!("../../templates/i18n/en.toml")),
+    ("i18n/zh-TW.toml", include_str!("../../templates/i18n/zh-TW.toml")),
+];
+
+/// An output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Markdown.
+    Markdown,
+    /// Typst source for the PDF.
+    Typst,
+}
+
+impl Format {
+    /// The suffix of its templates.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Format::Markdown => ".md",
+            Format::Typst => ".typ",
+        }
+    }
+}
+
+/// A filter whose output is already safe for its format.
+struct Safe(fn(&str) -> String);
+
+impl Filter<String, String> for Safe {
+    fn call(&self, value: String, _: Kwargs, _: &State) -> String {
+        (self.0)(&value)
+    }
+
+    fn is_safe(&self) -> bool {
+        true
+    }
+}
+
+fn escape_md(s: &str, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+    w.write_all(markup::markdown_text(s, true).as_bytes())
+}
+
+fn escape_typ(s: &str, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+    w.write_all(markup::typst_text(s).as_bytes())
+}
+
+/// A template source by name: the override folder first, then the built-ins.
+pub fn source(name: &str, overrides: Option<&Path>) -> Result<String, String> {
+    if let Some(dir) = overrides {
+        let p = dir.join(name);
+        if p.is_file() {
+            return std::fs::read_to_string(&p)
+                .map_err(|e| format!("cannot read template `{}` ({e})", p.display()));
+        }
+    }
+    BUILTIN
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, s)| s.to_string())
+        .ok_or_else(|| format!("no template named `{name}`"))
+}
+
+/// The Tera instance of one format, with every template of that format.
+pub fn tera(format: Format, overrides: Option<&Path>) -> Result<Tera, String> {
+    let mut tera = Tera::default();
+    tera.autoescape_on([format.suffix()]);
+    match format {
+        Format::Markdown => {
+            tera.set_escape_fn(escape_md);
+            tera.register_filter("md", Safe(|s| markup::markdown_safe(s, false)));
+            tera.register_filter("md_inline", Safe(|s| markup::markdown_safe(s, true)));
+            tera.register_filter("code", Safe(|s| format!("`` {} ``", s.replace('\n', " "))));
+        }
+        Format::Typst => {
+            tera.set_escape_fn(escape_typ);
+            tera.register_filter("typmd", Safe(|s| markup::markdown_to_typst(s, false)));
+            tera.register_filter("typmd_inline", Safe(|s| markup::markdown_to_typst(s, true)));
+            tera.register_filter("typstr", Safe(markup::typst_string));
+        }
+    }
+    // Added together, so that includes resolve whatever the order.
+    let mut sources = Vec::new();
+    for (name, _) in BUILTIN {
+        if name.ends_with(format.suffix()) {
+            sources.push((*name, source(name, overrides)?));
+        }
+    }
+    tera.add_raw_templates(sources.iter().map(|(n, s)| (*n, s.as_str())))
+        .map_err(|e| format!("templates: {e}"))?;
+    Ok(tera)
+}
+
+/// Writes the built-in templates into a folder for editing.
+pub fn eject(dir: &Path) -> Result<Vec<String>, String> {
+    let mut written = Vec::new();
+    for (name, _) in BUILTIN {
+        let p = dir.join(name);
+        if p.exists() {
+            return Err(format!("`{}` already exists; eject into an empty folder", p.display()));
+        }
+    }
+    for (name, src) in BUILTIN {
+        let p = dir.join(name);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| format!("cannot create `{}` ({e})", parent.display()))?;
+        }
+        super::write::atomic(&p, src.as_bytes())
+            .map_err(|e| format!("cannot write `{}` ({e})", p.display()))?;
+        written.push(p.display().to_string());
+    }
+    Ok(written)
+}
