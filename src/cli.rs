@@ -51,7 +51,7 @@ pub enum Command {
     Check(CheckArgs),
     /// Render the audit of a claims file as Markdown and PDF, in every language it has.
     ///
-    /// Writes <id>.<lang>.md, <id>.<lang>.typ and <id>.<lang>.pdf, <id>.evidence.json (the
+    /// Writes ID.LANG.md, ID.LANG.typ and ID.LANG.pdf, ID.evidence.json (the
     /// ledger of `check --json`) and the charts as SVG into --out. The PDF needs the `typst`
     /// command and the Noto Sans CJK TC font.
     Render(RenderArgs),

@@ -1,6 +1,6 @@
 //! The claims file: what was claimed, split into parts, and what each part binds to.
 //!
-//! [`load`] reads YAML (serde-saphyr, unknown fields refused) into the raw model kept with
+//! [`load()`] reads YAML (serde-saphyr, unknown fields refused) into the raw model kept with
 //! positions; [`validate`] resolves references and parses formulas into a [`ClaimSet`],
 //! reporting every error at once as `FILE:LINE:COL: message` with a hint. No trace is read here.
 
