@@ -14,6 +14,7 @@ pub mod cli;
 pub mod cmd;
 pub mod diag;
 pub mod formula;
+pub mod i18n;
 pub mod render;
 pub mod scope;
 pub mod trace;

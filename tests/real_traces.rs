@@ -654,8 +654,11 @@ fn check_kernels(trace: &Path, q: &KernelQuery) -> Value {
         v["parameters"]["names"],
         if q.column == "shortName" { "short" } else { "demangled" }
     );
-    let shown_note =
-        v["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().contains("names shown"));
+    let shown_note = v["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n["text"].as_str().unwrap().contains("names shown"));
     assert_eq!(shown_note, rows.len() > q.limit, "{args:?}: truncation is disclosed");
     v
 }

@@ -95,20 +95,19 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
             .collect(),
     );
     if !missing.is_empty() {
-        ev.notes.push(format!(
-            "expected device(s) {} have no kernels: cross-device numbers cover {} only",
-            crate::scope::format_device_list(&missing),
-            crate::scope::format_device_list(&present)
-        ));
+        ev.note(
+            "note.coverage_missing",
+            &[
+                ("missing", crate::scope::format_device_list(&missing)),
+                ("present", crate::scope::format_device_list(&present)),
+            ],
+        );
     }
     if inv.listed_gpus.is_none() {
-        ev.notes.push("no TARGET_INFO_GPU table: GPUs that ran nothing cannot be listed".into());
+        ev.note("note.no_gpu_table", &[]);
     }
     if inv.skipped_invalid > 0 {
-        ev.notes.push(format!(
-            "{} kernel row(s) without collected timestamps were skipped",
-            inv.skipped_invalid
-        ));
+        ev.note("note.skipped_invalid", &[("n", inv.skipped_invalid.to_string())]);
     }
     Ok(ev)
 }

@@ -129,16 +129,16 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
             .collect(),
     );
     if total_names > limit {
-        ev.notes.push(format!("{limit} of {total_names} names shown (top by total time)"));
+        ev.note(
+            "note.top_names",
+            &[("limit", limit.to_string()), ("total", total_names.to_string())],
+        );
     }
     if devices.len() > 1 {
-        ev.notes.push(format!(
-            "counts and times are summed over {} devices; per_device gives each device's count",
-            devices.len()
-        ));
+        ev.note("note.summed_devices", &[("n", devices.len().to_string())]);
     }
     if let (Some(_), Semantics::Clip) = (params.window, params.semantics) {
-        ev.notes.push("kernels crossing a window edge are counted, with their durations clipped to the window".into());
+        ev.note("note.kernels_clipped", &[]);
     }
     ev.window.effective_ns = super::effective_window(ctx, &devices, params);
     Ok(ev)

@@ -390,10 +390,27 @@ pub struct Evidence {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rows: Option<Vec<Map<String, Value>>>,
     /// Disclosures that qualify the numbers (edges, unequal counts, estimates).
-    pub notes: Vec<String>,
+    pub notes: Vec<Note>,
+}
+
+/// A disclosure: its i18n key and arguments, and the English text.
+#[derive(Debug, Clone, Serialize)]
+pub struct Note {
+    /// The finding, renderable in any language.
+    #[serde(flatten)]
+    pub finding: crate::i18n::Finding,
+    /// The English text.
+    pub text: String,
 }
 
 impl Evidence {
+    /// Adds a disclosure.
+    pub fn note(&mut self, key: &str, args: &[(&str, String)]) {
+        let finding = crate::i18n::Finding::new(key, args);
+        let text = finding.english();
+        self.notes.push(Note { finding, text });
+    }
+
     /// A numeric field of `values`, as an exact integer or a float.
     pub fn value(&self, field: &str) -> Option<&Value> {
         self.values.as_ref().and_then(|v| v.get(field))

@@ -227,30 +227,26 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
         ("most_often_last", json!(most_last)),
         ("name_mismatches", json!(s.name_mismatches)),
     ]));
-    ev.notes.push(
-        "the minimum duration over ranks estimates pure transfer time; if every rank waited, waiting is underestimated".into(),
-    );
+    ev.note("note.transfer_estimate", &[]);
     if s.counts.iter().any(|&c| c != s.matched as i64) {
-        ev.notes.push(format!(
-            "ranks have unequal NCCL kernel counts ({}); only the first {} of each are matched, and a missing kernel shifts the order",
-            s.ranks.iter().zip(&s.counts).map(|(r, c)| format!("device {r}: {c}")).collect::<Vec<_>>().join(", "),
-            s.matched
-        ));
+        let counts = s
+            .ranks
+            .iter()
+            .zip(&s.counts)
+            .map(|(r, c)| format!("{r}:{c}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        ev.note("note.unequal_counts", &[("counts", counts), ("matched", s.matched.to_string())]);
     }
     if !ev.scope.missing_devices.is_empty() {
-        ev.notes.push(format!(
-            "devices without kernels ({}) are not compared; a missing rank can change which rank arrives last",
-            crate::scope::format_device_list(&ev.scope.missing_devices)
-        ));
+        let missing = crate::scope::format_device_list(&ev.scope.missing_devices);
+        ev.note("note.missing_ranks", &[("missing", missing)]);
     }
     if s.name_mismatches > 0 {
-        ev.notes.push(format!(
-            "{} matched instance(s) pair kernels of different names",
-            s.name_mismatches
-        ));
+        ev.note("note.name_mismatches", &[("n", s.name_mismatches.to_string())]);
     }
     if s.ranks.len() < 2 {
-        ev.notes.push("fewer than two ranks: there is nothing to compare across".into());
+        ev.note("note.one_rank", &[]);
     }
     Ok(ev)
 }
@@ -293,6 +289,10 @@ mod tests {
         assert_eq!(v["wait_share"], json!(1110.0 / 3210.0));
         assert_eq!(v["most_often_last"], 3);
         assert_eq!(v["unmatched"], 1);
-        assert!(ev.notes.iter().any(|n| n.contains("unequal")));
+        assert!(
+            ev.notes
+                .iter()
+                .any(|n| n.finding.key == "note.unequal_counts" && n.text.contains("unequal"))
+        );
     }
 }

@@ -158,31 +158,30 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
         match params.semantics {
             Semantics::Clip => {
                 if edges > 0 {
-                    ev.notes.push(format!(
-                        "{edges} kernel(s) cross a window edge and were clipped to it"
-                    ));
+                    ev.note("note.edges_clipped", &[("n", edges.to_string())]);
                 }
             }
             Semantics::Contain => {
                 if edges > 0 {
-                    ev.notes.push(format!(
-                        "{edges} kernel(s) cross a window edge and were dropped (contain semantics)"
-                    ));
+                    ev.note("note.edges_dropped", &[("n", edges.to_string())]);
                 }
                 for (d, b) in &parts {
                     if b.total != w.len_ns() {
-                        ev.notes.push(format!(
-                            "device {d}: the denominator is the span of the kept kernels, {} ms, not the window length, {} ms",
-                            crate::units::ms(b.total),
-                            crate::units::ms(w.len_ns())
-                        ));
+                        ev.note(
+                            "note.span_denominator",
+                            &[
+                                ("device", d.to_string()),
+                                ("span_ms", crate::units::ms(b.total)),
+                                ("window_ms", crate::units::ms(w.len_ns())),
+                            ],
+                        );
                     }
                 }
             }
         }
     }
     if parts.iter().any(|p| p.1.compute_kernels + p.1.nccl_kernels == 0) {
-        ev.notes.push("a device has no kernel in the window: its total is 0".into());
+        ev.note("note.empty_device", &[]);
     }
     if let [(_, b)] = parts.as_slice() {
         ev.window.effective_ns = Some(b.effective);

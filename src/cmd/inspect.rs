@@ -81,7 +81,7 @@ pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
     if !ev.notes.is_empty() {
         s += "\nnotes:\n";
         for n in &ev.notes {
-            s += &format!("- {n}\n");
+            s += &format!("- {}\n", n.text);
         }
     }
     super::emit(&s)?;

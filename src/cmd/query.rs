@@ -301,7 +301,7 @@ pub(super) fn render(ev: &Evidence) -> String {
     if !ev.notes.is_empty() {
         s += "\nnotes:\n";
         for n in &ev.notes {
-            s += &format!("- {n}\n");
+            s += &format!("- {}\n", n.text);
         }
     }
     s

@@ -472,7 +472,12 @@ pub fn build(a: &Audit, t: &Strings, charts: &[(String, String)]) -> Result<Rend
                 needs,
                 caveats: tr(&part.caveats, lang),
                 note: tr(&part.note, lang),
-                evidence_notes: ev.map(|e| e.notes.clone()).unwrap_or_default(),
+                evidence_notes: ev
+                    .map(|e| {
+                        e.notes.iter().map(|n| t.finding(&n.finding)).collect::<Result<_, _>>()
+                    })
+                    .transpose()?
+                    .unwrap_or_default(),
             });
         }
         let statement = claim.statement.get(lang).cloned().unwrap_or_default();

@@ -3,7 +3,7 @@
 
 pub mod charts;
 pub mod context;
-pub mod i18n;
+pub use crate::i18n;
 pub mod markup;
 pub mod misreadings;
 pub mod report;

@@ -19,8 +19,8 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("partials/claim.typ", include_str!("../../templates/partials/claim.typ")),
     ("partials/summary.md", include_str!("../../templates/partials/summary.md")),
     ("partials/summary.typ", include_str!("../../templates/partials/summary.typ")),
-    ("i18n/en.toml", include_str!("../../templates/i18n/en.toml")),
-    ("i18n/zh-TW.toml", include_str!("../../templates/i18n/zh-TW.toml")),
+    ("i18n/en.toml", crate::i18n::EN),
+    ("i18n/zh-TW.toml", crate::i18n::ZH_TW),
 ];
 
 /// An output format.

@@ -18,24 +18,7 @@ use crate::formula::Rational;
 pub use gates::field_quantity;
 pub use rules::judge;
 
-/// A reason, as an i18n key with named arguments.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Finding {
-    /// Key in `templates/i18n/*.toml`.
-    pub key: String,
-    /// Arguments substituted into the text.
-    pub args: BTreeMap<String, String>,
-}
-
-impl Finding {
-    /// A finding with arguments.
-    pub fn new(key: &str, args: &[(&str, String)]) -> Finding {
-        Finding {
-            key: key.into(),
-            args: args.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
-        }
-    }
-}
+pub use crate::i18n::Finding;
 
 /// The outcome of one gate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

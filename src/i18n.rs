@@ -1,13 +1,47 @@
-//! UI strings in every language, from `templates/i18n/*.toml` (embedded, overridable).
+//! UI strings in every language, from `templates/i18n/*.toml` (embedded, overridable), and
+//! the [`Finding`]: a sentence as a key with arguments, rendered in any language.
 //!
-//! A missing key is an error, never a silent fallback to another language.
+//! A missing key is an error, never a silent fallback to another language. A leaf module:
+//! analyses, verdicts and renderers all use it.
 
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
-use crate::verdict::Finding;
+use serde::Serialize;
 
-const EN: &str = include_str!("../../templates/i18n/en.toml");
-const ZH_TW: &str = include_str!("../../templates/i18n/zh-TW.toml");
+/// A reason or note, as an i18n key with named arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// Key in `templates/i18n/*.toml`.
+    pub key: String,
+    /// Arguments substituted into the text.
+    pub args: BTreeMap<String, String>,
+}
+
+impl Finding {
+    /// A finding with arguments.
+    pub fn new(key: &str, args: &[(&str, String)]) -> Finding {
+        Finding {
+            key: key.into(),
+            args: args.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
+        }
+    }
+
+    /// The finding in English, for JSON and terminals.
+    pub fn english(&self) -> String {
+        static EN_STRINGS: OnceLock<Option<Strings>> = OnceLock::new();
+        EN_STRINGS
+            .get_or_init(|| Strings::load("en").ok())
+            .as_ref()
+            .and_then(|s| s.finding(self).ok())
+            .unwrap_or_else(|| self.key.clone())
+    }
+}
+
+/// The English strings as shipped.
+pub const EN: &str = include_str!("../templates/i18n/en.toml");
+/// The Traditional Chinese strings as shipped.
+pub const ZH_TW: &str = include_str!("../templates/i18n/zh-TW.toml");
 
 /// The strings of one language.
 #[derive(Debug, Clone)]
@@ -112,7 +146,7 @@ mod tests {
     #[test]
     fn every_finding_key_used_in_code_exists() {
         let en = Strings::load("en").unwrap();
-        for dir in ["src/verdict"] {
+        for dir in ["src/verdict", "src/analysis"] {
             for entry in
                 std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/").to_string() + dir)
                     .unwrap()
