@@ -249,12 +249,15 @@ pub fn r3(about: &About, measure: &Measure) -> Gate {
             &[("denominator", want.key().into()), ("formula", formula)],
         );
     }
-    gate(
-        "R3",
-        GateStatus::Note,
-        "gate.r3.unstated",
-        &[("denominator", den.map_or("none", Q::key).into()), ("formula", formula)],
-    )
+    match den {
+        Some(d) => gate(
+            "R3",
+            GateStatus::Note,
+            "gate.r3.unstated",
+            &[("denominator", d.key().into()), ("formula", formula)],
+        ),
+        None => gate("R3", GateStatus::Pass, "gate.r3.not_a_share", &[("formula", formula)]),
+    }
 }
 
 fn quantity_key(q: QuantityKind) -> &'static str {
