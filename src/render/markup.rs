@@ -87,48 +87,9 @@ pub fn typst_string(s: &str) -> String {
 /// scheme (`javascript:`, `file:`…) is shown as text after the link text. A soft line break between
 /// two CJK characters is dropped rather than shown as a space.
 pub fn markdown_to_typst(src: &str, inline: bool) -> String {
-    let events: Vec<Event<'_>> = parser(src).collect();
-    let mut w = TypstWriter::new(inline);
-    for (i, event) in events.iter().enumerate() {
-        if !matches!(event, Event::Text(_) | Event::Html(_) | Event::InlineHtml(_)) {
-            w.flush_literal();
-        }
-        match event {
-            Event::Text(t) => match &mut w.code {
-                Some(code) => code.push_str(t),
-                None => w.literal.push_str(t),
-            },
-            Event::Html(t) | Event::InlineHtml(t) => w.literal.push_str(t),
-            Event::Code(c) => {
-                w.lead();
-                w.out.push_str(&format!("#raw(\"{}\")", typst_string(c)));
-                w.last = c.chars().last();
-            }
-            Event::InlineMath(m) => w.literal.push_str(&format!("${m}$")),
-            Event::DisplayMath(m) => w.literal.push_str(&format!("$${m}$$")),
-            Event::FootnoteReference(r) => w.literal.push_str(&format!("[^{r}]")),
-            Event::TaskListMarker(done) => w.literal.push_str(if *done { "[x] " } else { "[ ] " }),
-            Event::SoftBreak => {
-                if !joins_without_space(w.last, next_char(&events, i)) {
-                    w.out.push(' ');
-                }
-            }
-            Event::HardBreak => {
-                w.lead();
-                w.out.push_str("#linebreak()");
-            }
-            Event::Rule if inline => w.gap = w.gap.max(Gap::Block),
-            Event::Rule => {
-                w.open_block();
-                w.out.push_str("#line(length: 100%)");
-                w.close_block();
-            }
-            Event::Start(tag) => w.start(tag),
-            Event::End(tag) => w.end(*tag),
-        }
-    }
-    w.flush_literal();
-    w.out
+    let mut w = TypstWriter { core: Core::new(inline) };
+    walk(src, &mut w);
+    w.core.out
 }
 
 /// Plain text as Markdown that shows it literally.
@@ -170,55 +131,9 @@ pub fn markdown_text(s: &str, cell: bool) -> String {
 /// ` / ` rather than `<br>` because no HTML may appear in the output at all. A soft line break
 /// between two CJK characters is dropped in both modes.
 pub fn markdown_safe(src: &str, inline: bool) -> String {
-    let events: Vec<Event<'_>> = parser(src).collect();
-    let mut w = MdWriter::new(inline);
-    for (i, event) in events.iter().enumerate() {
-        if !matches!(event, Event::Text(_) | Event::Html(_) | Event::InlineHtml(_)) {
-            w.flush_literal();
-        }
-        match event {
-            Event::Text(t) => match &mut w.code {
-                Some((_, code)) => code.push_str(t),
-                None => w.literal.push_str(t),
-            },
-            Event::Html(t) | Event::InlineHtml(t) => w.literal.push_str(t),
-            Event::Code(c) => {
-                w.lead();
-                w.out.push_str(&code_span(c, w.inline));
-                w.last = c.chars().last();
-                w.line_start = false;
-            }
-            Event::InlineMath(m) => w.literal.push_str(&format!("${m}$")),
-            Event::DisplayMath(m) => w.literal.push_str(&format!("$${m}$$")),
-            Event::FootnoteReference(r) => w.literal.push_str(&format!("[^{r}]")),
-            Event::TaskListMarker(done) => w.literal.push_str(if *done { "[x] " } else { "[ ] " }),
-            Event::SoftBreak => {
-                if !joins_without_space(w.last, next_char(&events, i)) {
-                    w.newline();
-                }
-            }
-            Event::HardBreak if inline => {
-                w.lead();
-                w.out.push_str(" / ");
-            }
-            Event::HardBreak => {
-                w.lead();
-                w.out.push('\\');
-                w.newline();
-            }
-            Event::Rule if inline => w.gap = w.gap.max(Gap::Block),
-            Event::Rule => {
-                // `***` rather than `---`: `- ---` would be one thematic break, not an item holding one.
-                w.open_block();
-                w.out.push_str("***");
-                w.close_block();
-            }
-            Event::Start(tag) => w.start(tag),
-            Event::End(tag) => w.end(*tag),
-        }
-    }
-    w.flush_literal();
-    w.out
+    let mut w = MdWriter { core: Core::new(inline), prefixes: Vec::new() };
+    walk(src, &mut w);
+    w.core.out
 }
 
 /// A separator owed before the next content, written lazily so that no container ends with one.
@@ -234,7 +149,8 @@ struct ListState {
     next: Option<u64>,
     items: usize,
     nested: bool,
-    /// Its items hold paragraphs (pulldown-cmark emits none in a tight list), so they need blank lines.
+    /// Its items hold paragraphs (pulldown-cmark emits none in a tight list), so they need blank lines
+    /// (only Markdown output reads it).
     loose: bool,
 }
 
@@ -244,292 +160,45 @@ enum OpenLink {
     Refused(String),
 }
 
-/// Event-loop state for [`markdown_to_typst`].
-struct TypstWriter {
+/// An inline span whose delimiters depend on the output format.
+#[derive(Clone, Copy)]
+enum Span {
+    Emphasis,
+    Strong,
+    Strikethrough,
+    Superscript,
+    Subscript,
+}
+
+/// Event-walk state that both output formats share.
+struct Core {
     out: String,
     inline: bool,
     gap: Gap,
     /// Nothing written yet in the current container, so an owed gap is dropped.
     fresh: bool,
-    /// Text and HTML not yet escaped; adjacent text events are merged before escaping.
-    literal: String,
-    /// Last character of text written, for deciding whether a soft break is a space.
-    last: Option<char>,
-    lists: Vec<ListState>,
-    code: Option<String>,
-    code_lang: String,
-    links: Vec<OpenLink>,
-    cells: usize,
-}
-
-impl TypstWriter {
-    fn new(inline: bool) -> Self {
-        TypstWriter {
-            out: String::new(),
-            inline,
-            gap: Gap::None,
-            fresh: true,
-            literal: String::new(),
-            last: None,
-            lists: Vec::new(),
-            code: None,
-            code_lang: String::new(),
-            links: Vec::new(),
-            cells: 0,
-        }
-    }
-
-    fn lead(&mut self) {
-        if !self.fresh {
-            match (self.gap, self.inline) {
-                (Gap::None, _) => {}
-                (Gap::Item, true) => self.out.push_str("\\; "),
-                (Gap::Block, true) => self.out.push_str("#linebreak()"),
-                (Gap::Item, false) => self.out.push('\n'),
-                (Gap::Block, false) => self.out.push_str("\n\n"),
-            }
-        }
-        self.gap = Gap::None;
-        self.fresh = false;
-    }
-
-    fn flush_literal(&mut self) {
-        if self.literal.is_empty() {
-            return;
-        }
-        self.lead();
-        // An HTML block's last line ends with a newline that would become a stray line break.
-        let literal = std::mem::take(&mut self.literal);
-        let literal = literal.trim_end_matches(['\n', '\r']);
-        push_typst_text(&mut self.out, literal);
-        self.last = literal.chars().last();
-    }
-
-    fn open_block(&mut self) {
-        self.gap = self.gap.max(Gap::Block);
-        self.lead();
-    }
-
-    fn close_block(&mut self) {
-        self.gap = self.gap.max(Gap::Block);
-    }
-
-    fn open_container(&mut self, open: &str) {
-        self.lead();
-        self.out.push_str(open);
-        self.fresh = true;
-    }
-
-    fn close_container(&mut self) {
-        self.out.push(']');
-        self.gap = Gap::None;
-        self.fresh = false;
-    }
-
-    fn mark(&mut self, s: &str) {
-        self.lead();
-        self.out.push_str(s);
-    }
-
-    fn start(&mut self, tag: &Tag<'_>) {
-        match tag {
-            Tag::Paragraph
-            | Tag::HtmlBlock
-            | Tag::TableHead
-            | Tag::TableRow
-            | Tag::FootnoteDefinition(_)
-            | Tag::DefinitionList
-            | Tag::DefinitionListTitle
-            | Tag::DefinitionListDefinition
-            | Tag::MetadataBlock(_) => {
-                self.open_block();
-                self.cells = 0;
-            }
-            Tag::Table(_) => {}
-            Tag::TableCell => {
-                if self.cells > 0 {
-                    self.mark(" \\| ");
-                }
-                self.cells += 1;
-            }
-            Tag::Heading { .. } => {
-                self.open_block();
-                self.out.push_str("#strong[");
-            }
-            Tag::BlockQuote(_) => {
-                self.open_block();
-                self.open_container(if self.inline { "#quote[" } else { "#quote(block: true)[" });
-            }
-            Tag::CodeBlock(kind) => {
-                self.open_block();
-                self.code = Some(String::new());
-                self.code_lang = code_lang(kind);
-            }
-            Tag::List(start) => {
-                let nested = !self.lists.is_empty();
-                self.lists.push(ListState { next: *start, items: 0, nested, loose: false });
-                if self.inline && nested {
-                    self.gap = Gap::None;
-                    self.mark(" \\(");
-                } else if self.inline {
-                    self.open_block();
-                } else {
-                    // A list inside an item follows the item's text on the next line, not a new paragraph.
-                    self.gap = self.gap.max(if nested { Gap::Item } else { Gap::Block });
-                    self.lead();
-                    match start {
-                        None => self.out.push_str("#list("),
-                        Some(1) => self.out.push_str("#enum("),
-                        Some(n) => self.out.push_str(&format!("#enum(start: {n}, ")),
-                    }
-                }
-            }
-            Tag::Item => {
-                let list = self.lists.last_mut().expect("pulldown-cmark nests items in lists");
-                let first = list.items == 0;
-                list.items += 1;
-                let number = list.next;
-                list.next = number.map(|n| n + 1);
-                if self.inline {
-                    self.gap = Gap::None;
-                    if !first {
-                        self.out.push_str("\\; ");
-                    }
-                    if let Some(n) = number {
-                        self.mark(&typst_text(&format!("{n}. ")));
-                    }
-                    self.fresh = true;
-                } else {
-                    if !first {
-                        self.out.push_str(", ");
-                    }
-                    self.open_container("[");
-                }
-            }
-            Tag::Emphasis => self.mark("#emph["),
-            Tag::Strong => self.mark("#strong["),
-            Tag::Strikethrough => self.mark("#strike["),
-            Tag::Superscript => self.mark("#super["),
-            Tag::Subscript => self.mark("#sub["),
-            Tag::Link { link_type, dest_url, .. } => match link_target(*link_type, dest_url) {
-                Some(url) => {
-                    self.mark(&format!("#link(\"{}\")[", typst_string(&url)));
-                    self.links.push(OpenLink::Kept { url, text_at: self.out.len() });
-                }
-                None => self.links.push(OpenLink::Refused(dest_url.to_string())),
-            },
-            // The alt text arrives as the tag's children; the image itself is never fetched.
-            Tag::Image { .. } => {}
-        }
-    }
-
-    fn end(&mut self, tag: TagEnd) {
-        match tag {
-            TagEnd::Paragraph
-            | TagEnd::HtmlBlock
-            | TagEnd::TableHead
-            | TagEnd::TableRow
-            | TagEnd::FootnoteDefinition
-            | TagEnd::DefinitionList
-            | TagEnd::DefinitionListTitle
-            | TagEnd::DefinitionListDefinition
-            | TagEnd::MetadataBlock(_) => self.close_block(),
-            TagEnd::Table | TagEnd::TableCell | TagEnd::Image => {}
-            TagEnd::Heading(_) => {
-                self.out.push(']');
-                self.close_block();
-            }
-            TagEnd::BlockQuote(_) => {
-                self.close_container();
-                self.close_block();
-            }
-            TagEnd::CodeBlock => {
-                let code = self.code.take().unwrap_or_default();
-                let code = code.strip_suffix('\n').unwrap_or(&code);
-                self.lead();
-                self.out.push_str("#raw(");
-                if !self.inline {
-                    self.out.push_str("block: true, ");
-                    if !self.code_lang.is_empty() {
-                        self.out
-                            .push_str(&format!("lang: \"{}\", ", typst_string(&self.code_lang)));
-                    }
-                }
-                self.out.push_str(&format!("\"{}\")", typst_string(code)));
-                self.last = code.chars().last();
-                self.close_block();
-            }
-            TagEnd::List(_) => {
-                let list = self.lists.pop().expect("pulldown-cmark balances lists");
-                if self.inline && list.nested {
-                    self.gap = Gap::None;
-                    self.mark("\\)");
-                } else if self.inline {
-                    self.close_block();
-                } else {
-                    self.out.push(')');
-                    self.close_block();
-                }
-            }
-            TagEnd::Item => {
-                if self.inline {
-                    self.gap = Gap::None;
-                    self.fresh = false;
-                } else {
-                    self.close_container();
-                }
-            }
-            TagEnd::Emphasis
-            | TagEnd::Strong
-            | TagEnd::Strikethrough
-            | TagEnd::Superscript
-            | TagEnd::Subscript => self.out.push(']'),
-            TagEnd::Link => match self.links.pop() {
-                // `#link(url)` without a body shows the URL, so an empty `[](url)` stays visible.
-                Some(OpenLink::Kept { text_at, .. }) if text_at == self.out.len() => {
-                    self.out.pop();
-                }
-                Some(OpenLink::Kept { .. }) => self.out.push(']'),
-                Some(OpenLink::Refused(dest)) if !dest.trim().is_empty() => {
-                    self.mark(&typst_text(&format!(" ({dest})")));
-                }
-                Some(OpenLink::Refused(_)) | None => {}
-            },
-        }
-    }
-}
-
-/// Event-loop state for [`markdown_safe`].
-struct MdWriter {
-    out: String,
-    inline: bool,
-    gap: Gap,
-    /// Nothing written yet in the current container, so an owed gap is dropped.
-    fresh: bool,
-    /// The next character written starts a line, where `#`, `-`, `1.`… would start a block.
+    /// The next character written starts a line, where `#`, `-`, `1.`… would start a block
+    /// (only Markdown output reads it).
     line_start: bool,
-    /// What each continuation line needs so it stays inside the open block quotes and list items.
-    prefixes: Vec<String>,
     /// Text and HTML not yet escaped; adjacent text events are merged before escaping.
     literal: String,
     /// Last character of text written, for deciding whether a soft break is a space.
     last: Option<char>,
     lists: Vec<ListState>,
-    /// An open code block: its info string and the code so far.
+    /// An open code block: its language and the code so far.
     code: Option<(String, String)>,
     links: Vec<OpenLink>,
     cells: usize,
 }
 
-impl MdWriter {
+impl Core {
     fn new(inline: bool) -> Self {
-        MdWriter {
+        Core {
             out: String::new(),
             inline,
             gap: Gap::None,
             fresh: true,
             line_start: true,
-            prefixes: Vec::new(),
             literal: String::new(),
             last: None,
             lists: Vec::new(),
@@ -538,262 +207,604 @@ impl MdWriter {
             cells: 0,
         }
     }
+}
 
-    fn newline(&mut self) {
-        if self.inline {
-            self.out.push(' ');
-            return;
-        }
-        self.out.push('\n');
-        for p in &self.prefixes {
-            self.out.push_str(p);
-        }
-        self.line_start = true;
-    }
+/// One output format of [`walk`]: how each Markdown construct is written.
+///
+/// The walk owns everything both formats share: merging adjacent text before escaping, the lazy
+/// gaps between blocks, list numbering and inline list flattening, table cells, link scheme
+/// filtering, code block collection and dropping soft breaks between CJK characters. A sink writes
+/// only its own syntax, at the point the walk has already led up to (any owed gap written). The
+/// provided methods are the shared helpers; sinks use them and do not override them.
+trait Sink {
+    /// The brackets around a nested list that inline mode flattens into its parent item.
+    const NESTED_LIST: [&'static str; 2];
 
+    fn core(&mut self) -> &mut Core;
+    /// Writes the separator for an owed `gap` (nothing for `Gap::None`).
+    fn separator(&mut self, gap: Gap);
+    /// Writes merged author text or HTML, escaped; it may hold line breaks but does not end with one.
+    fn text(&mut self, text: &str);
+    /// Writes generated text that stays on the current line (a list number, a refused link's
+    /// target), escaped for where it stands.
+    fn plain(&mut self, text: &str);
+    /// Writes an inline code span.
+    fn code(&mut self, code: &str);
+    fn soft_break(&mut self);
+    fn hard_break(&mut self);
+    /// Writes a thematic break outside inline mode.
+    fn rule(&mut self);
+    /// The opening and closing delimiters of `span`, or `None` to keep only its text.
+    fn delimiters(span: Span) -> Option<[&'static str; 2]>;
+    fn block_quote_start(&mut self);
+    fn block_quote_end(&mut self);
+    /// Writes a whole code block: the language of a fenced block (empty if none or not plain) and
+    /// the code without its final newline.
+    fn code_block(&mut self, lang: &str, code: &str);
+    /// Opens a list outside inline mode; `start` is the first number of an ordered list.
+    fn list_start(&mut self, start: Option<u64>);
+    /// Closes a list outside inline mode.
+    fn list_end(&mut self);
+    /// Opens a list item outside inline mode; `number` is its number in an ordered list.
+    fn item_start(&mut self, number: Option<u64>, first: bool);
+    /// Closes a list item outside inline mode.
+    fn item_end(&mut self);
+    /// What opens a kept link to `url`, before its text.
+    fn link_start(url: &str) -> String;
+    /// Closes a kept link to `url`; `empty` if it has no text.
+    fn link_end(&mut self, url: &str, empty: bool);
+
+    /// Writes the gap owed before new content, unless nothing has been written in the container yet.
     fn lead(&mut self) {
-        if !self.fresh {
-            match (self.gap, self.inline) {
-                (Gap::None, _) => {}
-                (Gap::Item, true) => self.out.push_str("; "),
-                (Gap::Block, true) => self.out.push_str(" / "),
-                (Gap::Item, false) => self.newline(),
-                (Gap::Block, false) => {
-                    self.out.push('\n');
-                    let prefix = self.prefixes.concat();
-                    self.out.push_str(prefix.trim_end());
-                    self.newline();
-                }
-            }
+        if !self.core().fresh {
+            let gap = self.core().gap;
+            self.separator(gap);
         }
-        self.gap = Gap::None;
-        self.fresh = false;
-    }
-
-    fn flush_literal(&mut self) {
-        if self.literal.is_empty() {
-            return;
-        }
-        self.lead();
-        // An HTML block's last line ends with a newline that would become a stray line break.
-        let literal = std::mem::take(&mut self.literal);
-        let literal = normalize_newlines(literal.trim_end_matches(['\n', '\r']));
-        for (i, line) in literal.split('\n').enumerate() {
-            if i > 0 {
-                self.newline();
-            }
-            let line = if self.line_start { line.trim_start() } else { line };
-            push_md_text(&mut self.out, line, self.line_start);
-            if !line.is_empty() {
-                self.line_start = false;
-            }
-        }
-        self.last = literal.chars().last();
+        let core = self.core();
+        core.gap = Gap::None;
+        core.fresh = false;
     }
 
     fn open_block(&mut self) {
-        self.gap = self.gap.max(Gap::Block);
+        let core = self.core();
+        core.gap = core.gap.max(Gap::Block);
         self.lead();
     }
 
     fn close_block(&mut self) {
-        self.gap = self.gap.max(Gap::Block);
+        let core = self.core();
+        core.gap = core.gap.max(Gap::Block);
     }
 
+    /// Writes markup after any owed gap.
     fn mark(&mut self, s: &str) {
         self.lead();
-        self.out.push_str(s);
-        self.line_start = false;
+        let core = self.core();
+        core.out.push_str(s);
+        core.line_start = false;
+    }
+}
+
+/// The one walk over the events of author Markdown, writing each construct through `sink`.
+fn walk<S: Sink>(src: &str, sink: &mut S) {
+    let events: Vec<Event<'_>> = parser(src).collect();
+    for (i, event) in events.iter().enumerate() {
+        if !matches!(event, Event::Text(_) | Event::Html(_) | Event::InlineHtml(_)) {
+            flush_literal(sink);
+        }
+        let core = sink.core();
+        match event {
+            Event::Text(t) => match &mut core.code {
+                Some((_, code)) => code.push_str(t),
+                None => core.literal.push_str(t),
+            },
+            Event::Html(t) | Event::InlineHtml(t) => core.literal.push_str(t),
+            Event::Code(c) => {
+                sink.lead();
+                sink.code(c);
+                let core = sink.core();
+                core.last = c.chars().last();
+                core.line_start = false;
+            }
+            Event::InlineMath(m) => core.literal.push_str(&format!("${m}$")),
+            Event::DisplayMath(m) => core.literal.push_str(&format!("$${m}$$")),
+            Event::FootnoteReference(r) => core.literal.push_str(&format!("[^{r}]")),
+            Event::TaskListMarker(done) => {
+                core.literal.push_str(if *done { "[x] " } else { "[ ] " })
+            }
+            Event::SoftBreak => {
+                if !joins_without_space(core.last, next_char(&events, i)) {
+                    sink.soft_break();
+                }
+            }
+            Event::HardBreak => {
+                sink.lead();
+                sink.hard_break();
+            }
+            Event::Rule if core.inline => core.gap = core.gap.max(Gap::Block),
+            Event::Rule => {
+                sink.open_block();
+                sink.rule();
+                sink.close_block();
+            }
+            Event::Start(tag) => start(sink, tag),
+            Event::End(tag) => end(sink, *tag),
+        }
+    }
+    flush_literal(sink);
+}
+
+/// Writes the merged text and HTML collected since the last other event.
+fn flush_literal<S: Sink>(sink: &mut S) {
+    if sink.core().literal.is_empty() {
+        return;
+    }
+    sink.lead();
+    // An HTML block's last line ends with a newline that would become a stray line break.
+    let literal = std::mem::take(&mut sink.core().literal);
+    let literal = literal.trim_end_matches(['\n', '\r']);
+    sink.text(literal);
+    sink.core().last = literal.chars().last();
+}
+
+fn start<S: Sink>(sink: &mut S, tag: &Tag<'_>) {
+    let inline = sink.core().inline;
+    match tag {
+        Tag::Paragraph
+        | Tag::HtmlBlock
+        | Tag::TableHead
+        | Tag::TableRow
+        | Tag::FootnoteDefinition(_)
+        | Tag::DefinitionList
+        | Tag::DefinitionListTitle
+        | Tag::DefinitionListDefinition
+        | Tag::MetadataBlock(_) => {
+            if let (Tag::Paragraph, Some(list)) = (tag, sink.core().lists.last_mut()) {
+                list.loose = true;
+            }
+            sink.open_block();
+            sink.core().cells = 0;
+        }
+        // The alt text arrives as the image tag's children; the image itself is never fetched.
+        Tag::Table(_) | Tag::Image { .. } => {}
+        Tag::TableCell => {
+            if sink.core().cells > 0 {
+                sink.mark(" \\| ");
+            }
+            sink.core().cells += 1;
+        }
+        Tag::Heading { .. } => {
+            sink.open_block();
+            open_span(sink, Span::Strong);
+        }
+        Tag::BlockQuote(_) => {
+            sink.open_block();
+            sink.block_quote_start();
+            sink.core().fresh = true;
+        }
+        Tag::CodeBlock(kind) => {
+            sink.open_block();
+            sink.core().code = Some((code_lang(kind), String::new()));
+        }
+        Tag::List(start) => {
+            let core = sink.core();
+            let nested = !core.lists.is_empty();
+            core.lists.push(ListState { next: *start, items: 0, nested, loose: false });
+            if inline && nested {
+                core.gap = Gap::None;
+                sink.mark(S::NESTED_LIST[0]);
+            } else {
+                // A list inside an item follows the item's text on the next line, not a new paragraph.
+                core.gap = core.gap.max(if nested { Gap::Item } else { Gap::Block });
+                sink.lead();
+                if !inline {
+                    sink.list_start(*start);
+                }
+            }
+        }
+        Tag::Item => {
+            let core = sink.core();
+            let list = core.lists.last_mut().expect("pulldown-cmark nests items in lists");
+            let first = list.items == 0;
+            list.items += 1;
+            let number = list.next;
+            list.next = number.map(|n| n + 1);
+            if inline {
+                core.gap = Gap::None;
+                if !first {
+                    sink.separator(Gap::Item);
+                }
+                if let Some(n) = number {
+                    sink.plain(&format!("{n}. "));
+                }
+                sink.core().line_start = false;
+            } else {
+                sink.item_start(number, first);
+            }
+            sink.core().fresh = true;
+        }
+        Tag::Emphasis => open_span(sink, Span::Emphasis),
+        Tag::Strong => open_span(sink, Span::Strong),
+        Tag::Strikethrough => open_span(sink, Span::Strikethrough),
+        Tag::Superscript => open_span(sink, Span::Superscript),
+        Tag::Subscript => open_span(sink, Span::Subscript),
+        Tag::Link { link_type, dest_url, .. } => match link_target(*link_type, dest_url) {
+            Some(url) => {
+                sink.mark(&S::link_start(&url));
+                let core = sink.core();
+                core.links.push(OpenLink::Kept { url, text_at: core.out.len() });
+            }
+            None => sink.core().links.push(OpenLink::Refused(dest_url.to_string())),
+        },
+    }
+}
+
+fn end<S: Sink>(sink: &mut S, tag: TagEnd) {
+    let inline = sink.core().inline;
+    match tag {
+        TagEnd::Paragraph
+        | TagEnd::HtmlBlock
+        | TagEnd::TableHead
+        | TagEnd::TableRow
+        | TagEnd::FootnoteDefinition
+        | TagEnd::DefinitionList
+        | TagEnd::DefinitionListTitle
+        | TagEnd::DefinitionListDefinition
+        | TagEnd::MetadataBlock(_) => sink.close_block(),
+        TagEnd::Table | TagEnd::TableCell | TagEnd::Image => {}
+        TagEnd::Heading(_) => {
+            close_span(sink, Span::Strong);
+            sink.close_block();
+        }
+        TagEnd::BlockQuote(_) => {
+            sink.block_quote_end();
+            sink.close_block();
+        }
+        TagEnd::CodeBlock => {
+            let (lang, code) = sink.core().code.take().unwrap_or_default();
+            let code = code.strip_suffix('\n').unwrap_or(&code);
+            sink.lead();
+            sink.code_block(&lang, code);
+            let core = sink.core();
+            core.last = code.chars().last();
+            core.line_start = false;
+            sink.close_block();
+        }
+        TagEnd::List(_) => {
+            let core = sink.core();
+            let list = core.lists.pop().expect("pulldown-cmark balances lists");
+            if inline && list.nested {
+                core.gap = Gap::None;
+                sink.mark(S::NESTED_LIST[1]);
+            } else {
+                if !inline {
+                    sink.list_end();
+                }
+                sink.close_block();
+            }
+        }
+        TagEnd::Item => {
+            if inline {
+                sink.core().gap = Gap::None;
+            } else {
+                sink.item_end();
+            }
+            sink.core().fresh = false;
+        }
+        TagEnd::Emphasis => close_span(sink, Span::Emphasis),
+        TagEnd::Strong => close_span(sink, Span::Strong),
+        TagEnd::Strikethrough => close_span(sink, Span::Strikethrough),
+        TagEnd::Superscript => close_span(sink, Span::Superscript),
+        TagEnd::Subscript => close_span(sink, Span::Subscript),
+        TagEnd::Link => match sink.core().links.pop() {
+            Some(OpenLink::Kept { url, text_at }) => {
+                let empty = text_at == sink.core().out.len();
+                sink.link_end(&url, empty);
+            }
+            Some(OpenLink::Refused(dest)) if !dest.trim().is_empty() => {
+                sink.lead();
+                sink.plain(&format!(" ({dest})"));
+            }
+            Some(OpenLink::Refused(_)) | None => {}
+        },
+    }
+}
+
+fn open_span<S: Sink>(sink: &mut S, span: Span) {
+    if let Some([open, _]) = S::delimiters(span) {
+        sink.mark(open);
+    }
+}
+
+fn close_span<S: Sink>(sink: &mut S, span: Span) {
+    if let Some([_, close]) = S::delimiters(span) {
+        sink.core().out.push_str(close);
+    }
+}
+
+/// The Typst output of [`walk`], for [`markdown_to_typst`].
+struct TypstWriter {
+    core: Core,
+}
+
+impl TypstWriter {
+    fn close_container(&mut self) {
+        self.core.out.push(']');
+        self.core.gap = Gap::None;
+        self.core.fresh = false;
+    }
+}
+
+impl Sink for TypstWriter {
+    const NESTED_LIST: [&'static str; 2] = [" \\(", "\\)"];
+
+    fn core(&mut self) -> &mut Core {
+        &mut self.core
     }
 
-    fn start(&mut self, tag: &Tag<'_>) {
-        match tag {
-            Tag::Paragraph
-            | Tag::HtmlBlock
-            | Tag::TableHead
-            | Tag::TableRow
-            | Tag::FootnoteDefinition(_)
-            | Tag::DefinitionList
-            | Tag::DefinitionListTitle
-            | Tag::DefinitionListDefinition
-            | Tag::MetadataBlock(_) => {
-                if let (Tag::Paragraph, Some(list)) = (tag, self.lists.last_mut()) {
-                    list.loose = true;
-                }
-                self.open_block();
-                self.cells = 0;
+    fn separator(&mut self, gap: Gap) {
+        self.core.out.push_str(match (gap, self.core.inline) {
+            (Gap::None, _) => "",
+            (Gap::Item, true) => "\\; ",
+            (Gap::Block, true) => "#linebreak()",
+            (Gap::Item, false) => "\n",
+            (Gap::Block, false) => "\n\n",
+        });
+    }
+
+    fn text(&mut self, text: &str) {
+        push_typst_text(&mut self.core.out, text);
+    }
+
+    fn plain(&mut self, text: &str) {
+        push_typst_text(&mut self.core.out, text);
+    }
+
+    fn code(&mut self, code: &str) {
+        self.core.out.push_str(&format!("#raw(\"{}\")", typst_string(code)));
+    }
+
+    fn soft_break(&mut self) {
+        self.core.out.push(' ');
+    }
+
+    fn hard_break(&mut self) {
+        self.core.out.push_str("#linebreak()");
+    }
+
+    fn rule(&mut self) {
+        self.core.out.push_str("#line(length: 100%)");
+    }
+
+    fn delimiters(span: Span) -> Option<[&'static str; 2]> {
+        let open = match span {
+            Span::Emphasis => "#emph[",
+            Span::Strong => "#strong[",
+            Span::Strikethrough => "#strike[",
+            Span::Superscript => "#super[",
+            Span::Subscript => "#sub[",
+        };
+        Some([open, "]"])
+    }
+
+    fn block_quote_start(&mut self) {
+        let open = if self.core.inline { "#quote[" } else { "#quote(block: true)[" };
+        self.core.out.push_str(open);
+    }
+
+    fn block_quote_end(&mut self) {
+        self.close_container();
+    }
+
+    fn code_block(&mut self, lang: &str, code: &str) {
+        let out = &mut self.core.out;
+        out.push_str("#raw(");
+        if !self.core.inline {
+            out.push_str("block: true, ");
+            if !lang.is_empty() {
+                out.push_str(&format!("lang: \"{}\", ", typst_string(lang)));
             }
-            Tag::Table(_) => {}
-            Tag::TableCell => {
-                if self.cells > 0 {
-                    self.mark(" \\| ");
-                }
-                self.cells += 1;
+        }
+        out.push_str(&format!("\"{}\")", typst_string(code)));
+    }
+
+    fn list_start(&mut self, start: Option<u64>) {
+        match start {
+            None => self.core.out.push_str("#list("),
+            Some(1) => self.core.out.push_str("#enum("),
+            Some(n) => self.core.out.push_str(&format!("#enum(start: {n}, ")),
+        }
+    }
+
+    fn list_end(&mut self) {
+        self.core.out.push(')');
+    }
+
+    fn item_start(&mut self, _number: Option<u64>, first: bool) {
+        if !first {
+            self.core.out.push_str(", ");
+        }
+        self.mark("[");
+    }
+
+    fn item_end(&mut self) {
+        self.close_container();
+    }
+
+    fn link_start(url: &str) -> String {
+        format!("#link(\"{}\")[", typst_string(url))
+    }
+
+    fn link_end(&mut self, _url: &str, empty: bool) {
+        if empty {
+            // `#link(url)` without a body shows the URL, so an empty `[](url)` stays visible.
+            self.core.out.pop();
+        } else {
+            self.core.out.push(']');
+        }
+    }
+}
+
+/// The Markdown output of [`walk`], for [`markdown_safe`].
+struct MdWriter {
+    core: Core,
+    /// What each continuation line needs so it stays inside the open block quotes and list items.
+    prefixes: Vec<String>,
+}
+
+impl MdWriter {
+    fn newline(&mut self) {
+        if self.core.inline {
+            self.core.out.push(' ');
+            return;
+        }
+        self.core.out.push('\n');
+        for p in &self.prefixes {
+            self.core.out.push_str(p);
+        }
+        self.core.line_start = true;
+    }
+}
+
+impl Sink for MdWriter {
+    const NESTED_LIST: [&'static str; 2] = [" (", ")"];
+
+    fn core(&mut self) -> &mut Core {
+        &mut self.core
+    }
+
+    fn separator(&mut self, gap: Gap) {
+        match (gap, self.core.inline) {
+            (Gap::None, _) => {}
+            (Gap::Item, true) => self.core.out.push_str("; "),
+            (Gap::Block, true) => self.core.out.push_str(" / "),
+            (Gap::Item, false) => self.newline(),
+            (Gap::Block, false) => {
+                self.core.out.push('\n');
+                let prefix = self.prefixes.concat();
+                self.core.out.push_str(prefix.trim_end());
+                self.newline();
             }
-            Tag::Heading { .. } => {
-                self.open_block();
-                self.mark("**");
+        }
+    }
+
+    fn text(&mut self, text: &str) {
+        for (i, line) in normalize_newlines(text).split('\n').enumerate() {
+            if i > 0 {
+                self.newline();
             }
-            Tag::BlockQuote(_) => {
-                self.open_block();
-                if !self.inline {
-                    self.out.push_str("> ");
-                    self.prefixes.push("> ".to_owned());
-                }
-                self.fresh = true;
+            let line_start = self.core.line_start;
+            let line = if line_start { line.trim_start() } else { line };
+            push_md_text(&mut self.core.out, line, line_start);
+            if !line.is_empty() {
+                self.core.line_start = false;
             }
-            Tag::CodeBlock(kind) => {
-                self.open_block();
-                self.code = Some((code_lang(kind), String::new()));
-            }
-            Tag::List(start) => {
-                let nested = !self.lists.is_empty();
-                self.lists.push(ListState { next: *start, items: 0, nested, loose: false });
-                if self.inline && nested {
-                    self.gap = Gap::None;
-                    self.mark(" (");
-                } else if nested {
-                    self.gap = self.gap.max(Gap::Item);
-                    self.lead();
-                } else {
-                    self.open_block();
-                }
-            }
-            Tag::Item => {
-                let list = self.lists.last_mut().expect("pulldown-cmark nests items in lists");
-                let first = list.items == 0;
-                list.items += 1;
-                let marker = match list.next {
-                    Some(n) => {
-                        list.next = Some(n + 1);
-                        format!("{n}. ")
-                    }
-                    None if self.inline => String::new(),
-                    None => "- ".to_owned(),
-                };
-                if self.inline {
-                    self.gap = Gap::None;
-                    if !first {
-                        self.out.push_str("; ");
-                    }
-                    push_md_text(&mut self.out, &marker, self.line_start);
-                    self.line_start = false;
-                } else {
-                    if !first {
-                        self.gap = self.gap.max(Gap::Item);
-                    }
-                    self.lead();
-                    self.out.push_str(&marker);
-                    self.prefixes.push(" ".repeat(marker.len()));
-                    self.line_start = true;
-                }
-                self.fresh = true;
-            }
-            Tag::Emphasis => self.mark("*"),
-            Tag::Strong => self.mark("**"),
-            Tag::Strikethrough => self.mark("~~"),
+        }
+    }
+
+    fn plain(&mut self, text: &str) {
+        push_md_text(&mut self.core.out, text, self.core.line_start);
+    }
+
+    fn code(&mut self, code: &str) {
+        self.core.out.push_str(&code_span(code, self.core.inline));
+    }
+
+    fn soft_break(&mut self) {
+        self.newline();
+    }
+
+    fn hard_break(&mut self) {
+        if self.core.inline {
+            self.core.out.push_str(" / ");
+        } else {
+            self.core.out.push('\\');
+            self.newline();
+        }
+    }
+
+    fn rule(&mut self) {
+        // `***` rather than `---`: `- ---` would be one thematic break, not an item holding one.
+        self.core.out.push_str("***");
+    }
+
+    fn delimiters(span: Span) -> Option<[&'static str; 2]> {
+        match span {
+            Span::Emphasis => Some(["*", "*"]),
+            Span::Strong => Some(["**", "**"]),
+            Span::Strikethrough => Some(["~~", "~~"]),
             // Neither has a CommonMark form; the text is kept, the raise or drop is not.
-            Tag::Superscript | Tag::Subscript => {}
-            Tag::Link { link_type, dest_url, .. } => match link_target(*link_type, dest_url) {
-                Some(url) => {
-                    self.mark("[");
-                    self.links.push(OpenLink::Kept { url, text_at: self.out.len() });
-                }
-                None => self.links.push(OpenLink::Refused(dest_url.to_string())),
-            },
-            // The alt text arrives as the tag's children; the image itself is never fetched.
-            Tag::Image { .. } => {}
+            Span::Superscript | Span::Subscript => None,
         }
     }
 
-    fn end(&mut self, tag: TagEnd) {
-        match tag {
-            TagEnd::Paragraph
-            | TagEnd::HtmlBlock
-            | TagEnd::TableHead
-            | TagEnd::TableRow
-            | TagEnd::FootnoteDefinition
-            | TagEnd::DefinitionList
-            | TagEnd::DefinitionListTitle
-            | TagEnd::DefinitionListDefinition
-            | TagEnd::MetadataBlock(_) => self.close_block(),
-            TagEnd::Table
-            | TagEnd::TableCell
-            | TagEnd::Image
-            | TagEnd::Superscript
-            | TagEnd::Subscript => {}
-            TagEnd::Heading(_) => {
-                self.out.push_str("**");
-                self.close_block();
-            }
-            TagEnd::BlockQuote(_) => {
-                if !self.inline {
-                    self.prefixes.pop();
-                }
-                self.close_block();
-            }
-            TagEnd::CodeBlock => {
-                let (lang, code) = self.code.take().unwrap_or_default();
-                let code = code.strip_suffix('\n').unwrap_or(&code);
-                self.lead();
-                if self.inline {
-                    self.out.push_str(&code_span(&code.replace('\n', " "), true));
-                } else {
-                    let fence = "`".repeat(longest_run(code, '`').max(2) + 1);
-                    self.out.push_str(&fence);
-                    self.out.push_str(&lang);
-                    for line in code.split('\n').filter(|_| !code.is_empty()) {
-                        self.newline();
-                        self.out.push_str(line);
-                    }
-                    self.newline();
-                    self.out.push_str(&fence);
-                }
-                self.last = code.chars().last();
-                self.line_start = false;
-                self.close_block();
-            }
-            TagEnd::List(_) => {
-                let list = self.lists.pop().expect("pulldown-cmark balances lists");
-                if self.inline && list.nested {
-                    self.gap = Gap::None;
-                    self.mark(")");
-                } else {
-                    self.close_block();
-                }
-            }
-            TagEnd::Item => {
-                if self.inline {
-                    self.gap = Gap::None;
-                } else {
-                    self.prefixes.pop();
-                    // Not `max`: a nested list that closed the item left a blank-line gap, which would
-                    // turn a tight list loose.
-                    let loose = self.lists.last().is_some_and(|l| l.loose);
-                    self.gap = if loose { Gap::Block } else { Gap::Item };
-                }
-                self.fresh = false;
-            }
-            TagEnd::Emphasis => self.out.push('*'),
-            TagEnd::Strong => self.out.push_str("**"),
-            TagEnd::Strikethrough => self.out.push_str("~~"),
-            TagEnd::Link => match self.links.pop() {
-                Some(OpenLink::Kept { url, text_at }) => {
-                    // An empty `[](url)` would be an invisible link; show the URL as its text.
-                    if text_at == self.out.len() {
-                        push_md_text(&mut self.out, &url, false);
-                    }
-                    self.out.push_str("](");
-                    self.out.push_str(&md_link_destination(&url));
-                    self.out.push(')');
-                }
-                Some(OpenLink::Refused(dest)) if !dest.trim().is_empty() => {
-                    self.lead();
-                    push_md_text(&mut self.out, &format!(" ({dest})"), false);
-                }
-                Some(OpenLink::Refused(_)) | None => {}
-            },
+    fn block_quote_start(&mut self) {
+        if !self.core.inline {
+            self.core.out.push_str("> ");
+            self.prefixes.push("> ".to_owned());
         }
+    }
+
+    fn block_quote_end(&mut self) {
+        if !self.core.inline {
+            self.prefixes.pop();
+        }
+    }
+
+    fn code_block(&mut self, lang: &str, code: &str) {
+        if self.core.inline {
+            self.core.out.push_str(&code_span(&code.replace('\n', " "), true));
+        } else {
+            let fence = "`".repeat(longest_run(code, '`').max(2) + 1);
+            self.core.out.push_str(&fence);
+            self.core.out.push_str(lang);
+            for line in code.split('\n').filter(|_| !code.is_empty()) {
+                self.newline();
+                self.core.out.push_str(line);
+            }
+            self.newline();
+            self.core.out.push_str(&fence);
+        }
+    }
+
+    fn list_start(&mut self, _start: Option<u64>) {}
+
+    fn list_end(&mut self) {}
+
+    fn item_start(&mut self, number: Option<u64>, first: bool) {
+        let marker = match number {
+            Some(n) => format!("{n}. "),
+            None => "- ".to_owned(),
+        };
+        if !first {
+            self.core.gap = self.core.gap.max(Gap::Item);
+        }
+        self.lead();
+        self.core.out.push_str(&marker);
+        self.prefixes.push(" ".repeat(marker.len()));
+        self.core.line_start = true;
+    }
+
+    fn item_end(&mut self) {
+        self.prefixes.pop();
+        // Not `max`: a nested list that closed the item left a blank-line gap, which would turn a
+        // tight list loose.
+        let loose = self.core.lists.last().is_some_and(|l| l.loose);
+        self.core.gap = if loose { Gap::Block } else { Gap::Item };
+    }
+
+    fn link_start(_url: &str) -> String {
+        "[".to_owned()
+    }
+
+    fn link_end(&mut self, url: &str, empty: bool) {
+        // An empty `[](url)` would be an invisible link; show the URL as its text.
+        if empty {
+            push_md_text(&mut self.core.out, url, false);
+        }
+        self.core.out.push_str("](");
+        self.core.out.push_str(&md_link_destination(url));
+        self.core.out.push(')');
     }
 }
 
