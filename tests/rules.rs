@@ -543,3 +543,29 @@ fn a_causal_part_is_never_supported_by_a_single_trace_measurement() {
     let a = case.json();
     assert_ne!(verdict(&a, "causal"), "supported", "a single trace supported a causal claim");
 }
+
+#[test]
+fn a_value_is_never_shown_equal_to_a_bound_it_differs_from() {
+    // The exposed share on device 4 is 1,094,738,291 / 6,155,748,929 = 17.783998...%: at one
+    // decimal it reads 17.8%, exactly the bound, although it lies below it.
+    let dir = tempfile::tempdir().unwrap();
+    let trace =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/day26/megatron.sqlite");
+    let yaml = format!(
+        "report: {{ id: r, languages: [en], title: {{ en: t }} }}\ntraces: {{ A: {{ path: \"{}\" }} }}\nscopes: {{ s: {{ trace: A, window: \"39.964:46.123\", devices: \"4\", semantics: contain }} }}\nclaims:\n  - id: c\n    statement: {{ en: s }}\n    parts:\n      - id: p\n        kind: observation\n        measure: {{ analysis: overlap, scope: s, value: \"nccl_only_ns / total_ns\", unit: \"%\" }}\n        condition: {{ below: \"17.8%\" }}\n",
+        trace.display()
+    );
+    let file = dir.path().join("c.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    let out = assert_cmd::Command::cargo_bin("verdict")
+        .unwrap()
+        .arg("check")
+        .arg(&file)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let part = &v["results"][0]["parts"][0];
+    assert_eq!(part["outcome"], "supported");
+    assert_eq!(part["reason"]["args"]["value"], "17.7840%");
+}

@@ -523,13 +523,7 @@ impl Context {
     /// by tests and by callers that build kernels themselves.
     pub fn from_kernels(kernels: Kernels) -> Context {
         let devices = kernels.inventory.clone();
-        let kernel_range_ns = match (
-            devices.iter().map(|d| d.first_start_ns).min(),
-            devices.iter().map(|d| d.last_end_ns).max(),
-        ) {
-            (Some(a), Some(b)) => Some([a, b]),
-            _ => None,
-        };
+        let kernel_range_ns = crate::trace::kernel_range(&devices);
         Context {
             trace: TraceRef {
                 path: "<memory>".into(),

@@ -132,18 +132,7 @@ impl Kernels {
                 out.skipped_invalid += 1;
                 continue;
             }
-            let inv = inventory.entry(device).or_insert_with(|| DeviceInventory {
-                device,
-                kernels: 0,
-                first_start_ns: start,
-                last_end_ns: end,
-                streams: BTreeMap::new(),
-                pids: Vec::new(),
-            });
-            inv.kernels += 1;
-            inv.first_start_ns = inv.first_start_ns.min(start);
-            inv.last_end_ns = inv.last_end_ns.max(end);
-            *inv.streams.entry(stream).or_default() += 1;
+            let inv = DeviceInventory::observe(&mut inventory, device, stream, start, end);
             let pid: Option<i64> = row.get(6).map_err(|e| bad(k::GLOBAL_PID, e))?;
             if let Some(p) = pid.map(|g| (g >> 24) & 0xFF_FFFF)
                 && !inv.pids.contains(&p)
@@ -214,18 +203,13 @@ impl Kernels {
         out.sort();
         let mut inv: BTreeMap<i64, DeviceInventory> = BTreeMap::new();
         for i in 0..out.len() {
-            let d = inv.entry(out.device[i]).or_insert_with(|| DeviceInventory {
-                device: out.device[i],
-                kernels: 0,
-                first_start_ns: out.start[i],
-                last_end_ns: out.end[i],
-                streams: BTreeMap::new(),
-                pids: Vec::new(),
-            });
-            d.kernels += 1;
-            d.first_start_ns = d.first_start_ns.min(out.start[i]);
-            d.last_end_ns = d.last_end_ns.max(out.end[i]);
-            *d.streams.entry(out.stream[i]).or_default() += 1;
+            DeviceInventory::observe(
+                &mut inv,
+                out.device[i],
+                out.stream[i],
+                out.start[i],
+                out.end[i],
+            );
         }
         out.inventory = inv.into_values().collect();
         out

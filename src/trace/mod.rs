@@ -186,13 +186,7 @@ impl Trace {
         } else {
             None
         };
-        let kernel_range_ns = match (
-            devices.iter().map(|d| d.first_start_ns).min(),
-            devices.iter().map(|d| d.last_end_ns).max(),
-        ) {
-            (Some(a), Some(b)) => Some([a, b]),
-            _ => None,
-        };
+        let kernel_range_ns = kernel_range(&devices);
         Ok(Inventory {
             devices,
             listed_gpus: gpus,
@@ -287,6 +281,31 @@ pub struct DeviceInventory {
     pub pids: Vec<i64>,
 }
 
+impl DeviceInventory {
+    /// Counts one kernel row into the inventory of its device; returns that device's entry.
+    pub(crate) fn observe(
+        map: &mut BTreeMap<i64, DeviceInventory>,
+        device: i64,
+        stream: i64,
+        start: i64,
+        end: i64,
+    ) -> &mut DeviceInventory {
+        let d = map.entry(device).or_insert_with(|| DeviceInventory {
+            device,
+            kernels: 0,
+            first_start_ns: start,
+            last_end_ns: end,
+            streams: BTreeMap::new(),
+            pids: Vec::new(),
+        });
+        d.kernels += 1;
+        d.first_start_ns = d.first_start_ns.min(start);
+        d.last_end_ns = d.last_end_ns.max(end);
+        *d.streams.entry(stream).or_default() += 1;
+        d
+    }
+}
+
 /// A GPU row of `TARGET_INFO_GPU`.
 #[derive(Debug, Clone, Serialize)]
 pub struct ListedGpu {
@@ -294,6 +313,14 @@ pub struct ListedGpu {
     pub id: i64,
     /// Marketing name.
     pub name: Option<String>,
+}
+
+/// First kernel start and last kernel end over the given devices.
+pub fn kernel_range(devices: &[DeviceInventory]) -> Option<[i64; 2]> {
+    Some([
+        devices.iter().map(|d| d.first_start_ns).min()?,
+        devices.iter().map(|d| d.last_end_ns).max()?,
+    ])
 }
 
 /// Checks that the path is a non-empty, complete SQLite file before SQLite sees it.

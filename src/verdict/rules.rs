@@ -86,6 +86,23 @@ fn check_condition(c: &Condition, v: Rational) -> (bool, Finding) {
     }
 }
 
+/// Shows a value next to a condition: with more decimals when the usual rounding would make
+/// it look equal to a bound it differs from ("17.8% is below 17.8%" never appears).
+fn show_beside(v: Rational, unit: Unit, c: &Condition) -> String {
+    let bounds: Vec<&Quantity> = match c {
+        Condition::Between(a, b) => vec![a, b],
+        Condition::AtLeast(a)
+        | Condition::AtMost(a)
+        | Condition::Above(a)
+        | Condition::Below(a) => vec![a],
+        Condition::Approx(a, _) => vec![a],
+        Condition::Exists => vec![],
+    };
+    let usual = show(v, unit);
+    let clash = bounds.iter().any(|q| q.value != v && show(q.value, unit) == usual);
+    if clash { show_at(v, unit, unit.decimals() + 3) } else { usual }
+}
+
 fn says_check(says: &Quantity, v: Rational) -> SaysCheck {
     let measured = show_at(v, says.unit, says.decimals);
     let shown: String =
@@ -186,14 +203,16 @@ fn measured(set: &ClaimSet, claim: &Claim, p: &Part, evidence: &EvidenceMap) -> 
         r.reason = Finding::new("part.causal_measured", &[("value", show(value, m.unit))]);
         return r;
     }
+    let shown =
+        p.condition.as_ref().map_or_else(|| show(value, m.unit), |c| show_beside(value, m.unit, c));
     match &r.condition {
         Some(c) if c.satisfied => {
             r.outcome = PartOutcome::Supported;
-            r.reason = Finding::new("part.condition_holds", &[("value", show(value, m.unit))]);
+            r.reason = Finding::new("part.condition_holds", &[("value", shown)]);
         }
         Some(_) => {
             r.outcome = PartOutcome::NotSupported;
-            r.reason = Finding::new("part.condition_fails", &[("value", show(value, m.unit))]);
+            r.reason = Finding::new("part.condition_fails", &[("value", shown)]);
         }
         None => {
             r.outcome = PartOutcome::Reported;
