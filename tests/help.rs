@@ -1,0 +1,41 @@
+//! The `--help` texts: a snapshot per command, so a change to the CLI is seen in review.
+
+use assert_cmd::Command;
+
+fn help(args: &[&str]) -> String {
+    let out = Command::cargo_bin("verdict")
+        .unwrap()
+        .args(args)
+        .arg("--help")
+        .env("COLUMNS", "100")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn help_texts() {
+    for (name, args) in [
+        ("verdict", vec![]),
+        ("inspect", vec!["inspect"]),
+        ("query-overlap", vec!["query", "overlap"]),
+        ("query-kernels", vec!["query", "kernels"]),
+        ("query-nccl-skew", vec!["query", "nccl-skew"]),
+        ("check", vec!["check"]),
+        ("render", vec!["render"]),
+        ("templates-eject", vec!["templates", "eject"]),
+    ] {
+        insta::assert_snapshot!(name, help(&args));
+    }
+}
+
+#[test]
+fn help_states_the_exit_codes() {
+    let h = help(&[]);
+    assert!(
+        h.contains("0 success")
+            && h.contains("1 audit failed under --strict")
+            && h.contains("2 error")
+    );
+}
