@@ -4,12 +4,11 @@ use std::process::ExitCode;
 
 use serde_json::json;
 
-use super::query::{load, scope_lines};
+use super::query::{open_and_load, scope_lines};
 use super::{print_json, table};
 use crate::analysis::{self, Params};
 use crate::cli::{CommonArgs, InspectArgs};
 use crate::scope::{DeviceSel, Semantics, format_device_list, format_seconds};
-use crate::trace::Trace;
 use crate::units::thousands;
 
 /// Runs `inspect`.
@@ -22,8 +21,8 @@ pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
         json: args.json,
     };
     // Keep no kernel rows: the inventory is gathered in the same scan.
-    let ctx = load(&common, &DeviceSel::Set(vec![]))?;
-    let schema = Trace::open(&common.trace)?.schema().clone();
+    let (trace, ctx) = open_and_load(&common, &DeviceSel::Set(vec![]))?;
+    let schema = trace.schema();
     let ev = analysis::run("coverage", &Params::new(DeviceSel::All), &ctx)?;
     if common.json {
         let mut v = serde_json::to_value(&ev)?;

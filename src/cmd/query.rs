@@ -72,6 +72,14 @@ fn device_sel(d: &DeviceArgs) -> Option<DeviceSel> {
 
 /// Opens the trace and scans it once with the query's filters pushed into the scan.
 pub(super) fn load(common: &CommonArgs, devices: &DeviceSel) -> anyhow::Result<Context> {
+    open_and_load(common, devices).map(|(_, ctx)| ctx)
+}
+
+/// [`load`], keeping the open trace for its schema.
+pub(super) fn open_and_load(
+    common: &CommonArgs,
+    devices: &DeviceSel,
+) -> anyhow::Result<(Trace, Context)> {
     let trace = Trace::open(&common.trace)
         .with_context(|| format!("cannot read trace `{}`", common.trace.display()))?;
     let filter = KernelFilter {
@@ -81,8 +89,14 @@ pub(super) fn load(common: &CommonArgs, devices: &DeviceSel) -> anyhow::Result<C
         },
         bounds: common.window.map(|w| (w.start_ns, w.end_ns)),
     };
-    Context::load(&trace, &filter, common.expect_devices.as_ref().map(|d| d.0.clone()), &mut |_| {})
-        .with_context(|| format!("cannot read trace `{}`", common.trace.display()))
+    let ctx = Context::load(
+        &trace,
+        &filter,
+        common.expect_devices.as_ref().map(|d| d.0.clone()),
+        &mut |_| {},
+    )
+    .with_context(|| format!("cannot read trace `{}`", common.trace.display()))?;
+    Ok((trace, ctx))
 }
 
 /// `verdict analyses`.
