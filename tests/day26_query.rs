@@ -1,0 +1,89 @@
+//! `verdict query` on the day26 trace against the numbers of `fixtures/day26/check.py`, an
+//! independent Python computation over the same file (see fixtures/day26/README.md).
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+const TRACE: &str = "fixtures/day26/megatron.sqlite";
+
+fn query(args: &[&str]) -> Value {
+    let out = Command::cargo_bin("verdict")
+        .unwrap()
+        .arg("query")
+        .args(args)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn device_4_breakdown_in_the_article_window() {
+    let base = ["overlap", TRACE, "--device", "4", "--window", "39.964:46.123", "--semantics"];
+    let v = query(&[&base[..], &["contain"]].concat());
+    let vals = &v["values"];
+    assert_eq!(vals["compute_only_ns"], 4_260_443_617_i64);
+    assert_eq!(vals["nccl_only_ns"], 1_094_738_291_i64);
+    assert_eq!(vals["overlap_ns"], 709_187_543_i64);
+    assert_eq!(vals["idle_ns"], 91_379_478_i64);
+    assert_eq!(vals["total_ns"], 6_155_748_929_i64);
+    assert_eq!(
+        v["window"]["requested_ns"],
+        serde_json::json!([39_964_000_000_i64, 46_123_000_000_i64])
+    );
+    assert_eq!(
+        v["window"]["effective_ns"],
+        serde_json::json!([39_966_143_587_i64, 46_121_892_516_i64])
+    );
+    assert_eq!(v["scope"]["missing_devices"], serde_json::json!([0]));
+    assert_eq!(vals["kernels"], 948);
+
+    let v = query(&[&base[..], &["clip"]].concat());
+    let vals = &v["values"];
+    assert_eq!(vals["compute_only_ns"], 4_261_244_647_i64);
+    assert_eq!(vals["nccl_only_ns"], 1_094_738_291_i64);
+    assert_eq!(vals["overlap_ns"], 709_187_543_i64);
+    assert_eq!(vals["idle_ns"], 93_829_519_i64);
+    assert_eq!(vals["total_ns"], 6_159_000_000_i64);
+    assert_eq!(vals["kernels"], 950);
+}
+
+#[test]
+fn flash_bwd_count_over_devices_1_to_7() {
+    let v = query(&[
+        "kernels",
+        TRACE,
+        "--devices",
+        "1-7",
+        "--window",
+        "39.964:46.123",
+        "--semantics",
+        "contain",
+        "--match",
+        "flash_bwd_dq_dk_dv_loop_seqk_parallel",
+    ]);
+    assert_eq!(v["values"]["count"], 140);
+    for d in 1..=7 {
+        assert_eq!(v["values"]["per_device"][d.to_string()], 20);
+    }
+    // The whole trace has six steps of them.
+    let v = query(&["kernels", TRACE, "--match", "flash_bwd_dq_dk_dv_loop_seqk_parallel"]);
+    assert_eq!(v["values"]["count"], 840);
+}
+
+#[test]
+fn stream_56_wait_share() {
+    let v = query(&["nccl-skew", TRACE, "--stream", "56"]);
+    let vals = &v["values"];
+    assert_eq!(vals["matched"], 1008);
+    assert_eq!(vals["wait_ns"], 21_078_721_930_i64);
+    assert_eq!(vals["nccl_ns"], 74_483_116_358_i64);
+    assert_eq!(vals["ranks"], 7);
+    let last = &vals["last_arrivals"];
+    let expected = [(1, 85), (2, 318), (3, 87), (4, 4), (5, 43), (6, 376), (7, 95)];
+    for (d, n) in expected {
+        assert_eq!(last[d.to_string()], n, "device {d}");
+    }
+    assert_eq!(vals["most_often_last"], 6);
+}
