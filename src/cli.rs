@@ -116,6 +116,9 @@ pub struct CheckArgs {
     /// number or arithmetic does not hold.
     #[arg(long)]
     pub strict: bool,
+    /// Language of the terminal output (one of the claims file's languages).
+    #[arg(long, value_name = "LANG", default_value = "en")]
+    pub lang: String,
 }
 
 /// Arguments of `inspect`.

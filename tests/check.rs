@@ -910,3 +910,30 @@ fn mfu_hidden_ratio_is_zero_because_nccl_shares_the_compute_stream() {
     assert_eq!(part(&a, "exposed-small", "exposed")["formula"]["display"], "5.7%");
     assert_exact(part(&a, "own-stream", "serialized"), 0, 1);
 }
+
+#[test]
+fn the_terminal_table_speaks_traditional_chinese_on_request() {
+    let out = assert_cmd::Command::cargo_bin("verdict")
+        .unwrap()
+        .args(["check", "claims/day26-profile-blind.yaml", "--lang", "zh-TW"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    // The article's verdicts, in its order, at the end of the table rows.
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with(|c: char| c.is_ascii_lowercase()) && l.contains(" — "))
+        .take(5)
+        .collect();
+    let verdicts: Vec<&str> = rows.iter().map(|l| l.split_whitespace().last().unwrap()).collect();
+    assert_eq!(verdicts, ["支持", "部分支持", "無法驗證", "無法驗證", "部分支持"]);
+    assert!(text.contains("「不支持為零」不代表全部正確"));
+    // A language the claims file does not provide is refused.
+    let out = assert_cmd::Command::cargo_bin("verdict")
+        .unwrap()
+        .args(["check", "claims/mfu-2gpu-same-stream.yaml", "--lang", "fr"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

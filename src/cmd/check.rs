@@ -12,14 +12,26 @@ use crate::verdict::{GateStatus, PartOutcome, Verdict};
 /// Runs `check`.
 pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let set = claims::load(&args.claims)?;
+    if !args.json && !set.report.languages.contains(&args.lang) {
+        return Err(crate::Hinted::new(
+            format!(
+                "language `{}` is not in the claims file's `report.languages` ({})",
+                args.lang,
+                set.report.languages.join(", ")
+            ),
+            "pick one of the languages the claims file provides texts for",
+        )
+        .into());
+    }
     let mut progress = super::progress();
     let audit = audit::run(set, &mut *progress);
     drop(progress);
     if args.json {
         print_json(&audit)?;
     } else {
-        let en = Strings::load("en").map_err(anyhow::Error::msg)?;
-        super::emit(&render(&audit, &en).map_err(anyhow::Error::msg)?)?;
+        let t = Strings::load(&args.lang)
+            .map_err(|e| crate::Hinted::new(e, "use --lang en or --lang zh-TW"))?;
+        super::emit(&render(&audit, &t).map_err(anyhow::Error::msg)?)?;
     }
     Ok(if args.strict && failed(&audit) { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
@@ -100,7 +112,11 @@ pub fn render(a: &Audit, t: &Strings) -> Result<String, String> {
             t.finding(&r.reason)?
         );
         for (part, p) in claim.parts.iter().zip(&r.parts) {
-            let principal = if p.id == r.principal { " (principal)" } else { "" };
+            let principal = if p.id == r.principal {
+                format!(" ({})", t.get("ui.principal")?)
+            } else {
+                String::new()
+            };
             s += &format!(
                 "  {} [{}]{}: {} — {}\n",
                 p.id,
@@ -163,11 +179,15 @@ pub fn render(a: &Audit, t: &Strings) -> Result<String, String> {
         ];
         s += &format!("{}\n", t.format("ui.zero_refuted", &args.into_iter().collect())?);
     }
-    if sum.gate_failures + sum.says_mismatches + sum.arithmetic_failures + sum.not_evaluated > 0 {
-        s += &format!(
-            "findings: {} failed gate(s), {} stated number(s) differ, {} arithmetic check(s) fail, {} quer(ies) failed\n",
-            sum.gate_failures, sum.says_mismatches, sum.arithmetic_failures, sum.not_evaluated
-        );
+    for (n, key) in [
+        (sum.gate_failures, "ui.finding_gates"),
+        (sum.says_mismatches, "ui.finding_says"),
+        (sum.arithmetic_failures, "ui.finding_arithmetic"),
+        (sum.not_evaluated, "ui.finding_queries"),
+    ] {
+        if n > 0 {
+            s += &format!("- {}\n", t.format(key, &[("n".to_string(), n.to_string())].into())?);
+        }
     }
     Ok(s)
 }
