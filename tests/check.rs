@@ -120,38 +120,6 @@ fn kernels(trace: &Path, device: i64, window: Option<(i64, i64)>) -> Vec<Kernel>
     .collect()
 }
 
-/// Union of intervals, sorted and merged.
-fn union(mut iv: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
-    iv.sort_unstable();
-    let mut out: Vec<(i64, i64)> = Vec::new();
-    for (s, e) in iv {
-        match out.last_mut() {
-            Some(last) if s <= last.1 => last.1 = last.1.max(e),
-            _ => out.push((s, e)),
-        }
-    }
-    out
-}
-
-fn length(iv: &[(i64, i64)]) -> i64 {
-    iv.iter().map(|(s, e)| e - s).sum()
-}
-
-/// Length of the intersection of two merged interval lists (two-pointer sweep).
-fn intersection(a: &[(i64, i64)], b: &[(i64, i64)]) -> i64 {
-    let (mut i, mut j, mut total) = (0, 0, 0);
-    while i < a.len() && j < b.len() {
-        let (s, e) = (a[i].0.max(b[j].0), a[i].1.min(b[j].1));
-        total += (e - s).max(0);
-        if a[i].1 < b[j].1 {
-            i += 1;
-        } else {
-            j += 1;
-        }
-    }
-    total
-}
-
 /// The overlap breakdown of a set of kernels, computed independently of the tool.
 #[derive(Debug)]
 struct Breakdown {
@@ -162,18 +130,17 @@ struct Breakdown {
     total: i64,
 }
 
-/// Breakdown with the total = span of the kernels (contain semantics, or no window).
+/// Breakdown with the total = span of the kernels (contain semantics, or no window), by the
+/// brute-force sweep of `util::sweep`.
 fn breakdown(ks: &[Kernel]) -> Breakdown {
-    let c = union(ks.iter().filter(|k| !k.nccl).map(|k| (k.start, k.end)).collect());
-    let n = union(ks.iter().filter(|k| k.nccl).map(|k| (k.start, k.end)).collect());
-    let overlap = intersection(&c, &n);
+    let intervals: Vec<(i64, i64, bool)> = ks.iter().map(|k| (k.start, k.end, k.nccl)).collect();
+    let (compute_only, nccl_only, overlap) = util::sweep(&intervals);
     let total = ks.iter().map(|k| k.end).max().unwrap() - ks.iter().map(|k| k.start).min().unwrap();
-    let busy = length(&c) + length(&n) - overlap;
     Breakdown {
-        compute_only: length(&c) - overlap,
-        nccl_only: length(&n) - overlap,
+        compute_only,
+        nccl_only,
         overlap,
-        idle: total - busy,
+        idle: total - compute_only - nccl_only - overlap,
         total,
     }
 }

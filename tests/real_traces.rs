@@ -253,34 +253,7 @@ fn overlap_ref(kernels: &[Kernel], device: i64, win: Win) -> (Value, [i64; 2]) {
     };
     let total = effective[1] - effective[0];
 
-    let mut points: Vec<i64> = kept.iter().flat_map(|&(s, e, _)| [s, e]).collect();
-    points.extend(effective);
-    points.sort_unstable();
-    points.dedup();
-    // Coverage counters per elementary segment [points[i], points[i+1]), by difference arrays.
-    let mut dc = vec![0i64; points.len()];
-    let mut dn = vec![0i64; points.len()];
-    for &(s, e, nccl) in &kept {
-        let i = points.binary_search(&s).unwrap();
-        let j = points.binary_search(&e).unwrap();
-        let d = if nccl { &mut dn } else { &mut dc };
-        d[i] += 1;
-        d[j] -= 1;
-    }
-    let (mut c, mut n) = (0i64, 0i64);
-    let (mut compute_only, mut nccl_only, mut both) = (0i64, 0i64, 0i64);
-    for i in 0..points.len().saturating_sub(1) {
-        c += dc[i];
-        n += dn[i];
-        let len = points[i + 1] - points[i];
-        match (c > 0, n > 0) {
-            (true, true) => both += len,
-            (true, false) => compute_only += len,
-            (false, true) => nccl_only += len,
-            (false, false) => {}
-        }
-    }
-    assert_eq!((c + dc.last().unwrap(), n + dn.last().unwrap()), (0, 0), "sweep is balanced");
+    let (compute_only, nccl_only, both) = util::sweep(&kept);
     let nccl_kernels = kept.iter().filter(|x| x.2).count() as i64;
     let edge = dev.iter().filter(|k| win.crosses_edge(k)).count() as i64;
     let values = json!({

@@ -188,3 +188,39 @@ pub fn seconds(ns: i64) -> String {
 pub fn int(v: &Value, key: &str) -> i64 {
     v.get(key).and_then(Value::as_i64).unwrap_or_else(|| panic!("`{key}` is not an integer in {v}"))
 }
+
+/// Wall time covered by compute only, NCCL only, and both, for intervals `(start, end, nccl)`:
+/// a brute-force reference that cuts the timeline at every start and end point and classifies
+/// each elementary segment by how many compute and NCCL kernels cover it. It shares no code or
+/// method with the tool's merge-and-intersect interval algebra.
+pub fn sweep(intervals: &[(i64, i64, bool)]) -> (i64, i64, i64) {
+    let mut points: Vec<i64> = intervals.iter().flat_map(|&(s, e, _)| [s, e]).collect();
+    points.sort_unstable();
+    points.dedup();
+    let mut dc = vec![0i64; points.len()];
+    let mut dn = vec![0i64; points.len()];
+    for &(s, e, nccl) in intervals {
+        let i = points.binary_search(&s).unwrap();
+        let j = points.binary_search(&e).unwrap();
+        let d = if nccl { &mut dn } else { &mut dc };
+        d[i] += 1;
+        d[j] -= 1;
+    }
+    let (mut c, mut n) = (0i64, 0i64);
+    let (mut compute_only, mut nccl_only, mut both) = (0i64, 0i64, 0i64);
+    for i in 0..points.len().saturating_sub(1) {
+        c += dc[i];
+        n += dn[i];
+        let len = points[i + 1] - points[i];
+        match (c > 0, n > 0) {
+            (true, true) => both += len,
+            (true, false) => compute_only += len,
+            (false, true) => nccl_only += len,
+            (false, false) => {}
+        }
+    }
+    if let (Some(lc), Some(ln)) = (dc.last(), dn.last()) {
+        assert_eq!((c + lc, n + ln), (0, 0), "sweep is balanced");
+    }
+    (compute_only, nccl_only, both)
+}
