@@ -90,38 +90,38 @@ pub fn params(scope: &Scope, m: &Measure) -> Params {
     p
 }
 
-/// The `verdict query` command that reproduces a part's evidence.
-pub fn command(trace: &Path, scope: &Scope, m: &Measure, expect: Option<&[i64]>) -> String {
+/// The `verdict query` command that reproduces the evidence of `analysis` run with `p`
+/// (`verdict inspect` for coverage).
+pub fn command(analysis: &str, trace: &Path, p: &Params, expect: Option<&[i64]>) -> String {
     let quoted = shell_quote(&normalize(trace).display().to_string());
-    if m.analysis == "coverage" {
+    if analysis == "coverage" {
         let expect = expect
             .map_or(String::new(), |d| format!(" --expect-devices {}", format_device_list(d)));
         return format!("verdict inspect {quoted}{expect} --json");
     }
-    let mut c = format!(
-        "verdict query {} {}",
-        m.analysis,
-        shell_quote(&normalize(trace).display().to_string())
-    );
-    match (&scope.devices, m.analysis.as_str()) {
+    let mut c = format!("verdict query {analysis} {quoted}");
+    match (&p.devices, analysis) {
         (DeviceSel::Set(v), "overlap") if v.len() == 1 => c += &format!(" --device {}", v[0]),
         (DeviceSel::Set(v), _) => c += &format!(" --devices {}", format_device_list(v)),
         (DeviceSel::All, "kernels" | "overlap") => c += " --all-devices",
         (DeviceSel::All, _) => {}
     }
-    if let Some(w) = scope.window {
-        c += &format!(" --window {w} --semantics {}", scope.semantics);
+    if let Some(w) = p.window {
+        c += &format!(" --window {w} --semantics {}", p.semantics);
     }
-    if let Some(f) = &m.filter {
+    if let Some(f) = &p.filter {
         match f {
             analysis::NameFilter::Substring(s) => c += &format!(" --match {}", shell_quote(s)),
             analysis::NameFilter::Regex(r) => c += &format!(" --regex {}", shell_quote(r.as_str())),
         }
     }
-    if let Some(n) = m.names {
+    if let Some(n) = p.names {
         c += &format!(" --names {}", n.as_str());
     }
-    if let Some(s) = m.stream {
+    if let Some(l) = p.limit.filter(|l| *l != analysis::kernels::DEFAULT_LIMIT) {
+        c += &format!(" --limit {l}");
+    }
+    if let Some(s) = p.stream {
         c += &format!(" --stream {s}");
     }
     c + " --json"
@@ -155,8 +155,10 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
     for decl in &set.traces {
         let queries = by_trace.get(&decl.name).cloned().unwrap_or_default();
         // Context for charts: every device in the windows that overlap parts look at.
-        let context_scopes: Vec<Scope> = context_scopes(&queries);
-        let filter = union_filter(queries.iter().map(|(s, _)| *s).chain(context_scopes.iter()));
+        let context_scopes = context_scopes(&queries);
+        let filter = union_filter(
+            queries.iter().map(|(s, _)| *s).chain(context_scopes.iter().map(|(_, s)| s)),
+        );
         let ctx = Trace::open(&decl.resolved).and_then(|t| {
             Context::load(&t, &filter, decl.expect_devices.clone(), &mut |n| {
                 progress(&decl.name, n)
@@ -185,47 +187,35 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
                     if evidence.contains_key(&key) {
                         continue;
                     }
-                    let result = analysis::run(&m.analysis, &params(scope, m), &ctx).map_err(|e| {
+                    let p = params(scope, m);
+                    let result = analysis::run(&m.analysis, &p, &ctx).map_err(|e| {
                         let hint = e.hint().map(|h| format!(" (hint: {h})")).unwrap_or_default();
                         format!("{e}{hint}")
                     });
                     ledger.push(LedgerEntry {
                         key: key.clone(),
-                        command: command(&decl.resolved, scope, m, decl.expect_devices.as_deref()),
+                        command: command(
+                            &m.analysis,
+                            &decl.resolved,
+                            &p,
+                            decl.expect_devices.as_deref(),
+                        ),
                         evidence: result.as_ref().ok().cloned(),
                         error: result.as_ref().err().cloned(),
                     });
                     evidence.insert(key, result);
                 }
-                for scope in &context_scopes {
+                for (name, scope) in &context_scopes {
                     let mut p = Params::new(scope.devices.clone());
                     p.window = scope.window;
                     p.semantics = scope.semantics;
-                    let (name, label) = if scope.name.starts_with("overlap") {
-                        ("overlap", "overlap")
-                    } else {
+                    if *name == "kernels" {
                         p.limit = Some(CONTEXT_KERNELS);
-                        ("kernels", "kernels")
-                    };
-                    let result = analysis::run(name, &p, &ctx);
-                    let m = Measure {
-                        analysis: name.into(),
-                        scope: scope.name.clone(),
-                        value_text: String::new(),
-                        value: crate::formula::Expr::Var(String::new()),
-                        unit: crate::claims::Unit::Count,
-                        filter_text: None,
-                        filter: None,
-                        names: None,
-                        stream: None,
-                    };
-                    let mut cmd = command(&decl.resolved, scope, &m, None);
-                    if name == "kernels" {
-                        cmd = cmd.replace(" --json", &format!(" --limit {CONTEXT_KERNELS} --json"));
                     }
+                    let result = analysis::run(name, &p, &ctx);
                     context.push(LedgerEntry {
-                        key: format!("{}/{label}/{}", decl.name, scope.name),
-                        command: cmd,
+                        key: format!("{}/{name}/{}", decl.name, scope.name),
+                        command: command(name, &decl.resolved, &p, None),
                         evidence: result.as_ref().ok().cloned(),
                         error: result.as_ref().err().map(|e| e.to_string()),
                     });
@@ -241,25 +231,27 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
 /// Top kernels shown in the report's chart.
 const CONTEXT_KERNELS: usize = 10;
 
-/// The scopes of the chart queries of one trace: each distinct overlap window over all
-/// devices, and each kernels scope without a name filter.
-fn context_scopes(queries: &[(&Scope, &Measure)]) -> Vec<Scope> {
-    let mut out: Vec<Scope> = Vec::new();
+/// The chart queries of one trace, as (analysis, scope): each distinct overlap window over
+/// all devices, and each kernels scope without a name filter.
+fn context_scopes(queries: &[(&Scope, &Measure)]) -> Vec<(&'static str, Scope)> {
+    let mut out: Vec<(&'static str, Scope)> = Vec::new();
     for (scope, m) in queries {
-        let (prefix, devices) = match m.analysis.as_str() {
+        let (name, devices) = match m.analysis.as_str() {
             "overlap" => ("overlap", DeviceSel::All),
             "kernels" => ("kernels", scope.devices.clone()),
             _ => continue,
         };
-        let name = format!("{prefix}:{}", scope.name);
-        let same = |o: &Scope| {
-            o.name.starts_with(prefix)
+        let same = |(n, o): &(&'static str, Scope)| {
+            *n == name
                 && o.window == scope.window
                 && o.semantics == scope.semantics
                 && o.devices == devices
         };
         if !out.iter().any(same) {
-            out.push(Scope { name, devices, ..(*scope).clone() });
+            out.push((
+                name,
+                Scope { name: format!("{name}:{}", scope.name), devices, ..(*scope).clone() },
+            ));
         }
     }
     out
