@@ -445,6 +445,20 @@ pub struct ClaimSet {
 }
 
 impl ClaimSet {
+    /// Refuses a language the file gives no texts in.
+    pub fn require_language(&self, lang: &str) -> Result<(), crate::Hinted> {
+        if self.report.languages.iter().any(|l| l == lang) {
+            return Ok(());
+        }
+        Err(crate::Hinted::new(
+            format!(
+                "language `{lang}` is not in the claims file's `report.languages` ({})",
+                self.report.languages.join(", ")
+            ),
+            "pick one of the languages the claims file provides texts for",
+        ))
+    }
+
     /// A trace by name.
     pub fn trace(&self, name: &str) -> Option<&TraceDecl> {
         self.traces.iter().find(|t| t.name == name)

@@ -4,24 +4,16 @@ use std::process::ExitCode;
 
 use super::print_json;
 use crate::audit::{self, Audit};
-use crate::claims::{self, Kind};
+use crate::claims;
 use crate::cli::CheckArgs;
 use crate::render::i18n::Strings;
-use crate::verdict::{GateStatus, PartOutcome, Verdict};
+use crate::verdict::Verdict;
 
 /// Runs `check`.
 pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let set = claims::load(&args.claims)?;
-    if !args.json && !set.report.languages.contains(&args.lang) {
-        return Err(crate::Hinted::new(
-            format!(
-                "language `{}` is not in the claims file's `report.languages` ({})",
-                args.lang,
-                set.report.languages.join(", ")
-            ),
-            "pick one of the languages the claims file provides texts for",
-        )
-        .into());
+    if !args.json {
+        set.require_language(&args.lang)?;
     }
     let mut progress = super::progress();
     let audit = audit::run(set, &mut *progress);
@@ -47,147 +39,73 @@ pub fn failed(a: &Audit) -> bool {
         || s.arithmetic_failures > 0
 }
 
-/// The terminal rendering of an audit in one language.
+/// The terminal rendering of an audit in one language, from the same render context as the
+/// reports.
 pub fn render(a: &Audit, t: &Strings) -> Result<String, String> {
-    let mut s = format!("claims  {} · report {}\n", a.claims.file, a.claims.report.id);
-    for tr in &a.traces {
-        match (&tr.coverage, &tr.error) {
-            (Some(c), _) => {
+    let ctx = crate::render::context::build(a, t, &[])?;
+    let mut s = format!("claims  {} · report {}\n", ctx.report.claims_file, ctx.report.id);
+    for tr in &ctx.traces {
+        match &tr.error {
+            None => {
                 s += &format!(
                     "trace   {} = {} · sha256 {} · devices with kernels {} · missing {}\n",
                     tr.name,
                     tr.path,
-                    c.trace.sha256.get(..16).unwrap_or(""),
-                    crate::scope::format_device_list(&c.scope.present_devices),
-                    crate::scope::format_device_list(&c.scope.missing_devices)
-                );
+                    tr.sha256.get(..16).unwrap_or(""),
+                    tr.present,
+                    tr.missing
+                )
             }
-            (None, Some(e)) => s += &format!("trace   {} = {} · error: {e}\n", tr.name, tr.path),
-            _ => {}
+            Some(e) => s += &format!("trace   {} = {} · error: {e}\n", tr.name, tr.path),
         }
     }
     s.push('\n');
-    let lang = &t.lang;
-    let mut rows = Vec::new();
-    for (claim, r) in a.claims.claims.iter().zip(&a.results) {
-        let statement = claim.statement.get(lang).cloned().unwrap_or_default();
-        let mut evidence = Vec::new();
-        for p in &r.parts {
-            if let Some(f) = &p.formula {
-                let mut e = format!(
-                    "{}: {} = {}",
-                    p.id,
-                    f.substituted,
-                    f.display.clone().unwrap_or_else(|| "n/a".into())
-                );
-                if p.kind == Kind::Arithmetic {
-                    e += " (arithmetic)";
-                }
-                evidence.push(e);
-            } else if p.outcome == PartOutcome::Unverifiable {
-                evidence.push(format!(
-                    "{}: {}",
-                    p.id,
-                    t.get(&format!("outcome.{}", "unverifiable"))?
-                ));
-            }
-        }
-        rows.push(vec![
-            format!("{} — {}", r.id, statement),
-            evidence.join("; "),
-            t.get(&format!("verdict.{}", r.verdict.key()))?.to_string(),
-        ]);
-    }
+    let rows: Vec<Vec<String>> = ctx
+        .table
+        .iter()
+        .map(|r| vec![format!("{} — {}", r.id, r.statement), r.evidence.clone(), r.verdict.clone()])
+        .collect();
     s += &super::table::render(
         &[t.get("ui.claim")?, t.get("ui.evidence")?, t.get("ui.verdict")?],
         &rows,
         &[],
     );
-
-    for (claim, r) in a.claims.claims.iter().zip(&a.results) {
-        s += &format!(
-            "\n{} · {} · {}\n",
-            r.id,
-            t.get(&format!("verdict.{}", r.verdict.key()))?,
-            t.finding(&r.reason)?
-        );
-        for (part, p) in claim.parts.iter().zip(&r.parts) {
-            let principal = if p.id == r.principal {
-                format!(" ({})", t.get("ui.principal")?)
-            } else {
-                String::new()
-            };
-            s += &format!(
-                "  {} [{}]{}: {} — {}\n",
-                p.id,
-                t.get(&format!("kind.{}", p.kind.as_str()))?,
-                principal,
-                t.get(&format!("outcome.{}", p.outcome.key()))?,
-                t.finding(&p.reason)?
-            );
+    for c in &ctx.claims {
+        s += &format!("\n{} · {} · {}\n", c.id, c.verdict, c.reason);
+        for p in &c.parts {
+            let principal =
+                if p.principal { format!(" ({})", t.get("ui.principal")?) } else { String::new() };
+            s += &format!("  {} [{}]{}: {} — {}\n", p.id, p.kind, principal, p.outcome, p.reason);
             if let Some(f) = &p.formula {
-                s += &format!(
-                    "      {} = {} = {}\n",
-                    f.symbolic,
-                    f.substituted,
-                    f.display.clone().unwrap_or_else(|| "n/a".into())
-                );
+                s += &format!("      {} = {} = {}\n", f.symbolic, f.substituted, f.result);
             }
-            if let Some(c) = &p.condition {
+            let mark = |ok: bool| if ok { "✓" } else { "✗" };
+            if let Some(cond) = &p.condition {
                 s += &format!(
                     "      {}: {} {}\n",
                     t.get("ui.condition")?,
-                    t.finding(&c.finding)?,
-                    if c.satisfied { "✓" } else { "✗" }
+                    cond,
+                    mark(p.condition_ok)
                 );
             }
-            if let Some(sc) = &p.says {
-                s += &format!(
-                    "      {} {} · {} {} {}\n",
-                    t.get("ui.says")?,
-                    sc.stated,
-                    t.get("ui.measured")?,
-                    sc.measured,
-                    if sc.matches { "✓" } else { "✗" }
-                );
+            if let Some(says) = &p.says {
+                s += &format!("      {says} {}\n", mark(p.says_ok));
             }
             for g in &p.gates {
-                let mark = match g.status {
-                    GateStatus::Pass => "pass",
-                    GateStatus::Note => "note",
-                    GateStatus::Fail => "FAIL",
-                };
-                s += &format!("      {} {mark}: {}\n", g.gate, t.finding(&g.finding)?);
+                let status = if g.status_key == "fail" { "FAIL" } else { g.status_key.as_str() };
+                s += &format!("      {} {status}: {}\n", g.id, g.text);
             }
-            if p.outcome == PartOutcome::Unverifiable && !part.needs.is_empty() {
-                let needs: Vec<String> =
-                    part.needs.iter().filter_map(|n| n.get(lang).cloned()).collect();
-                s += &format!("      {}: {}\n", t.get("ui.needs")?, needs.join("; "));
+            if p.outcome_key == "unverifiable" && !p.needs.is_empty() {
+                s += &format!("      {}: {}\n", t.get("ui.needs")?, p.needs.join("; "));
             }
         }
     }
-    let sum = &a.summary;
-    let counts = t.format(
-        "ui.counts",
-        &sum.counts.iter().map(|(k, v)| (k.clone(), v.to_string())).collect(),
-    )?;
-    s += &format!("\n{}: {counts}\n", t.get("ui.summary")?);
-    if !sum.open.is_empty() {
-        let args = [
-            ("open".to_string(), sum.open.len().to_string()),
-            ("claims".to_string(), sum.claims.to_string()),
-        ];
-        s += &format!("{}\n", t.format("ui.zero_refuted", &args.into_iter().collect())?);
+    s += &format!("\n{}: {}\n", t.get("ui.summary")?, ctx.summary.counts_line);
+    if let Some(open) = &ctx.summary.open_line {
+        s += &format!("{open}\n");
     }
-    for (n, key) in [
-        (sum.gate_failures, "ui.finding_gates"),
-        (sum.says_mismatches, "ui.finding_says"),
-        (sum.arithmetic_failures, "ui.finding_arithmetic"),
-        (sum.not_evaluated, "ui.finding_queries"),
-    ] {
-        if n > 0 {
-            s += &format!("- {}\n", t.format(key, &[("n".to_string(), n.to_string())].into())?);
-        }
+    for f in &ctx.summary.findings {
+        s += &format!("- {f}\n");
     }
     Ok(s)
 }

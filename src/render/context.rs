@@ -260,6 +260,8 @@ pub struct FormulaCtx {
 /// A gate.
 #[derive(Debug, Clone, Serialize)]
 pub struct GateCtx {
+    /// `R1`..`R4`.
+    pub id: String,
     /// Gate label.
     pub gate: String,
     /// Status key.
@@ -357,7 +359,7 @@ pub fn build(a: &Audit, t: &Strings, charts: &[(String, String)]) -> Result<Rend
             {
                 // A lone field (`count`) substitutes to its own result: show it once.
                 if f.substituted == f.result {
-                    evidence_bits.push(format!("{}: {} = {}", p.id, f.symbolic, f.result));
+                    evidence_bits.push(format!("{}: {}", p.id, f.result));
                 } else {
                     evidence_bits.push(format!("{}: {} = {}", p.id, f.substituted, f.result));
                 }
@@ -427,6 +429,7 @@ pub fn build(a: &Audit, t: &Strings, charts: &[(String, String)]) -> Result<Rend
                     GateStatus::Fail => "fail",
                 };
                 gates.push(GateCtx {
+                    id: g.gate.into(),
                     gate: label(&format!("gate.{}", g.gate))?,
                     status_key: key.into(),
                     status: label(&format!("status.{key}"))?,

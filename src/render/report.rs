@@ -170,16 +170,7 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 pub fn render(a: &Audit, opts: &Options) -> anyhow::Result<Vec<PathBuf>> {
     let id = &a.claims.report.id;
     for l in &opts.langs {
-        if !a.claims.report.languages.contains(l) {
-            return Err(crate::Hinted::new(
-                format!(
-                    "language `{l}` is not in the claims file's `report.languages` ({})",
-                    a.claims.report.languages.join(", ")
-                ),
-                "pass languages the claims file provides texts for",
-            )
-            .into());
-        }
+        a.claims.require_language(l)?;
     }
     let charts = charts(a);
     // Everything in memory first: a template error must leave no file behind.
