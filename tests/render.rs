@@ -66,9 +66,11 @@ fn options() -> verdict::render::report::Options {
 fn markdown_and_typst_snapshots() {
     let a = audit();
     let charts = verdict::render::report::charts(&a);
+    let renderers = verdict::render::report::Renderers::new(&options()).unwrap();
     for lang in ["zh-TW", "en"] {
         let (md, typ) =
-            verdict::render::report::render_lang(&a, lang, &options(), &charts).unwrap();
+            verdict::render::report::render_lang(&a, lang, &options(), &renderers, &charts)
+                .unwrap();
         insta::assert_snapshot!(format!("day26.{lang}.md"), md);
         insta::assert_snapshot!(format!("day26.{lang}.typ"), typ);
     }

@@ -133,11 +133,28 @@ pub fn strings(lang: &str, overrides: Option<&Path>) -> Result<Strings, String> 
     Strings::parse(lang, &src)
 }
 
-/// One language rendered: (format, text).
+/// The Tera instances of both formats, built once per render.
+pub struct Renderers {
+    md: tera::Tera,
+    typ: tera::Tera,
+}
+
+impl Renderers {
+    /// Loads the templates (built-in, or overridden from the options' folder).
+    pub fn new(opts: &Options) -> Result<Renderers, String> {
+        Ok(Renderers {
+            md: templates::tera(Format::Markdown, opts.templates.as_deref())?,
+            typ: templates::tera(Format::Typst, opts.templates.as_deref())?,
+        })
+    }
+}
+
+/// One language rendered: (Markdown, Typst).
 pub fn render_lang(
     a: &Audit,
     lang: &str,
     opts: &Options,
+    renderers: &Renderers,
     charts: &[(String, &'static str, String)],
 ) -> Result<(String, String), String> {
     let t = strings(lang, opts.templates.as_deref())?;
@@ -147,10 +164,12 @@ pub fn render_lang(
         .collect::<Result<_, String>>()?;
     let ctx = context::build(a, &t, &captions)?;
     let tctx = tera::Context::from_serialize(&ctx).map_err(|e| format!("render context: {e}"))?;
-    let md = templates::tera(Format::Markdown, opts.templates.as_deref())?
+    let md = renderers
+        .md
         .render("report.md", &tctx)
         .map_err(|e| format!("template `report.md` ({lang}): {}", error_chain(&e)))?;
-    let typ = templates::tera(Format::Typst, opts.templates.as_deref())?
+    let typ = renderers
+        .typ
         .render("report.typ", &tctx)
         .map_err(|e| format!("template `report.typ` ({lang}): {}", error_chain(&e)))?;
     Ok((md, typ))
@@ -174,9 +193,11 @@ pub fn render(a: &Audit, opts: &Options) -> anyhow::Result<Vec<PathBuf>> {
     }
     let charts = charts(a);
     // Everything in memory first: a template error must leave no file behind.
+    let renderers = Renderers::new(opts).map_err(anyhow::Error::msg)?;
     let mut texts = Vec::new();
     for lang in &opts.langs {
-        let (md, typ) = render_lang(a, lang, opts, &charts).map_err(anyhow::Error::msg)?;
+        let (md, typ) =
+            render_lang(a, lang, opts, &renderers, &charts).map_err(anyhow::Error::msg)?;
         texts.push((lang.clone(), md, typ));
     }
     let ledger = serde_json::to_string_pretty(a)? + "\n";
