@@ -282,10 +282,14 @@ impl Context {
     /// Refuses a window that selects no kernel time of the given devices.
     pub fn check_window(&self, window: Option<Window>, devices: &[i64]) -> Result<(), QueryError> {
         let Some(w) = window else { return Ok(()) };
-        let inv: Vec<_> =
-            self.inventory.devices.iter().filter(|d| devices.contains(&d.device)).collect();
-        let first = inv.iter().map(|d| d.first_start_ns).min().unwrap_or(0);
-        let last = inv.iter().map(|d| d.last_end_ns).max().unwrap_or(0);
+        let inv: Vec<_> = self
+            .inventory
+            .devices
+            .iter()
+            .filter(|d| devices.contains(&d.device))
+            .cloned()
+            .collect();
+        let [first, last] = crate::trace::kernel_range(&inv).unwrap_or([0, 0]);
         if w.end_ns <= first || w.start_ns >= last {
             return Err(QueryError::WindowOutside {
                 window: w.to_string(),

@@ -36,14 +36,15 @@ pub fn show_at(v: Rational, unit: Unit, places: u32) -> String {
 }
 
 /// Shows a field value for substitution into a formula (ns as ms, counts as integers).
-fn show_field(analysis: &str, field: &str, v: Rational) -> String {
+fn show_field(field: &str, v: Rational) -> String {
     if field.ends_with("_ns") {
         show_at(v, Unit::Ms, 2).trim_end_matches(" ms").to_string()
     } else if field == "wait_share" {
         show(v, Unit::Percent)
+    } else if v.den == 1 {
+        thousands(v.num)
     } else {
-        let _ = analysis;
-        if v.den == 1 { thousands(v.num) } else { show(v, Unit::Ratio) }
+        show(v, Unit::Ratio)
     }
 }
 
@@ -162,9 +163,8 @@ fn measured(set: &ClaimSet, claim: &Claim, p: &Part, evidence: &EvidenceMap) -> 
     ];
     let vars: BTreeMap<String, Rational> =
         m.value.vars().into_iter().filter_map(|f| field_value(ev, &f).map(|v| (f, v))).collect();
-    let substituted = m
-        .value
-        .substitute(&|f| vars.get(f).map_or(format!("{f}?"), |v| show_field(&m.analysis, f, *v)));
+    let substituted =
+        m.value.substitute(&|f| vars.get(f).map_or(format!("{f}?"), |v| show_field(f, *v)));
     // Times are stored in ns, the base unit of ms, ns and s: no conversion is needed.
     let value = m.value.eval(&vars);
     r.formula = Some(FormulaResult {
