@@ -53,11 +53,19 @@ pub enum Command {
     ///
     /// Writes ID.LANG.md, ID.LANG.typ and ID.LANG.pdf, ID.evidence.json (the
     /// ledger of `check --json`) and the charts as SVG into --out. The PDF needs the `typst`
-    /// command and the Noto Sans CJK TC font.
+    /// command and the Noto Sans CJK TC font (`verdict doctor` checks both): without them the
+    /// default formats write everything else and warn, while an explicit `--format pdf` is an
+    /// error.
     Render(RenderArgs),
     /// Manage the report templates.
     #[command(subcommand)]
     Templates(TemplatesCommand),
+    /// Check what the PDF needs: the typst found, its version, the CJK fonts, with install
+    /// hints for what is missing.
+    ///
+    /// Exits 0 when `render` can write the PDF, 1 when something is missing (the Markdown,
+    /// ledger and charts never need it).
+    Doctor,
 }
 
 /// Output formats of `render`.

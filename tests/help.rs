@@ -25,6 +25,7 @@ fn help_texts() {
         ("check", vec!["check"]),
         ("render", vec!["render"]),
         ("templates-eject", vec!["templates", "eject"]),
+        ("doctor", vec!["doctor"]),
     ] {
         insta::assert_snapshot!(name, help(&args));
     }

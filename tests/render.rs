@@ -21,10 +21,15 @@ fn verdict() -> Command {
     c
 }
 
+/// The typst the tool will run: `TYPST_BIN`, else `typst` on PATH.
+fn typst_bin() -> std::ffi::OsString {
+    std::env::var_os("TYPST_BIN").unwrap_or_else(|| "typst".into())
+}
+
 /// Whether typst with the CJK font can be used; CI sets VERDICT_REQUIRE_TYPST so a missing
 /// typst fails the run instead of skipping.
 fn typst_ready() -> bool {
-    let ok = Command::new("typst").arg("fonts").output().is_ok_and(|o| {
+    let ok = Command::new(typst_bin()).arg("fonts").output().is_ok_and(|o| {
         o.status.success()
             && String::from_utf8_lossy(&o.stdout).lines().any(|l| l.trim() == "Noto Sans CJK TC")
     });
@@ -32,7 +37,7 @@ fn typst_ready() -> bool {
         panic!("VERDICT_REQUIRE_TYPST is set but typst with Noto Sans CJK TC is not available");
     }
     if !ok {
-        eprintln!("skipping: typst with Noto Sans CJK TC is not installed");
+        eprintln!("skipping the PDF checks: typst with Noto Sans CJK TC is not installed");
     }
     ok
 }
@@ -55,7 +60,7 @@ fn options() -> verdict::render::report::Options {
     verdict::render::report::Options {
         langs: vec!["zh-TW".into(), "en".into()],
         markdown: true,
-        pdf: true,
+        pdf: verdict::render::report::Pdf::Required,
         out: PathBuf::from("out"),
         templates: None,
         timestamp: 0,
@@ -151,10 +156,11 @@ fn markdown_holds_the_article_s_table() {
 fn committed_examples_are_current() {
     let dir = tempfile::tempdir().unwrap();
     let pdf = typst_ready();
-    let out = render_to(dir.path(), if pdf { "md,pdf" } else { "md" });
+    // The README's command: default formats, the PDF only where typst can make it.
+    let out = verdict().args(["render", CLAIMS, "--out"]).arg(dir.path()).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let committed = root().join("out");
-    let mut checked = 0;
+    let mut rendered = Vec::new();
     for entry in std::fs::read_dir(dir.path()).unwrap() {
         let p = entry.unwrap().path();
         let name = p.file_name().unwrap().to_string_lossy().to_string();
@@ -164,9 +170,21 @@ fn committed_examples_are_current() {
             old == std::fs::read(&p).unwrap(),
             "out/{name} drifted: run `cargo run --release -- render {CLAIMS}`"
         );
-        checked += 1;
+        rendered.push(name);
     }
-    assert!(checked >= 7, "only {checked} files compared");
+    // Every committed file was rendered again (the PDFs only where typst is here).
+    let mut expected: Vec<String> = std::fs::read_dir(&committed)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .filter(|n| n.starts_with(ID) && (pdf || !n.ends_with(".pdf")))
+        .collect();
+    expected.sort();
+    rendered.sort();
+    assert_eq!(rendered, expected);
+    assert!(rendered.iter().any(|n| n.ends_with(".md")), "no Markdown compared");
+    if !pdf {
+        eprintln!("skipping: the committed PDFs were not compared (no typst with the CJK font)");
+    }
 }
 
 #[test]
@@ -330,32 +348,130 @@ fn templates_can_be_ejected_and_override_the_built_ins() {
 }
 
 #[test]
-fn without_typst_the_markdown_lands_and_the_pdf_fails_with_the_install_command() {
+fn without_typst_the_default_render_writes_the_rest_and_warns_once() {
     let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-typst");
+    let out = verdict()
+        .env("TYPST_BIN", &missing)
+        .args(["render", CLAIMS, "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    // One warning, naming what the PDF needs and the exact install commands.
+    assert_eq!(err.matches("warning:").count(), 1, "{err}");
+    assert!(err.contains("no-such-typst` not found, so no PDF was written"), "{err}");
+    assert!(err.contains("cargo install typst-cli --locked --version 0.15.1"), "{err}");
+    assert!(err.contains("apt-get install fonts-noto-cjk"), "{err}");
+    for lang in ["zh-TW", "en"] {
+        assert!(dir.path().join(format!("{ID}.{lang}.md")).is_file());
+        assert!(dir.path().join(format!("{ID}.{lang}.typ")).is_file());
+        assert!(!dir.path().join(format!("{ID}.{lang}.pdf")).exists());
+    }
+    assert!(dir.path().join(format!("{ID}.evidence.json")).is_file());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!stdout.contains(".pdf"), "{stdout}");
+}
+
+#[test]
+fn without_typst_an_explicit_pdf_is_an_error_that_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
     let out = verdict()
         .env("TYPST_BIN", dir.path().join("no-such-typst"))
-        .args(["render", CLAIMS, "--lang", "en", "--out"])
-        .arg(dir.path())
+        .args(["render", CLAIMS, "--format", "md,pdf", "--out"])
+        .arg(&out_dir)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cargo install typst-cli --locked"), "{err}");
-    assert!(dir.path().join(format!("{ID}.en.md")).is_file());
-    assert!(!dir.path().join(format!("{ID}.en.pdf")).exists());
+    assert!(!out_dir.exists(), "an error must leave no file behind");
+}
+
+#[test]
+fn outputs_get_the_mode_the_umask_leaves() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("verdict");
+    let status = Command::new("sh")
+        .current_dir(root())
+        .arg("-c")
+        .arg("umask 027; exec \"$0\" render \"$1\" --out \"$2\"")
+        .arg(&bin)
+        .arg(CLAIMS)
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let p = entry.unwrap().path();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o640, "{} has mode {mode:o}", p.display());
+        }
+        n += 1;
+    }
+    assert!(n >= 6, "only {n} files");
+}
+
+/// A stand-in typst that answers `--version` and lists `fonts`.
+fn fake_typst(dir: &Path, version: &str, fonts: &str) -> PathBuf {
+    let fake = dir.join("typst");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = --version ]; then echo '{version}'; else printf '{fonts}\\n'; fi\n"
+        ),
+    )
+    .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    fake
+}
+
+#[test]
+fn doctor_names_what_the_pdf_lacks_with_its_install_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let doctor = |bin: &Path| verdict().env("TYPST_BIN", bin).arg("doctor").output().unwrap();
+
+    let out = doctor(&dir.path().join("no-such-typst"));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("typst     missing")
+            && text.contains("cargo install typst-cli --locked --version 0.15.1"),
+        "{text}"
+    );
+    assert!(text.contains("apt-get install fonts-noto-cjk"), "{text}");
+
+    let no_font = tempfile::tempdir().unwrap();
+    let out = doctor(&fake_typst(no_font.path(), "typst 0.15.1 (abc)", "DejaVu Sans"));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("typst     ok: typst 0.15.1 (abc)"), "{text}");
+    assert!(text.contains("missing `Noto Sans CJK TC` (typst sees no CJK font)"), "{text}");
+
+    let old = tempfile::tempdir().unwrap();
+    let out =
+        doctor(&fake_typst(old.path(), "typst 0.11.0", "Noto Sans CJK TC\\nNoto Sans CJK JP"));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(text.contains("found typst 0.11.0") && text.contains("written for 0.15.x"), "{text}");
+    assert!(text.contains("fonts     ok: Noto Sans CJK TC, Noto Sans CJK JP"), "{text}");
+    assert_eq!(out.status.code(), Some(0), "{text}");
 }
 
 #[test]
 fn a_missing_cjk_font_fails_before_typst_draws_tofu() {
     let dir = tempfile::tempdir().unwrap();
     // A typst that answers --version but lists no CJK font.
-    let fake = dir.path().join("typst");
-    std::fs::write(&fake, "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'typst 0.15.1'; else echo 'DejaVu Sans'; fi\n").unwrap();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
+    let fake = fake_typst(dir.path(), "typst 0.15.1", "DejaVu Sans");
     let out = verdict()
         .env("TYPST_BIN", &fake)
         .args(["render", CLAIMS, "--lang", "en", "--format", "pdf", "--out"])

@@ -1,6 +1,7 @@
 //! The commands: each builds its inputs, runs the pipeline and prints text or JSON.
 
 mod check;
+mod doctor;
 mod inspect;
 mod query;
 mod render;
@@ -19,6 +20,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Check(args) => check::run(args),
         Command::Render(args) => render::run(args),
         Command::Templates(cmd) => render::templates(cmd),
+        Command::Doctor => doctor::run(),
     }
 }
 

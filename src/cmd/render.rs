@@ -3,43 +3,62 @@
 use std::process::ExitCode;
 
 use crate::cli::{OutputFormat, RenderArgs, TemplatesCommand};
-use crate::render::{report, templates};
+use crate::render::report::{self, Pdf};
+use crate::render::templates;
 use crate::{audit, claims};
 
 /// Runs `render`.
 pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
     let set = claims::load(&args.claims)?;
     let langs = if args.lang.is_empty() { set.report.languages.clone() } else { args.lang.clone() };
-    let formats = if args.format.is_empty() {
-        vec![OutputFormat::Md, OutputFormat::Pdf]
+    // Asked for by name, the PDF is required; by default it is written when typst can.
+    let (markdown, pdf) = if args.format.is_empty() {
+        (true, Pdf::IfAvailable)
     } else {
-        args.format.clone()
+        (
+            args.format.contains(&OutputFormat::Md),
+            if args.format.contains(&OutputFormat::Pdf) { Pdf::Required } else { Pdf::No },
+        )
     };
     let opts = report::Options {
         langs,
-        markdown: formats.contains(&OutputFormat::Md),
-        pdf: formats.contains(&OutputFormat::Pdf),
+        markdown,
+        pdf,
         out: args.out.clone(),
         templates: args.templates.clone(),
-        timestamp: std::env::var("SOURCE_DATE_EPOCH")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0),
+        timestamp: source_date_epoch()?,
     };
     let mut progress = super::progress();
     let audit = audit::run(set, &mut *progress);
     drop(progress);
-    let written = report::render(&audit, &opts)?;
+    let rendered = report::render(&audit, &opts)?;
     let mut s = String::new();
-    for p in written {
+    for p in &rendered.written {
         s += &format!("wrote {}\n", p.display());
     }
     super::emit(&s)?;
+    if let Some(why) = &rendered.pdf_skipped {
+        eprintln!("warning: {}\n  hint: {}", why.message, why.hint);
+    }
     Ok(if args.strict && super::check::failed(&audit) {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The PDF creation timestamp: `SOURCE_DATE_EPOCH` (whole seconds), else 0.
+fn source_date_epoch() -> anyhow::Result<i64> {
+    match std::env::var("SOURCE_DATE_EPOCH") {
+        Err(_) => Ok(0),
+        Ok(s) => s.trim().parse().map_err(|_| {
+            crate::Hinted::new(
+                format!("SOURCE_DATE_EPOCH is `{s}`, not a whole number of seconds"),
+                "set it to seconds since 1970-01-01 UTC (`date +%s`), or unset it",
+            )
+            .into()
+        }),
+    }
 }
 
 /// Runs `templates ...`.

@@ -14,6 +14,26 @@ use super::templates::{self, Format};
 use super::{context, typst, write};
 use crate::audit::Audit;
 
+/// Whether `render` writes the PDF.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pdf {
+    /// No PDF.
+    No,
+    /// The PDF when typst and the CJK font are there; otherwise everything else, and a warning.
+    IfAvailable,
+    /// The PDF or an error, before any file is written.
+    Required,
+}
+
+/// The files a render wrote, and why the PDF was left out when it was.
+#[derive(Debug)]
+pub struct Rendered {
+    /// Every file written, in order.
+    pub written: Vec<PathBuf>,
+    /// Why no PDF was written although one was wanted (with `Pdf::IfAvailable`).
+    pub pdf_skipped: Option<crate::Hinted>,
+}
+
 /// What to render.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -21,8 +41,8 @@ pub struct Options {
     pub langs: Vec<String>,
     /// Write Markdown.
     pub markdown: bool,
-    /// Write PDF.
-    pub pdf: bool,
+    /// Whether to write the PDF.
+    pub pdf: Pdf,
     /// Output folder.
     pub out: PathBuf,
     /// Template overrides.
@@ -186,11 +206,23 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 }
 
 /// Renders everything the options ask for; returns the files written.
-pub fn render(a: &Audit, opts: &Options) -> anyhow::Result<Vec<PathBuf>> {
+///
+/// The typst toolchain is checked before anything is written: with `Pdf::Required` a missing
+/// typst or font is an error that leaves no file behind; with `Pdf::IfAvailable` every other
+/// file is written and the reason is returned.
+pub fn render(a: &Audit, opts: &Options) -> anyhow::Result<Rendered> {
     let id = &a.claims.report.id;
     for l in &opts.langs {
         a.claims.require_language(l)?;
     }
+    let (typst_bin, pdf_skipped) = match opts.pdf {
+        Pdf::No => (None, None),
+        Pdf::Required => (Some(typst::find()?), None),
+        Pdf::IfAvailable => match typst::find() {
+            Ok(bin) => (Some(bin), None),
+            Err(why) => (None, Some(why)),
+        },
+    };
     let charts = charts(a);
     // Everything in memory first: a template error must leave no file behind.
     let renderers = Renderers::new(opts).map_err(anyhow::Error::msg)?;
@@ -220,18 +252,17 @@ pub fn render(a: &Audit, opts: &Options) -> anyhow::Result<Vec<PathBuf>> {
         if opts.markdown {
             put(&format!("{id}.{lang}.md"), md.as_bytes())?;
         }
-        if opts.pdf {
+        if opts.pdf != Pdf::No {
+            // The Typst source lands even without typst: it compiles elsewhere as it is.
             typs.push((lang.clone(), put(&format!("{id}.{lang}.typ"), typ.as_bytes())?));
         }
     }
-    if opts.pdf {
-        let bin = typst::find()?;
-        typst::check_font(&bin)?;
+    if let Some(bin) = typst_bin {
         for (lang, typ) in typs {
             let pdf = opts.out.join(format!("{id}.{lang}.pdf"));
             typst::compile(&bin, &opts.out, &typ, &pdf, opts.timestamp)?;
             written.push(pdf);
         }
     }
-    Ok(written)
+    Ok(Rendered { written, pdf_skipped })
 }

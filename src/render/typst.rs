@@ -9,45 +9,123 @@ use std::process::Command;
 /// The font family the PDF templates use.
 pub const CJK_FONT: &str = "Noto Sans CJK TC";
 
+/// The typst line the templates are written for.
+pub const TYPST_SERIES: &str = "0.15";
+
+/// The command that installs typst.
+pub const INSTALL_TYPST_CMD: &str = "cargo install typst-cli --locked --version 0.15.1";
+
+/// The command that installs the font (Debian and Ubuntu).
+pub const INSTALL_FONT_CMD: &str = "apt-get install fonts-noto-cjk";
+
 /// How to install typst.
-pub const INSTALL_TYPST: &str = "install it with `cargo install typst-cli --locked` (or set TYPST_BIN), or render Markdown only with `--format md`";
+pub const INSTALL_TYPST: &str = "install it with `cargo install typst-cli --locked --version 0.15.1` (or set TYPST_BIN), or render Markdown only with `--format md`";
 
 /// How to install the font.
 pub const INSTALL_FONT: &str = "install the Noto CJK fonts (Debian: `apt-get install fonts-noto-cjk`) so `typst fonts` lists Noto Sans CJK TC";
 
-/// The typst binary: `TYPST_BIN`, else `typst` on PATH.
-pub fn find() -> Result<PathBuf, crate::Hinted> {
-    let bin =
-        std::env::var_os("TYPST_BIN").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("typst"));
-    match Command::new(&bin).arg("--version").output() {
-        Ok(o) if o.status.success() => Ok(bin),
-        Ok(o) => Err(crate::Hinted::new(
-            format!(
-                "`{} --version` failed ({})",
-                bin.display(),
-                String::from_utf8_lossy(&o.stderr).trim()
+/// What this machine offers for the PDF: the typst found, its version, the CJK font.
+#[derive(Debug, Clone)]
+pub struct Toolchain {
+    /// The binary asked for: `TYPST_BIN`, else `typst` on PATH.
+    pub bin: PathBuf,
+    /// The first line of `typst --version`, when it ran.
+    pub version: Option<String>,
+    /// Why `typst --version` did not answer, when it did not.
+    pub error: Option<String>,
+    /// The CJK font families `typst fonts` lists (empty when typst did not run).
+    pub cjk_fonts: Vec<String>,
+}
+
+impl Toolchain {
+    /// Asks the typst of `TYPST_BIN` (else `typst` on PATH) for its version and fonts.
+    pub fn probe() -> Toolchain {
+        let bin = std::env::var_os("TYPST_BIN")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("typst"));
+        let (version, error) = match Command::new(&bin).arg("--version").output() {
+            Ok(o) if o.status.success() => (
+                Some(
+                    String::from_utf8_lossy(&o.stdout)
+                        .lines()
+                        .next()
+                        .unwrap_or("")
+                        .trim()
+                        .to_string(),
+                ),
+                None,
             ),
-            INSTALL_TYPST,
-        )),
-        Err(_) => Err(crate::Hinted::new(
-            format!("`{}` not found, so no PDF was written", bin.display()),
-            INSTALL_TYPST,
-        )),
+            Ok(o) => (
+                None,
+                Some(format!(
+                    "`{} --version` failed: {}",
+                    bin.display(),
+                    String::from_utf8_lossy(&o.stderr).trim()
+                )),
+            ),
+            Err(_) => (None, Some(format!("`{}` not found", bin.display()))),
+        };
+        let cjk_fonts = if version.is_some() {
+            Command::new(&bin)
+                .arg("fonts")
+                .output()
+                .map(|o| {
+                    String::from_utf8_lossy(&o.stdout)
+                        .lines()
+                        .map(str::trim)
+                        .filter(|l| l.contains("CJK"))
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        Toolchain { bin, version, error, cjk_fonts }
+    }
+
+    /// Whether typst runs and sees the font the templates use.
+    pub fn ready(&self) -> bool {
+        self.version.is_some() && self.has_font()
+    }
+
+    /// Whether typst lists the font the templates use.
+    pub fn has_font(&self) -> bool {
+        self.cjk_fonts.iter().any(|f| f == CJK_FONT)
+    }
+
+    /// Whether the version is of the line the templates are written for.
+    pub fn version_ok(&self) -> bool {
+        self.version
+            .as_deref()
+            .and_then(|v| v.split_whitespace().nth(1))
+            .is_some_and(|v| v.starts_with(&format!("{TYPST_SERIES}.")) || v == TYPST_SERIES)
+    }
+
+    /// What the PDF still needs, with the exact install commands; `None` when ready.
+    pub fn missing(&self) -> Option<crate::Hinted> {
+        if let Some(e) = &self.error {
+            let hint = format!(
+                "install it with `{INSTALL_TYPST_CMD}` and the fonts with `{INSTALL_FONT_CMD}` (or set TYPST_BIN), or render Markdown only with `--format md`"
+            );
+            return Some(crate::Hinted::new(format!("{e}, so no PDF was written"), hint));
+        }
+        if !self.has_font() {
+            return Some(crate::Hinted::new(
+                format!("typst cannot find the font `{CJK_FONT}`, so no PDF was written"),
+                INSTALL_FONT,
+            ));
+        }
+        None
     }
 }
 
-/// Fails unless typst can see the CJK font.
-pub fn check_font(bin: &Path) -> Result<(), crate::Hinted> {
-    let out = Command::new(bin).arg("fonts").output().map_err(|e| {
-        crate::Hinted::new(format!("cannot run `typst fonts` ({e})"), INSTALL_TYPST)
-    })?;
-    if String::from_utf8_lossy(&out.stdout).lines().any(|l| l.trim() == CJK_FONT) {
-        Ok(())
-    } else {
-        Err(crate::Hinted::new(
-            format!("typst cannot find the font `{CJK_FONT}`, so no PDF was written"),
-            INSTALL_FONT,
-        ))
+/// The typst binary, checked to run and to see the CJK font.
+pub fn find() -> Result<PathBuf, crate::Hinted> {
+    let tc = Toolchain::probe();
+    match tc.missing() {
+        None => Ok(tc.bin),
+        Some(e) => Err(e),
     }
 }
 
