@@ -61,6 +61,14 @@ pub struct Audit {
     pub summary: Summary,
 }
 
+impl Audit {
+    /// The traces that could not be read: `check` and `render` still show every claim, then
+    /// exit 2.
+    pub fn unreadable_traces(&self) -> impl Iterator<Item = &TraceEntry> {
+        self.traces.iter().filter(|t| t.error.is_some())
+    }
+}
+
 /// Removes `.` and `x/..` from a path without touching the file system.
 pub fn normalize(p: &Path) -> PathBuf {
     let mut out: Vec<Component> = Vec::new();
@@ -174,8 +182,25 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
                     coverage: None,
                     error: Some(msg.clone()),
                 });
-                for (_, m) in queries {
-                    evidence.insert(query_key(&set, m), Err(msg.clone()));
+                // The queries stay in the ledger, failed, so the report names each of them.
+                for (scope, m) in queries {
+                    let key = query_key(&set, m);
+                    if evidence.contains_key(&key) {
+                        continue;
+                    }
+                    let p = params(scope, m);
+                    ledger.push(LedgerEntry {
+                        key: key.clone(),
+                        command: command(
+                            &m.analysis,
+                            &decl.resolved,
+                            &p,
+                            decl.expect_devices.as_deref(),
+                        ),
+                        evidence: None,
+                        error: Some(msg.clone()),
+                    });
+                    evidence.insert(key, Err(msg.clone()));
                 }
             }
             Ok(mut ctx) => {

@@ -25,7 +25,8 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
             .map_err(|e| crate::Hinted::new(e, "use --lang en or --lang zh-TW"))?;
         super::emit(&render(&audit, &t).map_err(anyhow::Error::msg)?)?;
     }
-    Ok(if args.strict && failed(&audit) { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    let ok = if args.strict && failed(&audit) { ExitCode::from(1) } else { ExitCode::SUCCESS };
+    Ok(super::exit_code(&audit, ok))
 }
 
 /// Whether the audit fails under `--strict`: a claim not supported, a failed gate, a query

@@ -24,6 +24,21 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// The exit code of an audit's command: 2 when a trace could not be read (each one named on
+/// stderr, after the output that still shows every claim), else `ok`.
+fn exit_code(a: &crate::audit::Audit, ok: ExitCode) -> ExitCode {
+    let mut unreadable = false;
+    for t in a.unreadable_traces() {
+        unreadable = true;
+        eprintln!("error: {}", t.error.as_deref().unwrap_or(""));
+        eprintln!(
+            "  hint: the claims that read trace `{}` are not evaluated; fix its path under `traces` in the claims file (relative to that file), or the file itself",
+            t.name
+        );
+    }
+    if unreadable { ExitCode::from(2) } else { ok }
+}
+
 /// Prints a value as pretty JSON on stdout.
 fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
     emit(&(serde_json::to_string_pretty(value)? + "\n"))

@@ -40,11 +40,12 @@ pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
     if let Some(why) = &rendered.pdf_skipped {
         eprintln!("warning: {}\n  hint: {}", why.message, why.hint);
     }
-    Ok(if args.strict && super::check::failed(&audit) {
+    let ok = if args.strict && super::check::failed(&audit) {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
-    })
+    };
+    Ok(super::exit_code(&audit, ok))
 }
 
 /// The PDF creation timestamp: `SOURCE_DATE_EPOCH` (whole seconds), else 0.

@@ -102,8 +102,12 @@ pub struct KeyNumberCtx {
     pub claim: String,
     /// What it is (Markdown, the part's text).
     pub label: String,
-    /// The value.
+    /// The value, or the words for "no number" when the claim has none.
     pub value: String,
+    /// The claim's verdict key.
+    pub verdict_key: String,
+    /// The claim's verdict label.
+    pub verdict: String,
 }
 
 /// An open claim.
@@ -307,6 +311,91 @@ fn int(v: &Value, k: &str) -> i64 {
     v.get(k).and_then(Value::as_i64).unwrap_or(0)
 }
 
+/// The principal number of a claim for the summary: its principal part's value, else the
+/// first measured value among its other parts, else the words for "no number".
+fn key_number(
+    claim: &crate::claims::Claim,
+    r: &crate::verdict::ClaimResult,
+    lang: &str,
+    verdict: &str,
+    t: &Strings,
+) -> Result<KeyNumberCtx, String> {
+    let valued = |p: &&crate::verdict::PartResult| {
+        p.kind != Kind::Arithmetic && p.formula.as_ref().is_some_and(|f| f.display.is_some())
+    };
+    let chosen = r
+        .parts
+        .iter()
+        .find(|p| p.id == r.principal)
+        .filter(valued)
+        .or_else(|| r.parts.iter().find(valued));
+    let text_of =
+        |id: &str| claim.parts.iter().find(|p| p.id == id).and_then(|p| tr(&p.text, lang));
+    let (label, value) = match chosen {
+        Some(p) => (
+            text_of(&p.id).unwrap_or_else(|| p.id.clone()),
+            p.formula.as_ref().and_then(|f| f.display.clone()).unwrap_or_default(),
+        ),
+        None => (
+            claim.statement.get(lang).cloned().unwrap_or_else(|| claim.id.clone()),
+            t.get("ui.no_number")?.to_string(),
+        ),
+    };
+    Ok(KeyNumberCtx {
+        claim: claim.id.clone(),
+        label,
+        value,
+        verdict_key: r.verdict.key().into(),
+        verdict: verdict.to_string(),
+    })
+}
+
+/// What would decide an open claim: the evidence its principal part names, every gate that
+/// failed (with why), every query that failed, else the reason it stays open.
+fn what_would_decide<'a>(
+    r: &crate::verdict::ClaimResult,
+    lang: &str,
+    t: &Strings,
+    evidence: impl Fn(&str) -> Option<&'a crate::audit::LedgerEntry>,
+) -> Result<Vec<String>, String> {
+    let mut out: Vec<String> = Vec::new();
+    if let Some(p) = r.parts.iter().find(|p| p.id == r.principal) {
+        for n in &p.needs {
+            if let Some(s) = n.get(lang) {
+                out.push(s.clone());
+            }
+        }
+    }
+    for p in &r.parts {
+        for g in p.gates.iter().filter(|g| g.status == GateStatus::Fail) {
+            let args = [
+                ("part".to_string(), p.id.clone()),
+                ("gate".to_string(), t.get(&format!("gate.{}", g.gate))?.to_string()),
+                ("why".to_string(), t.finding(&g.finding)?),
+            ]
+            .into();
+            out.push(t.format("ui.open_gate_failed", &args)?);
+        }
+        if p.outcome == PartOutcome::NotEvaluated {
+            let why = p
+                .evidence
+                .as_deref()
+                .and_then(&evidence)
+                .and_then(|e| e.error.clone())
+                .unwrap_or_else(|| t.finding(&p.reason).unwrap_or_default());
+            let args = [("part".to_string(), p.id.clone()), ("why".to_string(), why)].into();
+            out.push(t.format("ui.open_query_failed", &args)?);
+        }
+    }
+    if out.is_empty() {
+        // Open parts that name no evidence still say why they are open.
+        out.push(t.finding(&r.reason)?);
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    out.retain(|s| seen.insert(s.clone()));
+    Ok(out)
+}
+
 /// Builds the context of one language. `charts` lists the chart files written beside it.
 pub fn build(a: &Audit, t: &Strings, charts: &[(String, String)]) -> Result<RenderContext, String> {
     let lang = t.lang.as_str();
@@ -362,15 +451,6 @@ pub fn build(a: &Audit, t: &Strings, charts: &[(String, String)]) -> Result<Rend
                     evidence_bits.push(format!("{}: {}", p.id, f.result));
                 } else {
                     evidence_bits.push(format!("{}: {} = {}", p.id, f.substituted, f.result));
-                }
-                if matches!(p.outcome, PartOutcome::Supported | PartOutcome::Reported)
-                    && key_numbers.len() < 6
-                {
-                    key_numbers.push(KeyNumberCtx {
-                        claim: claim.id.clone(),
-                        label: tr(&part.text, lang).unwrap_or_else(|| p.id.clone()),
-                        value: f.result.clone(),
-                    });
                 }
             } else if let Some(f) = &formula {
                 evidence_bits.push(format!(
@@ -438,13 +518,6 @@ pub fn build(a: &Audit, t: &Strings, charts: &[(String, String)]) -> Result<Rend
             }
             let needs: Vec<String> =
                 part.needs.iter().filter_map(|n| n.get(lang).cloned()).collect();
-            if p.outcome == PartOutcome::Unverifiable && !needs.is_empty() && p.id == r.principal {
-                open.push(OpenCtx {
-                    id: claim.id.clone(),
-                    verdict: verdict.clone(),
-                    needs: needs.clone(),
-                });
-            }
             parts.push(PartCtx {
                 id: p.id.clone(),
                 kind_key: part.kind.as_str().into(),
@@ -483,6 +556,14 @@ pub fn build(a: &Audit, t: &Strings, charts: &[(String, String)]) -> Result<Rend
                     .unwrap_or_default(),
             });
         }
+        key_numbers.push(key_number(claim, r, lang, &verdict, t)?);
+        if a.summary.open.contains(&r.id) {
+            open.push(OpenCtx {
+                id: claim.id.clone(),
+                verdict: verdict.clone(),
+                needs: what_would_decide(r, lang, t, evidence)?,
+            });
+        }
         let statement = claim.statement.get(lang).cloned().unwrap_or_default();
         table.push(RowCtx {
             id: claim.id.clone(),
@@ -506,6 +587,9 @@ pub fn build(a: &Audit, t: &Strings, charts: &[(String, String)]) -> Result<Rend
             parts,
         });
     }
+
+    // The bad news first: a refuted claim's number leads the list.
+    key_numbers.sort_by_key(|k| k.verdict_key != "not_supported");
 
     let mut findings = Vec::new();
     let s = &a.summary;

@@ -1,0 +1,178 @@
+//! What a report must never hide: the summary keeps every refuted number and every open
+//! claim (those open because a gate failed, too), and a trace that cannot be read makes
+//! `check` and `render` exit 2 while the other claims are still shown.
+
+mod util;
+
+use std::path::Path;
+
+use util::{fixture, run_in};
+
+/// Renders `claims` (English Markdown only) into `dir`; returns the exit code and the report.
+fn render_en(claims: &Path, dir: &Path) -> (Option<i32>, String, String) {
+    let out = run_in(
+        Some(dir),
+        &["render", util::s(claims), "--lang", "en", "--format", "md", "--out", util::s(dir)],
+    );
+    let id = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .find(|n| n.ends_with(".en.md"));
+    let md = id.map(|n| std::fs::read_to_string(dir.join(n)).unwrap()).unwrap_or_default();
+    (out.status.code(), md, String::from_utf8_lossy(&out.stderr).to_string())
+}
+
+/// The lines under a bold summary heading, up to the next blank-line-separated heading.
+fn section<'a>(md: &'a str, heading: &str) -> Vec<&'a str> {
+    let start =
+        md.find(&format!("**{heading}**")).unwrap_or_else(|| panic!("no `{heading}`:\n{md}"));
+    md[start..]
+        .lines()
+        .skip(1)
+        .skip_while(|l| l.is_empty())
+        .take_while(|l| l.starts_with("- "))
+        .collect()
+}
+
+/// A claims file whose only claim is refuted: on the 2-GPU trace where NCCL shares the
+/// compute stream, nothing can overlap, so the hidden ratio is 0 and "at least 50%" fails.
+fn only_refuted(dir: &Path) -> std::path::PathBuf {
+    let trace = fixture("nsys-ai/mfu_2gpu_before.sqlite");
+    let p = dir.join("refuted.yaml");
+    std::fs::write(
+        &p,
+        format!(
+            r#"report:
+  id: refuted
+  languages: [en]
+  title: {{ en: "One refuted claim" }}
+traces:
+  before: {{ path: "{}", expect_devices: 0-1 }}
+scopes:
+  dev0: {{ trace: before, devices: "0" }}
+claims:
+  - id: comm-hidden
+    statement: {{ en: "communication is mostly hidden (hidden ratio at least 50%)" }}
+    about: {{ devices: "0", per: device, quantity: wall-time, denominator: nccl-busy }}
+    principal: hidden
+    parts:
+      - id: hidden
+        kind: observation
+        text: {{ en: "device 0's NCCL hidden ratio" }}
+        measure: {{ analysis: overlap, scope: dev0, value: "overlap_ns / nccl_busy_ns", unit: "%" }}
+        condition: {{ at_least: "50%" }}
+"#,
+            util::s(&trace)
+        ),
+    )
+    .unwrap();
+    p
+}
+
+#[test]
+fn a_refuted_claim_s_number_leads_the_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, md, err) = render_en(&only_refuted(dir.path()), dir.path());
+    assert_eq!(code, Some(0), "{err}");
+    let numbers = section(&md, "Numbers that matter");
+    // One stream per device: compute and NCCL never overlap, so 0 / busy = 0.0%.
+    assert_eq!(numbers, ["- **0.0%**: device 0's NCCL hidden ratio (comm-hidden, not supported)"]);
+}
+
+#[test]
+fn refuted_numbers_come_first_and_every_claim_has_its_number() {
+    // The 2-GPU claims file: two claims refuted, one open; each is listed once.
+    let dir = tempfile::tempdir().unwrap();
+    let claims = util::manifest_dir().join("claims/mfu-2gpu-same-stream.yaml");
+    let (code, md, err) = render_en(&claims, dir.path());
+    assert_eq!(code, Some(0), "{err}");
+    let numbers = section(&md, "Numbers that matter");
+    assert_eq!(numbers.len(), 3, "{numbers:?}");
+    let verdicts: Vec<&str> =
+        numbers.iter().map(|l| l.rsplit(", ").next().unwrap().trim_end_matches(')')).collect();
+    let first_other = verdicts.iter().position(|v| *v != "not supported").unwrap_or(verdicts.len());
+    assert!(verdicts[first_other..].iter().all(|v| *v != "not supported"), "{verdicts:?}");
+    for id in ["comm-hidden", "exposed-small", "own-stream"] {
+        assert_eq!(numbers.iter().filter(|l| l.contains(&format!("({id}, "))).count(), 1, "{id}");
+    }
+}
+
+#[test]
+fn a_claim_open_because_a_gate_failed_is_listed_with_the_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    let claims = util::manifest_dir().join("fixtures/claims/scope-errors/r1-window-differs.yaml");
+    let (code, md, err) = render_en(&claims, dir.path());
+    assert_eq!(code, Some(0), "{err}");
+    let open = section(&md, "What stays open, and what would decide it");
+    assert_eq!(open.len(), 1, "{open:?}");
+    assert!(open[0].starts_with("- **exposed-step4** (unverifiable): "), "{}", open[0]);
+    assert!(open[0].contains("gate R1 window failed"), "{}", open[0]);
+    // The claim speaks of 39.964-46.123 s; the scope measured 46.123-52.279 s.
+    assert!(open[0].contains("39.964") && open[0].contains("46.123"), "{}", open[0]);
+}
+
+#[test]
+fn an_unreadable_trace_exits_2_and_the_other_claims_are_still_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("broken.sqlite");
+    std::fs::write(&broken, b"not a database, only some bytes").unwrap();
+    let good = fixture("nsys-ai/mfu_2gpu_before.sqlite");
+    let claims = dir.path().join("two.yaml");
+    std::fs::write(
+        &claims,
+        format!(
+            r#"report:
+  id: two
+  languages: [en]
+  title: {{ en: "Two traces, one unreadable" }}
+traces:
+  good: {{ path: "{}" }}
+  broken: {{ path: "{}" }}
+scopes:
+  g0: {{ trace: good, devices: "0" }}
+  b0: {{ trace: broken, devices: "0" }}
+claims:
+  - id: good-claim
+    statement: {{ en: "compute and NCCL never overlap on device 0" }}
+    principal: o
+    parts:
+      - id: o
+        kind: observation
+        measure: {{ analysis: overlap, scope: g0, value: overlap_ns, unit: ms }}
+        condition: {{ at_most: "0 ms" }}
+  - id: broken-claim
+    statement: {{ en: "device 0 ran kernels" }}
+    principal: k
+    parts:
+      - id: k
+        kind: observation
+        measure: {{ analysis: kernels, scope: b0, value: count, unit: count }}
+        condition: {{ at_least: "1" }}
+"#,
+            util::s(&good),
+            util::s(&broken)
+        ),
+    )
+    .unwrap();
+    let out = run_in(Some(dir.path()), &["check", util::s(&claims)]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert!(stderr.contains("broken.sqlite") && stderr.contains("hint:"), "{stderr}");
+    assert!(stdout.contains("good-claim") && stdout.contains("supported"), "{stdout}");
+    assert!(stdout.contains("broken-claim"), "{stdout}");
+
+    let out_dir = dir.path().join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    let (code, md, err) = render_en(&claims, &out_dir);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(md.contains("good-claim") && md.contains("broken-claim"));
+    // The failed query is named with its command, and the open list says why.
+    let open = section(&md, "What stays open, and what would decide it");
+    assert!(
+        open.iter().any(|l| l.contains("broken-claim") && l.contains("query failed")),
+        "{open:?}"
+    );
+    assert!(md.contains("verdict query kernels") && md.contains("broken.sqlite"), "{md}");
+}
