@@ -59,6 +59,8 @@ pub struct Audit {
     pub results: Vec<ClaimResult>,
     /// Summary.
     pub summary: Summary,
+    /// The common misreadings this audit could lead into, filled from its own numbers.
+    pub misreadings: Vec<crate::verdict::Finding>,
 }
 
 impl Audit {
@@ -250,7 +252,17 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
     }
     let results = verdict::judge_all(&set, &evidence);
     let summary = verdict::summarize(&results);
-    Audit { tool: ToolRef::current(), claims: set, traces, ledger, context, results, summary }
+    let misreadings = verdict::misreadings(&set, &results, &evidence);
+    Audit {
+        tool: ToolRef::current(),
+        claims: set,
+        traces,
+        ledger,
+        context,
+        results,
+        summary,
+        misreadings,
+    }
 }
 
 /// Top kernels shown in the report's chart.

@@ -38,6 +38,14 @@ impl Finding {
     }
 }
 
+/// Joins the items of a list argument; each language shows it as its `ui.list_sep`.
+pub const LIST_SEP: char = '\u{1f}';
+
+/// A list argument: the items joined so that each language can separate them its own way.
+pub fn list_arg<I: IntoIterator<Item = String>>(items: I) -> String {
+    items.into_iter().collect::<Vec<_>>().join(&LIST_SEP.to_string())
+}
+
 /// The English strings as shipped.
 pub const EN: &str = include_str!("../templates/i18n/en.toml");
 /// The Traditional Chinese strings as shipped.
@@ -87,11 +95,17 @@ impl Strings {
             .ok_or_else(|| format!("missing i18n key `{key}` for `{}`", self.lang))
     }
 
-    /// A string with `{name}` arguments substituted.
+    /// A string with `{name}` arguments substituted. An argument that is a list (items
+    /// joined by [`LIST_SEP`]) is joined with this language's `ui.list_sep`.
     pub fn format(&self, key: &str, args: &BTreeMap<String, String>) -> Result<String, String> {
         let mut s = self.get(key)?.to_string();
         for (k, v) in args {
-            s = s.replace(&format!("{{{k}}}"), v);
+            let v = if v.contains(LIST_SEP) {
+                v.replace(LIST_SEP, self.get("ui.list_sep")?)
+            } else {
+                v.clone()
+            };
+            s = s.replace(&format!("{{{k}}}"), &v);
         }
         Ok(s)
     }

@@ -176,3 +176,43 @@ claims:
     );
     assert!(md.contains("verdict query kernels") && md.contains("broken.sqlite"), "{md}");
 }
+
+/// `num / den` as a percentage with one decimal, half away from zero, for positive values.
+fn pct(num: i128, den: i128) -> String {
+    let tenths = (num * 2000 + den) / (2 * den);
+    format!("{}.{}%", tenths / 10, tenths % 10)
+}
+
+#[test]
+fn misreadings_quote_this_audit_s_numbers_never_the_article_s() {
+    let claims = util::manifest_dir().join("claims/mfu-2gpu-same-stream.yaml");
+    let ledger =
+        util::run_json_in(Some(&util::manifest_dir()), &["check", util::s(&claims), "--json"]);
+    let exposed = ledger["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == "own-stream")
+        .and_then(|r| r["parts"].as_array().unwrap().iter().find(|p| p["id"] == "exposed"))
+        .map(|p| p["formula"]["exact"].clone())
+        .unwrap();
+    let f: (i128, i128) = (
+        exposed[0].as_str().unwrap().parse().unwrap(),
+        exposed[1].as_str().unwrap().parse().unwrap(),
+    );
+    // 1 / (1 - f) = 1 + f / (1 - f): step time -f is throughput +f/(1-f).
+    let step = pct(f.0, f.1);
+    let gain = pct(f.0, f.1 - f.0);
+    assert_eq!(step, "5.7%");
+
+    let dir = tempfile::tempdir().unwrap();
+    let (code, md, err) = render_en(&claims, dir.path());
+    assert_eq!(code, Some(0), "{err}");
+    let start = md.find("## Common misreadings").expect("a misreadings section");
+    let end = md[start..].find("\n## Provenance").map_or(md.len(), |e| start + e);
+    let section = &md[start..end];
+    assert!(section.contains(&format!("step time -{step} is throughput +{gain}")), "{section}");
+    for article in ["17.8%", "21.6%", "6,155.75", "28.3%"] {
+        assert!(!section.contains(article), "the article's {article} leaked into:\n{section}");
+    }
+}

@@ -714,7 +714,16 @@ pub fn build(a: &Audit, t: &Strings, charts: &[(String, String)]) -> Result<Rend
         scopes,
         table,
         claims,
-        misreadings: super::misreadings::applicable(a, t)?,
+        misreadings: a
+            .misreadings
+            .iter()
+            .map(|m| {
+                Ok(MisreadingCtx {
+                    title: t.format(&format!("{}.title", m.key), &m.args)?,
+                    text: t.format(&format!("{}.text", m.key), &m.args)?,
+                })
+            })
+            .collect::<Result<_, String>>()?,
         charts: charts
             .iter()
             .map(|(f, c)| ChartCtx { file: f.clone(), caption: c.clone() })

@@ -5,7 +5,6 @@ pub mod charts;
 pub mod context;
 pub use crate::i18n;
 pub mod markup;
-pub mod misreadings;
 pub mod report;
 pub mod templates;
 pub mod typst;

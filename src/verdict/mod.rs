@@ -5,6 +5,7 @@
 //! the same in every language.
 
 mod gates;
+mod misreadings;
 mod rules;
 
 use std::collections::BTreeMap;
@@ -16,6 +17,7 @@ use crate::claims::{Claim, ClaimSet, Kind, Text, Unit};
 use crate::formula::Rational;
 
 pub use gates::field_quantity;
+pub use misreadings::applicable as misreadings;
 pub use rules::judge;
 
 pub use crate::i18n::Finding;

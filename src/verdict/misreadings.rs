@@ -1,0 +1,161 @@
+//! The common misreadings an audit could lead its reader into, each filled from this audit's
+//! own numbers.
+//!
+//! A misreading is a [`Finding`] `mis.NAME` whose arguments come from the parts, gates and
+//! evidence that make it apply; the reports print `mis.NAME.title` and `mis.NAME.text` with
+//! them. One that has no number of its own (`presence`, `hedges`) names the parts it is
+//! about instead, so no report ever shows another audit's numbers.
+
+use super::{ClaimResult, EvidenceMap, Finding, GateStatus, PartOutcome, PartResult};
+use crate::claims::{ClaimSet, Kind, Unit};
+use crate::formula::Rational;
+use crate::units;
+
+/// The misreadings that apply, in a fixed order.
+pub fn applicable(set: &ClaimSet, results: &[ClaimResult], evidence: &EvidenceMap) -> Vec<Finding> {
+    let parts = || results.iter().flat_map(|r| r.parts.iter().map(move |p| (r, p)));
+    let mut out = Vec::new();
+    let open = results
+        .iter()
+        .filter(|r| {
+            matches!(r.verdict, super::Verdict::PartiallySupported | super::Verdict::Unverifiable)
+        })
+        .count();
+    let refuted = results.iter().filter(|r| r.verdict == super::Verdict::NotSupported).count();
+    if open > 0 && refuted == 0 {
+        out.push(Finding::new(
+            "mis.zero_refuted",
+            &[("open", open.to_string()), ("claims", results.len().to_string())],
+        ));
+    }
+    // "It ran" read as "it is optimised": an interpretation supported by a kernel observation.
+    if let Some((r, p)) =
+        parts().find(|(_, p)| p.kind == Kind::Interpretation && p.outcome == PartOutcome::Supported)
+    {
+        let observed = r
+            .parts
+            .iter()
+            .find(|o| o.kind == Kind::Observation && o.outcome == PartOutcome::Supported)
+            .and_then(|o| Some(format!("`{}` = {}", o.id, o.formula.as_ref()?.display.clone()?)));
+        out.push(Finding::new(
+            "mis.presence",
+            &[
+                ("part", format!("{}/{}", r.id, p.id)),
+                ("observed", observed.unwrap_or_else(|| format!("`{}`", p.id))),
+            ],
+        ));
+    }
+    if let Some(g) = gate_note(results, "gate.r1.contain_span") {
+        out.push(Finding::new(
+            "mis.window_span",
+            &[("window_ms", arg(g, "window_ms")), ("span_ms", arg(g, "span_ms"))],
+        ));
+    }
+    if let Some((p, g)) = parts().find_map(|(_, p)| {
+        p.gates
+            .iter()
+            .find(|g| {
+                g.status != GateStatus::Fail
+                    && matches!(
+                        g.finding.key.as_str(),
+                        "gate.r4.summed" | "gate.r4.summed_unstated"
+                    )
+            })
+            .map(|g| (p, &g.finding))
+    }) {
+        out.push(Finding::new(
+            "mis.device_total",
+            &[
+                ("part", p.id.clone()),
+                ("value", shown(p)),
+                ("n", arg(g, "n")),
+                ("devices", arg(g, "devices")),
+            ],
+        ));
+    }
+    // Two shares of different denominators side by side in one claim.
+    for (claim, r) in set.claims.iter().zip(results) {
+        let mut shares: Vec<(String, String)> = Vec::new();
+        for (part, p) in claim.parts.iter().zip(&r.parts) {
+            if let Some((_, den)) = part.measure.as_ref().and_then(|m| m.value.as_ratio()) {
+                let den = den.to_string();
+                if !shares.iter().any(|(d, _)| *d == den) {
+                    shares.push((den, format!("`{}` = {}", p.id, shown(p))));
+                }
+            }
+        }
+        if shares.len() > 1 {
+            let list = crate::i18n::list_arg(shares.into_iter().map(|(_, s)| s));
+            out.push(Finding::new("mis.denominators", &[("shares", list)]));
+            break;
+        }
+    }
+    // A throughput multiplier x = 1/(1-f): step time -f is throughput +(x-1).
+    if let Some(p) = parts().map(|(_, p)| p).find(|p| {
+        p.kind == Kind::Arithmetic && p.formula.as_ref().is_some_and(|f| f.unit == Unit::Times)
+    }) && let Some(x) = p.value
+        && x.num > 0
+    {
+        let one = Rational::int(1);
+        let step = one.checked_sub(one.checked_div(x).unwrap_or(one)).unwrap_or(one);
+        let gain = x.checked_sub(one).unwrap_or(one);
+        out.push(Finding::new(
+            "mis.step_vs_throughput",
+            &[
+                ("part", p.id.clone()),
+                ("x", shown(p)),
+                ("step", units::percent(step.num, step.den).unwrap_or_default()),
+                ("throughput", units::percent(gain.num, gain.den).unwrap_or_default()),
+            ],
+        ));
+    }
+    // The wait share rests on the shortest duration standing in for transfer.
+    if let Some(e) =
+        evidence.values().filter_map(|e| e.as_ref().ok()).find(|e| e.analysis == "nccl-skew")
+        && let Some(v) = &e.values
+        && let (Some(wait), Some(nccl)) = (
+            v.get("wait_ns").and_then(serde_json::Value::as_i64),
+            v.get("nccl_ns").and_then(serde_json::Value::as_i64),
+        )
+        && nccl > 0
+        && v.get("wait_share").is_some_and(|w| !w.is_null())
+    {
+        out.push(Finding::new(
+            "mis.transfer_baseline",
+            &[
+                ("share", units::percent(i128::from(wait), i128::from(nccl)).unwrap_or_default()),
+                ("devices", crate::scope::format_device_list(&e.scope.devices)),
+            ],
+        ));
+    }
+    let hedged: Vec<String> = parts()
+        .filter(|(_, p)| p.kind == Kind::Causal && p.outcome == PartOutcome::Unverifiable)
+        .map(|(r, _)| format!("`{}`", r.id))
+        .collect();
+    if !hedged.is_empty() {
+        out.push(Finding::new(
+            "mis.hedges",
+            &[("n", hedged.len().to_string()), ("claims", crate::i18n::list_arg(hedged))],
+        ));
+    }
+    out
+}
+
+/// The first gate finding with `key` that did not fail.
+fn gate_note<'a>(results: &'a [ClaimResult], key: &str) -> Option<&'a Finding> {
+    results
+        .iter()
+        .flat_map(|r| &r.parts)
+        .flat_map(|p| &p.gates)
+        .find(|g| g.finding.key == key && g.status != GateStatus::Fail)
+        .map(|g| &g.finding)
+}
+
+fn arg(f: &Finding, name: &str) -> String {
+    f.args.get(name).cloned().unwrap_or_default()
+}
+
+/// A part's value as displayed, or `n/a`.
+fn shown(p: &PartResult) -> String {
+    p.formula.as_ref().and_then(|f| f.display.clone()).unwrap_or_else(|| "n/a".into())
+}
