@@ -20,8 +20,10 @@ use crate::verdict::{self, ClaimResult, EvidenceMap, Summary, query_key};
 pub struct LedgerEntry {
     /// Key the parts refer to.
     pub key: String,
-    /// The command that reproduces it.
+    /// The command that reproduces it, as one shell line.
     pub command: String,
+    /// The same command as the words the program receives (unquoted).
+    pub argv: Vec<String>,
     /// The evidence.
     pub evidence: Option<Evidence>,
     /// Or why it failed.
@@ -63,6 +65,18 @@ pub struct Audit {
     pub misreadings: Vec<crate::verdict::Finding>,
 }
 
+impl LedgerEntry {
+    /// An entry for the command `argv` and what it gave.
+    pub fn new(key: String, argv: Vec<String>, result: Result<Evidence, String>) -> LedgerEntry {
+        let command = argv.iter().map(|w| shell_quote(w)).collect::<Vec<_>>().join(" ");
+        let (evidence, error) = match result {
+            Ok(e) => (Some(e), None),
+            Err(e) => (None, Some(e)),
+        };
+        LedgerEntry { key, command, argv, evidence, error }
+    }
+}
+
 impl Audit {
     /// The traces that could not be read: `check` and `render` still show every claim, then
     /// exit 2.
@@ -101,44 +115,56 @@ pub fn params(scope: &Scope, m: &Measure) -> Params {
 }
 
 /// The `verdict query` command that reproduces the evidence of `analysis` run with `p`
-/// (`verdict inspect` for coverage).
-pub fn command(analysis: &str, trace: &Path, p: &Params, expect: Option<&[i64]>) -> String {
-    let quoted = shell_quote(&normalize(trace).display().to_string());
+/// (`verdict inspect` for coverage), as the words the program receives (unquoted).
+pub fn command_words(
+    analysis: &str,
+    trace: &Path,
+    p: &Params,
+    expect: Option<&[i64]>,
+) -> Vec<String> {
+    let path = normalize(trace).display().to_string();
+    let mut c: Vec<String> = Vec::new();
+    let mut add = |words: &[&str]| c.extend(words.iter().map(|w| w.to_string()));
     if analysis == "coverage" {
-        let expect = expect
-            .map_or(String::new(), |d| format!(" --expect-devices {}", format_device_list(d)));
-        return format!("verdict inspect {quoted}{expect} --json");
+        add(&["verdict", "inspect", &path]);
+        if let Some(d) = expect {
+            add(&["--expect-devices", &format_device_list(d)]);
+        }
+        add(&["--json"]);
+        return c;
     }
-    let mut c = format!("verdict query {analysis} {quoted}");
+    add(&["verdict", "query", analysis, &path]);
     match (&p.devices, analysis) {
-        (DeviceSel::Set(v), "overlap") if v.len() == 1 => c += &format!(" --device {}", v[0]),
-        (DeviceSel::Set(v), _) => c += &format!(" --devices {}", format_device_list(v)),
-        (DeviceSel::All, "kernels" | "overlap") => c += " --all-devices",
+        (DeviceSel::Set(v), "overlap") if v.len() == 1 => add(&["--device", &v[0].to_string()]),
+        (DeviceSel::Set(v), _) => add(&["--devices", &format_device_list(v)]),
+        (DeviceSel::All, "kernels" | "overlap") => add(&["--all-devices"]),
         (DeviceSel::All, _) => {}
     }
     if let Some(w) = p.window {
-        c += &format!(" --window {w} --semantics {}", p.semantics);
+        add(&["--window", &w.to_string(), "--semantics", &p.semantics.to_string()]);
     }
     if let Some(f) = &p.filter {
         match f {
-            analysis::NameFilter::Substring(s) => c += &format!(" --match {}", shell_quote(s)),
-            analysis::NameFilter::Regex(r) => c += &format!(" --regex {}", shell_quote(r.as_str())),
+            analysis::NameFilter::Substring(s) => add(&["--match", s]),
+            analysis::NameFilter::Regex(r) => add(&["--regex", r.as_str()]),
         }
     }
     if let Some(n) = p.names {
-        c += &format!(" --names {}", n.as_str());
+        add(&["--names", n.as_str()]);
     }
     if let Some(l) = p.limit.filter(|l| *l != analysis::kernels::DEFAULT_LIMIT) {
-        c += &format!(" --limit {l}");
+        add(&["--limit", &l.to_string()]);
     }
     if let Some(s) = p.stream {
-        c += &format!(" --stream {s}");
+        add(&["--stream", &s.to_string()]);
     }
-    c + " --json"
+    add(&["--json"]);
+    c
 }
 
-fn shell_quote(s: &str) -> String {
-    if s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:,".contains(c)) {
+/// A word as a POSIX shell reads it back: bare when safe, else single-quoted.
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:,".contains(c)) {
         s.to_string()
     } else {
         format!("'{}'", s.replace('\'', "'\\''"))
@@ -191,17 +217,16 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
                         continue;
                     }
                     let p = params(scope, m);
-                    ledger.push(LedgerEntry {
-                        key: key.clone(),
-                        command: command(
+                    ledger.push(LedgerEntry::new(
+                        key.clone(),
+                        command_words(
                             &m.analysis,
                             &decl.resolved,
                             &p,
                             decl.expect_devices.as_deref(),
                         ),
-                        evidence: None,
-                        error: Some(msg.clone()),
-                    });
+                        Err(msg.clone()),
+                    ));
                     evidence.insert(key, Err(msg.clone()));
                 }
             }
@@ -219,17 +244,16 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
                         let hint = e.hint().map(|h| format!(" (hint: {h})")).unwrap_or_default();
                         format!("{e}{hint}")
                     });
-                    ledger.push(LedgerEntry {
-                        key: key.clone(),
-                        command: command(
+                    ledger.push(LedgerEntry::new(
+                        key.clone(),
+                        command_words(
                             &m.analysis,
                             &decl.resolved,
                             &p,
                             decl.expect_devices.as_deref(),
                         ),
-                        evidence: result.as_ref().ok().cloned(),
-                        error: result.as_ref().err().cloned(),
-                    });
+                        result.clone(),
+                    ));
                     evidence.insert(key, result);
                 }
                 for (name, scope) in &context_scopes {
@@ -240,12 +264,11 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
                         p.limit = Some(CONTEXT_KERNELS);
                     }
                     let result = analysis::run(name, &p, &ctx);
-                    context.push(LedgerEntry {
-                        key: format!("{}/{name}/{}", decl.name, scope.name),
-                        command: command(name, &decl.resolved, &p, None),
-                        evidence: result.as_ref().ok().cloned(),
-                        error: result.as_ref().err().map(|e| e.to_string()),
-                    });
+                    context.push(LedgerEntry::new(
+                        format!("{}/{name}/{}", decl.name, scope.name),
+                        command_words(name, &decl.resolved, &p, None),
+                        result.map_err(|e| e.to_string()),
+                    ));
                 }
             }
         }

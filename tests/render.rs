@@ -495,3 +495,114 @@ fn an_unknown_language_is_refused() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("`fr`"));
 }
+
+/// The commands of a PDF's provenance as `pdftotext` gives them: each starts at a line
+/// `verdict ...` and goes on while a line ends in a backslash.
+fn pdf_commands(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut lines = text.lines();
+    while let Some(l) = lines.next() {
+        if !l.starts_with("verdict ") {
+            continue;
+        }
+        let mut cmd = l.to_string();
+        while cmd.ends_with('\\') {
+            match lines.next() {
+                Some(next) => {
+                    cmd.push('\n');
+                    cmd.push_str(next);
+                }
+                None => break,
+            }
+        }
+        out.push(cmd);
+    }
+    out
+}
+
+#[test]
+fn commands_copied_from_the_pdf_run_as_they_are_on_long_paths_and_regexes() {
+    if !typst_ready() || Command::new("pdftotext").arg("-v").output().is_err() {
+        return;
+    }
+    // A trace deep in folders with a space in their names, so its path is longer than a line.
+    let dir = tempfile::tempdir().unwrap();
+    let deep = dir.path().join(
+        "an audit folder of the H100 capture/with several levels/of nesting inside it/2026-12-02",
+    );
+    std::fs::create_dir_all(&deep).unwrap();
+    let trace = deep.join("h100_2gpu_1s.sqlite");
+    std::fs::copy(root().join("fixtures/nsys-ai/h100_2gpu_1s.sqlite"), &trace).unwrap();
+    let claims = deep.join("h100.yaml");
+    let text = std::fs::read_to_string(root().join("claims/h100-2gpu-no-nccl.yaml")).unwrap();
+    std::fs::write(
+        &claims,
+        text.replace("../fixtures/nsys-ai/h100_2gpu_1s.sqlite", "h100_2gpu_1s.sqlite"),
+    )
+    .unwrap();
+    let out_dir = dir.path().join("out");
+    let out = verdict()
+        .args(["render"])
+        .arg(&claims)
+        .args(["--lang", "en", "--format", "pdf", "--out"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(trace.display().to_string().len() > 100, "the path must be longer than a line");
+    let text = Command::new("pdftotext")
+        .arg(out_dir.join("h100-2gpu-no-nccl.en.pdf"))
+        .arg("-")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout).to_string();
+    let commands = pdf_commands(&text);
+    let ledger: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(out_dir.join("h100-2gpu-no-nccl.evidence.json")).unwrap(),
+    )
+    .unwrap();
+    let entries: Vec<&serde_json::Value> = ledger["ledger"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(ledger["context"].as_array().unwrap())
+        .collect();
+    // Commands of the provenance section (the claim sections show them too): one per entry.
+    assert!(commands.len() >= entries.len(), "{commands:#?}");
+    assert!(commands.iter().any(|c| c.contains("--regex")), "{commands:#?}");
+    assert!(
+        commands.iter().any(|c| c.lines().count() > 1),
+        "no command was continued: {commands:#?}"
+    );
+    let bin = assert_cmd::cargo::cargo_bin("verdict");
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for e in entries {
+        let want = e["evidence"].clone();
+        let argv: Vec<String> = serde_json::from_value(e["argv"].clone()).unwrap();
+        let copied = commands
+            .iter()
+            .find(|c| {
+                // The copied command the shell reads back as this entry's words.
+                let words = Command::new("sh")
+                    .arg("-c")
+                    .arg(format!("printf '%s\\0' {}", c.trim_start_matches("verdict ")))
+                    .output()
+                    .unwrap();
+                let words: Vec<String> = String::from_utf8_lossy(&words.stdout)
+                    .split_terminator('\0')
+                    .map(str::to_string)
+                    .collect();
+                words == argv[1..]
+            })
+            .unwrap_or_else(|| panic!("no copied command reads back as {argv:?}:\n{commands:#?}"));
+        let run = Command::new("sh").env("PATH", &path).arg("-c").arg(copied).output().unwrap();
+        assert!(run.status.success(), "{copied}\n{}", String::from_utf8_lossy(&run.stderr));
+        let got: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+        assert_eq!(got["values"], want["values"], "{copied}");
+        assert_eq!(got["rows"], want["rows"], "{copied}");
+    }
+}

@@ -236,8 +236,10 @@ pub struct PartCtx {
     pub gates: Vec<GateCtx>,
     /// The scope line (analysis, window, devices).
     pub scope: Option<String>,
-    /// The command that reproduces it.
+    /// The command that reproduces it, on one line.
     pub command: Option<String>,
+    /// The same command laid out for a page, continued between arguments.
+    pub command_block: Option<String>,
     /// Mapping of an interpretation (Markdown).
     pub mapping: Option<String>,
     /// Evidence that would decide it (Markdown items).
@@ -297,7 +299,7 @@ pub struct ChartCtx {
 /// One reproducible query.
 #[derive(Debug, Clone, Serialize)]
 pub struct ProvenanceCtx {
-    /// The command.
+    /// The command, laid out for a page (continued between arguments).
     pub command: String,
     /// The parts whose numbers it gives.
     pub parts: String,
@@ -544,6 +546,8 @@ pub fn build(a: &Audit, t: &Strings, charts: &[(String, String)]) -> Result<Rend
                 gates,
                 scope,
                 command: entry.map(|e| e.command.clone()),
+                command_block: entry
+                    .map(|e| super::shell::layout(&e.argv, super::shell::REPORT_WIDTH)),
                 mapping: tr(&part.mapping, lang),
                 needs,
                 caveats: tr(&part.caveats, lang),
@@ -678,12 +682,15 @@ pub fn build(a: &Audit, t: &Strings, charts: &[(String, String)]) -> Result<Rend
                         .map(move |p| format!("{}/{}", r.id, p.id))
                 })
                 .collect();
-            ProvenanceCtx { command: e.command.clone(), parts: parts.join(", ") }
+            ProvenanceCtx {
+                command: super::shell::layout(&e.argv, super::shell::REPORT_WIDTH),
+                parts: parts.join(", "),
+            }
         })
         .collect();
     for e in &a.context {
         provenance.push(ProvenanceCtx {
-            command: e.command.clone(),
+            command: super::shell::layout(&e.argv, super::shell::REPORT_WIDTH),
             parts: t.get("ui.chart_data")?.to_string(),
         });
     }

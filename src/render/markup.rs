@@ -53,6 +53,19 @@ fn push_typst_text(out: &mut String, s: &str) {
     }
 }
 
+/// A fenced `sh` code block holding `s` literally: the fence is longer than any run of
+/// backticks inside it.
+pub fn markdown_code_block(s: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in s.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat((longest + 1).max(3));
+    format!("{fence}sh\n{}\n{fence}", s.trim_end_matches('\n'))
+}
+
 /// Plain text as the body of a Typst string literal (escape `\` and `"`, and newlines as \n), without the quotes.
 ///
 /// Other control characters become `\u{..}` escapes so the literal stays on one source line.

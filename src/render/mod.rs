@@ -6,6 +6,7 @@ pub mod context;
 pub use crate::i18n;
 pub mod markup;
 pub mod report;
+pub mod shell;
 pub mod templates;
 pub mod typst;
 pub mod write;
