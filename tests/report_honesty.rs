@@ -216,3 +216,71 @@ fn misreadings_quote_this_audit_s_numbers_never_the_article_s() {
         assert!(!section.contains(article), "the article's {article} leaked into:\n{section}");
     }
 }
+
+#[test]
+fn a_utc_clock_is_also_shown_relative_to_the_capture_start() {
+    let Some(shared) = util::shared_traces() else {
+        return util::skip_no_shared("a_utc_clock_is_also_shown_relative_to_the_capture_start");
+    };
+    let trace = shared.join(
+        "dsl-fs24/results_Ring_2nodes_6GPUs_1010/example_2_nsys_report_ault43.cscs.ch_854723.sqlite",
+    );
+    // The capture start on the UTC clock, and the kernel range, read with SQL.
+    let conn = util::open_ro(&trace);
+    let shift: i64 = conn
+        .query_row(
+            "SELECT CAST(value AS INTEGER) FROM META_DATA_EXPORT WHERE name = 'EXPORT_CONFIG_TIME_SHIFT'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let (first, last): (i64, i64) = conn
+        .query_row("SELECT MIN(start), MAX(end) FROM CUPTI_ACTIVITY_KIND_KERNEL", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let claims = dir.path().join("utc.yaml");
+    // A window from 2 s to 3 s after the capture start, written on the trace's own clock.
+    let (w0, w1) = (shift + 2_000_000_000, shift + 3_000_000_000);
+    let secs = |ns: i64| util::seconds(ns);
+    std::fs::write(
+        &claims,
+        format!(
+            r#"report:
+  id: utc
+  languages: [en]
+  title: {{ en: "A UTC-clock trace" }}
+traces:
+  T: {{ path: "{}" }}
+scopes:
+  w: {{ trace: T, window: "{}:{}", devices: "1" }}
+claims:
+  - id: busy
+    statement: {{ en: "device 1 ran a kernel in the window" }}
+    principal: n
+    parts:
+      - id: n
+        kind: observation
+        measure: {{ analysis: kernels, scope: w, value: count, unit: count }}
+        condition: {{ at_least: "1" }}
+"#,
+            util::s(&trace),
+            secs(w0),
+            secs(w1)
+        ),
+    )
+    .unwrap();
+    let (code, md, err) = render_en(&claims, dir.path());
+    assert_eq!(code, Some(0), "{err}");
+    let window = format!("{}–{} s (capture start +2–+3 s)", secs(w0), secs(w1));
+    assert!(md.contains(&window), "no `{window}` in:\n{md}");
+    let range = format!(
+        "{}–{} s (capture start +{}–+{} s)",
+        secs(first),
+        secs(last),
+        secs(first - shift),
+        secs(last - shift)
+    );
+    assert!(md.contains(&range), "no `{range}` in:\n{md}");
+}

@@ -230,6 +230,10 @@ pub struct TraceRef {
     pub nsys_version: Option<String>,
     /// The clock of the timestamps.
     pub time_base: String,
+    /// On a UTC-epoch clock (`--ts-normalize` exports), the capture start on that clock
+    /// (`EXPORT_CONFIG_TIME_SHIFT`, else `TARGET_INFO_SESSION_START_TIME.utcEpochNs`), so
+    /// times can also be read relative to it; null on the session clock, where 0 is the start.
+    pub capture_start_ns: Option<i64>,
 }
 
 /// Everything the analyses of one trace share: the one scan and what is known around it.
@@ -535,6 +539,7 @@ impl Context {
                 schema_version: None,
                 nsys_version: None,
                 time_base: "session".into(),
+                capture_start_ns: None,
             },
             inventory: Inventory {
                 devices,
@@ -581,6 +586,12 @@ impl Context {
                     crate::trace::TimeBase::Session => "session".into(),
                     crate::trace::TimeBase::Utc { .. } => "utc".into(),
                     crate::trace::TimeBase::Unrecorded => "unrecorded".into(),
+                },
+                capture_start_ns: match schema.time_base {
+                    crate::trace::TimeBase::Utc { shift_ns } => {
+                        shift_ns.or(schema.session_start_utc_ns)
+                    }
+                    _ => None,
                 },
             },
             kernels,

@@ -398,6 +398,24 @@ fn what_would_decide<'a>(
     Ok(out)
 }
 
+/// A time range in seconds on the trace's clock; on a UTC-epoch clock, also relative to the
+/// capture start, which is what a reader can picture.
+fn range(t: &Strings, start: i64, end: i64, capture_start: Option<i64>) -> Result<String, String> {
+    let abs = format!("{}–{} s", format_seconds(start), format_seconds(end));
+    match capture_start {
+        None => Ok(abs),
+        Some(o) => {
+            let args = [
+                ("range".to_string(), abs),
+                ("start".to_string(), format_seconds(start - o)),
+                ("end".to_string(), format_seconds(end - o)),
+            ]
+            .into();
+            t.format("ui.range_from_capture_start", &args)
+        }
+    }
+}
+
 /// Builds the context of one language. `charts` lists the chart files written beside it.
 pub fn build(a: &Audit, t: &Strings, charts: &[(String, String)]) -> Result<RenderContext, String> {
     let lang = t.lang.as_str();
@@ -482,9 +500,8 @@ pub fn build(a: &Audit, t: &Strings, charts: &[(String, String)]) -> Result<Rend
                 let ev = ev?;
                 let win = match ev.window.requested_ns {
                     Some(w) => format!(
-                        "{}–{} s, {}",
-                        format_seconds(w[0]),
-                        format_seconds(w[1]),
+                        "{}, {}",
+                        range(t, w[0], w[1], ev.trace.capture_start_ns).ok()?,
                         s.semantics
                     ),
                     None => t.get("ui.whole_trace").ok()?.to_string(),
@@ -634,15 +651,24 @@ pub fn build(a: &Audit, t: &Strings, charts: &[(String, String)]) -> Result<Rend
                     .map(|c| format_device_list(&c.scope.missing_devices))
                     .unwrap_or_default(),
                 kernels: thousands(int(&v, "kernels").into()),
-                range: format!(
-                    "{}–{} s",
-                    format_seconds(int(&v, "first_start_ns")),
-                    format_seconds(int(&v, "last_end_ns"))
-                ),
+                range: range(
+                    t,
+                    int(&v, "first_start_ns"),
+                    int(&v, "last_end_ns"),
+                    c.and_then(|c| c.trace.capture_start_ns),
+                )
+                .unwrap_or_default(),
                 error: tr_.error.clone(),
             }
         })
         .collect();
+    let origin = |trace: &str| {
+        a.traces
+            .iter()
+            .find(|x| x.name == trace)
+            .and_then(|x| x.coverage.as_ref())
+            .and_then(|c| c.trace.capture_start_ns)
+    };
     let scopes = set
         .scopes
         .values()
@@ -653,9 +679,8 @@ pub fn build(a: &Audit, t: &Strings, charts: &[(String, String)]) -> Result<Rend
                 || t.get("ui.whole_trace").unwrap_or("").to_string(),
                 |w| {
                     format!(
-                        "{}–{} s ({} ms)",
-                        format_seconds(w.start_ns),
-                        format_seconds(w.end_ns),
+                        "{} ({} ms)",
+                        range(t, w.start_ns, w.end_ns, origin(&s.trace)).unwrap_or_default(),
                         ms(w.len_ns())
                     )
                 },

@@ -70,6 +70,9 @@ pub struct Schema {
     pub nvtx_text: NvtxText,
     /// The clock of the timestamps.
     pub time_base: TimeBase,
+    /// `TARGET_INFO_SESSION_START_TIME.utcEpochNs`, when recorded: the capture start on the
+    /// UTC-epoch clock.
+    pub session_start_utc_ns: Option<i64>,
 }
 
 /// A table an analysis needs, by role.
@@ -147,7 +150,21 @@ impl Schema {
             },
             (Some(_), _) => TimeBase::Session,
         };
+        let session_start_utc_ns = if tables
+            .get(names::SESSION_START)
+            .is_some_and(|c| c.iter().any(|c| c == "utcEpochNs"))
+        {
+            conn.query_row(
+                &format!("SELECT MIN(utcEpochNs) FROM {}", quote_ident(names::SESSION_START)),
+                [],
+                |r| r.get::<_, Option<i64>>(0),
+            )
+            .map_err(TraceError::from_sqlite)?
+        } else {
+            None
+        };
         Ok(Schema {
+            session_start_utc_ns,
             has_string_ids: tables.contains_key(names::STRING_IDS),
             schema_version: meta.get(names::meta::SCHEMA_VERSION).cloned(),
             nsys_version: meta.get(names::meta::PRODUCT_VERSION).cloned(),
