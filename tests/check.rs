@@ -452,27 +452,26 @@ fn day26_human_output_has_the_verdict_table() {
         .find(|l| l.starts_with("Claim "))
         .unwrap_or_else(|| panic!("a table header:\n{stdout}"));
     assert!(header.contains("Evidence") && header.trim_end().ends_with("Verdict"), "{header}");
-    for (id, verdict) in [
+    let expected = [
         ("exposed-comm", "supported"),
         ("flash-attention", "partially supported"),
         ("tp8-gemm", "unverifiable"),
         ("recompute", "unverifiable"),
         ("rank-wait", "partially supported"),
-    ] {
-        let row = stdout
-            .lines()
-            .find(|l| l.starts_with(&format!("{id} — ")))
-            .unwrap_or_else(|| panic!("a table row for `{id}`:\n{stdout}"));
-        let last = row.trim_end().rsplit("  ").next().unwrap().trim();
-        assert_eq!(last, verdict, "verdict column of `{id}`: {row}");
+    ];
+    let starts: Vec<String> = expected.iter().map(|(id, _)| format!("{id} — ")).collect();
+    let starts: Vec<&str> = starts.iter().map(String::as_str).collect();
+    let rows = util::table_rows(&stdout, "Claim ", &starts);
+    for ((id, verdict), row) in expected.iter().zip(&rows) {
+        assert_eq!(row[2], *verdict, "verdict column of `{id}`: {row:?}");
     }
-    let row = |id: &str| stdout.lines().find(|l| l.starts_with(&format!("{id} — "))).unwrap();
-    assert!(row("exposed-comm").contains("share: 1,094.74 / 6,155.75 = 17.8%"));
-    assert!(row("exposed-comm").contains("709.19 / (1,094.74 + 709.19) = 39.3%"));
-    assert!(row("exposed-comm").contains("= 1.216x (arithmetic)"));
-    assert!(row("flash-attention").contains("ran: 140"));
-    assert!(row("recompute").contains("30 / (100 + 30) = 23.1% (arithmetic)"));
-    assert!(row("rank-wait").contains("skew: 28.3%"));
+    let evidence = |id: &str| &rows[expected.iter().position(|(i, _)| *i == id).unwrap()][1];
+    assert!(evidence("exposed-comm").contains("share: 1,094.74 / 6,155.75 = 17.8%"));
+    assert!(evidence("exposed-comm").contains("709.19 / (1,094.74 + 709.19) = 39.3%"));
+    assert!(evidence("exposed-comm").contains("= 1.216x (arithmetic)"));
+    assert!(evidence("flash-attention").contains("ran: 140"));
+    assert!(evidence("recompute").contains("30 / (100 + 30) = 23.1% (arithmetic)"));
+    assert!(evidence("rank-wait").contains("skew: 28.3%"));
     assert!(
         stdout.contains(
             "Summary: 1 supported, 2 partially supported, 2 unverifiable, 0 not supported"
@@ -883,6 +882,7 @@ fn the_terminal_table_speaks_traditional_chinese_on_request() {
     let out = assert_cmd::Command::cargo_bin("verdict")
         .unwrap()
         .args(["check", "claims/day26-profile-blind.yaml", "--lang", "zh-TW"])
+        .env("COLUMNS", "100")
         .output()
         .unwrap();
     assert!(out.status.success());

@@ -4,8 +4,9 @@ use std::process::ExitCode;
 
 use serde_json::json;
 
+use super::print_json;
 use super::query::{open_and_load, scope_lines};
-use super::{print_json, table};
+use super::table::{self, Column};
 use crate::analysis::{self, Params};
 use crate::cli::{CommonArgs, InspectArgs};
 use crate::scope::{DeviceSel, Semantics, format_device_list, format_seconds};
@@ -64,9 +65,16 @@ pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
         })
         .collect();
     s += &table::render(
-        &["device", "kernels", "first start s", "last end s", "streams (id:kernels)", "pids"],
+        &[
+            Column::value("device"),
+            Column::number("kernels"),
+            Column::value("first start s"),
+            Column::value("last end s"),
+            Column::text("streams (id:kernels)"),
+            Column::text("pids"),
+        ],
         &rows,
-        &[1],
+        table::width(),
     );
     if let Some(g) = &ctx.inventory.listed_gpus {
         let ids: Vec<i64> = g.iter().map(|g| g.id).collect();

@@ -5,7 +5,8 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use serde_json::Value;
 
-use super::{print_json, table};
+use super::print_json;
+use super::table::{self, Column};
 use crate::analysis::{self, ANALYSES, Context, Evidence, NameFilter, Params};
 use crate::cli::{CommonArgs, DeviceArgs, QueryCommand};
 use crate::scope::{DeviceSel, format_device_list, format_seconds};
@@ -53,7 +54,7 @@ pub fn run(q: QueryCommand) -> anyhow::Result<ExitCode> {
     if common.json {
         print_json(&ev)?;
     } else {
-        super::emit(&render(&ev))?;
+        super::emit(&render(&ev, table::width()))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -159,8 +160,8 @@ pub(super) fn scope_lines(ev: &Evidence) -> String {
     s
 }
 
-/// Renders evidence for a terminal.
-pub(super) fn render(ev: &Evidence) -> String {
+/// Renders evidence for a terminal `width` display columns wide.
+pub(super) fn render(ev: &Evidence, width: usize) -> String {
     let mut s = scope_lines(ev);
     s.push('\n');
     match ev.analysis.as_str() {
@@ -194,18 +195,18 @@ pub(super) fn render(ev: &Evidence) -> String {
             }
             s += &table::render(
                 &[
-                    "device",
-                    "compute_only ms",
-                    "nccl_only ms",
-                    "overlap ms",
-                    "idle ms",
-                    "total ms",
-                    "exposed NCCL",
-                    "NCCL hidden",
-                    "kernels",
+                    Column::value("device"),
+                    Column::number("compute_only ms"),
+                    Column::number("nccl_only ms"),
+                    Column::number("overlap ms"),
+                    Column::number("idle ms"),
+                    Column::number("total ms"),
+                    Column::number("exposed NCCL"),
+                    Column::number("NCCL hidden"),
+                    Column::number("kernels"),
                 ],
                 &out,
-                &[1, 2, 3, 4, 5, 6, 7, 8],
+                width,
             );
             if let [r] = rows.as_slice() {
                 s += &format!(
@@ -240,9 +241,17 @@ pub(super) fn render(ev: &Evidence) -> String {
                 })
                 .collect();
             s += &table::render(
-                &["name", "count", "total ms", "mean ms", "median ms", "max ms", "per device"],
+                &[
+                    Column::text("name"),
+                    Column::number("count"),
+                    Column::number("total ms"),
+                    Column::number("mean ms"),
+                    Column::number("median ms"),
+                    Column::number("max ms"),
+                    Column::text("per device"),
+                ],
                 &rows,
-                &[1, 2, 3, 4, 5],
+                width,
             );
             if let Some(v) = &ev.values {
                 s += &format!(
