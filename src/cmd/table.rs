@@ -74,7 +74,7 @@ impl<'a> Column<'a> {
 ///
 /// When the natural layout is too wide, the widest text column is narrowed one display column
 /// at a time, down to ten (or its title's longest word); then the titles of number and value
-/// columns wrap at their spaces.
+/// columns wrap at their spaces, and the columns they narrow give back to the text columns.
 /// A table that still does not fit overflows rather than breaking a number. When a row takes
 /// more than one line, a blank line separates the rows so that each reads as one block.
 pub fn render(columns: &[Column], rows: &[Vec<String>], width: usize) -> String {
@@ -102,17 +102,29 @@ pub fn render(columns: &[Column], rows: &[Vec<String>], width: usize) -> String 
         })
         .collect();
     let budget = width.saturating_sub(GAP.len() * columns.len().saturating_sub(1));
-    let mut widths = natural;
+    let mut widths = natural.clone();
     for text in [true, false] {
         while widths.iter().sum::<usize>() > budget {
             let candidate = (0..columns.len())
                 .filter(|&i| (columns[i].kind == Kind::Text) == text && widths[i] > floor[i])
                 .max_by_key(|&i| (widths[i], std::cmp::Reverse(i)));
-            match candidate {
-                Some(i) => widths[i] -= 1,
-                None => break,
-            }
+            let Some(i) = candidate else { break };
+            widths[i] = if text {
+                widths[i] - 1
+            } else {
+                // A title that wraps needs only its longest line.
+                let lines = wrap(columns[i].title, widths[i] - 1);
+                cells_max[i].max(lines.iter().map(|l| l.width()).max().unwrap_or(0))
+            };
         }
+    }
+    // What a wrapped title gave back goes to the narrowest text column that was narrowed.
+    while widths.iter().sum::<usize>() < budget {
+        let candidate = (0..columns.len())
+            .filter(|&i| columns[i].kind == Kind::Text && widths[i] < natural[i])
+            .min_by_key(|&i| (widths[i], i));
+        let Some(i) = candidate else { break };
+        widths[i] += 1;
     }
 
     let line = |parts: &[Vec<String>], k: usize| -> String {
@@ -259,8 +271,8 @@ fn words(s: &str) -> Vec<String> {
 }
 
 /// Splits `s` so that the head takes at most `room` display columns, preferring to cut after a
-/// break character in the second half, never before CJK punctuation; with `progress`, the head
-/// has at least one character.
+/// break character in the second half (or right before an underscore), never before CJK
+/// punctuation; with `progress`, the head has at least one character.
 fn cut(s: &str, room: usize, progress: bool) -> (&str, &str) {
     let mut used = 0;
     let mut end = 0;
@@ -277,7 +289,9 @@ fn cut(s: &str, room: usize, progress: bool) -> (&str, &str) {
             soft = Some(end);
         }
     }
-    let mut at = if end < s.len() { soft.unwrap_or(end) } else { end };
+    // A cut right before an underscore is as good as one after it.
+    let mut at =
+        if end < s.len() && !s[end..].starts_with('_') { soft.unwrap_or(end) } else { end };
     // CJK punctuation does not start a line: it takes the character before it along.
     if s[at..].starts_with(['，', '。', '、', '；', '：', '）', '」'])
         && let Some((i, _)) = s[..at].char_indices().last().filter(|&(i, _)| i > 0)
@@ -345,9 +359,15 @@ mod tests {
 
     #[test]
     fn long_tokens_are_cut_preferably_after_an_underscore() {
+        // 16 columns end in `sm90_xmma_gemm_b`: cut after the last underscore. The next 16 end
+        // right before an underscore, which is as good.
         assert_eq!(
             wrap("sm90_xmma_gemm_bf16bf16_bf16f32_kernel", 16),
-            ["sm90_xmma_gemm_", "bf16bf16_", "bf16f32_kernel"]
+            ["sm90_xmma_gemm_", "bf16bf16_bf16f32", "_kernel"]
+        );
+        assert_eq!(
+            wrap("ncclDevKernel_AllGather_RING_LL", 13),
+            ["ncclDevKernel", "_AllGather_", "RING_LL"]
         );
         // Without a break character in the second half of the line the cut is hard.
         assert_eq!(wrap("abcdefghij", 4), ["abcd", "efgh", "ij"]);
@@ -416,6 +436,26 @@ mod tests {
         );
         let expected =
             format!("dev  compute_only\n{}ms\n---  ------------\n4{}4,260.44\n", sp(15), sp(8));
+        assert_eq!(t, expected);
+    }
+
+    #[test]
+    fn a_wrapped_number_title_gives_its_room_back_to_the_text() {
+        // Natural 14 + 12 + 2 = 28 > 22: the text column goes down to 10, still 24; the title
+        // wraps to `exposed` / `NCCL`, 7 wide, and the text column takes the 3 left: 13.
+        let t = render(
+            &[Column::text("name"), Column::number("exposed NCCL")],
+            &rows(&[&["aaaa bbbb cccc", "17.8%"]]),
+            22,
+        );
+        let expected = format!(
+            "name{}exposed\n{}NCCL\n{}  {}\naaaa bbbb{}17.8%\ncccc\n",
+            sp(9 + 2),
+            sp(13 + 2 + 3),
+            "-".repeat(13),
+            "-".repeat(7),
+            sp(4 + 2 + 2)
+        );
         assert_eq!(t, expected);
     }
 
