@@ -1,4 +1,5 @@
-//! Exact display of numbers: integer ns to ms, ratios to percent, thousands separators.
+//! Exact display of numbers: integer ns to ms or a duration with its unit, ratios to percent,
+//! thousands separators.
 //!
 //! Every displayed number is rounded once, here, from exact integers (or an exact rational),
 //! half away from zero, so that a table, a formula and the JSON never disagree.
@@ -42,6 +43,26 @@ pub fn ms(ns: i64) -> String {
     decimal(i128::from(ns), 1_000_000, 2).unwrap_or_default()
 }
 
+/// A duration with at least three significant digits and its unit, so that short kernels do
+/// not read as `0.00 ms`: whole `ns` under 1 µs, three significant digits of `µs` under 1 ms,
+/// and milliseconds with two decimals from there on: `850` -> `850 ns`, `12_345` ->
+/// `12.3 µs`, `999_500` -> `1.00 ms`, `6_155_750_000` -> `6,155.75 ms`.
+pub fn duration(ns: i64) -> String {
+    let a = i128::from(ns).abs();
+    if a < 1_000 {
+        return format!("{ns} ns");
+    }
+    // Three significant digits of µs: 1.23, 12.3, 123. The rounded value is checked against
+    // the next magnitude, so 9,995 ns reads 10.0 µs, not 10.00 µs.
+    for (below, places) in [(10_000, 2), (100_000, 1), (1_000_000, 0)] {
+        let step = 10_i128.pow(3 - places);
+        if (a * 2 + step) / (2 * step) * step < below {
+            return format!("{} µs", decimal(i128::from(ns), 1_000, places).unwrap_or_default());
+        }
+    }
+    format!("{} ms", ms(ns))
+}
+
 /// A ratio as a percentage with one decimal: `(1094740000, 6155750000)` -> `17.8%`.
 pub fn percent(num: i128, den: i128) -> Option<String> {
     decimal(num * 100, den, 1).map(|s| format!("{s}%"))
@@ -65,6 +86,31 @@ mod tests {
         assert_eq!(percent(70_919, 70_919 + 109_474).unwrap(), "39.3%");
         assert_eq!(ratio(1000, 822).unwrap(), "1.217");
         assert_eq!(percent(30, 130).unwrap(), "23.1%");
+    }
+
+    #[test]
+    fn durations_keep_three_significant_digits() {
+        assert_eq!(duration(0), "0 ns");
+        assert_eq!(duration(999), "999 ns");
+        assert_eq!(duration(1_000), "1.00 µs");
+        // 1.234 µs -> 1.23; 1.235 µs rounds half away from zero -> 1.24.
+        assert_eq!(duration(1_234), "1.23 µs");
+        assert_eq!(duration(1_235), "1.24 µs");
+        // 9.995 µs rounds up into the next magnitude, so it keeps three digits there.
+        assert_eq!(duration(9_994), "9.99 µs");
+        assert_eq!(duration(9_995), "10.0 µs");
+        assert_eq!(duration(12_345), "12.3 µs");
+        assert_eq!(duration(12_350), "12.4 µs");
+        assert_eq!(duration(99_950), "100 µs");
+        assert_eq!(duration(123_456), "123 µs");
+        assert_eq!(duration(999_499), "999 µs");
+        // 999.5 µs rounds to 1,000 µs, which is 1.00 ms.
+        assert_eq!(duration(999_500), "1.00 ms");
+        assert_eq!(duration(1_000_000), "1.00 ms");
+        assert_eq!(duration(11_424_999), "11.42 ms");
+        assert_eq!(duration(6_155_750_000), "6,155.75 ms");
+        assert_eq!(duration(-12_350), "-12.4 µs");
+        assert_eq!(duration(-850), "-850 ns");
     }
 
     #[test]

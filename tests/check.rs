@@ -10,6 +10,8 @@
 //!   stop; the same file with the mistake removed passes that gate and is judged.
 //! - `claims/mfu-2gpu-same-stream.yaml`: a real 2-GPU trace where NCCL shares the compute
 //!   stream, so the NCCL hidden ratio is 0 (checked independently with SQL).
+//! - The terminal layout: the day26 output fits `COLUMNS` in English and Traditional Chinese,
+//!   measured in display columns, with the table's cells at the same columns on every line.
 
 mod util;
 
@@ -452,27 +454,26 @@ fn day26_human_output_has_the_verdict_table() {
         .find(|l| l.starts_with("Claim "))
         .unwrap_or_else(|| panic!("a table header:\n{stdout}"));
     assert!(header.contains("Evidence") && header.trim_end().ends_with("Verdict"), "{header}");
-    for (id, verdict) in [
+    let expected = [
         ("exposed-comm", "supported"),
         ("flash-attention", "partially supported"),
         ("tp8-gemm", "unverifiable"),
         ("recompute", "unverifiable"),
         ("rank-wait", "partially supported"),
-    ] {
-        let row = stdout
-            .lines()
-            .find(|l| l.starts_with(&format!("{id} — ")))
-            .unwrap_or_else(|| panic!("a table row for `{id}`:\n{stdout}"));
-        let last = row.trim_end().rsplit("  ").next().unwrap().trim();
-        assert_eq!(last, verdict, "verdict column of `{id}`: {row}");
+    ];
+    let starts: Vec<String> = expected.iter().map(|(id, _)| format!("{id} — ")).collect();
+    let starts: Vec<&str> = starts.iter().map(String::as_str).collect();
+    let rows = util::table_rows(&stdout, "Claim ", &starts);
+    for ((id, verdict), row) in expected.iter().zip(&rows) {
+        assert_eq!(row[2], *verdict, "verdict column of `{id}`: {row:?}");
     }
-    let row = |id: &str| stdout.lines().find(|l| l.starts_with(&format!("{id} — "))).unwrap();
-    assert!(row("exposed-comm").contains("share: 1,094.74 / 6,155.75 = 17.8%"));
-    assert!(row("exposed-comm").contains("709.19 / (1,094.74 + 709.19) = 39.3%"));
-    assert!(row("exposed-comm").contains("= 1.216x (arithmetic)"));
-    assert!(row("flash-attention").contains("ran: 140"));
-    assert!(row("recompute").contains("30 / (100 + 30) = 23.1% (arithmetic)"));
-    assert!(row("rank-wait").contains("skew: 28.3%"));
+    let evidence = |id: &str| &rows[expected.iter().position(|(i, _)| *i == id).unwrap()][1];
+    assert!(evidence("exposed-comm").contains("share: 1,094.74 / 6,155.75 = 17.8%"));
+    assert!(evidence("exposed-comm").contains("709.19 / (1,094.74 + 709.19) = 39.3%"));
+    assert!(evidence("exposed-comm").contains("= 1.216x (arithmetic)"));
+    assert!(evidence("flash-attention").contains("ran: 140"));
+    assert!(evidence("recompute").contains("30 / (100 + 30) = 23.1% (arithmetic)"));
+    assert!(evidence("rank-wait").contains("skew: 28.3%"));
     assert!(
         stdout.contains(
             "Summary: 1 supported, 2 partially supported, 2 unverifiable, 0 not supported"
@@ -883,6 +884,7 @@ fn the_terminal_table_speaks_traditional_chinese_on_request() {
     let out = assert_cmd::Command::cargo_bin("verdict")
         .unwrap()
         .args(["check", "claims/day26-profile-blind.yaml", "--lang", "zh-TW"])
+        .env("COLUMNS", "100")
         .output()
         .unwrap();
     assert!(out.status.success());
@@ -903,4 +905,85 @@ fn the_terminal_table_speaks_traditional_chinese_on_request() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// `verdict check claims/day26-profile-blind.yaml --lang LANG` laid out for `columns`.
+fn day26_text(lang: &str, columns: &str) -> String {
+    let out = util::verdict()
+        .current_dir(manifest_dir())
+        .args(["check", DAY26_CLAIMS, "--lang", lang])
+        .env("COLUMNS", columns)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn the_terminal_output_fits_its_width_in_both_languages() {
+    let (zh_ids, zh_verdicts) = (
+        ["exposed-comm — ", "flash-attention — ", "tp8-gemm — ", "recompute — ", "rank-wait — "],
+        ["支持", "部分支持", "無法驗證", "無法驗證", "部分支持"],
+    );
+    for (lang, header, columns) in
+        [("zh-TW", "主張", 100), ("zh-TW", "主張", 80), ("en", "Claim ", 80)]
+    {
+        let text = day26_text(lang, &columns.to_string());
+        for l in text.lines() {
+            let w = util::display_width(l);
+            assert!(w <= columns, "{lang} at {columns}: a line of {w} columns: {l:?}");
+        }
+        // Every table line has its cells at the columns of the rule under the header: two
+        // spaces before each column start, and no wide character straddling it.
+        let cols = util::table_columns(&text, header);
+        assert_eq!(cols.len(), 3, "{lang} at {columns}");
+        assert!(cols[2].1 <= columns);
+        let table = text
+            .lines()
+            .skip_while(|l| !l.starts_with(header))
+            .take_while(|l| !l.starts_with("exposed-comm · "));
+        let mut lines = 0;
+        for l in table.filter(|l| !l.is_empty()) {
+            lines += 1;
+            for &(start, _) in &cols[1..] {
+                if util::display_width(l) <= start {
+                    continue;
+                }
+                let before = util::display_slice(l, (start - 2, start));
+                assert!(
+                    before.is_empty(),
+                    "{lang} at {columns}: text before column {start}: {l:?}"
+                );
+                let mut col = 0;
+                assert!(
+                    l.chars().any(|c| {
+                        let at = col == start;
+                        col += unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+                        at
+                    }),
+                    "{lang} at {columns}: a character straddles column {start}: {l:?}"
+                );
+            }
+        }
+        assert!(lines > 5 + 2, "{lang} at {columns}: the rows wrap: {lines} lines");
+        // The values survive the wrapping.
+        if lang == "zh-TW" {
+            let rows = util::table_rows(&text, header, &zh_ids);
+            let verdicts: Vec<&str> = rows.iter().map(|r| r[2].as_str()).collect();
+            assert_eq!(verdicts, zh_verdicts, "{lang} at {columns}");
+            assert!(rows[0][1].contains("share: 1,094.74 / 6,155.75 = 17.8%"), "{:?}", rows[0]);
+            assert!(rows[4][1].starts_with("skew: 28.3%"), "{:?}", rows[4]);
+        }
+    }
+}
+
+#[test]
+fn an_unusable_columns_value_lays_out_for_100() {
+    // Not a terminal: `COLUMNS`, when it is a positive integer, else 100. The verdict table is
+    // wider than either, so its rule spans the whole width.
+    for (columns, width) in [("120", 120), ("0", 100), ("wide", 100), ("", 100)] {
+        let text = day26_text("en", columns);
+        let cols = util::table_columns(&text, "Claim ");
+        assert_eq!(cols.last().unwrap().1, width, "COLUMNS={columns:?}");
+    }
 }

@@ -1,5 +1,6 @@
 //! `verdict query` on the day26 trace against the numbers of `fixtures/day26/check.py`, an
-//! independent Python computation over the same file (see fixtures/day26/README.md).
+//! independent Python computation over the same file (see fixtures/day26/README.md), as JSON
+//! and, for the units of short times, as terminal text.
 
 use assert_cmd::Command;
 use serde_json::Value;
@@ -86,4 +87,58 @@ fn stream_56_wait_share() {
         assert_eq!(last[d.to_string()], n, "device {d}");
     }
     assert_eq!(vals["most_often_last"], 6);
+}
+
+/// `verdict query ARGS` as text laid out for 100 columns; exit code 0.
+fn query_text(args: &[&str]) -> String {
+    let out = Command::cargo_bin("verdict")
+        .unwrap()
+        .arg("query")
+        .args(args)
+        .env("COLUMNS", "100")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn short_kernels_show_microseconds() {
+    // The 42 `cleanup` kernels (6 per device), by SQL over the trace: durations sum to
+    // 1,723,572 ns, the mean is 41,037.43 ns, the lower median 41,689 ns and the longest
+    // 44,849 ns.
+    let v = query(&["kernels", TRACE, "--match", "cleanup"]);
+    let row = &v["rows"][0];
+    assert_eq!(row["name"], "cleanup");
+    assert_eq!(row["count"], 42);
+    assert_eq!(row["total_ns"], 1_723_572);
+    assert_eq!(row["mean_ns"], 41_037);
+    assert_eq!(row["median_ns"], 41_689);
+    assert_eq!(row["max_ns"], 44_849);
+    // 1.723572 ms -> 1.72 ms; 41.037 µs -> 41.0 µs; 41.689 µs -> 41.7 µs; 44.849 µs -> 44.8 µs.
+    let text = query_text(&["kernels", TRACE, "--match", "cleanup"]);
+    let line = text.lines().find(|l| l.starts_with("cleanup ")).expect("a row for cleanup");
+    let cells: Vec<&str> = line.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect();
+    assert_eq!(cells[..6], ["cleanup", "42", "1.72 ms", "41.0 µs", "41.7 µs", "44.8 µs"], "{line}");
+    assert!(text.contains("all matching kernels: 42 over 1 name(s), 1.72 ms kernel time"));
+    // No time in the whole table reads 0.00, and every line fits.
+    let text = query_text(&["kernels", TRACE, "--limit", "30"]);
+    assert!(!text.contains("0.00"), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("cleanup ") && l.contains("41.0 µs")), "{text}");
+    for l in text.lines() {
+        assert!(unicode_width::UnicodeWidthStr::width(l) <= 100, "{l:?}");
+    }
+}
+
+#[test]
+fn stream_56_end_skew_is_in_microseconds() {
+    // fixtures/day26/README.md (check.py): start skew median 6.41 ms, max 18.07 ms; end
+    // skew median 24.7 us, max 31.7 us.
+    let text = query_text(&["nccl-skew", TRACE, "--stream", "56"]);
+    let line = |label: &str| text.lines().find(|l| l.starts_with(label)).unwrap().to_string();
+    let start = line("start skew");
+    assert!(start.contains("median 6.41 ms") && start.ends_with("max 18.07 ms"), "{start}");
+    let end = line("end skew");
+    assert!(end.contains("median 24.7 µs") && end.ends_with("max 31.7 µs"), "{end}");
+    assert!(line("wait share").ends_with("= 28.3%"));
 }

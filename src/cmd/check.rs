@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use super::print_json;
+use super::table::{self, Column};
 use crate::audit::{self, Audit};
 use crate::claims;
 use crate::cli::CheckArgs;
@@ -23,7 +24,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     } else {
         let t = Strings::load(&args.lang)
             .map_err(|e| crate::Hinted::new(e, "use --lang en or --lang zh-TW"))?;
-        super::emit(&render(&audit, &t).map_err(anyhow::Error::msg)?)?;
+        super::emit(&render(&audit, &t, table::width()).map_err(anyhow::Error::msg)?)?;
     }
     let ok = if args.strict && failed(&audit) { ExitCode::from(1) } else { ExitCode::SUCCESS };
     Ok(super::exit_code(&audit, ok))
@@ -41,24 +42,25 @@ pub fn failed(a: &Audit) -> bool {
 }
 
 /// The terminal rendering of an audit in one language, from the same render context as the
-/// reports.
-pub fn render(a: &Audit, t: &Strings) -> Result<String, String> {
+/// reports, laid out for `width` display columns.
+pub fn render(a: &Audit, t: &Strings, width: usize) -> Result<String, String> {
     let ctx = crate::render::context::build(a, t, &[])?;
-    let mut s = format!("claims  {} · report {}\n", ctx.report.claims_file, ctx.report.id);
+    let line = |first: &str, text: &str, indent: usize| table::hang(first, text, indent, width);
+    let mut s =
+        line("claims  ", &format!("{} · report {}", ctx.report.claims_file, ctx.report.id), 8);
     for tr in &ctx.traces {
-        match &tr.error {
-            None => {
-                s += &format!(
-                    "trace   {} = {} · sha256 {} · devices with kernels {} · missing {}\n",
-                    tr.name,
-                    tr.path,
-                    tr.sha256.get(..16).unwrap_or(""),
-                    tr.present,
-                    tr.missing
-                )
-            }
-            Some(e) => s += &format!("trace   {} = {} · error: {e}\n", tr.name, tr.path),
-        }
+        let text = match &tr.error {
+            None => format!(
+                "{} = {} · sha256 {} · devices with kernels {} · missing {}",
+                tr.name,
+                tr.path,
+                tr.sha256.get(..16).unwrap_or(""),
+                tr.present,
+                tr.missing
+            ),
+            Some(e) => format!("{} = {} · error: {e}", tr.name, tr.path),
+        };
+        s += &line("trace   ", &text, 8);
     }
     s.push('\n');
     let rows: Vec<Vec<String>> = ctx
@@ -66,47 +68,63 @@ pub fn render(a: &Audit, t: &Strings) -> Result<String, String> {
         .iter()
         .map(|r| vec![format!("{} — {}", r.id, r.statement), r.evidence.clone(), r.verdict.clone()])
         .collect();
-    s += &super::table::render(
-        &[t.get("ui.claim")?, t.get("ui.evidence")?, t.get("ui.verdict")?],
+    s += &table::render(
+        &[
+            Column::text(t.get("ui.claim")?),
+            Column::text(t.get("ui.evidence")?),
+            Column::text(t.get("ui.verdict")?),
+        ],
         &rows,
-        &[],
+        width,
     );
+    // Claims start at 0, parts at 2, their details at 6; a claim's or a part's next lines hang
+    // at 4, a detail's at 8, or under the text after its label (a gate, a condition).
+    let labelled = |label: &str, text: &str| {
+        let first = format!("      {label}: ");
+        line(&first, text, table::display_width(&first))
+    };
     for c in &ctx.claims {
-        s += &format!("\n{} · {} · {}\n", c.id, c.verdict, c.reason);
+        s.push('\n');
+        s += &line("", &format!("{} · {} · {}", c.id, c.verdict, c.reason), 4);
         for p in &c.parts {
             let principal =
                 if p.principal { format!(" ({})", t.get("ui.principal")?) } else { String::new() };
-            s += &format!("  {} [{}]{}: {} — {}\n", p.id, p.kind, principal, p.outcome, p.reason);
+            s += &line(
+                "  ",
+                &format!("{} [{}]{}: {} — {}", p.id, p.kind, principal, p.outcome, p.reason),
+                4,
+            );
             if let Some(f) = &p.formula {
-                s += &format!("      {} = {} = {}\n", f.symbolic, f.substituted, f.result);
+                s += &line(
+                    "      ",
+                    &format!("{} = {} = {}", f.symbolic, f.substituted, f.result),
+                    8,
+                );
             }
             let mark = |ok: bool| if ok { "✓" } else { "✗" };
             if let Some(cond) = &p.condition {
-                s += &format!(
-                    "      {}: {} {}\n",
-                    t.get("ui.condition")?,
-                    cond,
-                    mark(p.condition_ok)
-                );
+                s += &labelled(t.get("ui.condition")?, &format!("{cond} {}", mark(p.condition_ok)));
             }
             if let Some(says) = &p.says {
-                s += &format!("      {says} {}\n", mark(p.says_ok));
+                s += &line("      ", &format!("{says} {}", mark(p.says_ok)), 8);
             }
             for g in &p.gates {
                 let status = if g.status_key == "fail" { "FAIL" } else { g.status_key.as_str() };
-                s += &format!("      {} {status}: {}\n", g.id, g.text);
+                s += &labelled(&format!("{} {status}", g.id), &g.text);
             }
             if p.outcome_key == "unverifiable" && !p.needs.is_empty() {
-                s += &format!("      {}: {}\n", t.get("ui.needs")?, p.needs.join("; "));
+                s += &labelled(t.get("ui.needs")?, &p.needs.join("; "));
             }
         }
     }
-    s += &format!("\n{}: {}\n", t.get("ui.summary")?, ctx.summary.counts_line);
+    s.push('\n');
+    let summary = format!("{}: ", t.get("ui.summary")?);
+    s += &line(&summary, &ctx.summary.counts_line, table::display_width(&summary));
     if let Some(open) = &ctx.summary.open_line {
-        s += &format!("{open}\n");
+        s += &line("", open, 0);
     }
     for f in &ctx.summary.findings {
-        s += &format!("- {f}\n");
+        s += &line("- ", f, 2);
     }
     Ok(s)
 }

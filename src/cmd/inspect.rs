@@ -4,8 +4,9 @@ use std::process::ExitCode;
 
 use serde_json::json;
 
-use super::query::{open_and_load, scope_lines};
-use super::{print_json, table};
+use super::print_json;
+use super::query::{notes, open_and_load, scope_lines};
+use super::table::{self, Column};
 use crate::analysis::{self, Params};
 use crate::cli::{CommonArgs, InspectArgs};
 use crate::scope::{DeviceSel, Semantics, format_device_list, format_seconds};
@@ -38,16 +39,23 @@ pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
         print_json(&v)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let mut s = scope_lines(&ev);
-    s += &format!(
-        "schema    {} tables · kernel table {} · metadata {} · StringIds {} · NVTX text {:?}\n",
-        schema.tables.len(),
-        schema.kernel_table.as_deref().unwrap_or("absent"),
-        schema.metadata_table.as_deref().unwrap_or("absent"),
-        if schema.has_string_ids { "present" } else { "absent" },
-        schema.nvtx_text
+    let width = table::width();
+    let mut s = scope_lines(&ev, width);
+    s += &table::hang(
+        "schema    ",
+        &format!(
+            "{} tables · kernel table {} · metadata {} · StringIds {} · NVTX text {:?}",
+            schema.tables.len(),
+            schema.kernel_table.as_deref().unwrap_or("absent"),
+            schema.metadata_table.as_deref().unwrap_or("absent"),
+            if schema.has_string_ids { "present" } else { "absent" },
+            schema.nvtx_text
+        ),
+        10,
+        width,
     );
-    s += &format!("clock     {}\n\n", schema.time_base.describe());
+    s += &table::hang("clock     ", &schema.time_base.describe(), 10, width);
+    s.push('\n');
     let rows: Vec<Vec<String>> = ctx
         .inventory
         .devices
@@ -64,25 +72,28 @@ pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
         })
         .collect();
     s += &table::render(
-        &["device", "kernels", "first start s", "last end s", "streams (id:kernels)", "pids"],
+        &[
+            Column::value("device"),
+            Column::number("kernels"),
+            Column::value("first start s"),
+            Column::value("last end s"),
+            Column::text("streams (id:kernels)"),
+            Column::text("pids"),
+        ],
         &rows,
-        &[1],
+        width,
     );
     if let Some(g) = &ctx.inventory.listed_gpus {
         let ids: Vec<i64> = g.iter().map(|g| g.id).collect();
-        s += &format!("\nGPUs listed in TARGET_INFO_GPU: {}", format_device_list(&ids));
+        let mut listed = format!("GPUs listed in TARGET_INFO_GPU: {}", format_device_list(&ids));
         let without = ctx.inventory.listed_without_kernels();
         if !without.is_empty() {
-            s += &format!(" (without kernels: {})", format_device_list(&without));
+            listed += &format!(" (without kernels: {})", format_device_list(&without));
         }
         s.push('\n');
+        s += &table::hang("", &listed, 2, width);
     }
-    if !ev.notes.is_empty() {
-        s += "\nnotes:\n";
-        for n in &ev.notes {
-            s += &format!("- {}\n", n.text);
-        }
-    }
+    s += &notes(&ev, width);
     super::emit(&s)?;
     Ok(ExitCode::SUCCESS)
 }

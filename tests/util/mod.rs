@@ -41,9 +41,13 @@ pub fn skip_no_shared(test: &str) {
     );
 }
 
-/// The `verdict` binary built by cargo for this test run.
+/// The `verdict` binary built by cargo for this test run, laying text out for 100 columns
+/// whatever the terminal the tests run from.
 pub fn verdict() -> Command {
-    Command::cargo_bin("verdict").expect("the verdict binary is built for integration tests")
+    let mut cmd =
+        Command::cargo_bin("verdict").expect("the verdict binary is built for integration tests");
+    cmd.env("COLUMNS", "100");
+    cmd
 }
 
 /// Runs `verdict` with `args` (in `cwd` when given) and returns its raw output.
@@ -83,6 +87,84 @@ pub fn run_json_in(cwd: Option<&Path>, args: &[&str]) -> Value {
             String::from_utf8_lossy(&out.stdout)
         )
     })
+}
+
+/// Display columns of a line of terminal text: a CJK character takes two.
+pub fn display_width(line: &str) -> usize {
+    unicode_width::UnicodeWidthStr::width(line)
+}
+
+/// The display columns `[start, end)` of each column of the terminal table whose header line
+/// starts with `header`, read from the rule of dashes under the header.
+pub fn table_columns(text: &str, header: &str) -> Vec<(usize, usize)> {
+    let rule = text
+        .lines()
+        .skip_while(|l| !l.starts_with(header))
+        .find(|l| l.starts_with('-'))
+        .unwrap_or_else(|| panic!("a table under `{header}`:\n{text}"));
+    let mut cols = Vec::new();
+    let mut start = None;
+    for (i, c) in rule.char_indices().chain([(rule.len(), ' ')]) {
+        match (c, start) {
+            ('-', None) => start = Some(i),
+            (' ', Some(s)) => {
+                cols.push((s, i));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    cols
+}
+
+/// The text of `line` in display columns `[start, end)`, trimmed; a character belongs to the
+/// column it starts in.
+pub fn display_slice(line: &str, (start, end): (usize, usize)) -> String {
+    let mut col = 0;
+    let mut out = String::new();
+    for c in line.chars() {
+        if (start..end).contains(&col) {
+            out.push(c);
+        }
+        col += unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+    }
+    out.trim().to_string()
+}
+
+/// The cells of the rows of the terminal table whose header line starts with `header`, one row
+/// for each of `row_starts` (how its first cell begins): the lines from the one that starts so
+/// to a blank line or the next row, cut at the table's columns, the pieces of each cell joined
+/// with spaces.
+pub fn table_rows(text: &str, header: &str, row_starts: &[&str]) -> Vec<Vec<String>> {
+    let cols = table_columns(text, header);
+    let lines: Vec<&str> = text.lines().skip_while(|l| !l.starts_with(header)).collect();
+    row_starts
+        .iter()
+        .map(|start| {
+            let first = lines
+                .iter()
+                .position(|l| l.starts_with(start))
+                .unwrap_or_else(|| panic!("a table row starting `{start}`:\n{text}"));
+            let block: Vec<&str> = lines[first..]
+                .iter()
+                .enumerate()
+                .take_while(|(k, l)| {
+                    !l.is_empty() && (*k == 0 || !row_starts.iter().any(|s| l.starts_with(s)))
+                })
+                .map(|(_, l)| *l)
+                .collect();
+            cols.iter()
+                .map(|&c| {
+                    let pieces: Vec<String> = block
+                        .iter()
+                        .map(|l| display_slice(l, c))
+                        .filter(|p| !p.is_empty())
+                        .collect();
+                    pieces.join(" ")
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// A path as a `&str` for argument lists.
