@@ -54,35 +54,49 @@ pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
         10,
         width,
     );
-    s += &table::hang("clock     ", &schema.time_base.describe(), 10, width);
+    let origin = ev.trace.capture_start_ns;
+    let mut clock = schema.time_base.describe();
+    if let Some(o) = origin {
+        clock +=
+            &format!("; capture start at {} s, the origin of the + columns", format_seconds(o));
+    }
+    s += &table::hang("clock     ", &clock, 10, width);
     s.push('\n');
     let rows: Vec<Vec<String>> = ctx
         .inventory
         .devices
         .iter()
         .map(|d| {
-            vec![
+            let mut row = vec![
                 d.device.to_string(),
                 thousands(d.kernels.into()),
                 format_seconds(d.first_start_ns),
                 format_seconds(d.last_end_ns),
+            ];
+            if let Some(o) = origin {
+                row.push(format!("+{}", format_seconds(d.first_start_ns - o)));
+                row.push(format!("+{}", format_seconds(d.last_end_ns - o)));
+            }
+            row.push(
                 d.streams.iter().map(|(k, v)| format!("{k}:{v}")).collect::<Vec<_>>().join(" "),
-                d.pids.iter().map(i64::to_string).collect::<Vec<_>>().join(","),
-            ]
+            );
+            row.push(d.pids.iter().map(i64::to_string).collect::<Vec<_>>().join(","));
+            row
         })
         .collect();
-    s += &table::render(
-        &[
-            Column::value("device"),
-            Column::number("kernels"),
-            Column::value("first start s"),
-            Column::value("last end s"),
-            Column::text("streams (id:kernels)"),
-            Column::text("pids"),
-        ],
-        &rows,
-        width,
-    );
+    let mut columns = vec![
+        Column::value("device"),
+        Column::number("kernels"),
+        Column::value("first start s"),
+        Column::value("last end s"),
+    ];
+    if origin.is_some() {
+        columns.push(Column::value("+ first start s"));
+        columns.push(Column::value("+ last end s"));
+    }
+    columns.push(Column::text("streams (id:kernels)"));
+    columns.push(Column::text("pids"));
+    s += &table::render(&columns, &rows, width);
     if let Some(g) = &ctx.inventory.listed_gpus {
         let ids: Vec<i64> = g.iter().map(|g| g.id).collect();
         let mut listed = format!("GPUs listed in TARGET_INFO_GPU: {}", format_device_list(&ids));

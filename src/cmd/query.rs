@@ -181,7 +181,21 @@ pub(super) fn scope_lines(ev: &Evidence, width: usize) -> String {
         ),
     );
     let span = |w: [i64; 2]| {
-        format!("{}-{} s ({})", format_seconds(w[0]), format_seconds(w[1]), duration(w[1] - w[0]))
+        let mut s = format!(
+            "{}-{} s ({})",
+            format_seconds(w[0]),
+            format_seconds(w[1]),
+            duration(w[1] - w[0])
+        );
+        // A UTC-epoch clock reads better from the capture start.
+        if let Some(o) = t.capture_start_ns {
+            s += &format!(
+                ", capture start +{}-+{} s",
+                format_seconds(w[0] - o),
+                format_seconds(w[1] - o)
+            );
+        }
+        s
     };
     let requested = ev.window.requested_ns.map_or("whole trace".to_string(), span);
     let effective = ev.window.effective_ns.map_or("none".to_string(), span);
