@@ -782,11 +782,11 @@ fn skew_ref(
     };
     let counts: Vec<i64> = per_rank.iter().map(|v| v.len() as i64).collect();
     let max_last = last.iter().copied().max().unwrap_or(0);
-    let most_often_last = if max_last > 0 {
-        json!(ranks[last.iter().position(|&x| x == max_last).unwrap()])
-    } else {
-        Value::Null
-    };
+    // Every rank that was last that often, ascending (a tie lists several).
+    let most_often_last: Vec<i64> = (0..ranks.len())
+        .filter(|&i| max_last > 0 && last[i] == max_last)
+        .map(|i| ranks[i])
+        .collect();
     let (ss, es) = (stats(&start_skews), stats(&end_skews));
     let mut values = json!({
         "ranks": ranks.len(),

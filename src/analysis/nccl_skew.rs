@@ -208,13 +208,15 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     let by_rank = |v: &[i64]| -> BTreeMap<String, i64> {
         s.ranks.iter().zip(v).map(|(r, x)| (r.to_string(), *x)).collect()
     };
-    let most_last = s
-        .last_arrivals
+    // Every rank that arrived last most often, ascending: a tie is a list of several.
+    let most = s.last_arrivals.iter().copied().max().filter(|&n| n > 0);
+    let most_last: Vec<i64> = s
+        .ranks
         .iter()
-        .enumerate()
-        .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(&a.0)))
-        .filter(|(_, n)| **n > 0)
-        .map(|(r, _)| s.ranks[r]);
+        .zip(&s.last_arrivals)
+        .filter(|(_, n)| Some(**n) == most)
+        .map(|(r, _)| *r)
+        .collect();
     let offsets = |v: &[Vec<i64>]| -> BTreeMap<String, Value> {
         s.ranks
             .iter()
@@ -271,6 +273,14 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     }
     if compared && s.name_mismatches > 0 {
         ev.note("note.name_mismatches", &[("n", s.name_mismatches.to_string())]);
+    }
+    if compared && most_last.len() > 1 {
+        let tied = most_last.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
+        let n = most.unwrap_or(0).to_string();
+        ev.note(
+            "note.last_tie",
+            &[("devices", tied), ("n", n), ("matched", s.matched.to_string())],
+        );
     }
     Ok(ev)
 }
@@ -346,7 +356,7 @@ mod tests {
         let ev = run(&p, &ctx).unwrap();
         let v = ev.values.unwrap();
         assert_eq!(v["wait_share"], json!(1110.0 / 3210.0));
-        assert_eq!(v["most_often_last"], 3);
+        assert_eq!(v["most_often_last"], json!([3]));
         assert_eq!(v["unmatched"], 1);
         assert!(
             ev.notes
@@ -462,5 +472,37 @@ mod tests {
         assert_eq!(n.finding.args["devices"], "1-2");
         assert_eq!(n.needs.as_ref().unwrap().finding.key, "need.nccl_kernels");
         assert!(ev.notes.iter().all(|n| n.finding.key != "note.no_nccl_in_trace"));
+    }
+
+    #[test]
+    fn a_tie_for_most_often_last_lists_every_tied_rank() {
+        // Instance 0 starts at 100, 300, 500: device 3 is last. Instance 1 starts at 2000,
+        // 2400, 2200: device 2 is last. Device 1 is never last.
+        let ctx = Context::from_kernels(Kernels::from_rows(&[
+            (1, 56, 100, 1000, "ncclAG"),
+            (2, 56, 300, 1000, "ncclAG"),
+            (3, 56, 500, 1000, "ncclAG"),
+            (1, 56, 2000, 3000, "ncclAG"),
+            (2, 56, 2400, 3000, "ncclAG"),
+            (3, 56, 2200, 3000, "ncclAG"),
+        ]));
+        let ev = run(&params(&[1, 2, 3]), &ctx).unwrap();
+        let v = ev.values.as_ref().unwrap();
+        assert_eq!(v["last_arrivals"], json!({"1": 0, "2": 1, "3": 1}));
+        assert_eq!(v["most_often_last"], json!([2, 3]));
+        let n = note(&ev, "note.last_tie");
+        assert_eq!(n.finding.args["devices"], "2, 3");
+        assert_eq!(n.text, "a tie: devices 2, 3 each arrived last in 1 of 2 instances");
+        assert!(n.null_fields.is_empty());
+
+        // Without the second instance device 3 alone is last: a list of one, no tie.
+        let ctx = Context::from_kernels(Kernels::from_rows(&[
+            (1, 56, 100, 1000, "ncclAG"),
+            (2, 56, 300, 1000, "ncclAG"),
+            (3, 56, 500, 1000, "ncclAG"),
+        ]));
+        let ev = run(&params(&[1, 2, 3]), &ctx).unwrap();
+        assert_eq!(ev.values.as_ref().unwrap()["most_often_last"], json!([3]));
+        assert!(ev.notes.iter().all(|n| n.finding.key != "note.last_tie"));
     }
 }

@@ -301,11 +301,18 @@ pub(super) fn render(ev: &Evidence) -> String {
                             .join(" "))
                         .unwrap_or_default()
                 );
-                if let Some(last) = v["most_often_last"].as_i64() {
+                // A list: several devices when they tie.
+                let last: Vec<i64> = v["most_often_last"]
+                    .as_array()
+                    .map(|l| l.iter().filter_map(Value::as_i64).collect())
+                    .unwrap_or_default();
+                if let Some(first) = last.first() {
                     s += &format!(
-                        "last to arrive most often: device {last} ({} of {} instances)\n",
-                        int(v["last_arrivals"].get(last.to_string())),
-                        int(v.get("matched"))
+                        "last to arrive most often: device {} ({} of {} instances{})\n",
+                        last.iter().map(i64::to_string).collect::<Vec<_>>().join(", "),
+                        int(v["last_arrivals"].get(first.to_string())),
+                        int(v.get("matched")),
+                        if last.len() > 1 { " each, a tie" } else { "" }
                     );
                 }
             }
