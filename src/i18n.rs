@@ -29,12 +29,20 @@ impl Finding {
 
     /// The finding in English, for JSON and terminals.
     pub fn english(&self) -> String {
+        self.in_language("en").unwrap_or_else(|| self.key.clone())
+    }
+
+    /// The finding in a shipped language (the embedded strings), or None when the language
+    /// or the key is unknown.
+    pub fn in_language(&self, lang: &str) -> Option<String> {
         static EN_STRINGS: OnceLock<Option<Strings>> = OnceLock::new();
-        EN_STRINGS
-            .get_or_init(|| Strings::load("en").ok())
-            .as_ref()
-            .and_then(|s| s.finding(self).ok())
-            .unwrap_or_else(|| self.key.clone())
+        static ZH_TW_STRINGS: OnceLock<Option<Strings>> = OnceLock::new();
+        let cell = match lang {
+            "en" => &EN_STRINGS,
+            "zh-TW" => &ZH_TW_STRINGS,
+            _ => return None,
+        };
+        cell.get_or_init(|| Strings::load(lang).ok()).as_ref()?.finding(self).ok()
     }
 }
 

@@ -12,6 +12,9 @@
 //!   stream, so the NCCL hidden ratio is 0 (checked independently with SQL).
 //! - The terminal layout: the day26 output fits `COLUMNS` in English and Traditional Chinese,
 //!   measured in display columns, with the table's cells at the same columns on every line.
+//! - straggler claims (`nccl-skew`) where nothing can be compared: one device, a trace without
+//!   NCCL kernels, a stream with no matched instance. Unverifiable with gate R2 failing and the
+//!   reason named, never "not supported" on a stand-in 0.
 
 mod util;
 
@@ -986,4 +989,208 @@ fn an_unusable_columns_value_lays_out_for_100() {
         let cols = util::table_columns(&text, "Claim ");
         assert_eq!(cols.last().unwrap().1, width, "COLUMNS={columns:?}");
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// nccl-skew with nothing to compare
+
+/// A claims file in a temporary folder with one straggler claim `straggler` on `trace` over
+/// `devices` (and `stream`), whose principal part `wait` says ranks wait (wait share above
+/// 0%), with a start-skew part `skew` and a part `nccl` that reports the NCCL kernel time.
+fn straggler_case(
+    trace: &Path,
+    devices: &str,
+    stream: Option<i64>,
+) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("straggler.yaml");
+    let stream = stream.map_or(String::new(), |s| format!(", stream: {s}"));
+    let yaml = format!(
+        r#"report: {{ id: straggler, languages: [en, zh-TW], title: {{ en: "stragglers", zh-TW: "落後的 rank" }} }}
+traces:
+  A: {{ path: "{trace}" }}
+scopes:
+  s: {{ trace: A, devices: "{devices}" }}
+claims:
+  - id: straggler
+    statement: {{ en: "a straggler makes the other ranks wait", zh-TW: "有 rank 落後，其他 rank 在等" }}
+    about: {{ devices: "{devices}" }}
+    principal: wait
+    parts:
+      - id: wait
+        kind: observation
+        measure: {{ analysis: nccl-skew, scope: s, value: wait_share, unit: "%"{stream} }}
+        condition: {{ above: "0%" }}
+      - id: skew
+        kind: observation
+        measure: {{ analysis: nccl-skew, scope: s, value: start_skew_max_ns, unit: ms{stream} }}
+        condition: {{ above: "0 ms" }}
+      - id: nccl
+        kind: observation
+        measure: {{ analysis: nccl-skew, scope: s, value: nccl_ns, unit: ms{stream} }}
+"#,
+        trace = trace.display()
+    );
+    std::fs::write(&path, yaml).unwrap();
+    (dir, path)
+}
+
+/// `check --json` and the human output (English, then Traditional Chinese) of a case.
+fn straggler_check(dir: &Path, path: &Path) -> (Value, String, String) {
+    let p = path.to_str().unwrap();
+    let json = run_json_in(Some(dir), &["check", p, "--json"]);
+    let text = |lang: &str| {
+        let out = run_in(Some(dir), &["check", p, "--lang", lang]);
+        assert_eq!(out.status.code(), Some(0), "a plain check succeeds");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    (json, text("en"), text("zh-TW"))
+}
+
+/// The evidence of the (one) nccl-skew query of a check ledger.
+fn skew_evidence(a: &Value) -> &Value {
+    let e: Vec<&Value> = a["ledger"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["evidence"]["analysis"] == "nccl-skew")
+        .collect();
+    assert_eq!(e.len(), 1, "one nccl-skew query");
+    &e[0]["evidence"]
+}
+
+/// The parts of `straggler` that compare ranks are unverifiable for `reason`, with R2 failing
+/// on it and `need` as what would decide them; the claim is unverifiable, not refuted.
+fn assert_unverifiable_for(a: &Value, reason: &str, need_en: &str) {
+    assert_eq!(claim(a, "straggler")["verdict"], "unverifiable");
+    for id in ["wait", "skew"] {
+        let p = part(a, "straggler", id);
+        assert_eq!(p["outcome"], "unverifiable", "{id}");
+        assert_eq!(p["reason"]["key"], reason, "{id}");
+        assert_eq!(gate(p, "R2")["status"], "fail", "{id}");
+        assert_eq!(gate(p, "R2")["finding"]["key"], reason, "{id}");
+        assert!(p["formula"]["display"].is_null() && p["formula"]["exact"].is_null(), "{id}: {p}");
+        assert!(p["condition"].is_null(), "{id}: no condition is judged against no value");
+        assert!(
+            p["needs"].as_array().unwrap().iter().any(|n| n["en"] == need_en),
+            "{id} needs {need_en}: {}",
+            p["needs"]
+        );
+    }
+    assert!(a["summary"]["gate_failures"].as_i64().unwrap() >= 2);
+    assert_eq!(a["summary"]["counts"]["not_supported"], 0);
+    let v = &skew_evidence(a)["values"];
+    for f in [
+        "wait_share",
+        "wait_ns",
+        "start_skew_ns",
+        "start_skew_max_ns",
+        "rank_wait_ns",
+        "most_often_last",
+    ] {
+        assert!(v[f].is_null(), "`{f}` is null, not 0: {v}");
+    }
+}
+
+/// NCCL kernels of one device by SQL (short name contains "nccl", any case), optionally of
+/// one stream: their count and summed duration.
+fn nccl_count_and_time(trace: &Path, device: i64, stream: Option<i64>) -> (i64, i64) {
+    let ks: Vec<Kernel> = kernels(trace, device, None)
+        .into_iter()
+        .filter(|k| k.nccl && stream.is_none_or(|s| k.stream == s))
+        .collect();
+    (ks.len() as i64, ks.iter().map(|k| k.end - k.start).sum())
+}
+
+#[test]
+fn a_straggler_claim_over_one_device_is_unverifiable_not_refuted() {
+    let trace = fixture("nsys-ai/mfu_2gpu_before.sqlite");
+    let (dir, path) = straggler_case(&trace, "0", None);
+    let (a, en, zh) = straggler_check(dir.path(), &path);
+    assert_unverifiable_for(&a, "note.one_rank", "at least two ranks in one scope");
+    assert_eq!(gate(part(&a, "straggler", "wait"), "R2")["finding"]["args"]["devices"], "0");
+    let need = &part(&a, "straggler", "wait")["needs"][0];
+    assert_eq!(need["zh-TW"], "同一個 scope 內至少兩個 rank");
+    // What exists for one rank keeps its value: device 0's NCCL kernels, counted by SQL.
+    let (n, time) = nccl_count_and_time(&trace, 0, None);
+    assert!(n > 0, "device 0 runs NCCL kernels");
+    let v = &skew_evidence(&a)["values"];
+    assert_eq!((v["ranks"].as_i64(), v["matched"].as_i64()), (Some(1), Some(n)));
+    assert_eq!(v["nccl_ns"].as_i64(), Some(time));
+    let nccl = part(&a, "straggler", "nccl");
+    assert_eq!(nccl["outcome"], "reported");
+    assert_exact(nccl, time.into(), 1);
+    assert_eq!(gate(nccl, "R2")["status"], "pass", "nccl_ns does not compare ranks");
+    // The reason, in words, in both languages.
+    assert!(en.contains("R2 FAIL: one rank only (device 0): comparing ranks needs at least two ranks in one scope"), "{en}");
+    assert!(zh.contains("跨 rank 比較需要同一個 scope 內至少兩個 rank"), "{zh}");
+    // A failed gate fails --strict.
+    let out = run_in(Some(dir.path()), &["check", path.to_str().unwrap(), "--strict"]);
+    assert_eq!(out.status.code(), Some(1));
+
+    // Both ranks of the same trace can be compared: the claim is judged on its value.
+    let (dir, path) = straggler_case(&trace, "0-1", None);
+    let (a, _, _) = straggler_check(dir.path(), &path);
+    let wait = part(&a, "straggler", "wait");
+    assert_eq!(gate(wait, "R2")["status"], "pass");
+    assert_eq!(wait["outcome"], "supported");
+}
+
+#[test]
+fn a_trace_without_nccl_kernels_says_so() {
+    // Two GPUs (h100_2gpu_1s) and one (the 2021 legacy export), none with an NCCL kernel.
+    for (rel, devices, all) in [
+        ("nsys-ai/h100_2gpu_1s.sqlite", "0-1", &[0, 1][..]),
+        ("legacy/mordred_report1_2021.sqlite", "0", &[0][..]),
+    ] {
+        let trace = fixture(rel);
+        for &d in all {
+            let (n, _) = nccl_count_and_time(&trace, d, None);
+            assert_eq!(n, 0, "{rel}: device {d} has no NCCL kernel");
+            assert!(!kernels(&trace, d, None).is_empty(), "{rel}: device {d} has kernels");
+        }
+        let (dir, path) = straggler_case(&trace, devices, None);
+        let (a, en, zh) = straggler_check(dir.path(), &path);
+        assert_unverifiable_for(&a, "note.no_nccl_in_trace", "a trace that records NCCL kernels");
+        assert!(en.contains("the trace has no NCCL kernels"), "{rel}: {en}");
+        assert!(zh.contains("這份 trace 沒有 NCCL kernel"), "{rel}: {zh}");
+        let v = &skew_evidence(&a)["values"];
+        assert_eq!((v["matched"].as_i64(), v["nccl_ns"].as_i64()), (Some(0), Some(0)), "{rel}");
+        assert_eq!(v["ranks"].as_u64(), Some(all.len() as u64), "{rel}");
+        // One device of a trace without NCCL: both reasons disclosed, the trace's first.
+        let keys: Vec<&str> = skew_evidence(&a)["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|n| n["null_fields"].is_array())
+            .map(|n| n["key"].as_str().unwrap())
+            .collect();
+        let want: &[&str] = if all.len() == 1 {
+            &["note.no_nccl_in_trace", "note.one_rank"]
+        } else {
+            &["note.no_nccl_in_trace"]
+        };
+        assert_eq!(keys, want, "{rel}");
+    }
+}
+
+#[test]
+fn a_stream_that_one_rank_never_uses_matches_nothing_and_says_so() {
+    // mfu_2gpu_before: device 0 runs its NCCL kernels on stream 7, device 1 on stream 15.
+    let trace = fixture("nsys-ai/mfu_2gpu_before.sqlite");
+    let (n0, _) = nccl_count_and_time(&trace, 0, Some(7));
+    let (n1, _) = nccl_count_and_time(&trace, 1, Some(7));
+    assert!(n0 > 0 && n1 == 0, "stream 7: {n0} NCCL kernels on device 0, {n1} on device 1");
+    let (dir, path) = straggler_case(&trace, "0-1", Some(7));
+    let (a, en, _) = straggler_check(dir.path(), &path);
+    assert_unverifiable_for(
+        &a,
+        "note.no_matched",
+        "NCCL kernels on every rank of the scope, so that instances can be matched",
+    );
+    assert_eq!(gate(part(&a, "straggler", "wait"), "R2")["finding"]["args"]["empty"], "1");
+    assert!(en.contains("no matched instances: device(s) 1 have no NCCL kernel"), "{en}");
+    let v = &skew_evidence(&a)["values"];
+    assert_eq!(v["matched"], 0);
+    assert_eq!(v["instance_counts"], serde_json::json!({"0": n0, "1": 0}));
 }

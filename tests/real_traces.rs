@@ -782,13 +782,13 @@ fn skew_ref(
     };
     let counts: Vec<i64> = per_rank.iter().map(|v| v.len() as i64).collect();
     let max_last = last.iter().copied().max().unwrap_or(0);
-    let most_often_last = if max_last > 0 {
-        json!(ranks[last.iter().position(|&x| x == max_last).unwrap()])
-    } else {
-        Value::Null
-    };
+    // Every rank that was last that often, ascending (a tie lists several).
+    let most_often_last: Vec<i64> = (0..ranks.len())
+        .filter(|&i| max_last > 0 && last[i] == max_last)
+        .map(|i| ranks[i])
+        .collect();
     let (ss, es) = (stats(&start_skews), stats(&end_skews));
-    let values = json!({
+    let mut values = json!({
         "ranks": ranks.len(),
         "matched": matched,
         "instance_counts": by_rank(&counts),
@@ -807,6 +807,27 @@ fn skew_ref(
         "most_often_last": most_often_last,
         "name_mismatches": 0,
     });
+    // Comparing ranks needs two of them and one instance matched on both: otherwise every
+    // comparison is null (not 0), and so is the share.
+    if ranks.len() < 2 || matched == 0 {
+        for f in [
+            "wait_ns",
+            "transfer_ns",
+            "start_skew_ns",
+            "end_skew_ns",
+            "start_skew_median_ns",
+            "start_skew_max_ns",
+            "end_skew_median_ns",
+            "end_skew_max_ns",
+            "rank_wait_ns",
+            "last_arrivals",
+            "most_often_last",
+            "name_mismatches",
+        ] {
+            values[f] = Value::Null;
+        }
+        return (values, None);
+    }
     (values, (nccl > 0).then(|| wait as f64 / nccl as f64))
 }
 
@@ -871,6 +892,51 @@ fn nccl_skew_with_a_window_clip_and_contain() {
     for win in [Win::Clip(a, b), Win::Contain(a, b)] {
         check_skew(&trace, &[], &[0, 1], None, win);
     }
+}
+
+/// The keys of the notes of a piece of evidence that leave values null, in order.
+fn null_notes(v: &Value) -> Vec<String> {
+    v["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["null_fields"].as_array().is_some_and(|f| !f.is_empty()))
+        .map(|n| n["key"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn nccl_skew_over_one_rank_is_null_with_its_reason() {
+    let trace = fixture(BEFORE);
+    let v = check_skew(&trace, &["--devices", "0"], &[0], None, Win::Whole);
+    assert_eq!(null_notes(&v), ["note.one_rank"]);
+    assert_eq!(v["values"]["ranks"], 1);
+}
+
+#[test]
+fn nccl_skew_tells_a_window_without_nccl_from_a_trace_without_it() {
+    // A window that ends before the first NCCL kernel starts selects compute kernels only.
+    let trace = fixture(BEFORE);
+    let kernels = read_kernels(&open_ro(&trace));
+    let first = kernels.iter().map(|k| k.start).min().unwrap();
+    let first_nccl = kernels.iter().filter(|k| k.nccl).map(|k| k.start).min().unwrap();
+    let win = Win::Clip(first, first_nccl);
+    assert!(
+        kernels.iter().any(|k| win.selects(k)) && !kernels.iter().any(|k| k.nccl && win.selects(k))
+    );
+    let v = check_skew(&trace, &[], &[0, 1], None, win);
+    assert_eq!(null_notes(&v), ["note.no_nccl"], "the trace has NCCL kernels, the window has none");
+
+    // h100_2gpu_1s has none at all, with or without a window and on any device.
+    let trace = fixture("nsys-ai/h100_2gpu_1s.sqlite");
+    let kernels = read_kernels(&open_ro(&trace));
+    assert!(kernels.iter().all(|k| !k.nccl));
+    let v = check_skew(&trace, &[], &[0, 1], None, Win::Whole);
+    assert_eq!(null_notes(&v), ["note.no_nccl_in_trace"]);
+    let first = kernels.iter().map(|k| k.start).min().unwrap();
+    let v =
+        check_skew(&trace, &["--devices", "1"], &[1], None, Win::Clip(first, first + 1_000_000));
+    assert_eq!(null_notes(&v), ["note.no_nccl_in_trace", "note.one_rank"]);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -41,6 +41,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
         Field { name: "last_end_ns", unit: "ns", definition: "last kernel end over all devices" },
     ],
     params: &[],
+    cross_rank: &[],
 };
 
 /// Runs the analysis (the whole trace; window and devices are disclosed, not applied).

@@ -43,6 +43,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
         },
     ],
     params: &["names", "match", "limit"],
+    cross_rank: &[],
 };
 
 /// Default top-N when no limit is given.

@@ -116,6 +116,10 @@ pub struct AnalysisSpec {
     pub fields: &'static [Field],
     /// Parameters it adopts besides window, semantics and devices.
     pub params: &'static [&'static str],
+    /// Keys of `values` that compare matched instances across ranks. They exist only with at
+    /// least two ranks in one scope and one matched instance; otherwise they are null and a
+    /// note says why (gate R2 fails for a part that reads one).
+    pub cross_rank: &'static [&'static str],
 }
 
 /// Every analysis, in the order the CLI lists them.
@@ -409,6 +413,24 @@ pub struct Note {
     pub finding: crate::i18n::Finding,
     /// The English text.
     pub text: String,
+    /// Keys of `values` that this note leaves null: the quantity cannot exist here, and this
+    /// note is why. A part that reads one is unverifiable, never judged on a stand-in 0.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub null_fields: Vec<String>,
+    /// What would give those fields a value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub needs: Option<Need>,
+}
+
+/// Evidence that would give a null field a value: an i18n key with arguments, and the
+/// English text.
+#[derive(Debug, Clone, Serialize)]
+pub struct Need {
+    /// The finding, renderable in any language.
+    #[serde(flatten)]
+    pub finding: crate::i18n::Finding,
+    /// The English text.
+    pub text: String,
 }
 
 impl Evidence {
@@ -416,7 +438,39 @@ impl Evidence {
     pub fn note(&mut self, key: &str, args: &[(&str, String)]) {
         let finding = crate::i18n::Finding::new(key, args);
         let text = finding.english();
-        self.notes.push(Note { finding, text });
+        self.notes.push(Note { finding, text, null_fields: Vec::new(), needs: None });
+    }
+
+    /// Sets `fields` of `values` to null and adds the note that says why, with what would give
+    /// them a value (`need`, an i18n key). Several notes may explain the same field; the first
+    /// added is the main reason.
+    pub fn leave_null(
+        &mut self,
+        fields: &[&str],
+        key: &str,
+        args: &[(&str, String)],
+        need: (&str, &[(&str, String)]),
+    ) {
+        if let Some(values) = self.values.as_mut() {
+            for f in fields {
+                values.insert((*f).to_string(), Value::Null);
+            }
+        }
+        let finding = crate::i18n::Finding::new(key, args);
+        let text = finding.english();
+        let need = crate::i18n::Finding::new(need.0, need.1);
+        let needs = Some(Need { text: need.english(), finding: need });
+        let null_fields = fields.iter().map(|f| f.to_string()).collect();
+        self.notes.push(Note { finding, text, null_fields, needs });
+    }
+
+    /// The notes that explain why `field` is null, main reason first; empty when the field
+    /// has a value (or no note explains it).
+    pub fn null_reasons(&self, field: &str) -> Vec<&Note> {
+        if !self.value(field).is_some_and(Value::is_null) {
+            return Vec::new();
+        }
+        self.notes.iter().filter(|n| n.null_fields.iter().any(|f| f == field)).collect()
     }
 
     /// A numeric field of `values`, as an exact integer or a float.

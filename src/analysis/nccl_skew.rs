@@ -4,6 +4,8 @@
 //! the rank's) in the window, sorted by start; the k-th kernel of every rank is instance k.
 //! transfer_k = min duration over ranks, wait = duration - transfer_k; wait share = Σ wait /
 //! Σ duration. Kernels are selected, never clipped. Reads the kernel scan only.
+//! A quantity that compares ranks does not exist with fewer than two ranks or no matched
+//! instance: it is null, with a note saying why, never 0.
 
 use std::collections::BTreeMap;
 
@@ -74,7 +76,28 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
         },
     ],
     params: &["stream"],
+    cross_rank: CROSS_RANK,
 };
+
+/// Keys of `values` that compare ranks: null with fewer than two ranks in the scope or no
+/// matched instance.
+pub const CROSS_RANK: &[&str] = &[
+    "wait_ns",
+    "transfer_ns",
+    "wait_share",
+    "start_skew_ns",
+    "end_skew_ns",
+    "start_skew_median_ns",
+    "start_skew_max_ns",
+    "end_skew_median_ns",
+    "end_skew_max_ns",
+    "rank_wait_ns",
+    "rank_start_offset_ns",
+    "rank_end_offset_ns",
+    "last_arrivals",
+    "most_often_last",
+    "name_mismatches",
+];
 
 /// The result of matching, before it is put into evidence.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -185,13 +208,15 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     let by_rank = |v: &[i64]| -> BTreeMap<String, i64> {
         s.ranks.iter().zip(v).map(|(r, x)| (r.to_string(), *x)).collect()
     };
-    let most_last = s
-        .last_arrivals
+    // Every rank that arrived last most often, ascending: a tie is a list of several.
+    let most = s.last_arrivals.iter().copied().max().filter(|&n| n > 0);
+    let most_last: Vec<i64> = s
+        .ranks
         .iter()
-        .enumerate()
-        .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(&a.0)))
-        .filter(|(_, n)| **n > 0)
-        .map(|(r, _)| s.ranks[r]);
+        .zip(&s.last_arrivals)
+        .filter(|(_, n)| Some(**n) == most)
+        .map(|(r, _)| *r)
+        .collect();
     let offsets = |v: &[Vec<i64>]| -> BTreeMap<String, Value> {
         s.ranks
             .iter()
@@ -227,7 +252,11 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
         ("most_often_last", json!(most_last)),
         ("name_mismatches", json!(s.name_mismatches)),
     ]));
-    ev.note("note.transfer_estimate", &[]);
+    let compared = s.ranks.len() >= 2 && s.matched > 0;
+    leave_uncomparable_null(&mut ev, ctx, &s);
+    if compared {
+        ev.note("note.transfer_estimate", &[]);
+    }
     if s.counts.iter().any(|&c| c != s.matched as i64) {
         let counts = s
             .ranks
@@ -242,13 +271,53 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
         let missing = crate::scope::format_device_list(&ev.scope.missing_devices);
         ev.note("note.missing_ranks", &[("missing", missing)]);
     }
-    if s.name_mismatches > 0 {
+    if compared && s.name_mismatches > 0 {
         ev.note("note.name_mismatches", &[("n", s.name_mismatches.to_string())]);
     }
-    if s.ranks.len() < 2 {
-        ev.note("note.one_rank", &[]);
+    if compared && most_last.len() > 1 {
+        let tied = most_last.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
+        let n = most.unwrap_or(0).to_string();
+        ev.note(
+            "note.last_tie",
+            &[("devices", tied), ("n", n), ("matched", s.matched.to_string())],
+        );
     }
     Ok(ev)
+}
+
+/// Nulls the quantities that compare ranks when there is nothing to compare, with a note per
+/// reason, the most basic first: no NCCL kernel at all, one rank, no matched instance.
+fn leave_uncomparable_null(ev: &mut Evidence, ctx: &Context, s: &Skew) {
+    let devices = crate::scope::format_device_list(&s.ranks);
+    if s.counts.iter().all(|&c| c == 0) {
+        if !ctx.kernels.nccl_in_table {
+            ev.leave_null(CROSS_RANK, "note.no_nccl_in_trace", &[], ("need.nccl_trace", &[]));
+        } else {
+            ev.leave_null(
+                CROSS_RANK,
+                "note.no_nccl",
+                &[("devices", devices.clone())],
+                ("need.nccl_kernels", &[]),
+            );
+        }
+    }
+    if s.ranks.len() < 2 {
+        ev.leave_null(
+            CROSS_RANK,
+            "note.one_rank",
+            &[("devices", devices)],
+            ("need.two_ranks", &[]),
+        );
+    } else if s.matched == 0 && s.counts.iter().any(|&c| c > 0) {
+        let empty: Vec<i64> =
+            s.ranks.iter().zip(&s.counts).filter(|(_, c)| **c == 0).map(|(r, _)| *r).collect();
+        ev.leave_null(
+            CROSS_RANK,
+            "note.no_matched",
+            &[("empty", crate::scope::format_device_list(&empty))],
+            ("need.matched", &[]),
+        );
+    }
 }
 
 #[cfg(test)]
@@ -287,12 +356,153 @@ mod tests {
         let ev = run(&p, &ctx).unwrap();
         let v = ev.values.unwrap();
         assert_eq!(v["wait_share"], json!(1110.0 / 3210.0));
-        assert_eq!(v["most_often_last"], 3);
+        assert_eq!(v["most_often_last"], json!([3]));
         assert_eq!(v["unmatched"], 1);
         assert!(
             ev.notes
                 .iter()
                 .any(|n| n.finding.key == "note.unequal_counts" && n.text.contains("unequal"))
         );
+    }
+
+    /// The note of a key, which must be present once.
+    fn note<'a>(ev: &'a Evidence, key: &str) -> &'a crate::analysis::Note {
+        let found: Vec<_> = ev.notes.iter().filter(|n| n.finding.key == key).collect();
+        assert_eq!(found.len(), 1, "one `{key}` note in {:?}", ev.notes);
+        found[0]
+    }
+
+    /// Every quantity that compares ranks is null, and the ones that exist are not.
+    fn assert_cross_rank_null(ev: &Evidence) {
+        let v = ev.values.as_ref().unwrap();
+        for f in CROSS_RANK {
+            assert_eq!(v[*f], Value::Null, "`{f}` must be null, not a stand-in value");
+        }
+        for f in ["ranks", "matched", "instance_counts", "unmatched", "nccl_ns"] {
+            assert!(!v[f].is_null(), "`{f}` exists and keeps its value");
+        }
+    }
+
+    fn params(devices: &[i64]) -> Params {
+        Params::new(DeviceSel::Set(devices.to_vec()))
+    }
+
+    #[test]
+    fn one_rank_has_no_skew_and_says_it_needs_two() {
+        let ctx = Context::from_kernels(Kernels::from_rows(&[
+            (1, 56, 100, 1000, "ncclAG"),
+            (1, 56, 2000, 2500, "ncclRS"),
+            (2, 56, 300, 1000, "ncclAG"),
+        ]));
+        let ev = run(&params(&[1]), &ctx).unwrap();
+        let v = ev.values.as_ref().unwrap();
+        assert_eq!(v["ranks"], 1);
+        assert_eq!(v["matched"], 2);
+        assert_eq!(v["instance_counts"], json!({"1": 2}));
+        // Device 1's NCCL kernel time: 900 + 500.
+        assert_eq!(v["nccl_ns"], 1400);
+        assert_cross_rank_null(&ev);
+        let n = note(&ev, "note.one_rank");
+        assert_eq!(n.finding.args["devices"], "1");
+        assert!(n.text.contains("needs at least two ranks in one scope"), "{}", n.text);
+        assert_eq!(n.null_fields.len(), CROSS_RANK.len());
+        assert_eq!(n.needs.as_ref().unwrap().finding.key, "need.two_ranks");
+        assert_eq!(ev.null_reasons("wait_share")[0].finding.key, "note.one_rank");
+        // Nothing is compared, so no caveat about the comparison.
+        assert!(ev.notes.iter().all(|n| n.finding.key != "note.transfer_estimate"));
+    }
+
+    #[test]
+    fn no_matched_instance_when_a_rank_has_no_nccl_kernel() {
+        let ctx = Context::from_kernels(Kernels::from_rows(&[
+            (1, 56, 100, 1000, "ncclAG"),
+            (1, 21, 0, 900, "gemm"),
+            (2, 21, 0, 900, "gemm"),
+        ]));
+        let ev = run(&params(&[1, 2]), &ctx).unwrap();
+        let v = ev.values.as_ref().unwrap();
+        assert_eq!(v["ranks"], 2);
+        assert_eq!(v["matched"], 0);
+        assert_eq!(v["instance_counts"], json!({"1": 1, "2": 0}));
+        assert_eq!(v["unmatched"], 1);
+        assert_eq!(v["nccl_ns"], 0);
+        assert_cross_rank_null(&ev);
+        let n = note(&ev, "note.no_matched");
+        assert_eq!(n.finding.args["empty"], "2");
+        assert!(n.text.starts_with("no matched instances"), "{}", n.text);
+        assert_eq!(n.needs.as_ref().unwrap().finding.key, "need.matched");
+        assert!(ev.notes.iter().all(|n| n.finding.key != "note.no_nccl_in_trace"));
+    }
+
+    #[test]
+    fn a_trace_without_nccl_kernels_says_so() {
+        let ctx = Context::from_kernels(Kernels::from_rows(&[
+            (0, 7, 0, 900, "gemm"),
+            (1, 15, 0, 800, "elementwise"),
+        ]));
+        let ev = run(&Params::new(DeviceSel::All), &ctx).unwrap();
+        let v = ev.values.as_ref().unwrap();
+        assert_eq!((v["ranks"].clone(), v["matched"].clone()), (json!(2), json!(0)));
+        assert_cross_rank_null(&ev);
+        let n = note(&ev, "note.no_nccl_in_trace");
+        assert!(n.text.starts_with("the trace has no NCCL kernels"), "{}", n.text);
+        assert_eq!(n.needs.as_ref().unwrap().finding.key, "need.nccl_trace");
+        assert!(ev.notes.iter().all(|n| n.finding.key != "note.no_matched"));
+
+        // One device of it: both reasons, the trace's first.
+        let ev = run(&params(&[0]), &ctx).unwrap();
+        assert_cross_rank_null(&ev);
+        let keys: Vec<&str> =
+            ev.null_reasons("wait_ns").iter().map(|n| n.finding.key.as_str()).collect();
+        assert_eq!(keys, ["note.no_nccl_in_trace", "note.one_rank"]);
+    }
+
+    #[test]
+    fn a_selection_without_nccl_kernels_is_not_a_trace_without_them() {
+        // NCCL runs on stream 56 only; stream 7 selects none of it.
+        let ctx = Context::from_kernels(Kernels::from_rows(&[
+            (1, 56, 100, 1000, "ncclAG"),
+            (2, 56, 400, 1000, "ncclAG"),
+        ]));
+        let mut p = params(&[1, 2]);
+        p.stream = Some(7);
+        let ev = run(&p, &ctx).unwrap();
+        assert_cross_rank_null(&ev);
+        let n = note(&ev, "note.no_nccl");
+        assert_eq!(n.finding.args["devices"], "1-2");
+        assert_eq!(n.needs.as_ref().unwrap().finding.key, "need.nccl_kernels");
+        assert!(ev.notes.iter().all(|n| n.finding.key != "note.no_nccl_in_trace"));
+    }
+
+    #[test]
+    fn a_tie_for_most_often_last_lists_every_tied_rank() {
+        // Instance 0 starts at 100, 300, 500: device 3 is last. Instance 1 starts at 2000,
+        // 2400, 2200: device 2 is last. Device 1 is never last.
+        let ctx = Context::from_kernels(Kernels::from_rows(&[
+            (1, 56, 100, 1000, "ncclAG"),
+            (2, 56, 300, 1000, "ncclAG"),
+            (3, 56, 500, 1000, "ncclAG"),
+            (1, 56, 2000, 3000, "ncclAG"),
+            (2, 56, 2400, 3000, "ncclAG"),
+            (3, 56, 2200, 3000, "ncclAG"),
+        ]));
+        let ev = run(&params(&[1, 2, 3]), &ctx).unwrap();
+        let v = ev.values.as_ref().unwrap();
+        assert_eq!(v["last_arrivals"], json!({"1": 0, "2": 1, "3": 1}));
+        assert_eq!(v["most_often_last"], json!([2, 3]));
+        let n = note(&ev, "note.last_tie");
+        assert_eq!(n.finding.args["devices"], "2, 3");
+        assert_eq!(n.text, "a tie: devices 2, 3 each arrived last in 1 of 2 instances");
+        assert!(n.null_fields.is_empty());
+
+        // Without the second instance device 3 alone is last: a list of one, no tie.
+        let ctx = Context::from_kernels(Kernels::from_rows(&[
+            (1, 56, 100, 1000, "ncclAG"),
+            (2, 56, 300, 1000, "ncclAG"),
+            (3, 56, 500, 1000, "ncclAG"),
+        ]));
+        let ev = run(&params(&[1, 2, 3]), &ctx).unwrap();
+        assert_eq!(ev.values.as_ref().unwrap()["most_often_last"], json!([3]));
+        assert!(ev.notes.iter().all(|n| n.finding.key != "note.last_tie"));
     }
 }

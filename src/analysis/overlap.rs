@@ -67,6 +67,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
         },
     ],
     params: &[],
+    cross_rank: &[],
 };
 
 /// The breakdown of one device.

@@ -378,13 +378,20 @@ pub(super) fn render(ev: &Evidence, width: usize) -> String {
                 s += &line("start skew", &skew("start_skew_ns"));
                 s += &line("end skew", &skew("end_skew_ns"));
                 s += &line("rank wait", &pairs(field(v, "rank_wait_ns"), time));
-                if let Some(last) = field(v, "most_often_last").as_i64() {
+                // A list: several devices when they tie.
+                let last: Vec<i64> = field(v, "most_often_last")
+                    .as_array()
+                    .map(|l| l.iter().filter_map(Value::as_i64).collect())
+                    .unwrap_or_default();
+                if let Some(first) = last.first() {
                     s += &table::hang(
                         "",
                         &format!(
-                            "last to arrive most often: device {last} ({} of {} instances)",
-                            plain(field(v, "last_arrivals").get(last.to_string())),
-                            plain(v.get("matched"))
+                            "last to arrive most often: device {} ({} of {} instances{})",
+                            last.iter().map(i64::to_string).collect::<Vec<_>>().join(", "),
+                            plain(field(v, "last_arrivals").get(first.to_string())),
+                            plain(v.get("matched")),
+                            if last.len() > 1 { " each, a tie" } else { "" }
                         ),
                         2,
                         width,

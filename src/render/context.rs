@@ -536,7 +536,7 @@ pub fn build(a: &Audit, t: &Strings, charts: &[(String, String)]) -> Result<Rend
                 });
             }
             let needs: Vec<String> =
-                part.needs.iter().filter_map(|n| n.get(lang).cloned()).collect();
+                p.needs.iter().filter_map(|n| n.get(lang).cloned()).collect();
             parts.push(PartCtx {
                 id: p.id.clone(),
                 kind_key: part.kind.as_str().into(),

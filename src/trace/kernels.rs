@@ -69,6 +69,9 @@ pub struct Kernels {
     pub filter: KernelFilter,
     /// Per-device inventory of the whole table, gathered in the same scan (before filtering).
     pub inventory: Vec<DeviceInventory>,
+    /// Whether any valid row of the whole table, filtered out or not, is an NCCL kernel: "the
+    /// trace has no NCCL kernels" and "the selection has none" are different findings.
+    pub nccl_in_table: bool,
 }
 
 impl Kernels {
@@ -114,6 +117,9 @@ impl Kernels {
                 (raw_ids.len() - 1) as u32
             })
         };
+        // Short-name ids of the rows the filter drops, to tell whether the table has NCCL
+        // kernels outside the selection.
+        let mut dropped_short: std::collections::HashSet<i64> = std::collections::HashSet::new();
         let keep_device = |d: i64| filter.devices.as_ref().is_none_or(|v| v.contains(&d));
         let conn = trace.conn();
         let mut stmt = conn.prepare(&sql).map_err(TraceError::from_sqlite)?;
@@ -140,6 +146,7 @@ impl Kernels {
                 inv.pids.push(p);
             }
             if !keep_device(device) || filter.bounds.is_some_and(|(a, b)| end < a || start > b) {
+                dropped_short.insert(row.get(4).map_err(|e| bad(k::SHORT_NAME, e))?);
                 continue;
             }
             let short: i64 = row.get(4).map_err(|e| bad(k::SHORT_NAME, e))?;
@@ -172,6 +179,20 @@ impl Kernels {
             out.nccl.push(value.to_ascii_lowercase().contains("nccl"));
             out.names.push(value);
         }
+        out.nccl_in_table = out.short.iter().any(|&i| out.nccl[i as usize]);
+        for id in dropped_short.iter().filter(|id| !ids.contains_key(id)) {
+            if out.nccl_in_table {
+                break;
+            }
+            let value: Option<String> = match lookup.query_row([id], |r| r.get(0)) {
+                Ok(v) => Some(v),
+                Err(rusqlite::Error::QueryReturnedNoRows) => None,
+                Err(e) => return Err(TraceError::from_sqlite(e)),
+            };
+            if value.is_some_and(|v| v.to_ascii_lowercase().contains("nccl")) {
+                out.nccl_in_table = true;
+            }
+        }
         out.inventory = inventory
             .into_values()
             .map(|mut d| {
@@ -201,6 +222,7 @@ impl Kernels {
             out.demangled.push(id);
         }
         out.sort();
+        out.nccl_in_table = out.short.iter().any(|&i| out.nccl[i as usize]);
         let mut inv: BTreeMap<i64, DeviceInventory> = BTreeMap::new();
         for i in 0..out.len() {
             DeviceInventory::observe(

@@ -148,8 +148,42 @@ pub fn r1(about: &About, scope: &Scope, ev: &Evidence) -> Gate {
     }
 }
 
-/// R2: the same devices (and streams); coverage always disclosed.
+/// R2: the same devices (and streams); coverage always disclosed; a quantity that compares
+/// ranks needs at least two ranks in one scope and a matched instance.
 pub fn r2(about: &About, measure: &Measure, ev: &Evidence) -> Gate {
+    let devices = r2_devices(about, measure, ev);
+    if devices.status == GateStatus::Fail {
+        return devices;
+    }
+    too_few_ranks(measure, ev).unwrap_or(devices)
+}
+
+/// Fails when the formula reads a field that compares ranks (the analysis' `cross_rank`) and
+/// the evidence has fewer than two ranks or no matched instance. The evidence's own note on
+/// why that field is null is the finding.
+fn too_few_ranks(measure: &Measure, ev: &Evidence) -> Option<Gate> {
+    let cross = crate::analysis::spec(&measure.analysis).map_or(&[][..], |s| s.cross_rank);
+    let field = measure.value.vars().into_iter().find(|v| cross.contains(&v.as_str()))?;
+    let ranks = ev.scope.devices.len();
+    let matched = ev.value("matched").and_then(serde_json::Value::as_i64);
+    if ranks >= 2 && matched != Some(0) {
+        return None;
+    }
+    let finding = match ev.null_reasons(&field).first() {
+        Some(note) => note.finding.clone(),
+        None => Finding::new(
+            "gate.r2.too_few_ranks",
+            &[
+                ("field", field.clone()),
+                ("ranks", ranks.to_string()),
+                ("matched", matched.map_or("-".into(), |m| m.to_string())),
+            ],
+        ),
+    };
+    Some(Gate { gate: "R2", status: GateStatus::Fail, finding })
+}
+
+fn r2_devices(about: &About, measure: &Measure, ev: &Evidence) -> Gate {
     let evd = &ev.scope.devices;
     let missing = &ev.scope.missing_devices;
     let mut args = vec![
@@ -375,4 +409,87 @@ pub fn r4(
         return gate("R4", GateStatus::Fail, "gate.r4.device_as_sum", &args);
     }
     gate("R4", GateStatus::Pass, "gate.r4.ok", &args)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::{Context, Params};
+    use crate::scope::DeviceSel;
+    use crate::trace::Kernels;
+
+    fn about(devices: &[i64]) -> About {
+        About {
+            window: None,
+            devices: Some(devices.to_vec()),
+            per: None,
+            quantity: None,
+            denominator: None,
+            denominator_text: None,
+        }
+    }
+
+    fn measure(value: &str) -> Measure {
+        Measure {
+            analysis: "nccl-skew".into(),
+            scope: "s".into(),
+            value_text: value.into(),
+            value: Expr::parse(value).unwrap(),
+            unit: Unit::Percent,
+            filter_text: None,
+            filter: None,
+            names: None,
+            stream: None,
+        }
+    }
+
+    /// NCCL kernels on devices 1 and 2, one instance each.
+    fn skew(devices: &[i64]) -> Evidence {
+        let ctx = Context::from_kernels(Kernels::from_rows(&[
+            (1, 56, 100, 1000, "ncclAG"),
+            (2, 56, 400, 1000, "ncclAG"),
+        ]));
+        crate::analysis::run("nccl-skew", &Params::new(DeviceSel::Set(devices.to_vec())), &ctx)
+            .unwrap()
+    }
+
+    #[test]
+    fn r2_fails_for_a_cross_rank_field_over_one_rank_with_the_evidences_reason() {
+        let ev = skew(&[1]);
+        for value in ["wait_share", "start_skew_max_ns", "wait_ns / nccl_ns"] {
+            let g = r2(&about(&[1]), &measure(value), &ev);
+            assert_eq!(g.status, GateStatus::Fail, "{value}");
+            assert_eq!(g.finding.key, "note.one_rank", "{value}");
+            assert_eq!(g.finding.args["devices"], "1");
+        }
+        // A quantity that exists for one rank passes as before.
+        let g = r2(&about(&[1]), &measure("nccl_ns"), &ev);
+        assert_eq!((g.status, g.finding.key.as_str()), (GateStatus::Pass, "gate.r2.same_devices"));
+        // Two ranks with a matched instance can be compared.
+        let g = r2(&about(&[1, 2]), &measure("wait_share"), &skew(&[1, 2]));
+        assert_eq!((g.status, g.finding.key.as_str()), (GateStatus::Pass, "gate.r2.same_devices"));
+    }
+
+    #[test]
+    fn r2_fails_with_no_matched_instance_even_without_a_note() {
+        let mut ev = skew(&[1, 2]);
+        // Evidence from elsewhere (another tool's ledger, an older version) may carry no note:
+        // the population alone decides, and the gate says so itself.
+        ev.values.as_mut().unwrap().insert("matched".into(), serde_json::json!(0));
+        let g = r2(&about(&[1, 2]), &measure("wait_share"), &ev);
+        assert_eq!(g.status, GateStatus::Fail);
+        assert_eq!(g.finding.key, "gate.r2.too_few_ranks");
+        assert_eq!(g.finding.args["field"], "wait_share");
+        assert_eq!(g.finding.args["ranks"], "2");
+        assert_eq!(g.finding.args["matched"], "0");
+    }
+
+    #[test]
+    fn r2_reports_differing_devices_before_the_rank_count() {
+        let g = r2(&about(&[1, 2]), &measure("wait_share"), &skew(&[1]));
+        assert_eq!(
+            (g.status, g.finding.key.as_str()),
+            (GateStatus::Fail, "gate.r2.devices_differ")
+        );
+    }
 }

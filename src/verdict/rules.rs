@@ -49,6 +49,10 @@ fn show_field(field: &str, v: Rational) -> String {
 }
 
 fn field_value(ev: &Evidence, field: &str) -> Option<Rational> {
+    // A null field is a quantity that does not exist here: never rebuilt, never a 0.
+    if ev.value(field).is_some_and(Value::is_null) {
+        return None;
+    }
     if field == "wait_share" {
         let (w, n) = (ev.value("wait_ns")?.as_i64()?, ev.value("nccl_ns")?.as_i64()?);
         return Rational::new(w.into(), n.into());
@@ -163,8 +167,13 @@ fn measured(set: &ClaimSet, claim: &Claim, p: &Part, evidence: &EvidenceMap) -> 
     ];
     let vars: BTreeMap<String, Rational> =
         m.value.vars().into_iter().filter_map(|f| field_value(ev, &f).map(|v| (f, v))).collect();
-    let substituted =
-        m.value.substitute(&|f| vars.get(f).map_or(format!("{f}?"), |v| show_field(f, *v)));
+    let nulls: Vec<String> =
+        m.value.vars().into_iter().filter(|f| ev.value(f).is_some_and(Value::is_null)).collect();
+    let substituted = m.value.substitute(&|f| match vars.get(f) {
+        Some(v) => show_field(f, *v),
+        None if nulls.iter().any(|n| n == f) => "n/a".into(),
+        None => format!("{f}?"),
+    });
     // Times are stored in ns, the base unit of ms, ns and s: no conversion is needed.
     let value = m.value.eval(&vars);
     r.formula = Some(FormulaResult {
@@ -175,6 +184,27 @@ fn measured(set: &ClaimSet, claim: &Claim, p: &Part, evidence: &EvidenceMap) -> 
         unit: m.unit,
         error: value.as_ref().err().map(|e| e.to_string()),
     });
+    if let Some(field) = nulls.first() {
+        // The evidence says why the quantity does not exist; that is the reason, and what it
+        // needs is what would decide the part.
+        r.outcome = PartOutcome::Unverifiable;
+        r.reason = ev.null_reasons(field).first().map_or_else(
+            || Finding::new("part.field_null", &[("field", field.clone())]),
+            |n| n.finding.clone(),
+        );
+        for need in nulls.iter().flat_map(|f| ev.null_reasons(f)).filter_map(|n| n.needs.as_ref()) {
+            let text: crate::claims::Text = set
+                .report
+                .languages
+                .iter()
+                .map(|l| (l.clone(), need.finding.in_language(l).unwrap_or(need.text.clone())))
+                .collect();
+            if !r.needs.contains(&text) {
+                r.needs.push(text);
+            }
+        }
+        return r;
+    }
     let value = match value {
         Ok(v) => v,
         Err(e) => {
@@ -369,5 +399,131 @@ fn decide(claim: &Claim, parts: &[PartResult]) -> (Verdict, Finding) {
                 )
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::{Context, Params};
+    use crate::scope::DeviceSel;
+    use crate::trace::Kernels;
+
+    /// A claims file over one scope `s` (devices 1, or as given) with one claim `c` whose
+    /// principal part `p` measures `value` of `analysis` above 0.
+    fn set(analysis: &str, value: &str, unit: &str, devices: &str) -> ClaimSet {
+        let trace = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/nsys-ai/mock.sqlite");
+        let yaml = format!(
+            r#"report: {{ id: t, languages: [en, zh-TW], title: {{ en: t, zh-TW: t }} }}
+traces:
+  A: {{ path: "{trace}" }}
+scopes:
+  s: {{ trace: A, devices: "{devices}" }}
+claims:
+  - id: c
+    statement: {{ en: "ranks wait", zh-TW: "rank 在等" }}
+    about: {{ devices: "{devices}" }}
+    principal: p
+    parts:
+      - id: p
+        kind: observation
+        measure: {{ analysis: {analysis}, scope: s, value: "{value}", unit: "{unit}" }}
+        condition: {{ above: "0{unit}" }}
+"#
+        );
+        let raw = crate::claims::load::parse(&yaml).unwrap();
+        crate::claims::validate::validate(raw, std::path::Path::new("claims.yaml")).unwrap()
+    }
+
+    fn ctx() -> Context {
+        Context::from_kernels(Kernels::from_rows(&[
+            (1, 56, 100, 1000, "ncclAG"),
+            (1, 21, 0, 2000, "gemm"),
+            (2, 56, 400, 1000, "ncclAG"),
+        ]))
+    }
+
+    fn evidence(analysis: &str, devices: &[i64]) -> Evidence {
+        let p = Params::new(DeviceSel::Set(devices.to_vec()));
+        crate::analysis::run(analysis, &p, &ctx()).unwrap()
+    }
+
+    fn judge_with(set: &ClaimSet, ev: Evidence) -> ClaimResult {
+        let m = set.claims[0].parts[0].measure.as_ref().unwrap();
+        let map: EvidenceMap = [(query_key(set, m), Ok(ev))].into();
+        judge(set, &set.claims[0], &map)
+    }
+
+    #[test]
+    fn a_cross_rank_value_over_one_rank_is_unverifiable_never_zero() {
+        for value in ["wait_share", "wait_ns / nccl_ns", "start_skew_max_ns"] {
+            let unit = if value.ends_with("_ns") { "ms" } else { "%" };
+            let set = set("nccl-skew", value, unit, "1");
+            let r = judge_with(&set, evidence("nccl-skew", &[1]));
+            let p = &r.parts[0];
+            assert_eq!(p.outcome, PartOutcome::Unverifiable, "{value}");
+            assert_eq!(p.reason.key, "note.one_rank", "{value}");
+            assert_eq!(p.value, None, "{value}: no value, in particular not 0");
+            let f = p.formula.as_ref().unwrap();
+            assert_eq!((f.display.as_deref(), f.exact.as_ref()), (None, None), "{value}");
+            assert!(f.substituted.contains("n/a"), "{value}: {}", f.substituted);
+            assert!(p.condition.is_none(), "{value}: no condition is checked against nothing");
+            let r2 = p.gates.iter().find(|g| g.gate == "R2").unwrap();
+            assert_eq!((r2.status, r2.finding.key.as_str()), (GateStatus::Fail, "note.one_rank"));
+            let need: crate::claims::Text = [
+                ("en".to_string(), "at least two ranks in one scope".to_string()),
+                ("zh-TW".to_string(), "同一個 scope 內至少兩個 rank".to_string()),
+            ]
+            .into();
+            assert_eq!(p.needs, vec![need], "{value}");
+            assert_eq!(r.verdict, Verdict::Unverifiable, "{value}");
+        }
+        // Two ranks: judged on the value, 300 of 1,500 ns waited (by hand: 900 + 600, min 600).
+        let set = set("nccl-skew", "wait_share", "%", "1-2");
+        let r = judge_with(&set, evidence("nccl-skew", &[1, 2]));
+        assert_eq!(r.parts[0].value, Rational::new(300, 1500));
+        assert_eq!(r.parts[0].outcome, PartOutcome::Supported);
+    }
+
+    #[test]
+    fn any_null_field_makes_its_part_unverifiable_with_the_evidences_reason() {
+        // The mechanism is not tied to one analysis or field: an overlap value nulled with a
+        // note is unverifiable for that note's reason and needs what it needs.
+        let set = set("overlap", "nccl_only_ns / total_ns", "%", "1");
+        let mut ev = evidence("overlap", &[1]);
+        ev.leave_null(
+            &["nccl_only_ns"],
+            "note.one_rank",
+            &[("devices", "1".into())],
+            ("need.two_ranks", &[]),
+        );
+        let p = &judge_with(&set, ev).parts[0];
+        assert_eq!(
+            (p.outcome, p.reason.key.as_str()),
+            (PartOutcome::Unverifiable, "note.one_rank")
+        );
+        assert_eq!(p.needs.len(), 1);
+        // A null that no note explains still is no value.
+        let mut ev = evidence("overlap", &[1]);
+        ev.values.as_mut().unwrap().insert("total_ns".into(), Value::Null);
+        let p = &judge_with(&set, ev).parts[0];
+        assert_eq!(
+            (p.outcome, p.reason.key.as_str()),
+            (PartOutcome::Unverifiable, "part.field_null")
+        );
+        assert_eq!(p.reason.args["field"], "total_ns");
+        assert!(p.needs.is_empty());
+    }
+
+    #[test]
+    fn a_null_wait_share_is_not_rebuilt_from_wait_and_nccl_time() {
+        let set = set("nccl-skew", "wait_share", "%", "1-2");
+        let mut ev = evidence("nccl-skew", &[1, 2]);
+        let v = ev.values.as_mut().unwrap();
+        v.insert("wait_share".into(), Value::Null);
+        assert!(v["wait_ns"].is_i64() && v["nccl_ns"].is_i64());
+        let p = &judge_with(&set, ev).parts[0];
+        assert_eq!((p.outcome, p.value), (PartOutcome::Unverifiable, None));
+        assert_eq!(p.reason.key, "part.field_null");
     }
 }
