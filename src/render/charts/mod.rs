@@ -6,6 +6,10 @@
 
 use std::fmt::Write;
 
+mod names;
+
+pub use names::shorten;
+
 /// Width of every chart's viewBox, in px.
 const WIDTH: f64 = 640.0;
 /// Font stack: the CJK face first so the same chart works inside the zh-TW report.
@@ -66,7 +70,7 @@ pub struct SkewRank {
 /// One kernel name's total time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelBar {
-    /// Kernel name; truncated on the chart, kept whole in the tooltip.
+    /// Kernel name; shortened on the chart, kept whole in the tooltip.
     pub name: String,
     /// Sum of the kernel's durations.
     pub total_ns: i64,
@@ -316,13 +320,13 @@ const KN_PLOT_W: f64 = 440.0;
 const KN_TOP: f64 = 34.0;
 const KN_BAR_H: f64 = 12.0;
 const KN_ROW_H: f64 = 34.0;
-/// Longest kernel name drawn in full, in characters.
+/// Longest label drawn for a kernel name, in characters.
 const KN_NAME_MAX: usize = 48;
 
 /// Top kernels by total time.
 ///
-/// One bar per name on a linear ms axis, the name above it (truncated with "…", whole in the
-/// `<title>`); NCCL kernels are hatched and the others plain.
+/// One bar per name on a linear ms axis, the name above it (shortened so that distinct names
+/// keep distinct labels, whole in the `<title>`); NCCL kernels are hatched and the others plain.
 pub fn kernels_chart(bars: &[KernelBar]) -> String {
     if bars.is_empty() {
         return no_data();
@@ -355,11 +359,13 @@ pub fn kernels_chart(bars: &[KernelBar]) -> String {
     }
     x_axis(&mut out, KN_PLOT_X, KN_PLOT_W, plot_bottom + 4.0, &ticks, "total kernel time (ms)");
 
-    for (i, bar) in bars.iter().enumerate() {
+    let names: Vec<&str> = bars.iter().map(|b| b.name.as_str()).collect();
+    let labels = shorten(&names, KN_NAME_MAX);
+    for (i, (bar, label)) in bars.iter().zip(&labels).enumerate() {
         let y = KN_TOP + KN_ROW_H * i as f64;
         let by = y + 15.0;
         w!(out, "<g><title>{}</title>\n", esc(&bar.name));
-        text(&mut out, KN_PLOT_X, y + 11.0, "start", 11.0, HALO, &truncate(&bar.name, KN_NAME_MAX));
+        text(&mut out, KN_PLOT_X, y + 11.0, "start", 11.0, HALO, label);
         let wdt = (bar.total_ns.max(0) as f64 / 1e6 / axis.max * KN_PLOT_W).min(KN_PLOT_W);
         let (class, fill) =
             if bar.nccl { ("nccl", "url(#kn-nccl)") } else { ("compute", "#c6dbef") };
@@ -608,17 +614,6 @@ fn f1(v: f64) -> String {
     if s == "-0.0" { "0.0".to_string() } else { s }
 }
 
-/// Cuts `s` to `max` characters, the last one replaced by "…".
-fn truncate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_string()
-    } else {
-        let mut t: String = s.chars().take(max - 1).collect();
-        t.push('…');
-        t
-    }
-}
-
 /// Escapes the five XML special characters.
 fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -842,7 +837,7 @@ mod tests {
     }
 
     #[test]
-    fn kernel_bars_scale_to_axis_and_truncate_names() {
+    fn kernel_bars_scale_to_axis_and_shorten_names() {
         let svg = kernels_chart(&article_kernels());
         // 24,000 ms on a 0..25,000 ms axis.
         assert_eq!(attr_of(&svg, "class=\"nccl\"", "width"), 24.0 / 25.0 * KN_PLOT_W);
@@ -850,14 +845,12 @@ mod tests {
             attr_of(&svg, "class=\"compute\"", "width"),
             (9812.37 / 25000.0 * KN_PLOT_W * 100.0).round() / 100.0
         );
-        assert!(svg.contains(">sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesi…</text>"));
+        assert!(svg.contains(">sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn…5x_cublas</text>"));
         assert!(svg.contains("<title>sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64"));
         assert!(svg.contains(">flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel</text>"));
         assert!(svg.contains(">24,000.00 ms (5,614 calls)</text>"));
         assert!(svg.contains(">300.07 ms (1 call)</text>"));
         assert!(svg.contains(">25,000</text>"));
-        assert_eq!(truncate("abcdef", 4), "abc…");
-        assert_eq!(truncate("abcd", 4), "abcd");
     }
 
     #[test]
