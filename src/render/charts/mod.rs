@@ -2,9 +2,12 @@
 //!
 //! Three fixed charts (overlap breakdown, NCCL skew, top kernels) drawn by hand on a 640px-wide
 //! viewBox. Every series carries a pattern or a direct label besides its grey-scale-safe fill, and
-//! the output is byte-for-byte deterministic: every number is printed with at most two decimals.
+//! the output is byte-for-byte deterministic: coordinates have two decimals, and every number a
+//! reader sees is formatted by [`crate::units`] from exact integers.
 
 use std::fmt::Write;
+
+use crate::units;
 
 mod names;
 
@@ -154,14 +157,14 @@ pub fn overlap_chart(bars: &[OverlapBar]) -> String {
             w!(
                 out,
                 "<rect class=\"{class}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{fill}\" stroke=\"{OUTLINE}\" stroke-width=\"0.5\">\
-<title>device {}: {label} {} ms ({}%)</title></rect>\n",
+<title>device {}: {label} {} ms ({})</title></rect>\n",
                 f2(cursor),
                 f2(y),
                 f2(wdt),
                 f2(OV_BAR_H),
                 bar.device,
-                fmt_ms(ns),
-                f1(share(ns, total) * 100.0),
+                units::ms(ns),
+                pct(ns, total),
             );
             cursor += wdt;
         }
@@ -179,7 +182,7 @@ pub fn overlap_chart(bars: &[OverlapBar]) -> String {
         let label = format!("device {}", bar.device);
         let weight = if bar.highlight { BOLD } else { PLAIN };
         text(&mut out, OV_LABEL_X, baseline(mid, 12.0), "end", 12.0, weight, &label);
-        let pct = format!("{}%", f1(share(bar.nccl_only_ns, total) * 100.0));
+        let pct = pct(bar.nccl_only_ns, total);
         text(
             &mut out,
             OV_PLOT_X + OV_PLOT_W + 6.0,
@@ -221,7 +224,7 @@ pub fn skew_chart(ranks: &[SkewRank]) -> String {
         .flat_map(|r| [r.start_median_ns, r.start_p90_ns, r.end_median_ns, r.end_p90_ns])
         .max()
         .unwrap_or(0);
-    let axis = nice_axis(max_ns as f64 / 1e6, 0.01);
+    let axis = Axis::nice(max_ns, 10_000);
     let plot_bottom = SK_TOP + SK_ROW_H * ranks.len() as f64 - (SK_ROW_H - 2.0 * SK_BAR_H - 2.0);
     let height = plot_bottom + 44.0;
     let mut out = String::new();
@@ -274,7 +277,7 @@ pub fn skew_chart(ranks: &[SkewRank]) -> String {
         "offset from the earliest rank (ms)",
     );
 
-    let scale = |ns: i64| (ns.max(0) as f64 / 1e6 / axis.max * SK_PLOT_W).min(SK_PLOT_W);
+    let scale = |ns: i64| axis.scale(ns, SK_PLOT_W);
     for (i, r) in ranks.iter().enumerate() {
         let y = SK_TOP + SK_ROW_H * i as f64;
         let label = format!("device {}", r.device);
@@ -290,14 +293,14 @@ pub fn skew_chart(ranks: &[SkewRank]) -> String {
             w!(
                 out,
                 "<rect class=\"{class}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{fill}\" stroke=\"{OUTLINE}\" stroke-width=\"0.6\">\
-<title>device {}: {class} offset median {} ms, p90 {} ms</title></rect>\n",
+<title>device {}: {class} offset median {}, p90 {}</title></rect>\n",
                 f2(SK_PLOT_X),
                 f2(by),
                 f2(wm),
                 f2(SK_BAR_H),
                 r.device,
-                fmt_ms(med),
-                fmt_ms(p90),
+                fmt_offset(med),
+                fmt_offset(p90),
             );
             let wp = scale(p90);
             whisker(&mut out, SK_PLOT_X + wm, SK_PLOT_X + wp, mid);
@@ -332,7 +335,7 @@ pub fn kernels_chart(bars: &[KernelBar]) -> String {
         return no_data();
     }
     let max_ns = bars.iter().map(|b| b.total_ns).max().unwrap_or(0);
-    let axis = nice_axis(max_ns as f64 / 1e6, 1.0);
+    let axis = Axis::nice(max_ns, 1_000_000);
     let plot_bottom = KN_TOP + KN_ROW_H * bars.len() as f64 - (KN_ROW_H - 15.0 - KN_BAR_H);
     let height = plot_bottom + 44.0;
     let mut out = String::new();
@@ -366,7 +369,7 @@ pub fn kernels_chart(bars: &[KernelBar]) -> String {
         let by = y + 15.0;
         w!(out, "<g><title>{}</title>\n", esc(&bar.name));
         text(&mut out, KN_PLOT_X, y + 11.0, "start", 11.0, HALO, label);
-        let wdt = (bar.total_ns.max(0) as f64 / 1e6 / axis.max * KN_PLOT_W).min(KN_PLOT_W);
+        let wdt = axis.scale(bar.total_ns, KN_PLOT_W);
         let (class, fill) =
             if bar.nccl { ("nccl", "url(#kn-nccl)") } else { ("compute", "#c6dbef") };
         w!(
@@ -378,7 +381,11 @@ pub fn kernels_chart(bars: &[KernelBar]) -> String {
             f2(KN_BAR_H),
         );
         let calls = if bar.count == 1 { "call" } else { "calls" };
-        let value = format!("{} ms ({} {calls})", fmt_ms(bar.total_ns), group_int(bar.count));
+        let value = format!(
+            "{} ms ({} {calls})",
+            units::ms(bar.total_ns),
+            units::thousands(bar.count.into())
+        );
         let mid = by + KN_BAR_H / 2.0;
         text(&mut out, KN_PLOT_X + wdt + 6.0, baseline(mid, 11.0), "start", 11.0, HALO, &value);
         out.push_str("</g>\n");
@@ -510,50 +517,53 @@ fn x_axis(out: &mut String, x0: f64, wdt: f64, y: f64, ticks: &[(f64, String)], 
     text(out, x0 + wdt / 2.0, y + 32.0, "middle", 11.0, PLAIN, title);
 }
 
-/// A linear axis from 0 to `max` with ticks every `step`, both in ms.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// A linear axis from 0 to `max_ns` with a tick every `step_ns`, labelled in ms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Axis {
-    max: f64,
-    step: f64,
+    /// End of the axis, a whole number of steps.
+    max_ns: i64,
+    /// Distance between ticks.
+    step_ns: i64,
 }
 
 impl Axis {
-    /// Tick positions as shares of the axis, with their labels.
+    /// Picks a 1-2-5 step giving at most eight intervals, the step no smaller than `min_step_ns`.
+    ///
+    /// All in integer ns, so that the tick labels are exact decimals of a ms.
+    fn nice(max_ns: i64, min_step_ns: i64) -> Axis {
+        let min_step = min_step_ns.max(1);
+        let max = if max_ns > 0 { max_ns } else { min_step };
+        let intervals = |step: i64| (max + step - 1) / step;
+        let mut step = min_step;
+        let mut k = 0;
+        while intervals(step) > 8 {
+            step = min_step * [2, 5, 10][k % 3] * 10_i64.pow((k / 3) as u32);
+            k += 1;
+        }
+        Axis { max_ns: intervals(step) * step, step_ns: step }
+    }
+
+    /// Tick positions as shares of the axis, with their labels in ms (as few decimals as the
+    /// step needs, at most two).
     fn ticks(&self) -> Vec<(f64, String)> {
-        let n = (self.max / self.step).round() as i64;
-        (0..=n)
+        let places = match self.step_ns {
+            s if s >= 1_000_000 => 0,
+            s if s >= 100_000 => 1,
+            _ => 2,
+        };
+        (0..=self.max_ns / self.step_ns)
             .map(|i| {
-                let v = self.step * i as f64;
-                (v / self.max, fmt_tick(v, self.step))
+                let v = self.step_ns * i;
+                let label = units::decimal(i128::from(v), 1_000_000, places).unwrap_or_default();
+                (v as f64 / self.max_ns as f64, label)
             })
             .collect()
     }
-}
 
-/// Picks a 1-2-5 step giving at most eight intervals, the step no smaller than `min_step`.
-fn nice_axis(max: f64, min_step: f64) -> Axis {
-    let max = if max.is_finite() && max > 0.0 { max } else { min_step };
-    let mut step = min_step;
-    let mut k = 0;
-    // The epsilon keeps float noise (0.07 / 0.01 = 7.000000000000001) from adding an interval.
-    let intervals = |step: f64| (max / step - 1e-9).ceil();
-    while intervals(step) > 8.0 {
-        step = min_step * [2.0, 5.0, 10.0][k % 3] * 10f64.powi((k / 3) as i32);
-        k += 1;
+    /// Where `ns` falls on a plot area `wdt` px wide, clamped to it.
+    fn scale(&self, ns: i64, wdt: f64) -> f64 {
+        (ns.max(0) as f64 / self.max_ns as f64 * wdt).min(wdt)
     }
-    Axis { max: intervals(step) * step, step }
-}
-
-/// A tick value with as few decimals as its step needs (at most two), thousands grouped.
-fn fmt_tick(v: f64, step: f64) -> String {
-    let s = if step >= 1.0 {
-        format!("{v:.0}")
-    } else if step >= 0.1 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
-    };
-    group_digits(&s)
 }
 
 /// `part / total` as a share in `0..=1`; 0 for an empty total.
@@ -561,57 +571,26 @@ fn share(part: i64, total: i64) -> f64 {
     if total <= 0 { 0.0 } else { (part.max(0) as f64 / total as f64).clamp(0.0, 1.0) }
 }
 
-/// ns as ms with two decimals and grouped thousands, e.g. `4,260.44`.
-fn fmt_ms(ns: i64) -> String {
-    group_digits(&f2(ns as f64 / 1e6))
-}
-
 /// An offset for a value label: ms with two decimals, or whole µs below 0.1 ms.
 ///
 /// End offsets are tens of µs; "0.01 ms" would hide the very differences the chart is about.
 fn fmt_offset(ns: i64) -> String {
     if ns.abs() < 100_000 {
-        format!("{} µs", f0(ns as f64 / 1e3))
+        format!("{} µs", units::us(ns))
     } else {
-        format!("{} ms", fmt_ms(ns))
+        format!("{} ms", units::ms(ns))
     }
 }
 
-/// An integer with grouped thousands.
-fn group_int(n: i64) -> String {
-    group_digits(&n.to_string())
-}
-
-/// Inserts thousands separators into the integer part of a formatted number.
-fn group_digits(s: &str) -> String {
-    let (sign, rest) = s.strip_prefix('-').map_or(("", s), |r| ("-", r));
-    let (int, frac) = rest.split_once('.').map_or((rest, ""), |(i, f)| (i, f));
-    let mut grouped = String::new();
-    for (i, c) in int.chars().enumerate() {
-        if i > 0 && (int.len() - i) % 3 == 0 {
-            grouped.push(',');
-        }
-        grouped.push(c);
-    }
-    if frac.is_empty() { format!("{sign}{grouped}") } else { format!("{sign}{grouped}.{frac}") }
+/// `part / total` as a percentage with one decimal; a dash for an empty total.
+fn pct(part: i64, total: i64) -> String {
+    units::percent(i128::from(part), i128::from(total)).unwrap_or_else(|| "–".to_string())
 }
 
 /// Two decimals, with negative zero printed as `0.00` so output does not depend on rounding sign.
 fn f2(v: f64) -> String {
     let s = format!("{v:.2}");
     if s == "-0.00" { "0.00".to_string() } else { s }
-}
-
-/// No decimals.
-fn f0(v: f64) -> String {
-    let s = format!("{v:.0}");
-    if s == "-0" { "0".to_string() } else { s }
-}
-
-/// One decimal, for percentages.
-fn f1(v: f64) -> String {
-    let s = format!("{v:.1}");
-    if s == "-0.0" { "0.0".to_string() } else { s }
 }
 
 /// Escapes the five XML special characters.
@@ -776,7 +755,7 @@ mod tests {
         };
         let svg = overlap_chart(&[bar]);
         assert_eq!(attr_of(&svg, "class=\"compute_only\"", "width"), 0.0);
-        assert!(svg.contains(">0.0%</text>"));
+        assert!(svg.contains(">–</text>"), "no share of an empty total");
     }
 
     #[test]
@@ -805,7 +784,7 @@ mod tests {
         };
         let svg = skew_chart(&[r]);
         // max 7 ms -> step 1 ms, axis 0..7 ms.
-        assert_eq!(nice_axis(7.0, 0.01), Axis { max: 7.0, step: 1.0 });
+        assert_eq!(Axis::nice(7 * MS, 10_000), Axis { max_ns: 7 * MS, step_ns: MS });
         assert_eq!(
             attr_of(&svg, "class=\"start\"", "width"),
             (4.0 / 7.0 * SK_PLOT_W * 100.0).round() / 100.0
@@ -829,11 +808,26 @@ mod tests {
 
     #[test]
     fn nice_axis_steps() {
-        assert_eq!(nice_axis(15.0, 0.01), Axis { max: 16.0, step: 2.0 });
-        assert_eq!(nice_axis(24000.0, 1.0), Axis { max: 25000.0, step: 5000.0 });
-        assert_eq!(nice_axis(0.03, 0.01), Axis { max: 0.03, step: 0.01 });
-        assert_eq!(nice_axis(0.0, 0.01), Axis { max: 0.01, step: 0.01 });
-        assert_eq!(nice_axis(f64::NAN, 1.0), Axis { max: 1.0, step: 1.0 });
+        assert_eq!(Axis::nice(15 * MS, 10_000), Axis { max_ns: 16 * MS, step_ns: 2 * MS });
+        assert_eq!(Axis::nice(24_000 * MS, MS), Axis { max_ns: 25_000 * MS, step_ns: 5_000 * MS });
+        assert_eq!(Axis::nice(30_000, 10_000), Axis { max_ns: 30_000, step_ns: 10_000 });
+        assert_eq!(Axis::nice(70_000, 10_000), Axis { max_ns: 70_000, step_ns: 10_000 });
+        assert_eq!(Axis::nice(0, 10_000), Axis { max_ns: 10_000, step_ns: 10_000 });
+        assert_eq!(Axis::nice(-5, MS), Axis { max_ns: MS, step_ns: MS });
+    }
+
+    #[test]
+    fn tick_labels_are_exact_ms() {
+        let labels = |a: Axis| a.ticks().into_iter().map(|t| t.1).collect::<Vec<_>>();
+        assert_eq!(labels(Axis::nice(30_000, 10_000)), ["0.00", "0.01", "0.02", "0.03"]);
+        assert_eq!(
+            labels(Axis::nice(700_000, 10_000)),
+            ["0.0", "0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7"]
+        );
+        assert_eq!(
+            labels(Axis::nice(24_000 * MS, MS)),
+            ["0", "5,000", "10,000", "15,000", "20,000", "25,000"]
+        );
     }
 
     #[test]
@@ -895,6 +889,7 @@ mod tests {
     #[test]
     fn offsets_switch_to_microseconds_below_a_tenth_of_a_ms() {
         assert_eq!(fmt_offset(12_400), "12 µs");
+        assert_eq!(fmt_offset(12_500), "13 µs");
         assert_eq!(fmt_offset(99_999), "100 µs");
         assert_eq!(fmt_offset(100_000), "0.10 ms");
         assert_eq!(fmt_offset(14_930_000), "14.93 ms");
@@ -902,11 +897,22 @@ mod tests {
     }
 
     #[test]
-    fn group_digits_inserts_separators() {
-        assert_eq!(group_digits("1234567.89"), "1,234,567.89");
-        assert_eq!(group_digits("-1234"), "-1,234");
-        assert_eq!(group_digits("999"), "999");
-        assert_eq!(fmt_ms(4_260_440_000), "4,260.44");
+    fn milliseconds_round_half_away_from_zero() {
+        // 1,094.745 ms: float formatting printed 1,094.74.
+        let bar = OverlapBar {
+            device: 4,
+            compute_only_ns: 0,
+            nccl_only_ns: 1_094_745_000,
+            overlap_ns: 0,
+            idle_ns: 0,
+            total_ns: 6_155_750_000,
+            highlight: false,
+        };
+        assert!(
+            overlap_chart(&[bar]).contains(": NCCL only (exposed) 1,094.75 ms (17.8%)</title>")
+        );
+        let k = KernelBar { name: "k".into(), total_ns: 1_094_745_000, count: 2, nccl: false };
+        assert!(kernels_chart(&[k]).contains(">1,094.75 ms (2 calls)</text>"));
     }
 
     /// Compiles all three charts with typst and requires a clean run.
