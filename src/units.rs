@@ -63,6 +63,11 @@ pub fn duration(ns: i64) -> String {
     format!("{} ms", ms(ns))
 }
 
+/// Nanoseconds as whole microseconds: `12_400` -> `12`, `1_234_500` -> `1,235`.
+pub fn us(ns: i64) -> String {
+    decimal(i128::from(ns), 1_000, 0).unwrap_or_default()
+}
+
 /// A ratio as a percentage with one decimal: `(1094740000, 6155750000)` -> `17.8%`.
 pub fn percent(num: i128, den: i128) -> Option<String> {
     decimal(num * 100, den, 1).map(|s| format!("{s}%"))
@@ -121,5 +126,15 @@ mod tests {
         assert_eq!(decimal(-4, 1000, 2).unwrap(), "0.00");
         assert_eq!(decimal(1, 3, 0).unwrap(), "0");
         assert!(percent(1, 0).is_none());
+    }
+
+    #[test]
+    fn microseconds_round_half_away_from_zero() {
+        assert_eq!(us(12_400), "12");
+        assert_eq!(us(12_500), "13");
+        assert_eq!(us(-12_500), "-13");
+        assert_eq!(us(99_999), "100");
+        assert_eq!(us(1_234_500), "1,235");
+        assert_eq!(us(0), "0");
     }
 }

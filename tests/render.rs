@@ -70,14 +70,11 @@ fn options() -> verdict::render::report::Options {
 #[test]
 fn markdown_and_typst_snapshots() {
     let a = audit();
-    let charts = verdict::render::report::charts(&a);
     let renderers = verdict::render::report::Renderers::new(&options()).unwrap();
     for lang in ["zh-TW", "en"] {
-        let (md, typ) =
-            verdict::render::report::render_lang(&a, lang, &options(), &renderers, &charts)
-                .unwrap();
-        insta::assert_snapshot!(format!("day26.{lang}.md"), md);
-        insta::assert_snapshot!(format!("day26.{lang}.typ"), typ);
+        let r = verdict::render::report::render_lang(&a, lang, &options(), &renderers).unwrap();
+        insta::assert_snapshot!(format!("day26.{lang}.md"), r.md);
+        insta::assert_snapshot!(format!("day26.{lang}.typ"), r.typ);
     }
 }
 
@@ -136,15 +133,16 @@ fn markdown_holds_the_article_s_table() {
         }
     }
     assert!(rows.contains(&3));
-    // Charts and the ledger are written beside the reports.
-    for f in [
-        format!("{ID}.evidence.json"),
-        format!("{ID}.overlap.svg"),
-        format!("{ID}.nccl-skew.svg"),
-        format!("{ID}.kernels.svg"),
-    ] {
-        assert!(dir.path().join(&f).is_file(), "{f} missing");
+    // The ledger and each language's charts are written beside the reports.
+    assert!(dir.path().join(format!("{ID}.evidence.json")).is_file());
+    for lang in ["zh-TW", "en"] {
+        for kind in ["overlap", "nccl-skew", "kernels"] {
+            let f = format!("{ID}.{lang}.{kind}.svg");
+            assert!(dir.path().join(&f).is_file(), "{f} missing");
+        }
     }
+    let zh_chart = std::fs::read_to_string(dir.path().join(format!("{ID}.zh-TW.overlap.svg")));
+    assert!(zh_chart.unwrap().contains(">只有運算</text>"), "the zh-TW chart is not in Chinese");
     let ledger: serde_json::Value = serde_json::from_slice(
         &std::fs::read(dir.path().join(format!("{ID}.evidence.json"))).unwrap(),
     )

@@ -535,8 +535,7 @@ pub fn build(a: &Audit, t: &Strings, charts: &[(String, String)]) -> Result<Rend
                     text: t.finding(&g.finding)?,
                 });
             }
-            let needs: Vec<String> =
-                p.needs.iter().filter_map(|n| n.get(lang).cloned()).collect();
+            let needs: Vec<String> = p.needs.iter().filter_map(|n| n.get(lang).cloned()).collect();
             parts.push(PartCtx {
                 id: p.id.clone(),
                 kind_key: part.kind.as_str().into(),

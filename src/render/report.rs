@@ -6,9 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
-
-use super::charts::{self, KernelBar, OverlapBar, SkewRank};
+use super::charts::{self, Chart};
 use super::i18n::Strings;
 use super::templates::{self, Format};
 use super::{context, typst, write};
@@ -27,7 +25,7 @@ pub enum Pdf {
 
 /// The files a render wrote, and why the PDF was left out when it was.
 #[derive(Debug)]
-pub struct Rendered {
+pub struct Written {
     /// Every file written, in order.
     pub written: Vec<PathBuf>,
     /// Why no PDF was written although one was wanted (with `Pdf::IfAvailable`).
@@ -49,101 +47,6 @@ pub struct Options {
     pub templates: Option<PathBuf>,
     /// PDF creation timestamp (seconds since the epoch).
     pub timestamp: i64,
-}
-
-fn int(v: &Value, k: &str) -> i64 {
-    v.get(k).and_then(Value::as_i64).unwrap_or(0)
-}
-
-/// The charts of an audit: (file name, caption key, SVG).
-pub fn charts(a: &Audit) -> Vec<(String, &'static str, String)> {
-    let id = &a.claims.report.id;
-    let mut out = Vec::new();
-    // Devices the overlap parts speak of are highlighted.
-    let highlighted: Vec<i64> = a
-        .ledger
-        .iter()
-        .filter_map(|e| e.evidence.as_ref())
-        .filter(|e| e.analysis == "overlap")
-        .flat_map(|e| e.scope.devices.clone())
-        .collect();
-    if let Some(rows) = a
-        .context
-        .iter()
-        .filter_map(|e| e.evidence.as_ref())
-        .find(|e| e.analysis == "overlap")
-        .and_then(|e| e.rows.as_ref())
-    {
-        let bars: Vec<OverlapBar> = rows
-            .iter()
-            .map(|r| {
-                let v = Value::Object(r.clone());
-                let device = int(&v, "device");
-                OverlapBar {
-                    device,
-                    compute_only_ns: int(&v, "compute_only_ns"),
-                    nccl_only_ns: int(&v, "nccl_only_ns"),
-                    overlap_ns: int(&v, "overlap_ns"),
-                    idle_ns: int(&v, "idle_ns"),
-                    total_ns: int(&v, "total_ns"),
-                    highlight: highlighted.contains(&device),
-                }
-            })
-            .collect();
-        out.push((format!("{id}.overlap.svg"), "ui.chart_overlap", charts::overlap_chart(&bars)));
-    }
-    if let Some(v) = a
-        .ledger
-        .iter()
-        .filter_map(|e| e.evidence.as_ref())
-        .find(|e| e.analysis == "nccl-skew")
-        .and_then(|e| e.values.clone())
-    {
-        let v = Value::Object(v);
-        let ranks: Vec<SkewRank> = v["rank_start_offset_ns"]
-            .as_object()
-            .map(|m| {
-                m.iter()
-                    .map(|(rank, s)| {
-                        let e = &v["rank_end_offset_ns"][rank];
-                        SkewRank {
-                            device: rank.parse().unwrap_or(0),
-                            start_median_ns: int(s, "median"),
-                            start_p90_ns: int(s, "p90"),
-                            end_median_ns: int(e, "median"),
-                            end_p90_ns: int(e, "p90"),
-                        }
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        let mut ranks = ranks;
-        ranks.sort_by_key(|r| r.device);
-        out.push((format!("{id}.nccl-skew.svg"), "ui.chart_skew", charts::skew_chart(&ranks)));
-    }
-    if let Some(rows) = a
-        .context
-        .iter()
-        .filter_map(|e| e.evidence.as_ref())
-        .find(|e| e.analysis == "kernels")
-        .and_then(|e| e.rows.as_ref())
-    {
-        let bars: Vec<KernelBar> = rows
-            .iter()
-            .map(|r| {
-                let name = r.get("name").and_then(Value::as_str).unwrap_or("").to_string();
-                let v = Value::Object(r.clone());
-                KernelBar {
-                    nccl: name.to_ascii_lowercase().contains("nccl"),
-                    name,
-                    total_ns: int(&v, "total_ns"),
-                    count: int(&v, "count"),
-                }
-            })
-            .collect();
-        out.push((format!("{id}.kernels.svg"), "ui.chart_kernels", charts::kernels_chart(&bars)));
-    }
-    out
 }
 
 /// The strings of a language, from the override folder when it has them.
@@ -169,19 +72,28 @@ impl Renderers {
     }
 }
 
-/// One language rendered: (Markdown, Typst).
+/// One language of a report, rendered in memory.
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    /// The Markdown report.
+    pub md: String,
+    /// The Typst source of the PDF.
+    pub typ: String,
+    /// The charts both refer to, in this language.
+    pub charts: Vec<Chart>,
+}
+
+/// Renders one language: its charts, then the Markdown and Typst that show them.
 pub fn render_lang(
     a: &Audit,
     lang: &str,
     opts: &Options,
     renderers: &Renderers,
-    charts: &[(String, &'static str, String)],
-) -> Result<(String, String), String> {
+) -> Result<Rendered, String> {
     let t = strings(lang, opts.templates.as_deref())?;
-    let captions: Vec<(String, String)> = charts
-        .iter()
-        .map(|(f, key, _)| Ok((f.clone(), t.get(key)?.to_string())))
-        .collect::<Result<_, String>>()?;
+    let charts = charts::charts(a, &t)?;
+    let captions: Vec<(String, String)> =
+        charts.iter().map(|c| (c.file.clone(), c.caption.clone())).collect();
     let ctx = context::build(a, &t, &captions)?;
     let tctx = tera::Context::from_serialize(&ctx).map_err(|e| format!("render context: {e}"))?;
     let md = renderers
@@ -192,7 +104,7 @@ pub fn render_lang(
         .typ
         .render("report.typ", &tctx)
         .map_err(|e| format!("template `report.typ` ({lang}): {}", error_chain(&e)))?;
-    Ok((md, typ))
+    Ok(Rendered { md, typ, charts })
 }
 
 fn error_chain(e: &dyn std::error::Error) -> String {
@@ -210,7 +122,7 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 /// The typst toolchain is checked before anything is written: with `Pdf::Required` a missing
 /// typst or font is an error that leaves no file behind; with `Pdf::IfAvailable` every other
 /// file is written and the reason is returned.
-pub fn render(a: &Audit, opts: &Options) -> anyhow::Result<Rendered> {
+pub fn render(a: &Audit, opts: &Options) -> anyhow::Result<Written> {
     let id = &a.claims.report.id;
     for l in &opts.langs {
         a.claims.require_language(l)?;
@@ -223,14 +135,14 @@ pub fn render(a: &Audit, opts: &Options) -> anyhow::Result<Rendered> {
             Err(why) => (None, Some(why)),
         },
     };
-    let charts = charts(a);
     // Everything in memory first: a template error must leave no file behind.
     let renderers = Renderers::new(opts).map_err(anyhow::Error::msg)?;
     let mut texts = Vec::new();
     for lang in &opts.langs {
-        let (md, typ) =
-            render_lang(a, lang, opts, &renderers, &charts).map_err(anyhow::Error::msg)?;
-        texts.push((lang.clone(), md, typ));
+        texts.push((
+            lang.clone(),
+            render_lang(a, lang, opts, &renderers).map_err(anyhow::Error::msg)?,
+        ));
     }
     let ledger = serde_json::to_string_pretty(a)? + "\n";
     std::fs::create_dir_all(&opts.out)
@@ -244,17 +156,17 @@ pub fn render(a: &Audit, opts: &Options) -> anyhow::Result<Rendered> {
         Ok(p)
     };
     put(&format!("{id}.evidence.json"), ledger.as_bytes())?;
-    for (file, _, svg) in &charts {
-        put(file, svg.as_bytes())?;
-    }
     let mut typs = Vec::new();
-    for (lang, md, typ) in &texts {
+    for (lang, r) in &texts {
+        for c in &r.charts {
+            put(&c.file, c.svg.as_bytes())?;
+        }
         if opts.markdown {
-            put(&format!("{id}.{lang}.md"), md.as_bytes())?;
+            put(&format!("{id}.{lang}.md"), r.md.as_bytes())?;
         }
         if opts.pdf != Pdf::No {
             // The Typst source lands even without typst: it compiles elsewhere as it is.
-            typs.push((lang.clone(), put(&format!("{id}.{lang}.typ"), typ.as_bytes())?));
+            typs.push((lang.clone(), put(&format!("{id}.{lang}.typ"), r.typ.as_bytes())?));
         }
     }
     if let Some(bin) = typst_bin {
@@ -264,5 +176,5 @@ pub fn render(a: &Audit, opts: &Options) -> anyhow::Result<Rendered> {
             written.push(pdf);
         }
     }
-    Ok(Rendered { written, pdf_skipped })
+    Ok(Written { written, pdf_skipped })
 }

@@ -1,0 +1,273 @@
+//! The charts of an audit, in one language: one SVG per distinct scope, with a caption that says
+//! which trace, window, devices (and stream) it shows.
+//!
+//! Reads the evidence JSON of the ledger and its context and draws minimal SVG by hand
+//! (`overlap`, `skew`, `kernels`, over the primitives in `svg`). Every label and caption comes
+//! from the i18n strings and every number from [`crate::units`]; a field missing from the
+//! evidence means no chart for it, never a zero bar. Judging is not done here.
+
+mod kernels;
+mod names;
+mod overlap;
+mod skew;
+mod svg;
+
+use std::collections::BTreeMap;
+
+pub use kernels::{KernelBar, kernels_chart};
+pub use names::shorten;
+pub use overlap::{OverlapBar, overlap_chart};
+pub use skew::{SkewRank, skew_chart};
+
+use crate::analysis::Evidence;
+use crate::audit::{Audit, LedgerEntry};
+use crate::i18n::Strings;
+use crate::scope::{format_device_list, format_seconds};
+
+/// One chart of a report in one language.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chart {
+    /// File name, relative to the output folder: `ID.LANG.KIND.svg`, then `ID.LANG.KIND-2.svg`…
+    pub file: String,
+    /// Caption in the chart's language: what it shows and over which scope.
+    pub caption: String,
+    /// The SVG document.
+    pub svg: String,
+}
+
+/// The charts of an audit in the language of `t`, in a fixed order: every distinct overlap
+/// scope of the context, every distinct nccl-skew query of the ledger, every distinct kernels
+/// scope of the context, each in the order the audit lists them.
+///
+/// The first chart of a kind is `ID.LANG.overlap.svg` (`nccl-skew`, `kernels`), the n-th
+/// `ID.LANG.overlap-N.svg`. Errors are missing i18n keys.
+pub fn charts(a: &Audit, t: &Strings) -> Result<Vec<Chart>, String> {
+    let labels = Labels::new(t)?;
+    let id = &a.claims.report.id;
+    let file = |kind: &str, n: usize| {
+        if n == 1 {
+            format!("{id}.{}.{kind}.svg", t.lang)
+        } else {
+            format!("{id}.{}.{kind}-{n}.svg", t.lang)
+        }
+    };
+    let mut out = Vec::new();
+
+    let mut n = 0;
+    for ev in distinct(&a.context, "overlap") {
+        // The devices overlap parts speak of, in the same trace and window, are highlighted.
+        let highlighted: Vec<i64> = evidence_of(&a.ledger, "overlap")
+            .filter(|p| {
+                p.trace.path == ev.trace.path
+                    && p.window.requested_ns == ev.window.requested_ns
+                    && p.window.semantics == ev.window.semantics
+            })
+            .flat_map(|p| p.scope.devices.iter().copied())
+            .collect();
+        let Some(bars) = overlap::bars(ev, &highlighted) else { continue };
+        n += 1;
+        out.push(Chart {
+            file: file("overlap", n),
+            caption: overlap::caption(&Scope::of(a, ev, t)?, ev, t)?,
+            svg: overlap_chart(&bars, &labels),
+        });
+    }
+
+    let mut n = 0;
+    for ev in distinct(&a.ledger, "nccl-skew") {
+        let Some(ranks) = skew::ranks(ev) else { continue };
+        n += 1;
+        out.push(Chart {
+            file: file("nccl-skew", n),
+            caption: skew::caption(&Scope::of(a, ev, t)?, ev, t)?,
+            svg: skew_chart(&ranks, &labels),
+        });
+    }
+
+    let mut n = 0;
+    for ev in distinct(&a.context, "kernels") {
+        let Some((bars, names)) = kernels::bars(ev) else { continue };
+        n += 1;
+        out.push(Chart {
+            file: file("kernels", n),
+            caption: kernels::caption(&Scope::of(a, ev, t)?, ev, bars.len(), names, t)?,
+            svg: kernels_chart(&bars, &labels),
+        });
+    }
+    Ok(out)
+}
+
+/// The evidence of one analysis among ledger entries (failed queries have none).
+fn evidence_of<'a>(
+    entries: &'a [LedgerEntry],
+    analysis: &'a str,
+) -> impl Iterator<Item = &'a Evidence> + 'a {
+    entries.iter().filter_map(|e| e.evidence.as_ref()).filter(move |e| e.analysis == analysis)
+}
+
+/// The evidence of one analysis, without repeats of the same query (same trace, window,
+/// semantics, devices, streams and parameters), in order.
+fn distinct<'a>(entries: &'a [LedgerEntry], analysis: &'a str) -> Vec<&'a Evidence> {
+    let mut out: Vec<&Evidence> = Vec::new();
+    for ev in evidence_of(entries, analysis) {
+        let same = |o: &&Evidence| {
+            o.trace.path == ev.trace.path
+                && o.window.requested_ns == ev.window.requested_ns
+                && o.window.semantics == ev.window.semantics
+                && o.scope.devices == ev.scope.devices
+                && o.scope.streams == ev.scope.streams
+                && o.parameters == ev.parameters
+        };
+        if !out.iter().any(same) {
+            out.push(ev);
+        }
+    }
+    out
+}
+
+/// The scope of one piece of evidence, as caption fragments in one language.
+struct Scope {
+    /// `trace `A` (profile A)`.
+    trace: String,
+    /// `window 39.964–46.123 s (contain)`, or the whole trace.
+    window: String,
+    /// `devices 1-7` or `device 4`.
+    devices: String,
+}
+
+impl Scope {
+    fn of(a: &Audit, ev: &Evidence, t: &Strings) -> Result<Scope, String> {
+        // Evidence names its trace by path; the audit's trace entries carry the same path.
+        let entry = a.traces.iter().find(|e| e.path == ev.trace.path);
+        let name = entry.map_or(ev.trace.path.as_str(), |e| e.name.as_str());
+        let label = entry
+            .and_then(|e| a.claims.trace(&e.name))
+            .and_then(|d| d.label.as_ref())
+            .and_then(|l| l.get(&t.lang));
+        let trace = match label {
+            Some(label) => fill(t, "ui.chart_trace", &[("name", name), ("label", label)])?,
+            None => fill(t, "ui.chart_trace_bare", &[("name", name)])?,
+        };
+        let window = match ev.window.requested_ns {
+            Some([s, e]) => fill(
+                t,
+                "ui.chart_window",
+                &[
+                    ("start", &format_seconds(s)),
+                    ("end", &format_seconds(e)),
+                    ("semantics", ev.window.semantics.as_str()),
+                ],
+            )?,
+            None => t.get("ui.whole_trace")?.to_string(),
+        };
+        // A UTC-epoch clock also reads from the capture start.
+        let window = match (ev.window.requested_ns, ev.trace.capture_start_ns) {
+            (Some([s, e]), Some(o)) => fill(
+                t,
+                "ui.range_from_capture_start",
+                &[
+                    ("range", &window),
+                    ("start", &format_seconds(s - o)),
+                    ("end", &format_seconds(e - o)),
+                ],
+            )?,
+            _ => window,
+        };
+        let list = format_device_list(&ev.scope.devices);
+        let key =
+            if ev.scope.devices.len() == 1 { "ui.chart_one_device" } else { "ui.chart_devices" };
+        Ok(Scope { trace, window, devices: fill(t, key, &[("devices", &list)])? })
+    }
+
+    /// The arguments every caption takes.
+    fn args(&self) -> Vec<(&'static str, &str)> {
+        vec![("trace", &self.trace), ("window", &self.window), ("devices", &self.devices)]
+    }
+}
+
+/// A string of `t` with `{name}` arguments substituted.
+fn fill(t: &Strings, key: &str, args: &[(&str, &str)]) -> Result<String, String> {
+    let args: BTreeMap<String, String> =
+        args.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    t.format(key, &args)
+}
+
+/// Substitutes `{name}` arguments into a label already looked up.
+fn subst(template: &str, args: &[(&str, &str)]) -> String {
+    let mut s = template.to_string();
+    for (k, v) in args {
+        s = s.replace(&format!("{{{k}}}"), v);
+    }
+    s
+}
+
+/// Every label drawn inside a chart, in one language.
+#[derive(Debug, Clone)]
+pub struct Labels {
+    no_data: String,
+    device: String,
+    compute_only: String,
+    nccl_only: String,
+    overlap: String,
+    idle: String,
+    exposed: String,
+    share_axis: String,
+    segment_tip: String,
+    start_offset: String,
+    end_offset: String,
+    start: String,
+    end: String,
+    encoding: String,
+    offset_axis: String,
+    offset_tip: String,
+    offset_value: String,
+    compute_kernel: String,
+    nccl_kernel: String,
+    kernel_axis: String,
+    calls: String,
+    calls_one: String,
+}
+
+impl Labels {
+    /// The labels of a language; a missing key is an error.
+    pub fn new(t: &Strings) -> Result<Labels, String> {
+        let g = |k: &str| t.get(&format!("chart.{k}")).map(str::to_string);
+        Ok(Labels {
+            no_data: g("no_data")?,
+            device: g("device")?,
+            compute_only: g("compute_only")?,
+            nccl_only: g("nccl_only")?,
+            overlap: g("overlap")?,
+            idle: g("idle")?,
+            exposed: g("exposed")?,
+            share_axis: g("share_axis")?,
+            segment_tip: g("segment_tip")?,
+            start_offset: g("start_offset")?,
+            end_offset: g("end_offset")?,
+            start: g("start")?,
+            end: g("end")?,
+            encoding: g("encoding")?,
+            offset_axis: g("offset_axis")?,
+            offset_tip: g("offset_tip")?,
+            offset_value: g("offset_value")?,
+            compute_kernel: g("compute_kernel")?,
+            nccl_kernel: g("nccl_kernel")?,
+            kernel_axis: g("kernel_axis")?,
+            calls: g("calls")?,
+            calls_one: g("calls_one")?,
+        })
+    }
+
+    /// `device 4`.
+    fn device(&self, device: i64) -> String {
+        subst(&self.device, &[("device", &device.to_string())])
+    }
+}
+
+/// An integer field of a JSON object; `None` when absent or not an integer.
+fn int(m: &serde_json::Map<String, serde_json::Value>, key: &str) -> Option<i64> {
+    m.get(key).and_then(serde_json::Value::as_i64)
+}
+
+#[cfg(test)]
+pub(super) mod tests;

@@ -1,0 +1,322 @@
+//! NCCL cross-rank skew: per rank, the start and end offsets from the earliest rank (median bar,
+//! p90 whisker), read from the per-rank offset maps of nccl-skew evidence.
+
+use super::svg::{
+    Axis, HALO, OUTLINE, PLAIN, baseline, close_svg, esc, f2, grid, hatch, legend, no_data,
+    open_svg, text, w, whisker, x_axis,
+};
+use super::{Labels, Scope, fill, int, subst};
+use crate::analysis::Evidence;
+use crate::i18n::Strings;
+use crate::units;
+
+/// One rank's offset statistics, in ns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkewRank {
+    /// Device id of the rank.
+    pub device: i64,
+    /// Median of kernel start minus the instance's earliest start.
+    pub start_median_ns: i64,
+    /// 90th percentile of the start offset.
+    pub start_p90_ns: i64,
+    /// Median of kernel end minus the instance's earliest end.
+    pub end_median_ns: i64,
+    /// 90th percentile of the end offset.
+    pub end_p90_ns: i64,
+}
+
+/// The ranks of nccl-skew evidence, sorted by device, or `None` when there is nothing to
+/// compare: no matched instance, fewer than two ranks, or an offset map that is absent, empty,
+/// null or lacks a rank's median or p90.
+pub(super) fn ranks(ev: &Evidence) -> Option<Vec<SkewRank>> {
+    let v = ev.values.as_ref()?;
+    // No matched instance: the offsets, however written, measure nothing.
+    if v.get("matched").is_some_and(|m| m.as_i64().is_none_or(|n| n <= 0)) {
+        return None;
+    }
+    let starts = v.get("rank_start_offset_ns")?.as_object()?;
+    let ends = v.get("rank_end_offset_ns")?.as_object()?;
+    if starts.len() < 2 || starts.len() != ends.len() {
+        return None;
+    }
+    let mut out = starts
+        .iter()
+        .map(|(rank, s)| {
+            let (s, e) = (s.as_object()?, ends.get(rank)?.as_object()?);
+            Some(SkewRank {
+                device: rank.parse().ok()?,
+                start_median_ns: int(s, "median")?,
+                start_p90_ns: int(s, "p90")?,
+                end_median_ns: int(e, "median")?,
+                end_p90_ns: int(e, "p90")?,
+            })
+        })
+        .collect::<Option<Vec<_>>>()?;
+    out.sort_by_key(|r| r.device);
+    Some(out)
+}
+
+/// The caption: scope with the stream.
+pub(super) fn caption(scope: &Scope, ev: &Evidence, t: &Strings) -> Result<String, String> {
+    let stream = match &ev.scope.streams {
+        Some(s) => {
+            let list = s.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
+            fill(t, "ui.chart_stream", &[("stream", &list)])?
+        }
+        None => t.get("ui.chart_all_streams")?.to_string(),
+    };
+    let mut args = scope.args();
+    args.push(("stream", &stream));
+    fill(t, "ui.chart_skew", &args)
+}
+
+/// Left edge of the plot area; the device label and the row names sit left of it.
+const PLOT_X: f64 = 104.0;
+/// Width of the plot area, leaving room right of it for the value labels.
+pub(super) const PLOT_W: f64 = 396.0;
+pub(super) const TOP: f64 = 44.0;
+const BAR_H: f64 = 9.0;
+const ROW_H: f64 = 32.0;
+/// Finest tick step: 0.01 ms.
+const MIN_STEP_NS: i64 = 10_000;
+
+/// Start vs end offset per rank.
+///
+/// Two bars per rank on one linear ms axis: bar = median, whisker = p90, each labelled with its
+/// values so that microsecond-scale end offsets stay readable next to millisecond starts.
+pub fn skew_chart(ranks: &[SkewRank], l: &Labels) -> String {
+    let Some(max_ns) = ranks
+        .iter()
+        .flat_map(|r| [r.start_median_ns, r.start_p90_ns, r.end_median_ns, r.end_p90_ns])
+        .max()
+    else {
+        return no_data(&l.no_data);
+    };
+    let axis = Axis::nice(max_ns, MIN_STEP_NS);
+    let plot_bottom = TOP + ROW_H * ranks.len() as f64 - (ROW_H - 2.0 * BAR_H - 2.0);
+    let mut out = String::new();
+    open_svg(&mut out, plot_bottom + 44.0);
+    out.push_str("<defs>");
+    hatch(&mut out, "sk-start", "#9ecae1", "#08306b");
+    out.push_str("</defs>\n");
+
+    let x = legend(
+        &mut out,
+        PLOT_X,
+        12.0,
+        &[("url(#sk-start)", &l.start_offset), ("#fdae6b", &l.end_offset)],
+    );
+    // A sample bar with whisker explains the encoding.
+    w!(
+        out,
+        "<rect x=\"{}\" y=\"14.50\" width=\"18.00\" height=\"9.00\" fill=\"#ffffff\" stroke=\"{OUTLINE}\" stroke-width=\"0.6\"/>\n",
+        f2(x)
+    );
+    whisker(&mut out, x + 18.0, x + 30.0, 19.0);
+    text(&mut out, x + 36.0, baseline(19.0, 11.0), "start", 11.0, PLAIN, &l.encoding);
+
+    let ticks = axis.ticks();
+    grid(&mut out, PLOT_X, PLOT_W, TOP - 4.0, plot_bottom + 4.0, &ticks);
+    x_axis(&mut out, PLOT_X, PLOT_W, plot_bottom + 4.0, &ticks, &l.offset_axis);
+
+    for (i, r) in ranks.iter().enumerate() {
+        let y = TOP + ROW_H * i as f64;
+        let device = l.device(r.device);
+        text(&mut out, 4.0, baseline(y + BAR_H + 1.0, 12.0), "start", 12.0, PLAIN, &device);
+        let rows = [
+            (
+                "start",
+                &l.start,
+                &l.start_offset,
+                "url(#sk-start)",
+                r.start_median_ns,
+                r.start_p90_ns,
+                y,
+            ),
+            (
+                "end",
+                &l.end,
+                &l.end_offset,
+                "#fdae6b",
+                r.end_median_ns,
+                r.end_p90_ns,
+                y + BAR_H + 2.0,
+            ),
+        ];
+        for (class, name, which, fill, med, p90, by) in rows {
+            let mid = by + BAR_H / 2.0;
+            text(&mut out, PLOT_X - 5.0, baseline(mid, 10.0), "end", 10.0, PLAIN, name);
+            let (med_s, p90_s) = (offset(med), offset(p90));
+            let tip = subst(
+                &l.offset_tip,
+                &[("device", &device), ("which", which), ("median", &med_s), ("p90", &p90_s)],
+            );
+            let wm = axis.scale(med, PLOT_W);
+            w!(
+                out,
+                "<rect class=\"{class}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{fill}\" stroke=\"{OUTLINE}\" stroke-width=\"0.6\">\
+<title>{}</title></rect>\n",
+                f2(PLOT_X),
+                f2(by),
+                f2(wm),
+                f2(BAR_H),
+                esc(&tip),
+            );
+            let wp = axis.scale(p90, PLOT_W);
+            whisker(&mut out, PLOT_X + wm, PLOT_X + wp, mid);
+            let value = subst(&l.offset_value, &[("median", &med_s), ("p90", &p90_s)]);
+            let lx = PLOT_X + wm.max(wp) + 6.0;
+            text(&mut out, lx, baseline(mid, 10.0), "start", 10.0, HALO, &value);
+        }
+    }
+    close_svg(&mut out);
+    out
+}
+
+/// An offset for a value label: ms with two decimals, or whole µs below 0.1 ms.
+///
+/// End offsets are tens of µs; "0.01 ms" would hide the very differences the chart is about.
+fn offset(ns: i64) -> String {
+    if ns.abs() < 100_000 {
+        format!("{} µs", units::us(ns))
+    } else {
+        format!("{} ms", units::ms(ns))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{attr_of, en, evidence, ms, zh};
+    use super::*;
+    use serde_json::json;
+
+    const MS: i64 = 1_000_000;
+
+    pub(crate) fn article() -> Vec<SkewRank> {
+        let rows = [
+            (1, 2.14, 5.87, 0.012, 0.021),
+            (2, 6.92, 12.40, 0.008, 0.017),
+            (3, 3.55, 8.06, 0.027, 0.034),
+            (4, 8.71, 14.93, 0.005, 0.011),
+            (5, 4.30, 9.12, 0.019, 0.029),
+            (6, 2.86, 6.44, 0.030, 0.041),
+            (7, 5.48, 11.25, 0.014, 0.022),
+        ];
+        rows.iter()
+            .map(|&(device, sm, sp, em, ep)| SkewRank {
+                device,
+                start_median_ns: ms(sm),
+                start_p90_ns: ms(sp),
+                end_median_ns: ms(em),
+                end_p90_ns: ms(ep),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn bars_and_whiskers_follow_the_axis() {
+        let r = SkewRank {
+            device: 2,
+            start_median_ns: 4 * MS,
+            start_p90_ns: 7 * MS,
+            end_median_ns: 20_000,
+            end_p90_ns: 30_000,
+        };
+        let svg = skew_chart(&[r], &en());
+        // max 7 ms -> step 1 ms, axis 0..7 ms.
+        assert_eq!(Axis::nice(7 * MS, MIN_STEP_NS), Axis { max_ns: 7 * MS, step_ns: MS });
+        assert_eq!(attr_of(&svg, "class=\"start\"", "width"), 226.29); // 4/7 * 396
+        assert_eq!(attr_of(&svg, "class=\"end\"", "width"), 1.13); // 0.02/7 * 396
+        // Whisker cap at p90 = 7 ms, the end of the axis.
+        assert!(svg.contains(&format!(
+            "x1=\"{0}\" y1=\"{1}\" x2=\"{0}\"",
+            f2(PLOT_X + PLOT_W),
+            f2(TOP + 1.0)
+        )));
+        assert!(svg.contains(">4.00 ms, p90 7.00 ms</text>"));
+        assert!(svg.contains(">20 µs, p90 30 µs</text>"));
+        assert!(svg.contains("<title>device 2: start offset median 4.00 ms, p90 7.00 ms</title>"));
+        assert!(svg.contains("<title>device 2: end offset median 20 µs, p90 30 µs</title>"));
+        for t in ["0", "1", "4", "7"] {
+            assert!(svg.contains(&format!(">{t}</text>")), "tick {t}");
+        }
+    }
+
+    #[test]
+    fn offsets_switch_to_microseconds_below_a_tenth_of_a_ms() {
+        assert_eq!(offset(12_400), "12 µs");
+        assert_eq!(offset(12_500), "13 µs");
+        assert_eq!(offset(99_999), "100 µs");
+        assert_eq!(offset(100_000), "0.10 ms");
+        assert_eq!(offset(14_930_000), "14.93 ms");
+        assert_eq!(offset(6_405_259), "6.41 ms");
+        assert_eq!(offset(0), "0 µs");
+    }
+
+    #[test]
+    fn ranks_come_from_the_offset_maps_sorted_by_device() {
+        let ev = evidence(
+            "nccl-skew",
+            json!({
+                "matched": 1008,
+                "rank_start_offset_ns": {
+                    "10": {"median": 5, "p90": 6},
+                    "2": {"median": 666_715, "p90": 6_405_259}
+                },
+                "rank_end_offset_ns": {
+                    "2": {"median": 12_186, "p90": 24_873},
+                    "10": {"median": 7, "p90": 8}
+                }
+            }),
+        );
+        let r = ranks(&ev).expect("ranks");
+        assert_eq!(r.iter().map(|r| r.device).collect::<Vec<_>>(), [2, 10]);
+        assert_eq!(r[0].start_p90_ns, 6_405_259);
+        assert_eq!(r[0].end_median_ns, 12_186);
+        let svg = skew_chart(&r, &en());
+        // 666,715 ns is above 0.1 ms: 0.67 ms.
+        assert!(svg.contains(">0.67 ms, p90 6.41 ms</text>"));
+        assert!(svg.contains(">12 µs, p90 25 µs</text>"));
+    }
+
+    #[test]
+    fn nothing_to_compare_means_no_chart() {
+        let two = |start: serde_json::Value, end: serde_json::Value| json!({"matched": 3, "rank_start_offset_ns": start, "rank_end_offset_ns": end});
+        let ok = json!({"1": {"median": 1, "p90": 2}, "2": {"median": 1, "p90": 2}});
+        assert!(ranks(&evidence("nccl-skew", two(ok.clone(), ok.clone()))).is_some());
+        let cases = [
+            // Null statistics (fewer than two ranks or no matched instance).
+            two(
+                json!({"1": {"median": null, "p90": null}, "2": {"median": 1, "p90": 2}}),
+                ok.clone(),
+            ),
+            two(json!(null), ok.clone()),
+            two(json!({}), json!({})),
+            // One rank: nothing to compare across.
+            two(json!({"1": {"median": 0, "p90": 0}}), json!({"1": {"median": 0, "p90": 0}})),
+            // A rank without end offsets.
+            two(ok.clone(), json!({"1": {"median": 1, "p90": 2}, "3": {"median": 1, "p90": 2}})),
+            // A missing p90.
+            two(ok.clone(), json!({"1": {"median": 1}, "2": {"median": 1, "p90": 2}})),
+            // No matched instance: the offsets are not measurements.
+            json!({"matched": 0, "rank_start_offset_ns": ok, "rank_end_offset_ns": ok}),
+            json!({"rank_end_offset_ns": ok}),
+        ];
+        for (i, v) in cases.into_iter().enumerate() {
+            assert!(ranks(&evidence("nccl-skew", v)).is_none(), "case {i}");
+        }
+        let mut ev = evidence("nccl-skew", json!({}));
+        ev.values = None;
+        assert!(ranks(&ev).is_none());
+    }
+
+    #[test]
+    fn zh_tw_labels() {
+        let svg = skew_chart(&article(), &zh());
+        for label in ["開始偏移", "結束偏移", "開始", "結束", "相對最早 rank 的偏移（ms）"]
+        {
+            assert!(svg.contains(&format!(">{label}</text>")), "{label}");
+        }
+        assert!(svg.contains("<title>device 4：開始偏移中位數 8.71 ms，p90 14.93 ms</title>"));
+    }
+}
