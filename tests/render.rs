@@ -10,6 +10,9 @@ use assert_cmd::prelude::*;
 
 const CLAIMS: &str = "claims/day26-profile-blind.yaml";
 const ID: &str = "day26-profile-blind";
+/// The example audits whose reports are committed in `out/`: claims file and report id.
+const EXAMPLES: [(&str, &str); 2] =
+    [(CLAIMS, ID), ("claims/h100-2gpu-no-nccl.yaml", "h100-2gpu-no-nccl")];
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -152,34 +155,36 @@ fn markdown_holds_the_article_s_table() {
 
 #[test]
 fn committed_examples_are_current() {
-    let dir = tempfile::tempdir().unwrap();
     let pdf = typst_ready();
-    // The README's command: default formats, the PDF only where typst can make it.
-    let out = verdict().args(["render", CLAIMS, "--out"]).arg(dir.path()).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let committed = root().join("out");
-    let mut rendered = Vec::new();
-    for entry in std::fs::read_dir(dir.path()).unwrap() {
-        let p = entry.unwrap().path();
-        let name = p.file_name().unwrap().to_string_lossy().to_string();
-        let old = std::fs::read(committed.join(&name))
-            .unwrap_or_else(|_| panic!("out/{name} is not committed"));
-        assert!(
-            old == std::fs::read(&p).unwrap(),
-            "out/{name} drifted: run `cargo run --release -- render {CLAIMS}`"
-        );
-        rendered.push(name);
+    for (claims, id) in EXAMPLES {
+        let dir = tempfile::tempdir().unwrap();
+        // The README's command: default formats, the PDF only where typst can make it.
+        let out = verdict().args(["render", claims, "--out"]).arg(dir.path()).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let committed = root().join("out");
+        let mut rendered = Vec::new();
+        for entry in std::fs::read_dir(dir.path()).unwrap() {
+            let p = entry.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            let old = std::fs::read(committed.join(&name))
+                .unwrap_or_else(|_| panic!("out/{name} is not committed"));
+            assert!(
+                old == std::fs::read(&p).unwrap(),
+                "out/{name} drifted: run `cargo run --release -- render {claims}`"
+            );
+            rendered.push(name);
+        }
+        // Every committed file was rendered again (the PDFs only where typst is here).
+        let mut expected: Vec<String> = std::fs::read_dir(&committed)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .filter(|n| n.starts_with(&format!("{id}.")) && (pdf || !n.ends_with(".pdf")))
+            .collect();
+        expected.sort();
+        rendered.sort();
+        assert_eq!(rendered, expected);
+        assert!(rendered.iter().any(|n| n.ends_with(".md")), "no Markdown compared");
     }
-    // Every committed file was rendered again (the PDFs only where typst is here).
-    let mut expected: Vec<String> = std::fs::read_dir(&committed)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
-        .filter(|n| n.starts_with(ID) && (pdf || !n.ends_with(".pdf")))
-        .collect();
-    expected.sort();
-    rendered.sort();
-    assert_eq!(rendered, expected);
-    assert!(rendered.iter().any(|n| n.ends_with(".md")), "no Markdown compared");
     if !pdf {
         eprintln!("skipping: the committed PDFs were not compared (no typst with the CJK font)");
     }
