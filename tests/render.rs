@@ -609,3 +609,25 @@ fn commands_copied_from_the_pdf_run_as_they_are_on_long_paths_and_regexes() {
         assert_eq!(got["rows"], want["rows"], "{copied}");
     }
 }
+
+#[test]
+fn without_the_cjk_font_the_default_render_writes_the_rest_and_names_the_font() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = fake_typst(dir.path(), "typst 0.15.1", "DejaVu Sans");
+    let out_dir = dir.path().join("out");
+    let out = verdict()
+        .env("TYPST_BIN", &fake)
+        .args(["render", CLAIMS, "--lang", "en", "--out"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(err.matches("warning:").count(), 1, "{err}");
+    assert!(
+        err.contains("Noto Sans CJK TC") && err.contains("apt-get install fonts-noto-cjk"),
+        "{err}"
+    );
+    assert!(out_dir.join(format!("{ID}.en.md")).is_file());
+    assert!(!out_dir.join(format!("{ID}.en.pdf")).exists());
+}
