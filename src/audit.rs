@@ -201,7 +201,7 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
             })
         });
         let path = normalize(&decl.resolved).display().to_string();
-        match ctx {
+        let ctx = match ctx {
             Err(e) => {
                 let msg = format!("cannot read trace `{path}`: {e}");
                 traces.push(TraceEntry {
@@ -210,67 +210,51 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
                     coverage: None,
                     error: Some(msg.clone()),
                 });
-                // The queries stay in the ledger, failed, so the report names each of them.
-                for (scope, m) in queries {
-                    let key = query_key(&set, m);
-                    if evidence.contains_key(&key) {
-                        continue;
-                    }
-                    let p = params(scope, m);
-                    ledger.push(LedgerEntry::new(
-                        key.clone(),
-                        command_words(
-                            &m.analysis,
-                            &decl.resolved,
-                            &p,
-                            decl.expect_devices.as_deref(),
-                        ),
-                        Err(msg.clone()),
-                    ));
-                    evidence.insert(key, Err(msg.clone()));
-                }
+                Err(msg)
             }
             Ok(mut ctx) => {
                 ctx.trace.path = path.clone();
                 let coverage = analysis::run("coverage", &Params::new(DeviceSel::All), &ctx).ok();
                 traces.push(TraceEntry { name: decl.name.clone(), path, coverage, error: None });
-                for (scope, m) in queries {
-                    let key = query_key(&set, m);
-                    if evidence.contains_key(&key) {
-                        continue;
-                    }
-                    let p = params(scope, m);
-                    let result = analysis::run(&m.analysis, &p, &ctx).map_err(|e| {
-                        let hint = e.hint().map(|h| format!(" (hint: {h})")).unwrap_or_default();
-                        format!("{e}{hint}")
-                    });
-                    ledger.push(LedgerEntry::new(
-                        key.clone(),
-                        command_words(
-                            &m.analysis,
-                            &decl.resolved,
-                            &p,
-                            decl.expect_devices.as_deref(),
-                        ),
-                        result.clone(),
-                    ));
-                    evidence.insert(key, result);
-                }
-                for (name, scope) in &context_scopes {
-                    let mut p = Params::new(scope.devices.clone());
-                    p.window = scope.window;
-                    p.semantics = scope.semantics;
-                    if *name == "kernels" {
-                        p.limit = Some(CONTEXT_KERNELS);
-                    }
-                    let result = analysis::run(name, &p, &ctx);
-                    context.push(LedgerEntry::new(
-                        format!("{}/{name}/{}", decl.name, scope.name),
-                        command_words(name, &decl.resolved, &p, None),
-                        result.map_err(|e| e.to_string()),
-                    ));
-                }
+                Ok(ctx)
             }
+        };
+        // An unreadable trace keeps its queries in the ledger, failed, so the report names
+        // each of them.
+        for (scope, m) in queries {
+            let key = query_key(&set, m);
+            if evidence.contains_key(&key) {
+                continue;
+            }
+            let p = params(scope, m);
+            let result = match &ctx {
+                Err(msg) => Err(msg.clone()),
+                Ok(ctx) => analysis::run(&m.analysis, &p, ctx).map_err(|e| {
+                    let hint = e.hint().map(|h| format!(" (hint: {h})")).unwrap_or_default();
+                    format!("{e}{hint}")
+                }),
+            };
+            ledger.push(LedgerEntry::new(
+                key.clone(),
+                command_words(&m.analysis, &decl.resolved, &p, decl.expect_devices.as_deref()),
+                result.clone(),
+            ));
+            evidence.insert(key, result);
+        }
+        let Ok(ctx) = ctx else { continue };
+        for (name, scope) in &context_scopes {
+            let mut p = Params::new(scope.devices.clone());
+            p.window = scope.window;
+            p.semantics = scope.semantics;
+            if *name == "kernels" {
+                p.limit = Some(CONTEXT_KERNELS);
+            }
+            let result = analysis::run(name, &p, &ctx);
+            context.push(LedgerEntry::new(
+                format!("{}/{name}/{}", decl.name, scope.name),
+                command_words(name, &decl.resolved, &p, None),
+                result.map_err(|e| e.to_string()),
+            ));
         }
     }
     let results = verdict::judge_all(&set, &evidence);
