@@ -1,8 +1,9 @@
 //! Rendering an audit into files: Markdown and Typst per language, the PDF, the evidence
-//! ledger and the charts.
+//! ledger and the charts (SVG, and PNG through typst).
 //!
 //! Every text output is rendered in memory first, so a template error writes nothing; files
-//! are then written atomically. The PDF comes last: without typst the Markdown still lands.
+//! are then written atomically. The PNG charts and the PDF come last: without typst the
+//! Markdown still lands.
 
 use std::path::{Path, PathBuf};
 
@@ -12,23 +13,23 @@ use super::templates::{self, Format};
 use super::{context, typst, write};
 use crate::audit::Audit;
 
-/// Whether `render` writes the PDF.
+/// Whether `render` writes an output that needs typst: the PDF, or the PNG charts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pdf {
-    /// No PDF.
+    /// Not written.
     No,
-    /// The PDF when typst and the CJK font are there; otherwise everything else, and a warning.
+    /// Written when typst and the CJK font are there; otherwise everything else, and a warning.
     IfAvailable,
-    /// The PDF or an error, before any file is written.
+    /// Written, or an error before any file is written.
     Required,
 }
 
-/// The files a render wrote, and why the PDF was left out when it was.
+/// The files a render wrote, and why the PDF or the PNG charts were left out when they were.
 #[derive(Debug)]
 pub struct Written {
     /// Every file written, in order.
     pub written: Vec<PathBuf>,
-    /// Why no PDF was written although one was wanted (with `Pdf::IfAvailable`).
+    /// Why no PDF or PNG was written although one was wanted (with `Pdf::IfAvailable`).
     pub pdf_skipped: Option<crate::Hinted>,
 }
 
@@ -41,6 +42,8 @@ pub struct Options {
     pub markdown: bool,
     /// Whether to write the PDF.
     pub pdf: Pdf,
+    /// Whether to write each chart as PNG too, beside its SVG.
+    pub png: Pdf,
     /// Output folder.
     pub out: PathBuf,
     /// Template overrides.
@@ -119,21 +122,33 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 
 /// Renders everything the options ask for; returns the files written.
 ///
-/// The typst toolchain is checked before anything is written: with `Pdf::Required` a missing
-/// typst or font is an error that leaves no file behind; with `Pdf::IfAvailable` every other
-/// file is written and the reason is returned.
+/// The typst toolchain is checked before anything is written: when the PDF or the PNG charts
+/// are `Pdf::Required`, a missing typst or font is an error that leaves no file behind;
+/// otherwise every other file is written and the reason is returned.
 pub fn render(a: &Audit, opts: &Options) -> anyhow::Result<Written> {
     let id = &a.claims.report.id;
     for l in &opts.langs {
         a.claims.require_language(l)?;
     }
-    let (typst_bin, pdf_skipped) = match opts.pdf {
-        Pdf::No => (None, None),
-        Pdf::Required => (Some(typst::find()?), None),
-        Pdf::IfAvailable => match typst::find() {
+    let skipped = match (opts.pdf != Pdf::No, opts.png != Pdf::No) {
+        (true, true) => "neither the PDF nor the PNG charts were written",
+        (false, true) => "no PNG chart was written",
+        _ => "no PDF was written",
+    };
+    let (typst_bin, pdf_skipped) = if opts.pdf == Pdf::Required || opts.png == Pdf::Required {
+        (Some(typst::find(skipped)?), None)
+    } else if opts.pdf == Pdf::IfAvailable || opts.png == Pdf::IfAvailable {
+        match typst::find(skipped) {
             Ok(bin) => (Some(bin), None),
             Err(why) => (None, Some(why)),
-        },
+        }
+    } else {
+        (None, None)
+    };
+    // From here on, `png` says whether the PNGs are written.
+    let opts = &Options {
+        png: if typst_bin.is_some() && opts.png != Pdf::No { Pdf::Required } else { Pdf::No },
+        ..opts.clone()
     };
     // Everything in memory first: a template error must leave no file behind.
     let renderers = Renderers::new(opts).map_err(anyhow::Error::msg)?;
@@ -157,9 +172,13 @@ pub fn render(a: &Audit, opts: &Options) -> anyhow::Result<Written> {
     };
     put(&format!("{id}.evidence.json"), ledger.as_bytes())?;
     let mut typs = Vec::new();
+    let mut pngs = Vec::new();
     for (lang, r) in &texts {
         for c in &r.charts {
             put(&c.file, c.svg.as_bytes())?;
+            if opts.png != Pdf::No {
+                pngs.push((c.file.as_str(), opts.out.join(c.png_file())));
+            }
         }
         if opts.markdown {
             put(&format!("{id}.{lang}.md"), r.md.as_bytes())?;
@@ -170,6 +189,8 @@ pub fn render(a: &Audit, opts: &Options) -> anyhow::Result<Written> {
         }
     }
     if let Some(bin) = typst_bin {
+        typst::rasterise(&bin, &opts.out, &pngs)?;
+        written.extend(pngs.into_iter().map(|(_, p)| p));
         for (lang, typ) in typs {
             let pdf = opts.out.join(format!("{id}.{lang}.pdf"));
             typst::compile(&bin, &opts.out, &typ, &pdf, opts.timestamp)?;
