@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::render::report::ImageBase;
 use crate::scope::{Semantics, Window, parse_device_list};
 
 /// A parsed device list (`1-7`, `0,2,4-6`).
@@ -93,6 +94,14 @@ pub struct RenderArgs {
     /// The ledger and the SVG charts are always written; png adds each chart as PNG.
     #[arg(long, value_enum, value_name = "FORMATS", value_delimiter = ',')]
     pub format: Vec<OutputFormat>,
+    /// Make the Markdown's image links absolute: URL, one `/`, the chart's file name.
+    ///
+    /// URL is an http(s) address or a path from the site root, such as
+    /// `https://example.org/posts/day26/` or `/posts/day26/`; the links go to the PNG charts
+    /// when they are written, else to the SVGs. Upload the charts there. The PDF keeps its
+    /// local SVGs.
+    #[arg(long, value_name = "URL", value_parser = parse_image_base)]
+    pub image_base: Option<ImageBase>,
     /// Output folder.
     #[arg(long, value_name = "DIR", default_value = "out", value_hint = clap::ValueHint::DirPath)]
     pub out: PathBuf,
@@ -250,6 +259,10 @@ pub struct SkewArgs {
 
 fn parse_window(s: &str) -> Result<Window, String> {
     Window::parse(s).map_err(|e| format!("{e}\n  hint: {}", e.hint()))
+}
+
+fn parse_image_base(s: &str) -> Result<ImageBase, String> {
+    ImageBase::parse(s).map_err(|e| format!("{}\n  hint: {}", e.message, e.hint))
 }
 
 fn parse_devices(s: &str) -> Result<DeviceList, String> {

@@ -62,6 +62,7 @@ fn options() -> verdict::render::report::Options {
         markdown: true,
         pdf: verdict::render::report::Pdf::Required,
         png: verdict::render::report::Pdf::No,
+        image_base: None,
         out: PathBuf::from("out"),
         templates: None,
         timestamp: 0,
@@ -464,10 +465,93 @@ fn png_charts_are_1280_pixels_wide_and_reproducible() {
         assert!((f64::from(h) - want_h).abs() <= 1.0, "{png}: {h} px high, not {want_h}");
         assert!(bytes == std::fs::read(again.path().join(png)).unwrap(), "{png} differs");
     }
-    // The Markdown still links the SVGs, whatever this machine has.
+    // Without --image-base the Markdown still links the SVGs, whatever this machine has.
     let md = std::fs::read_to_string(dir.path().join(format!("{ID}.en.md"))).unwrap();
     let want: Vec<String> = KINDS.iter().map(|k| format!("{ID}.en.{k}.svg")).collect();
     assert_eq!(image_links(&md), want);
+}
+
+fn render_with_base(dir: &Path, base: &str, formats: &str, typst: bool) -> std::process::Output {
+    let mut c = verdict();
+    if !typst {
+        c.env("TYPST_BIN", dir.join("no-such-typst"));
+    }
+    c.args(["render", CLAIMS, "--image-base", base, "--format", formats, "--out"])
+        .arg(dir)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn image_base_makes_the_markdown_links_absolute() {
+    // Without typst: the SVGs, under the base, joined with one `/` whatever the base ends in.
+    for base in ["https://example.org/posts/day_26", "https://example.org/posts/day_26/"] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = render_with_base(dir.path(), base, "md", false);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        for lang in ["zh-TW", "en"] {
+            let md = std::fs::read_to_string(dir.path().join(format!("{ID}.{lang}.md"))).unwrap();
+            let want: Vec<String> = KINDS
+                .iter()
+                .map(|k| format!("https://example.org/posts/day_26/{ID}.{lang}.{k}.svg"))
+                .collect();
+            assert_eq!(image_links(&md), want, "{base}");
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = render_with_base(dir.path(), "/", "md", false);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let md = std::fs::read_to_string(dir.path().join(format!("{ID}.en.md"))).unwrap();
+    assert_eq!(image_links(&md)[0], format!("/{ID}.en.overlap.svg"));
+    if !typst_ready() {
+        return;
+    }
+    // With the PNGs written, the links go to them; the PDF's source keeps the local SVGs.
+    let dir = tempfile::tempdir().unwrap();
+    let out = render_with_base(dir.path(), "/posts/day26//", "md,pdf,png", true);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let md = std::fs::read_to_string(dir.path().join(format!("{ID}.en.md"))).unwrap();
+    let want: Vec<String> = KINDS.iter().map(|k| format!("/posts/day26/{ID}.en.{k}.png")).collect();
+    assert_eq!(image_links(&md), want);
+    let typ = std::fs::read_to_string(dir.path().join(format!("{ID}.en.typ"))).unwrap();
+    for k in KINDS {
+        assert!(typ.contains(&format!("image(\"{ID}.en.{k}.svg\"")), "{k} not local in the Typst");
+    }
+    assert!(!typ.contains("/posts/day26"));
+}
+
+#[test]
+fn image_base_joins_with_exactly_one_slash_and_survives_markdown_escaping() {
+    use verdict::render::report::ImageBase;
+    let join = |base: &str| ImageBase::parse(base).unwrap().join("a.png");
+    for base in ["https://example.org/p", "https://example.org/p/", "https://example.org/p///"] {
+        assert_eq!(join(base), "https://example.org/p/a.png", "{base}");
+    }
+    assert_eq!(join("HTTP://Example.org"), "HTTP://Example.org/a.png");
+    assert_eq!(join("/"), "/a.png");
+    assert!(ImageBase::parse("http:///p/").is_err(), "a URL without a host");
+    // Characters the Markdown escaping touches still reach the link as they are.
+    let dir = tempfile::tempdir().unwrap();
+    let base = "https://example.org/a&b/~x_*y$/";
+    let out = render_with_base(dir.path(), base, "md", false);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let md = std::fs::read_to_string(dir.path().join(format!("{ID}.en.md"))).unwrap();
+    assert_eq!(image_links(&md)[0], format!("{base}{ID}.en.overlap.svg"));
+}
+
+#[test]
+fn a_bad_image_base_is_an_error_that_writes_nothing() {
+    for base in ["ftp://example.org/", "https://", "images/", "https://example.org/a b/", "/p?x=1"]
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let out_dir = dir.path().join("out");
+        let out = render_with_base(&out_dir, base, "md", false);
+        assert_eq!(out.status.code(), Some(2), "{base}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&format!("`{base}` is not an image base")), "{err}");
+        assert!(err.contains("https://example.org/posts/day26/"), "{err}");
+        assert!(!out_dir.exists(), "{base}: an error must leave no file behind");
+    }
 }
 
 #[test]

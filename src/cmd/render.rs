@@ -28,6 +28,7 @@ pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
         markdown,
         pdf,
         png,
+        image_base: args.image_base.clone(),
         out: args.out.clone(),
         templates: args.templates.clone(),
         timestamp: source_date_epoch()?,

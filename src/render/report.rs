@@ -33,6 +33,47 @@ pub struct Written {
     pub pdf_skipped: Option<crate::Hinted>,
 }
 
+/// Where the Markdown's images are served from (`render --image-base`): an `http://` or
+/// `https://` URL with a host, or a path from the site root (`/posts/day26/`). Image links
+/// become this base, one `/`, and the chart's file name, whether or not the base ends in `/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageBase(String);
+
+impl ImageBase {
+    /// Checks a base: http(s) with a host, or starting with `/`; no space, control character,
+    /// `<`, `>`, `(`, `)`, `\`, `?` or `#` (a query or fragment cannot precede a file name, and
+    /// the others would end or break a Markdown link).
+    pub fn parse(s: &str) -> Result<ImageBase, crate::Hinted> {
+        let hint = "pass an http(s) URL or a path from the site root, such as `https://example.org/posts/day26/` or `/posts/day26/`";
+        let lower = s.to_ascii_lowercase();
+        let rest = ["https://", "http://"]
+            .iter()
+            .find_map(|p| lower.starts_with(p).then(|| &s[p.len()..]));
+        let why = match rest {
+            Some(r) if r.split('/').next().is_none_or(str::is_empty) => Some("it has no host"),
+            Some(_) => None,
+            None if s.starts_with('/') => None,
+            None => Some("it is neither an http(s) URL nor a path from the site root"),
+        };
+        let why = why.or_else(|| {
+            s.chars()
+                .any(|c| c.is_whitespace() || c.is_control() || "<>()\\?#".contains(c))
+                .then_some("it holds a space, a control character or one of `< > ( ) \\ ? #`")
+        });
+        match why {
+            Some(why) => {
+                Err(crate::Hinted::new(format!("`{s}` is not an image base: {why}"), hint))
+            }
+            None => Ok(ImageBase(s.trim_end_matches('/').to_string())),
+        }
+    }
+
+    /// The address of a file under this base.
+    pub fn join(&self, file: &str) -> String {
+        format!("{}/{file}", self.0)
+    }
+}
+
 /// What to render.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -44,6 +85,9 @@ pub struct Options {
     pub pdf: Pdf,
     /// Whether to write each chart as PNG too, beside its SVG.
     pub png: Pdf,
+    /// Absolute image links in the Markdown: to the PNG charts when they are written (`png`
+    /// other than `Pdf::No`; [`render`] decides `IfAvailable` first), else to the SVGs.
+    pub image_base: Option<ImageBase>,
     /// Output folder.
     pub out: PathBuf,
     /// Template overrides.
@@ -97,7 +141,13 @@ pub fn render_lang(
     let charts = charts::charts(a, &t)?;
     let captions: Vec<(String, String)> =
         charts.iter().map(|c| (c.file.clone(), c.caption.clone())).collect();
-    let ctx = context::build(a, &t, &captions)?;
+    let mut ctx = context::build(a, &t, &captions)?;
+    if let Some(base) = &opts.image_base {
+        for (cc, c) in ctx.charts.iter_mut().zip(&charts) {
+            let file = if opts.png == Pdf::No { c.file.clone() } else { c.png_file() };
+            cc.md_src = base.join(&file);
+        }
+    }
     let tctx = tera::Context::from_serialize(&ctx).map_err(|e| format!("render context: {e}"))?;
     let md = renderers
         .md
@@ -145,7 +195,7 @@ pub fn render(a: &Audit, opts: &Options) -> anyhow::Result<Written> {
     } else {
         (None, None)
     };
-    // From here on, `png` says whether the PNGs are written.
+    // From here on, `png` says whether the PNGs are written: the Markdown links them then.
     let opts = &Options {
         png: if typst_bin.is_some() && opts.png != Pdf::No { Pdf::Required } else { Pdf::No },
         ..opts.clone()
