@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::render::report::ImageBase;
 use crate::scope::{Semantics, Window, parse_device_list};
 
 /// A parsed device list (`1-7`, `0,2,4-6`).
@@ -52,19 +53,19 @@ pub enum Command {
     /// Render the audit of a claims file as Markdown and PDF, in every language it has.
     ///
     /// Writes ID.LANG.md, ID.LANG.typ and ID.LANG.pdf, ID.evidence.json (the
-    /// ledger of `check --json`) and the charts as SVG into --out. The PDF needs the `typst`
-    /// command and the Noto Sans CJK TC font (`verdict doctor` checks both): without them the
-    /// default formats write everything else and warn, while an explicit `--format pdf` is an
-    /// error.
+    /// ledger of `check --json`) and the charts as SVG and PNG into --out. The PDF and the PNG
+    /// charts need the `typst` command and the Noto Sans CJK TC font (`verdict doctor` checks
+    /// both): without them the default formats write everything else and warn, while an
+    /// explicit `--format pdf` or `--format png` is an error.
     Render(RenderArgs),
     /// Manage the report templates.
     #[command(subcommand)]
     Templates(TemplatesCommand),
-    /// Check what the PDF needs: the typst found, its version, the CJK fonts, with install
+    /// Check what the PDF and the PNG charts need: the typst found, its version, the CJK fonts, with install
     /// hints for what is missing.
     ///
-    /// Exits 0 when `render` can write the PDF, 1 when something is missing (the Markdown,
-    /// ledger and charts never need it).
+    /// Exits 0 when `render` can write the PDF and the PNG charts, 1 when something is missing
+    /// (the Markdown, ledger and SVG charts never need it).
     Doctor,
 }
 
@@ -75,6 +76,8 @@ pub enum OutputFormat {
     Md,
     /// PDF, through Typst.
     Pdf,
+    /// Each chart as PNG too, beside its SVG, through typst (1280 pixels wide).
+    Png,
 }
 
 /// Arguments of `render`.
@@ -86,9 +89,19 @@ pub struct RenderArgs {
     /// Languages to render (default: every language of the claims file).
     #[arg(long, value_name = "LANGS", value_delimiter = ',')]
     pub lang: Vec<String>,
-    /// Formats to write (default: md,pdf).
+    /// Formats to write (default: md,pdf,png, the last two when typst can make them).
+    ///
+    /// The ledger and the SVG charts are always written; png adds each chart as PNG.
     #[arg(long, value_enum, value_name = "FORMATS", value_delimiter = ',')]
     pub format: Vec<OutputFormat>,
+    /// Make the Markdown's image links absolute: URL, one `/`, the chart's file name.
+    ///
+    /// URL is an http(s) address or a path from the site root, such as
+    /// `https://example.org/posts/day26/` or `/posts/day26/`; the links go to the PNG charts
+    /// when they are written, else to the SVGs. Upload the charts there. The PDF keeps its
+    /// local SVGs.
+    #[arg(long, value_name = "URL", value_parser = parse_image_base)]
+    pub image_base: Option<ImageBase>,
     /// Output folder.
     #[arg(long, value_name = "DIR", default_value = "out", value_hint = clap::ValueHint::DirPath)]
     pub out: PathBuf,
@@ -246,6 +259,10 @@ pub struct SkewArgs {
 
 fn parse_window(s: &str) -> Result<Window, String> {
     Window::parse(s).map_err(|e| format!("{e}\n  hint: {}", e.hint()))
+}
+
+fn parse_image_base(s: &str) -> Result<ImageBase, String> {
+    ImageBase::parse(s).map_err(|e| format!("{}\n  hint: {}", e.message, e.hint))
 }
 
 fn parse_devices(s: &str) -> Result<DeviceList, String> {

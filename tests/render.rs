@@ -40,7 +40,7 @@ fn typst_ready() -> bool {
         panic!("VERDICT_REQUIRE_TYPST is set but typst with Noto Sans CJK TC is not available");
     }
     if !ok {
-        eprintln!("skipping the PDF checks: typst with Noto Sans CJK TC is not installed");
+        eprintln!("skipping the PDF and PNG checks: typst with Noto Sans CJK TC is not installed");
     }
     ok
 }
@@ -64,6 +64,8 @@ fn options() -> verdict::render::report::Options {
         langs: vec!["zh-TW".into(), "en".into()],
         markdown: true,
         pdf: verdict::render::report::Pdf::Required,
+        png: verdict::render::report::Pdf::No,
+        image_base: None,
         out: PathBuf::from("out"),
         templates: None,
         timestamp: 0,
@@ -178,7 +180,10 @@ fn committed_examples_are_current() {
         let mut expected: Vec<String> = std::fs::read_dir(&committed)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
-            .filter(|n| n.starts_with(&format!("{id}.")) && (pdf || !n.ends_with(".pdf")))
+            .filter(|n| {
+                n.starts_with(&format!("{id}."))
+                    && (pdf || !(n.ends_with(".pdf") || n.ends_with(".png")))
+            })
             .collect();
         expected.sort();
         rendered.sort();
@@ -186,7 +191,9 @@ fn committed_examples_are_current() {
         assert!(rendered.iter().any(|n| n.ends_with(".md")), "no Markdown compared");
     }
     if !pdf {
-        eprintln!("skipping: the committed PDFs were not compared (no typst with the CJK font)");
+        eprintln!(
+            "skipping: the committed PDFs and PNGs were not compared (no typst with the CJK font)"
+        );
     }
 }
 
@@ -364,7 +371,12 @@ fn without_typst_the_default_render_writes_the_rest_and_warns_once() {
     assert_eq!(out.status.code(), Some(0), "{err}");
     // One warning, naming what the PDF needs and the exact install commands.
     assert_eq!(err.matches("warning:").count(), 1, "{err}");
-    assert!(err.contains("no-such-typst` not found, so no PDF was written"), "{err}");
+    assert!(
+        err.contains(
+            "no-such-typst` not found, so neither the PDF nor the PNG charts were written"
+        ),
+        "{err}"
+    );
     assert!(err.contains("cargo install typst-cli --locked --version 0.15.1"), "{err}");
     assert!(err.contains("apt-get install fonts-noto-cjk"), "{err}");
     for lang in ["zh-TW", "en"] {
@@ -374,7 +386,197 @@ fn without_typst_the_default_render_writes_the_rest_and_warns_once() {
     }
     assert!(dir.path().join(format!("{ID}.evidence.json")).is_file());
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(!stdout.contains(".pdf"), "{stdout}");
+    assert!(!stdout.contains(".pdf") && !stdout.contains(".png"), "{stdout}");
+    assert!(files_ending(dir.path(), ".png").is_empty(), "a PNG was written without typst");
+    // The Markdown links the SVGs written beside it.
+    for lang in ["zh-TW", "en"] {
+        let md = std::fs::read_to_string(dir.path().join(format!("{ID}.{lang}.md"))).unwrap();
+        let want: Vec<String> = KINDS.iter().map(|k| format!("{ID}.{lang}.{k}.svg")).collect();
+        assert_eq!(image_links(&md), want);
+        for f in &want {
+            assert!(dir.path().join(f).is_file(), "{f} is linked but not written");
+        }
+    }
+}
+
+/// The charts of the day26 report, in the order the Markdown shows them.
+const KINDS: [&str; 3] = ["overlap", "nccl-skew", "kernels"];
+
+/// The destinations of every image of a Markdown document, in order.
+fn image_links(md: &str) -> Vec<String> {
+    pulldown_cmark::Parser::new_ext(md, pulldown_cmark::Options::ENABLE_TABLES)
+        .filter_map(|e| match e {
+            pulldown_cmark::Event::Start(pulldown_cmark::Tag::Image { dest_url, .. }) => {
+                Some(dest_url.to_string())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The names of the files of a folder that end with `suffix`, sorted.
+fn files_ending(dir: &Path, suffix: &str) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .filter(|n| n.ends_with(suffix))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Width and height of a PNG, read from its IHDR chunk (the first, right after the signature).
+fn png_size(bytes: &[u8]) -> (u32, u32) {
+    assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG signature");
+    assert_eq!(&bytes[12..16], b"IHDR", "the first chunk is not IHDR");
+    let be = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+    (be(&bytes[16..20]), be(&bytes[20..24]))
+}
+
+/// The `height` attribute of an SVG's root element.
+fn svg_height(svg: &str) -> f64 {
+    let root = &svg[svg.find("<svg").unwrap()..];
+    let root = &root[..root.find('>').unwrap()];
+    let h = &root[root.find(" height=\"").unwrap() + 9..];
+    h[..h.find('"').unwrap()].parse().unwrap()
+}
+
+#[test]
+fn png_charts_are_1280_pixels_wide_and_reproducible() {
+    if !typst_ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = render_to(dir.path(), "md,png");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let again = tempfile::tempdir().unwrap();
+    assert!(render_to(again.path(), "md,png").status.success());
+    let mut expected = Vec::new();
+    for lang in ["zh-TW", "en"] {
+        for kind in KINDS {
+            expected.push(format!("{ID}.{lang}.{kind}.png"));
+        }
+    }
+    expected.sort();
+    assert_eq!(files_ending(dir.path(), ".png"), expected);
+    // Neither the PDF nor its Typst source was asked for.
+    assert!(
+        files_ending(dir.path(), ".pdf").is_empty() && files_ending(dir.path(), ".typ").is_empty()
+    );
+    for png in &expected {
+        let bytes = std::fs::read(dir.path().join(png)).unwrap();
+        let (w, h) = png_size(&bytes);
+        // 640 pt at 144 pixels per inch; the height keeps the SVG's proportions.
+        assert_eq!(w, 1280, "{png}");
+        let svg = std::fs::read_to_string(dir.path().join(png.replace(".png", ".svg"))).unwrap();
+        let want_h = svg_height(&svg) * 1280.0 / 640.0;
+        assert!((f64::from(h) - want_h).abs() <= 1.0, "{png}: {h} px high, not {want_h}");
+        assert!(bytes == std::fs::read(again.path().join(png)).unwrap(), "{png} differs");
+    }
+    // Without --image-base the Markdown still links the SVGs, whatever this machine has.
+    let md = std::fs::read_to_string(dir.path().join(format!("{ID}.en.md"))).unwrap();
+    let want: Vec<String> = KINDS.iter().map(|k| format!("{ID}.en.{k}.svg")).collect();
+    assert_eq!(image_links(&md), want);
+}
+
+fn render_with_base(dir: &Path, base: &str, formats: &str, typst: bool) -> std::process::Output {
+    let mut c = verdict();
+    if !typst {
+        c.env("TYPST_BIN", dir.join("no-such-typst"));
+    }
+    c.args(["render", CLAIMS, "--image-base", base, "--format", formats, "--out"])
+        .arg(dir)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn image_base_makes_the_markdown_links_absolute() {
+    // Without typst: the SVGs, under the base, joined with one `/` whatever the base ends in.
+    for base in ["https://example.org/posts/day_26", "https://example.org/posts/day_26/"] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = render_with_base(dir.path(), base, "md", false);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        for lang in ["zh-TW", "en"] {
+            let md = std::fs::read_to_string(dir.path().join(format!("{ID}.{lang}.md"))).unwrap();
+            let want: Vec<String> = KINDS
+                .iter()
+                .map(|k| format!("https://example.org/posts/day_26/{ID}.{lang}.{k}.svg"))
+                .collect();
+            assert_eq!(image_links(&md), want, "{base}");
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = render_with_base(dir.path(), "/", "md", false);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let md = std::fs::read_to_string(dir.path().join(format!("{ID}.en.md"))).unwrap();
+    assert_eq!(image_links(&md)[0], format!("/{ID}.en.overlap.svg"));
+    if !typst_ready() {
+        return;
+    }
+    // With the PNGs written, the links go to them; the PDF's source keeps the local SVGs.
+    let dir = tempfile::tempdir().unwrap();
+    let out = render_with_base(dir.path(), "/posts/day26//", "md,pdf,png", true);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let md = std::fs::read_to_string(dir.path().join(format!("{ID}.en.md"))).unwrap();
+    let want: Vec<String> = KINDS.iter().map(|k| format!("/posts/day26/{ID}.en.{k}.png")).collect();
+    assert_eq!(image_links(&md), want);
+    let typ = std::fs::read_to_string(dir.path().join(format!("{ID}.en.typ"))).unwrap();
+    for k in KINDS {
+        assert!(typ.contains(&format!("image(\"{ID}.en.{k}.svg\"")), "{k} not local in the Typst");
+    }
+    assert!(!typ.contains("/posts/day26"));
+}
+
+#[test]
+fn image_base_joins_with_exactly_one_slash_and_survives_markdown_escaping() {
+    use verdict::render::report::ImageBase;
+    let join = |base: &str| ImageBase::parse(base).unwrap().join("a.png");
+    for base in ["https://example.org/p", "https://example.org/p/", "https://example.org/p///"] {
+        assert_eq!(join(base), "https://example.org/p/a.png", "{base}");
+    }
+    assert_eq!(join("HTTP://Example.org"), "HTTP://Example.org/a.png");
+    assert_eq!(join("/"), "/a.png");
+    assert!(ImageBase::parse("http:///p/").is_err(), "a URL without a host");
+    // Characters the Markdown escaping touches still reach the link as they are.
+    let dir = tempfile::tempdir().unwrap();
+    let base = "https://example.org/a&b/~x_*y$/";
+    let out = render_with_base(dir.path(), base, "md", false);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let md = std::fs::read_to_string(dir.path().join(format!("{ID}.en.md"))).unwrap();
+    assert_eq!(image_links(&md)[0], format!("{base}{ID}.en.overlap.svg"));
+}
+
+#[test]
+fn a_bad_image_base_is_an_error_that_writes_nothing() {
+    for base in ["ftp://example.org/", "https://", "images/", "https://example.org/a b/", "/p?x=1"]
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let out_dir = dir.path().join("out");
+        let out = render_with_base(&out_dir, base, "md", false);
+        assert_eq!(out.status.code(), Some(2), "{base}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&format!("`{base}` is not an image base")), "{err}");
+        assert!(err.contains("https://example.org/posts/day26/"), "{err}");
+        assert!(!out_dir.exists(), "{base}: an error must leave no file behind");
+    }
+}
+
+#[test]
+fn without_typst_an_explicit_png_is_an_error_that_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    let out = verdict()
+        .env("TYPST_BIN", dir.path().join("no-such-typst"))
+        .args(["render", CLAIMS, "--format", "md,png", "--out"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not found, so no PNG chart was written"), "{err}");
+    assert!(err.contains("cargo install typst-cli --locked"), "{err}");
+    assert!(!out_dir.exists(), "an error must leave no file behind");
 }
 
 #[test]

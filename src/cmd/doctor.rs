@@ -1,4 +1,4 @@
-//! `verdict doctor`: what this machine offers for the PDF, and how to install what it lacks.
+//! `verdict doctor`: what this machine offers for the PDF and the PNG charts, and how to install what it lacks.
 
 use std::process::ExitCode;
 
@@ -53,9 +53,9 @@ pub fn report(tc: &Toolchain) -> String {
         );
     }
     s += if tc.ready() {
-        "pdf       ready: `verdict render` writes the PDF\n"
+        "pdf       ready: `verdict render` writes the PDF and the PNG charts\n"
     } else {
-        "pdf       not possible here: `verdict render` writes the Markdown, ledger and charts, and warns\n"
+        "pdf       not possible here: `verdict render` writes the Markdown, ledger and SVG charts, and warns\n"
     };
     s
 }

@@ -11,19 +11,24 @@ use crate::{audit, claims};
 pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
     let set = claims::load(&args.claims)?;
     let langs = if args.lang.is_empty() { set.report.languages.clone() } else { args.lang.clone() };
-    // Asked for by name, the PDF is required; by default it is written when typst can.
-    let (markdown, pdf) = if args.format.is_empty() {
-        (true, Pdf::IfAvailable)
+    // Asked for by name, the PDF and the PNG charts are required; by default they are written
+    // when typst can.
+    let named = |f| if args.format.contains(&f) { Pdf::Required } else { Pdf::No };
+    let (markdown, pdf, png) = if args.format.is_empty() {
+        (true, Pdf::IfAvailable, Pdf::IfAvailable)
     } else {
         (
             args.format.contains(&OutputFormat::Md),
-            if args.format.contains(&OutputFormat::Pdf) { Pdf::Required } else { Pdf::No },
+            named(OutputFormat::Pdf),
+            named(OutputFormat::Png),
         )
     };
     let opts = report::Options {
         langs,
         markdown,
         pdf,
+        png,
+        image_base: args.image_base.clone(),
         out: args.out.clone(),
         templates: args.templates.clone(),
         timestamp: source_date_epoch()?,

@@ -292,6 +292,9 @@ pub struct MisreadingCtx {
 pub struct ChartCtx {
     /// File name.
     pub file: String,
+    /// What the Markdown's image links to: the file name, or the absolute address of the
+    /// chart's PNG or SVG under `render --image-base`.
+    pub md_src: String,
     /// Caption.
     pub caption: String,
 }
@@ -757,7 +760,7 @@ pub fn build(a: &Audit, t: &Strings, charts: &[(String, String)]) -> Result<Rend
             .collect::<Result<_, String>>()?,
         charts: charts
             .iter()
-            .map(|(f, c)| ChartCtx { file: f.clone(), caption: c.clone() })
+            .map(|(f, c)| ChartCtx { file: f.clone(), md_src: f.clone(), caption: c.clone() })
             .collect(),
         provenance,
         r6: tr(&set.review.r6, lang),

@@ -1,8 +1,9 @@
 //! Rendering an audit into files: Markdown and Typst per language, the PDF, the evidence
-//! ledger and the charts.
+//! ledger and the charts (SVG, and PNG through typst).
 //!
 //! Every text output is rendered in memory first, so a template error writes nothing; files
-//! are then written atomically. The PDF comes last: without typst the Markdown still lands.
+//! are then written atomically. The PNG charts and the PDF come last: without typst the
+//! Markdown still lands.
 
 use std::path::{Path, PathBuf};
 
@@ -12,24 +13,65 @@ use super::templates::{self, Format};
 use super::{context, typst, write};
 use crate::audit::Audit;
 
-/// Whether `render` writes the PDF.
+/// Whether `render` writes an output that needs typst: the PDF, or the PNG charts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pdf {
-    /// No PDF.
+    /// Not written.
     No,
-    /// The PDF when typst and the CJK font are there; otherwise everything else, and a warning.
+    /// Written when typst and the CJK font are there; otherwise everything else, and a warning.
     IfAvailable,
-    /// The PDF or an error, before any file is written.
+    /// Written, or an error before any file is written.
     Required,
 }
 
-/// The files a render wrote, and why the PDF was left out when it was.
+/// The files a render wrote, and why the PDF or the PNG charts were left out when they were.
 #[derive(Debug)]
 pub struct Written {
     /// Every file written, in order.
     pub written: Vec<PathBuf>,
-    /// Why no PDF was written although one was wanted (with `Pdf::IfAvailable`).
+    /// Why no PDF or PNG was written although one was wanted (with `Pdf::IfAvailable`).
     pub pdf_skipped: Option<crate::Hinted>,
+}
+
+/// Where the Markdown's images are served from (`render --image-base`): an `http://` or
+/// `https://` URL with a host, or a path from the site root (`/posts/day26/`). Image links
+/// become this base, one `/`, and the chart's file name, whether or not the base ends in `/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageBase(String);
+
+impl ImageBase {
+    /// Checks a base: http(s) with a host, or starting with `/`; no space, control character,
+    /// `<`, `>`, `(`, `)`, `\`, `?` or `#` (a query or fragment cannot precede a file name, and
+    /// the others would end or break a Markdown link).
+    pub fn parse(s: &str) -> Result<ImageBase, crate::Hinted> {
+        let hint = "pass an http(s) URL or a path from the site root, such as `https://example.org/posts/day26/` or `/posts/day26/`";
+        let lower = s.to_ascii_lowercase();
+        let rest = ["https://", "http://"]
+            .iter()
+            .find_map(|p| lower.starts_with(p).then(|| &s[p.len()..]));
+        let why = match rest {
+            Some(r) if r.split('/').next().is_none_or(str::is_empty) => Some("it has no host"),
+            Some(_) => None,
+            None if s.starts_with('/') => None,
+            None => Some("it is neither an http(s) URL nor a path from the site root"),
+        };
+        let why = why.or_else(|| {
+            s.chars()
+                .any(|c| c.is_whitespace() || c.is_control() || "<>()\\?#".contains(c))
+                .then_some("it holds a space, a control character or one of `< > ( ) \\ ? #`")
+        });
+        match why {
+            Some(why) => {
+                Err(crate::Hinted::new(format!("`{s}` is not an image base: {why}"), hint))
+            }
+            None => Ok(ImageBase(s.trim_end_matches('/').to_string())),
+        }
+    }
+
+    /// The address of a file under this base.
+    pub fn join(&self, file: &str) -> String {
+        format!("{}/{file}", self.0)
+    }
 }
 
 /// What to render.
@@ -41,6 +83,11 @@ pub struct Options {
     pub markdown: bool,
     /// Whether to write the PDF.
     pub pdf: Pdf,
+    /// Whether to write each chart as PNG too, beside its SVG.
+    pub png: Pdf,
+    /// Absolute image links in the Markdown: to the PNG charts when they are written (`png`
+    /// other than `Pdf::No`; [`render`] decides `IfAvailable` first), else to the SVGs.
+    pub image_base: Option<ImageBase>,
     /// Output folder.
     pub out: PathBuf,
     /// Template overrides.
@@ -94,7 +141,13 @@ pub fn render_lang(
     let charts = charts::charts(a, &t)?;
     let captions: Vec<(String, String)> =
         charts.iter().map(|c| (c.file.clone(), c.caption.clone())).collect();
-    let ctx = context::build(a, &t, &captions)?;
+    let mut ctx = context::build(a, &t, &captions)?;
+    if let Some(base) = &opts.image_base {
+        for (cc, c) in ctx.charts.iter_mut().zip(&charts) {
+            let file = if opts.png == Pdf::No { c.file.clone() } else { c.png_file() };
+            cc.md_src = base.join(&file);
+        }
+    }
     let tctx = tera::Context::from_serialize(&ctx).map_err(|e| format!("render context: {e}"))?;
     let md = renderers
         .md
@@ -119,21 +172,33 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 
 /// Renders everything the options ask for; returns the files written.
 ///
-/// The typst toolchain is checked before anything is written: with `Pdf::Required` a missing
-/// typst or font is an error that leaves no file behind; with `Pdf::IfAvailable` every other
-/// file is written and the reason is returned.
+/// The typst toolchain is checked before anything is written: when the PDF or the PNG charts
+/// are `Pdf::Required`, a missing typst or font is an error that leaves no file behind;
+/// otherwise every other file is written and the reason is returned.
 pub fn render(a: &Audit, opts: &Options) -> anyhow::Result<Written> {
     let id = &a.claims.report.id;
     for l in &opts.langs {
         a.claims.require_language(l)?;
     }
-    let (typst_bin, pdf_skipped) = match opts.pdf {
-        Pdf::No => (None, None),
-        Pdf::Required => (Some(typst::find()?), None),
-        Pdf::IfAvailable => match typst::find() {
+    let skipped = match (opts.pdf != Pdf::No, opts.png != Pdf::No) {
+        (true, true) => "neither the PDF nor the PNG charts were written",
+        (false, true) => "no PNG chart was written",
+        _ => "no PDF was written",
+    };
+    let (typst_bin, pdf_skipped) = if opts.pdf == Pdf::Required || opts.png == Pdf::Required {
+        (Some(typst::find(skipped)?), None)
+    } else if opts.pdf == Pdf::IfAvailable || opts.png == Pdf::IfAvailable {
+        match typst::find(skipped) {
             Ok(bin) => (Some(bin), None),
             Err(why) => (None, Some(why)),
-        },
+        }
+    } else {
+        (None, None)
+    };
+    // From here on, `png` says whether the PNGs are written: the Markdown links them then.
+    let opts = &Options {
+        png: if typst_bin.is_some() && opts.png != Pdf::No { Pdf::Required } else { Pdf::No },
+        ..opts.clone()
     };
     // Everything in memory first: a template error must leave no file behind.
     let renderers = Renderers::new(opts).map_err(anyhow::Error::msg)?;
@@ -157,9 +222,13 @@ pub fn render(a: &Audit, opts: &Options) -> anyhow::Result<Written> {
     };
     put(&format!("{id}.evidence.json"), ledger.as_bytes())?;
     let mut typs = Vec::new();
+    let mut pngs = Vec::new();
     for (lang, r) in &texts {
         for c in &r.charts {
             put(&c.file, c.svg.as_bytes())?;
+            if opts.png != Pdf::No {
+                pngs.push((c.file.as_str(), opts.out.join(c.png_file())));
+            }
         }
         if opts.markdown {
             put(&format!("{id}.{lang}.md"), r.md.as_bytes())?;
@@ -170,6 +239,8 @@ pub fn render(a: &Audit, opts: &Options) -> anyhow::Result<Written> {
         }
     }
     if let Some(bin) = typst_bin {
+        typst::rasterise(&bin, &opts.out, &pngs)?;
+        written.extend(pngs.into_iter().map(|(_, p)| p));
         for (lang, typ) in typs {
             let pdf = opts.out.join(format!("{id}.{lang}.pdf"));
             typst::compile(&bin, &opts.out, &typ, &pdf, opts.timestamp)?;

@@ -1,7 +1,9 @@
-//! Running the `typst` command: finding it, checking the CJK font, compiling reproducibly.
+//! Running the `typst` command: finding it, checking the CJK font, compiling the PDF
+//! reproducibly and rasterising the SVG charts to PNG.
 //!
 //! typst exits 0 and draws tofu when a font is missing, so the font is checked first; the
-//! creation timestamp is fixed so the same inputs give the same PDF bytes.
+//! creation timestamp is fixed so the same inputs give the same PDF bytes. PNG charts go through
+//! the same typst and fonts as the PDF, so they look like its figures.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -102,17 +104,19 @@ impl Toolchain {
             .is_some_and(|v| v.starts_with(&format!("{TYPST_SERIES}.")) || v == TYPST_SERIES)
     }
 
-    /// What the PDF still needs, with the exact install commands; `None` when ready.
-    pub fn missing(&self) -> Option<crate::Hinted> {
+    /// What the PDF and the PNG charts still need, with the exact install commands; `None`
+    /// when ready. `skipped` ends the message: what is not written for want of it (`no PDF was
+    /// written`).
+    pub fn missing(&self, skipped: &str) -> Option<crate::Hinted> {
         if let Some(e) = &self.error {
             let hint = format!(
                 "install it with `{INSTALL_TYPST_CMD}` and the fonts with `{INSTALL_FONT_CMD}` (or set TYPST_BIN), or render Markdown only with `--format md`"
             );
-            return Some(crate::Hinted::new(format!("{e}, so no PDF was written"), hint));
+            return Some(crate::Hinted::new(format!("{e}, so {skipped}"), hint));
         }
         if !self.has_font() {
             return Some(crate::Hinted::new(
-                format!("typst cannot find the font `{CJK_FONT}`, so no PDF was written"),
+                format!("typst cannot find the font `{CJK_FONT}`, so {skipped}"),
                 INSTALL_FONT,
             ));
         }
@@ -120,13 +124,96 @@ impl Toolchain {
     }
 }
 
-/// The typst binary, checked to run and to see the CJK font.
-pub fn find() -> Result<PathBuf, crate::Hinted> {
+/// The typst binary, checked to run and to see the CJK font; the error ends with `skipped`.
+pub fn find(skipped: &str) -> Result<PathBuf, crate::Hinted> {
     let tc = Toolchain::probe();
-    match tc.missing() {
+    match tc.missing(skipped) {
         None => Ok(tc.bin),
         Some(e) => Err(e),
     }
+}
+
+/// The width every PNG chart is placed at, in points (the SVG charts' own width).
+pub const PNG_WIDTH_PT: u32 = 640;
+
+/// The resolution of the PNG charts: twice the charts' own scale, sharp on high-density screens.
+pub const PNG_PPI: u32 = 144;
+
+/// The pixel width of every PNG chart: `PNG_WIDTH_PT` at `PNG_PPI`.
+pub const PNG_WIDTH_PX: u32 = PNG_WIDTH_PT * PNG_PPI / 72;
+
+/// The Typst document that shows each SVG (a file name in the root) on a page of its own, at
+/// the fixed width, with no margin, as tall as the chart.
+pub fn png_document(svgs: &[&str]) -> String {
+    let mut s = format!("#set page(width: {PNG_WIDTH_PT}pt, height: auto, margin: 0pt)\n");
+    for (i, svg) in svgs.iter().enumerate() {
+        if i > 0 {
+            s += "#pagebreak()\n";
+        }
+        s += &format!("#image(\"/{}\", width: 100%)\n", super::markup::typst_string(svg));
+    }
+    s
+}
+
+/// Rasterises SVG charts already written in `root` to PNG: `charts` pairs each SVG's file name
+/// with the PNG to write. One typst run renders them all as the pages of one document into a
+/// temporary folder in `root`; each page is then renamed into place, so a PNG is either whole
+/// or absent. The bytes depend only on the SVG, typst and its fonts.
+pub fn rasterise(bin: &Path, root: &Path, charts: &[(&str, PathBuf)]) -> Result<(), crate::Hinted> {
+    if charts.is_empty() {
+        return Ok(());
+    }
+    let tmp = temp_dir(root, ".verdict-png")?;
+    let typ = tmp.path().join("charts.typ");
+    let svgs: Vec<&str> = charts.iter().map(|(svg, _)| *svg).collect();
+    std::fs::write(&typ, png_document(&svgs)).map_err(|e| {
+        crate::Hinted::new(
+            format!("cannot write `{}` ({e})", typ.display()),
+            "check that the output folder is writable",
+        )
+    })?;
+    let output = Command::new(bin)
+        .arg("compile")
+        .arg("--root")
+        .arg(root)
+        .arg("--format")
+        .arg("png")
+        .arg("--ppi")
+        .arg(PNG_PPI.to_string())
+        .arg("--diagnostic-format")
+        .arg("short")
+        .arg(&typ)
+        .arg(tmp.path().join("{p}.png"))
+        .output()
+        .map_err(|e| crate::Hinted::new(format!("cannot run typst ({e})"), INSTALL_TYPST))?;
+    if !output.status.success() {
+        return Err(crate::Hinted::new(
+            format!(
+                "typst failed to rasterise the charts: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            ),
+            "the SVG charts are written; `--format md,pdf` renders without PNG",
+        ));
+    }
+    for (i, (svg, png)) in charts.iter().enumerate() {
+        let page = tmp.path().join(format!("{}.png", i + 1));
+        std::fs::rename(&page, png).map_err(|e| {
+            crate::Hinted::new(
+                format!("cannot write `{}` from `{svg}` ({e})", png.display()),
+                "check that the output folder is writable",
+            )
+        })?;
+    }
+    Ok(())
+}
+
+fn temp_dir(root: &Path, prefix: &str) -> Result<tempfile::TempDir, crate::Hinted> {
+    tempfile::Builder::new().prefix(prefix).tempdir_in(root).map_err(|e| {
+        crate::Hinted::new(
+            format!("cannot create a temporary folder in `{}` ({e})", root.display()),
+            "check that the output folder is writable",
+        )
+    })
 }
 
 /// Compiles `typ` (inside `root`) to `pdf`, atomically, with a fixed creation timestamp.
@@ -137,12 +224,7 @@ pub fn compile(
     pdf: &Path,
     timestamp: i64,
 ) -> Result<(), crate::Hinted> {
-    let tmp = tempfile::Builder::new().prefix(".verdict-pdf").tempdir_in(root).map_err(|e| {
-        crate::Hinted::new(
-            format!("cannot create a temporary folder in `{}` ({e})", root.display()),
-            "check that the output folder is writable",
-        )
-    })?;
+    let tmp = temp_dir(root, ".verdict-pdf")?;
     let out_tmp = tmp.path().join("out.pdf");
     let output = Command::new(bin)
         .arg("compile")

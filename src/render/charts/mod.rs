@@ -35,6 +35,14 @@ pub struct Chart {
     pub svg: String,
 }
 
+impl Chart {
+    /// The file name of its PNG rendering: the SVG's name with `.png` (`ID.LANG.overlap.png`).
+    pub fn png_file(&self) -> String {
+        let stem = self.file.strip_suffix(".svg").unwrap_or(&self.file);
+        format!("{stem}.png")
+    }
+}
+
 /// The charts of an audit in the language of `t`, in a fixed order: every distinct overlap
 /// scope of the context, every distinct nccl-skew query of the ledger, every distinct kernels
 /// scope of the context, each in the order the audit lists them.
