@@ -263,7 +263,7 @@ mod tests {
         for label in [
             "運算 kernel",
             "NCCL kernel",
-            "kernel 時間合計（ms）",
+            "kernel time 合計（ms）",
             "24,000.00 ms（5,614 次）",
             "300.07 ms（1 次）",
         ] {

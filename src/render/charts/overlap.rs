@@ -290,7 +290,7 @@ mod tests {
             "只有 NCCL（exposed）",
             "運算與 NCCL 重疊",
             "閒置",
-            "佔各 device 總長的比例",
+            "各 device 總長中的佔比",
         ] {
             assert!(svg.contains(&format!(">{label}</text>")), "{label}");
         }

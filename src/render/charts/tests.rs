@@ -218,14 +218,16 @@ fn zh_tw_captions_and_charts_are_in_chinese() {
     let c = charts(&a, &strings("zh-TW")).expect("charts");
     assert_eq!(
         c[0].caption,
-        "各 device 的 overlap 拆解，trace `main`（Megatron 八張 H200），時間窗 39.964–46.123 s\
-         （contain 語意），device 1-7：每條長條是該 device 總長（窗內 kernel 的跨度）的 100%，\
-         依序為只有運算、exposed NCCL、重疊、閒置"
+        "各 device 的運算／NCCL 重疊拆解，trace `main`（Megatron 八張 H200），時間窗 \
+         39.964–46.123 秒（contain 語意），device 1-7：每條長條是該 device 總長（留在時間窗內\
+         那些 kernel 的跨度）的 100%，切成只有運算、exposed NCCL、重疊與閒置四段"
     );
     assert!(c[3].caption.contains("整份 trace，stream 56，每個 device 一個 rank（device 1-7）"));
     assert!(c[4].caption.contains("所有 stream"));
     assert!(c[5].caption.contains("（27 個名稱中的前 10 個）"));
-    assert!(c[5].caption.contains("每條長條是 7 張卡（1-7）的 kernel 時間合計，不是 wall time"));
+    assert!(
+        c[5].caption.contains("每條長條是 7 張卡（device 1-7）的 kernel time 合計，不是 wall time")
+    );
 
     let english = Labels::new(&strings("en")).expect("labels");
     let words = [
@@ -255,7 +257,7 @@ fn zh_tw_captions_and_charts_are_in_chinese() {
     }
     assert!(c[0].svg.contains(">只有運算</text>") && c[0].svg.contains(">閒置</text>"));
     assert!(c[3].svg.contains(">開始偏移</text>") && c[3].svg.contains(">結束</text>"));
-    assert!(c[5].svg.contains(">kernel 時間合計（ms）</text>"));
+    assert!(c[5].svg.contains(">kernel time 合計（ms）</text>"));
     assert!(c[5].svg.contains(" 次）</text>"));
 }
 
