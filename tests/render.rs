@@ -563,36 +563,24 @@ fn a_bad_image_base_is_an_error_that_writes_nothing() {
 }
 
 #[test]
-fn without_typst_an_explicit_png_is_an_error_that_writes_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let out_dir = dir.path().join("out");
-    let out = verdict()
-        .env("TYPST_BIN", dir.path().join("no-such-typst"))
-        .args(["render", CLAIMS, "--format", "md,png", "--out"])
-        .arg(&out_dir)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("not found, so no PNG chart was written"), "{err}");
-    assert!(err.contains("cargo install typst-cli --locked"), "{err}");
-    assert!(!out_dir.exists(), "an error must leave no file behind");
-}
-
-#[test]
-fn without_typst_an_explicit_pdf_is_an_error_that_writes_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let out_dir = dir.path().join("out");
-    let out = verdict()
-        .env("TYPST_BIN", dir.path().join("no-such-typst"))
-        .args(["render", CLAIMS, "--format", "md,pdf", "--out"])
-        .arg(&out_dir)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("cargo install typst-cli --locked"), "{err}");
-    assert!(!out_dir.exists(), "an error must leave no file behind");
+fn without_typst_an_explicit_pdf_or_png_is_an_error_that_writes_nothing() {
+    for (formats, what) in
+        [("md,pdf", "no PDF was written"), ("md,png", "no PNG chart was written")]
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let out_dir = dir.path().join("out");
+        let out = verdict()
+            .env("TYPST_BIN", dir.path().join("no-such-typst"))
+            .args(["render", CLAIMS, "--format", formats, "--out"])
+            .arg(&out_dir)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{formats}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&format!("not found, so {what}")), "{formats}: {err}");
+        assert!(err.contains("cargo install typst-cli --locked"), "{formats}: {err}");
+        assert!(!out_dir.exists(), "{formats}: an error must leave no file behind");
+    }
 }
 
 #[test]
