@@ -63,6 +63,97 @@ pub struct Audit {
     pub summary: Summary,
     /// The common misreadings this audit could lead into, filled from its own numbers.
     pub misreadings: Vec<crate::verdict::Finding>,
+    /// One-device numbers recomputed on every device of their window, from the context.
+    pub spreads: Vec<Spread>,
+}
+
+/// A part measured on one device, recomputed with the same formula on every device of the
+/// same window: where the device the claim looked at stands among the others.
+#[derive(Debug, Clone, Serialize)]
+pub struct Spread {
+    /// Claim id.
+    pub claim: String,
+    /// Part id.
+    pub part: String,
+    /// The context query the rows come from.
+    pub context: String,
+    /// Per device, the value as an exact fraction `[numerator, denominator]`.
+    pub per_device: BTreeMap<i64, [String; 2]>,
+    /// The same values, for display.
+    #[serde(skip)]
+    pub values: Vec<(i64, crate::formula::Rational)>,
+}
+
+impl Spread {
+    /// The smallest and largest value with their devices.
+    pub fn range(&self) -> Option<((i64, crate::formula::Rational), (i64, crate::formula::Rational))> {
+        let min = self.values.iter().min_by(|a, b| a.1.cmp_to(b.1))?;
+        let max = self.values.iter().max_by(|a, b| a.1.cmp_to(b.1))?;
+        Some((*min, *max))
+    }
+}
+
+/// The spreads of every one-device overlap part whose window has an every-device context
+/// query: the part's own formula over each device's row.
+fn spreads(set: &ClaimSet, ledger: &[LedgerEntry], context: &[LedgerEntry]) -> Vec<Spread> {
+    let mut out = Vec::new();
+    for claim in &set.claims {
+        for part in &claim.parts {
+            let Some(m) = &part.measure else { continue };
+            let key = query_key(set, m);
+            let Some(ev) = ledger.iter().find(|e| e.key == key).and_then(|e| e.evidence.as_ref())
+            else {
+                continue;
+            };
+            // Shares only: a spread of totals (the identity, ~6,156 ms everywhere) says nothing.
+            let share = matches!(m.unit, crate::claims::Unit::Percent | crate::claims::Unit::Ratio);
+            if ev.analysis != "overlap" || ev.scope.devices.len() != 1 || !share {
+                continue;
+            }
+            let Some((entry, rows)) = context.iter().find_map(|c| {
+                let cev = c.evidence.as_ref()?;
+                let same = cev.analysis == ev.analysis
+                    && cev.trace.path == ev.trace.path
+                    && cev.window.requested_ns == ev.window.requested_ns
+                    && cev.window.semantics == ev.window.semantics;
+                if same { Some((c, cev.rows.as_ref()?)) } else { None }
+            }) else {
+                continue;
+            };
+            let mut values = Vec::new();
+            for row in rows {
+                let Some(device) = row.get("device").and_then(serde_json::Value::as_i64) else {
+                    continue;
+                };
+                let vars: BTreeMap<String, crate::formula::Rational> = m
+                    .value
+                    .vars()
+                    .into_iter()
+                    .filter_map(|f| {
+                        let v = row.get(&f)?.as_i64()?;
+                        Some((f, crate::formula::Rational::int(v.into())))
+                    })
+                    .collect();
+                if let Ok(v) = m.value.eval(&vars) {
+                    values.push((device, v));
+                }
+            }
+            if values.len() < 2 {
+                continue;
+            }
+            out.push(Spread {
+                claim: claim.id.clone(),
+                part: part.id.clone(),
+                context: entry.key.clone(),
+                per_device: values
+                    .iter()
+                    .map(|(d, v)| (*d, [v.num.to_string(), v.den.to_string()]))
+                    .collect(),
+                values,
+            });
+        }
+    }
+    out
 }
 
 impl LedgerEntry {
@@ -260,6 +351,7 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
     let results = verdict::judge_all(&set, &evidence);
     let summary = verdict::summarize(&results);
     let misreadings = verdict::misreadings(&set, &results, &evidence);
+    let spreads = spreads(&set, &ledger, &context);
     Audit {
         tool: ToolRef::current(),
         claims: set,
@@ -269,6 +361,7 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
         results,
         summary,
         misreadings,
+        spreads,
     }
 }
 

@@ -42,6 +42,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     ],
     params: &[],
     cross_rank: &[],
+    ratios: &[],
 };
 
 /// Runs the analysis (the whole trace; window and devices are disclosed, not applied).

@@ -44,6 +44,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     ],
     params: &["names", "match", "limit"],
     cross_rank: &[],
+    ratios: &[],
 };
 
 /// Default top-N when no limit is given.

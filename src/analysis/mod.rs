@@ -120,6 +120,9 @@ pub struct AnalysisSpec {
     /// least two ranks in one scope and one matched instance; otherwise they are null and a
     /// note says why (gate R2 fails for a part that reads one).
     pub cross_rank: &'static [&'static str],
+    /// Fields that are a ratio of other fields, with that formula: a claim that reads one is
+    /// evaluated and shown through it (`wait_ns / nccl_ns`), exactly, with its fraction.
+    pub ratios: &'static [(&'static str, &'static str)],
 }
 
 /// Every analysis, in the order the CLI lists them.
@@ -238,6 +241,8 @@ pub struct TraceRef {
     /// (`EXPORT_CONFIG_TIME_SHIFT`, else `TARGET_INFO_SESSION_START_TIME.utcEpochNs`), so
     /// times can also be read relative to it; null on the session clock, where 0 is the start.
     pub capture_start_ns: Option<i64>,
+    /// Where the trace comes from, as its metadata says (a synthetic trace says so).
+    pub origin: crate::trace::Origin,
 }
 
 /// Everything the analyses of one trace share: the one scan and what is known around it.
@@ -594,6 +599,7 @@ impl Context {
                 nsys_version: None,
                 time_base: "session".into(),
                 capture_start_ns: None,
+                origin: Default::default(),
             },
             inventory: Inventory {
                 devices,
@@ -647,6 +653,7 @@ impl Context {
                     }
                     _ => None,
                 },
+                origin: schema.origin.clone(),
             },
             kernels,
             inventory,

@@ -77,6 +77,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     ],
     params: &["stream"],
     cross_rank: CROSS_RANK,
+    ratios: &[("wait_share", "wait_ns / nccl_ns")],
 };
 
 /// Keys of `values` that compare ranks: null with fewer than two ranks in the scope or no

@@ -68,6 +68,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     ],
     params: &[],
     cross_rank: &[],
+    ratios: &[],
 };
 
 /// The breakdown of one device.

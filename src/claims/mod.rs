@@ -204,6 +204,74 @@ pub struct About {
     pub denominator: Option<Denominator>,
     /// The author's wording of the denominator, shown verbatim.
     pub denominator_text: Option<Text>,
+    /// Who chose the window and devices: the claim's own scope, or the auditor's choice.
+    pub chosen_by: Who,
+}
+
+/// Who stated a number or chose a scope.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Who {
+    /// The claim's source (the answer being audited).
+    #[default]
+    Source,
+    /// The auditor, who chose it to check the claim.
+    Auditor,
+}
+
+/// The kind of work that collects the evidence an open part needs, cheapest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Work {
+    /// Read a configuration or a log.
+    Config,
+    /// Another query over the trace at hand.
+    Analysis,
+    /// A new or fixed capture (NVTX markers, a missing device).
+    Capture,
+    /// A kernel-level profile with Nsight Compute.
+    Ncu,
+    /// Controlled before/after runs.
+    Ab,
+}
+
+impl Work {
+    /// The name used in files and keys.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Work::Config => "config",
+            Work::Analysis => "analysis",
+            Work::Capture => "capture",
+            Work::Ncu => "ncu",
+            Work::Ab => "ab",
+        }
+    }
+}
+
+/// An effort class, as the claims file states it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Effort {
+    /// Minutes.
+    Minutes,
+    /// Hours.
+    Hours,
+    /// Days.
+    Days,
+    /// Weeks.
+    Weeks,
+}
+
+impl Effort {
+    /// The name used in files and keys.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Effort::Minutes => "minutes",
+            Effort::Hours => "hours",
+            Effort::Days => "days",
+            Effort::Weeks => "weeks",
+        }
+    }
 }
 
 /// Per device or summed.
@@ -341,6 +409,8 @@ pub struct Part {
     pub condition: Option<Condition>,
     /// The number the author states in prose.
     pub says: Option<Quantity>,
+    /// Who stated it.
+    pub says_by: Who,
     /// Arithmetic formula (arithmetic parts), over literals and other parts' values.
     pub formula_text: Option<String>,
     /// Parsed arithmetic formula.
@@ -354,6 +424,12 @@ pub struct Part {
     pub mapping: Option<Text>,
     /// Evidence that would decide an open part.
     pub needs: Vec<Text>,
+    /// The kind of work that collects it.
+    pub work: Vec<Work>,
+    /// How long that work takes.
+    pub effort: Option<Effort>,
+    /// The decision it unblocks.
+    pub unblocks: Option<Text>,
     /// Caveats shown with the value.
     pub caveats: Option<Text>,
     /// A note.
@@ -412,6 +488,10 @@ pub struct Report {
     pub author: Option<String>,
     /// Date as written.
     pub date: Option<String>,
+    /// The one-sentence answer, with `{claim/part}` placeholders for measured values.
+    pub answer: Option<Text>,
+    /// The decision the report asks its reader for.
+    pub decision: Option<Text>,
 }
 
 /// The reviewer's R6 judgement for the whole audit.
@@ -423,6 +503,8 @@ pub struct Review {
     pub next: Option<Text>,
     /// Who reviewed.
     pub reviewer: Option<String>,
+    /// When the review was made.
+    pub date: Option<String>,
 }
 
 /// A validated claims file.
@@ -498,5 +580,90 @@ impl fmt::Display for ClaimsError {
             }
         }
         Ok(())
+    }
+}
+
+/// What a `{claim/part}` placeholder of `report.answer` shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Show {
+    /// The value with its scope: `17.8% (device 4, window …)`.
+    Scoped,
+    /// The value alone.
+    Value,
+    /// The same quantity on every device of the window: `13.1–20.7% across devices 1-7`.
+    Spread,
+}
+
+/// A `{claim/part}`, `{claim/part:value}` or `{claim/part:spread}` in an answer text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placeholder {
+    /// Byte range in the text, braces included.
+    pub range: std::ops::Range<usize>,
+    /// Claim id.
+    pub claim: String,
+    /// Part id.
+    pub part: String,
+    /// What it shows.
+    pub show: Show,
+}
+
+/// The placeholders of a text, in order; `Err` names the first one that is malformed.
+pub fn placeholders(text: &str) -> Result<Vec<Placeholder>, String> {
+    let mut out = Vec::new();
+    let mut rest = 0;
+    while let Some(open) = text[rest..].find('{').map(|i| rest + i) {
+        let Some(close) = text[open..].find('}').map(|i| open + i) else {
+            return Err(format!("`{}` has no closing `}}`", &text[open..]));
+        };
+        let inner = &text[open + 1..close];
+        let (path, show) = match inner.split_once(':') {
+            None => (inner, Show::Scoped),
+            Some((p, "value")) => (p, Show::Value),
+            Some((p, "spread")) => (p, Show::Spread),
+            Some((_, other)) => {
+                return Err(format!("`{{{inner}}}`: `{other}` is not `value` or `spread`"));
+            }
+        };
+        let Some((claim, part)) = path.split_once('/') else {
+            return Err(format!("`{{{inner}}}` is not `{{claim/part}}`"));
+        };
+        out.push(Placeholder {
+            range: open..close + 1,
+            claim: claim.trim().to_string(),
+            part: part.trim().to_string(),
+            show,
+        });
+        rest = close + 1;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod placeholder_tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_found_with_their_form() {
+        let p = placeholders("a {c/p} b {c/q:value} {d/e:spread}.").unwrap();
+        let got: Vec<(usize, usize, &str, &str, Show)> = p
+            .iter()
+            .map(|x| (x.range.start, x.range.end, x.claim.as_str(), x.part.as_str(), x.show))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (2, 7, "c", "p", Show::Scoped),
+                (10, 21, "c", "q", Show::Value),
+                (22, 34, "d", "e", Show::Spread)
+            ]
+        );
+    }
+
+    #[test]
+    fn malformed_placeholders_are_refused() {
+        assert!(placeholders("a {c/p").is_err());
+        assert!(placeholders("a {cp}").is_err());
+        assert!(placeholders("a {c/p:sum}").is_err());
+        assert_eq!(placeholders("no braces").unwrap(), []);
     }
 }

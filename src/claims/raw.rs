@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 
-use super::{Denominator, Kind, Per, QuantityKind};
+use super::{Denominator, Effort, Kind, Per, QuantityKind, Who, Work};
 use crate::scope::Semantics;
 use crate::trace::NameStyle;
 
@@ -49,6 +49,10 @@ pub struct RawReport {
     pub author: Option<String>,
     /// Date.
     pub date: Option<String>,
+    /// The one-sentence answer, with `{claim/part}` placeholders for measured values.
+    pub answer: Option<RawText>,
+    /// The decision the report asks its reader for.
+    pub decision: Option<RawText>,
 }
 
 /// `sources.NAME:`.
@@ -103,6 +107,8 @@ pub struct RawAbout {
     pub denominator: Option<Denominator>,
     /// The author's words for the denominator.
     pub denominator_text: Option<RawText>,
+    /// Who chose this window and these devices: the claim's source, or the auditor.
+    pub chosen_by: Option<Who>,
 }
 
 /// One claim.
@@ -142,6 +148,8 @@ pub struct RawPart {
     pub condition: Option<Spanned<RawCondition>>,
     /// The number stated in prose.
     pub says: Option<Spanned<String>>,
+    /// Who stated it: the claim's source (default) or the auditor.
+    pub says_by: Option<Who>,
     /// Arithmetic formula.
     pub formula: Option<Spanned<String>>,
     /// Unit of an arithmetic result.
@@ -154,6 +162,13 @@ pub struct RawPart {
     /// Evidence that would decide it.
     #[serde(default)]
     pub needs: Vec<RawText>,
+    /// The kind of work that collects it.
+    #[serde(default)]
+    pub work: Vec<Work>,
+    /// How long that work takes.
+    pub effort: Option<Effort>,
+    /// The decision it unblocks.
+    pub unblocks: Option<RawText>,
     /// Caveats.
     pub caveats: Option<RawText>,
     /// Note.
@@ -225,4 +240,6 @@ pub struct RawReview {
     pub next: Option<RawText>,
     /// Reviewer.
     pub reviewer: Option<String>,
+    /// When the review was made.
+    pub date: Option<String>,
 }

@@ -175,6 +175,8 @@ pub fn validate(raw: RawClaimFile, path: &Path) -> Result<ClaimSet, ClaimsError>
         question: c.opt_text(&r.question, "`report.question`"),
         author: r.author.clone(),
         date: r.date.clone(),
+        answer: c.opt_text(&r.answer, "`report.answer`"),
+        decision: c.opt_text(&r.decision, "`report.decision`"),
     };
 
     let sources: Vec<Source> = raw
@@ -348,8 +350,13 @@ pub fn validate(raw: RawClaimFile, path: &Path) -> Result<ClaimSet, ClaimsError>
             r6: c.opt_text(&r.r6, "`review.r6`"),
             next: c.opt_text(&r.next, "`review.next`"),
             reviewer: r.reviewer.clone(),
+            date: r.date.clone(),
         },
     };
+
+    if let Some(answer) = &r.answer {
+        answer_placeholders(&mut c, answer, &claims);
+    }
 
     if !c.problems.is_empty() {
         c.problems.sort_by_key(|p| (p.line, p.column));
@@ -357,6 +364,58 @@ pub fn validate(raw: RawClaimFile, path: &Path) -> Result<ClaimSet, ClaimsError>
         return Err(ClaimsError { file, problems: c.problems });
     }
     Ok(ClaimSet { file, report, sources, traces, scopes, claims, review })
+}
+
+/// Every `{claim/part}` of `report.answer` names a part with a number: a measured part or
+/// arithmetic, so the answer's numbers come from the audit, never from its text.
+fn answer_placeholders(c: &mut Checker, answer: &RawText, claims: &[Claim]) {
+    for text in answer.value.values() {
+        let found = match super::placeholders(text) {
+            Ok(found) => found,
+            Err(e) => {
+                c.err(
+                    at(answer),
+                    format!("`report.answer`: {e}"),
+                    Some(
+                        "write `{claim/part}`, `{claim/part:value}` or `{claim/part:spread}`"
+                            .into(),
+                    ),
+                );
+                continue;
+            }
+        };
+        for p in found {
+            let Some(claim) = claims.iter().find(|x| x.id == p.claim) else {
+                c.err(
+                    at(answer),
+                    format!("`report.answer`: no claim `{}`", p.claim),
+                    Some(suggestion(&p.claim, claims.iter().map(|x| x.id.as_str()))),
+                );
+                continue;
+            };
+            match claim.parts.iter().find(|x| x.id == p.part) {
+                None => c.err(
+                    at(answer),
+                    format!("`report.answer`: claim `{}` has no part `{}`", p.claim, p.part),
+                    Some(suggestion(&p.part, claim.parts.iter().map(|x| x.id.as_str()))),
+                ),
+                Some(x) if x.measure.is_none() && x.formula.is_none() => c.err(
+                    at(answer),
+                    format!("`report.answer`: `{}/{}` has no number to show", p.claim, p.part),
+                    Some("point at a part with `measure` or an arithmetic `formula`".into()),
+                ),
+                Some(x) if p.show == super::Show::Spread && x.measure.is_none() => c.err(
+                    at(answer),
+                    format!(
+                        "`report.answer`: `{}/{}` is arithmetic: it has no spread across devices",
+                        p.claim, p.part
+                    ),
+                    Some("use `:spread` on a measured part".into()),
+                ),
+                Some(_) => {}
+            }
+        }
+    }
 }
 
 fn about(c: &mut Checker, a: &RawAbout) -> About {
@@ -367,6 +426,7 @@ fn about(c: &mut Checker, a: &RawAbout) -> About {
         quantity: a.quantity,
         denominator: a.denominator,
         denominator_text: c.opt_text(&a.denominator_text, "`about.denominator_text`"),
+        chosen_by: a.chosen_by.unwrap_or_default(),
     }
 }
 
@@ -495,12 +555,16 @@ fn part(
         measure,
         condition,
         says,
+        says_by: rp.says_by.unwrap_or_default(),
         formula_text: rp.formula.as_ref().map(|f| f.value.clone()),
         formula,
         unit,
         from: rp.from.iter().map(|f| f.value.clone()).collect(),
         mapping: c.opt_text(&rp.mapping, &format!("{what} mapping")),
         needs: rp.needs.iter().map(|n| c.text(n, &format!("{what} needs"))).collect(),
+        work: rp.work.clone(),
+        effort: rp.effort,
+        unblocks: c.opt_text(&rp.unblocks, &format!("{what} unblocks")),
         caveats: c.opt_text(&rp.caveats, &format!("{what} caveats")),
         note: c.opt_text(&rp.note, &format!("{what} note")),
         about: rp.about.as_ref().map(|a| about(c, a)),

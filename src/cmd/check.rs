@@ -44,7 +44,7 @@ pub fn failed(a: &Audit) -> bool {
 /// The terminal rendering of an audit in one language, from the same render context as the
 /// reports, laid out for `width` display columns.
 pub fn render(a: &Audit, t: &Strings, width: usize) -> Result<String, String> {
-    let ctx = crate::render::context::build(a, t, &[])?;
+    let ctx = crate::render::context::build(a, t, &[], &Default::default())?;
     let line = |first: &str, text: &str, indent: usize| table::hang(first, text, indent, width);
     let mut s =
         line("claims  ", &format!("{} · report {}", ctx.report.claims_file, ctx.report.id), 8);

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::i18n::Strings;
 use crate::audit::Audit;
-use crate::claims::{Kind, Text};
+use crate::claims::{Kind, Measure, Text};
 use crate::scope::{format_device_list, format_seconds};
 use crate::units::{ms, thousands};
 use crate::verdict::{GateStatus, PartOutcome, Verdict};
@@ -48,6 +48,108 @@ pub struct RenderContext {
     pub next: Option<String>,
     /// Who reviewed.
     pub reviewer: Option<String>,
+    /// Which sections to show: `full`, `blog` or `brief`.
+    pub profile: String,
+    /// Page 1: the answer, the bound, the decision, the open items, the conditions.
+    pub brief: BriefCtx,
+    /// Plain words for the gates and the content kinds.
+    pub legend: Vec<KvCtx>,
+    /// Provenance facts a postmortem cites: claims file hash, commit, dates, ledger, origin.
+    pub provenance_facts: Vec<KvCtx>,
+    /// Definitions of the terms and metrics the report uses.
+    pub definitions: Vec<KvCtx>,
+}
+
+/// What a render adds to the audit: the profile, the date, and facts about the files.
+#[derive(Debug, Clone, Default)]
+pub struct Meta {
+    /// `full`, `blog` or `brief` (empty: `full`).
+    pub profile: String,
+    /// The render date, `YYYY-MM-DD`.
+    pub render_date: Option<String>,
+    /// The ledger file written beside the report.
+    pub ledger_file: Option<String>,
+    /// sha256 of the claims file.
+    pub claims_sha256: Option<String>,
+    /// The commit that last changed the claims file, when it is in a repository.
+    pub vcs: Option<super::provenance::Vcs>,
+}
+
+/// A labelled value.
+#[derive(Debug, Clone, Serialize)]
+pub struct KvCtx {
+    /// Label.
+    pub key: String,
+    /// Value (plain text).
+    pub value: String,
+    /// Whether the value is code (a hash, a path, a command).
+    pub code: bool,
+}
+
+/// Page 1.
+#[derive(Debug, Clone, Serialize)]
+pub struct BriefCtx {
+    /// The one-sentence answer, numbers filled in from the evidence (Markdown).
+    pub answer: String,
+    /// Multipliers computed from measured shares, with their caveats.
+    pub bounds: Vec<BoundCtx>,
+    /// The decision the report asks for (Markdown).
+    pub decision: Option<String>,
+    /// Open items, cheapest first.
+    pub open_items: Vec<OpenItemCtx>,
+    /// Who claimed what.
+    pub sources: Vec<SourceCtx>,
+    /// How the audit was made.
+    pub conditions: Vec<KvCtx>,
+    /// Warnings about the traces' origin (a synthetic trace says so).
+    pub origin_warnings: Vec<String>,
+}
+
+/// An actionable bound.
+#[derive(Debug, Clone, Serialize)]
+pub struct BoundCtx {
+    /// What it bounds (Markdown, the part's text or its claim's statement).
+    pub label: String,
+    /// The value: `1.216x`.
+    pub value: String,
+    /// The formula it comes from, on one line.
+    pub formula: String,
+    /// Its caveat (Markdown).
+    pub caveat: Option<String>,
+}
+
+/// An open item.
+#[derive(Debug, Clone, Serialize)]
+pub struct OpenItemCtx {
+    /// The claim's id.
+    pub claim: String,
+    /// The claim's statement (Markdown).
+    pub statement: String,
+    /// Verdict label.
+    pub verdict: String,
+    /// What would decide it (Markdown items).
+    pub needs: Vec<String>,
+    /// The kinds of work, in words.
+    pub work: Option<String>,
+    /// The effort class, in words.
+    pub effort: Option<String>,
+    /// The decision it unblocks (Markdown).
+    pub unblocks: Option<String>,
+    /// Work and effort in one phrase (plain).
+    pub plan: Option<String>,
+}
+
+/// A source of claims.
+#[derive(Debug, Clone, Serialize)]
+pub struct SourceCtx {
+    /// Label (Markdown).
+    pub label: String,
+    /// Note (Markdown).
+    pub note: Option<String>,
+    /// How many claims it made.
+    pub claims: usize,
+    /// The same, in words.
+    pub claims_text: String,
 }
 
 /// Report metadata.
@@ -104,6 +206,10 @@ pub struct KeyNumberCtx {
     pub label: String,
     /// The value, or the words for "no number" when the claim has none.
     pub value: String,
+    /// Where the value holds: devices, window or whole trace, stream, summed or not.
+    pub scope: Option<String>,
+    /// The same quantity on every device, when the value is one device's.
+    pub spread: Option<String>,
     /// The claim's verdict key.
     pub verdict_key: String,
     /// The claim's verdict label.
@@ -148,6 +254,8 @@ pub struct TraceCtx {
     pub range: String,
     /// Why it could not be read.
     pub error: Option<String>,
+    /// What the trace's own metadata says about where it comes from.
+    pub origin: Option<String>,
 }
 
 /// A scope.
@@ -174,6 +282,8 @@ pub struct RowCtx {
     pub statement: String,
     /// Evidence summary (plain).
     pub evidence: String,
+    /// The claim's principal number with its scope (plain), or the words for "no number".
+    pub number: String,
     /// Verdict key.
     pub verdict_key: String,
     /// Verdict label.
@@ -197,8 +307,41 @@ pub struct ClaimCtx {
     pub reason: String,
     /// Reviewer's note (Markdown).
     pub review: Option<String>,
+    /// The source's note (Markdown).
+    pub source_note: Option<String>,
+    /// The evidence its parts read, each once.
+    pub evidence: Vec<EvidenceCtx>,
     /// Parts.
     pub parts: Vec<PartCtx>,
+    /// The charts of the analyses this claim reads first.
+    pub charts: Vec<ChartCtx>,
+    /// Its place in the open items of page 1, in words ("open item 2 on page 1").
+    pub open_item: Option<String>,
+}
+
+/// One query's evidence, shown once per claim; parts refer to it by `label`.
+#[derive(Debug, Clone, Serialize)]
+pub struct EvidenceCtx {
+    /// `E1`, `E2`… within the claim.
+    pub label: String,
+    /// Analysis name.
+    pub analysis: String,
+    /// The scope: devices, window, stream, filter.
+    pub scope: String,
+    /// The identity check of an overlap breakdown, when no part shows it.
+    pub identity: Option<String>,
+    /// The gates every part reading it shares.
+    pub gates: Vec<GateCtx>,
+    /// The ids of those that passed without a note (`R3`).
+    pub passed: Vec<String>,
+    /// Notes from the evidence.
+    pub notes: Vec<String>,
+    /// The command that reproduces it, on one line.
+    pub command: String,
+    /// The same command laid out for a page.
+    pub command_block: String,
+    /// Why the query failed.
+    pub error: Option<String>,
 }
 
 /// A part.
@@ -234,6 +377,16 @@ pub struct PartCtx {
     pub says_ok: bool,
     /// Gates R1-R4.
     pub gates: Vec<GateCtx>,
+    /// The gates whose finding differs from the other parts reading the same evidence.
+    pub own_gates: Vec<GateCtx>,
+    /// The evidence it reads (`E1`).
+    pub evidence_ref: Option<String>,
+    /// The formula on one line, each step once: `a / b = 1,094.74 / 6,155.75 ms = 17.8%`.
+    pub formula_line: Option<String>,
+    /// The same quantity on every device, when the value is one device's.
+    pub spread: Option<String>,
+    /// Whether page 1 shows it (a bound) with its note.
+    pub in_brief: bool,
     /// The scope line (analysis, window, devices).
     pub scope: Option<String>,
     /// The command that reproduces it, on one line.
@@ -297,6 +450,8 @@ pub struct ChartCtx {
     pub md_src: String,
     /// Caption.
     pub caption: String,
+    /// The analysis it draws (`overlap`, `nccl-skew`, `kernels`).
+    pub kind: String,
 }
 
 /// One reproducible query.
@@ -306,6 +461,8 @@ pub struct ProvenanceCtx {
     pub command: String,
     /// The parts whose numbers it gives.
     pub parts: String,
+    /// Per-rank detail of a cross-rank query: waits and last arrivals.
+    pub details: Vec<String>,
 }
 
 fn tr(text: &Option<Text>, lang: &str) -> Option<String> {
@@ -317,13 +474,14 @@ fn int(v: &Value, k: &str) -> i64 {
 }
 
 /// The principal number of a claim for the summary: its principal part's value, else the
-/// first measured value among its other parts, else the words for "no number".
+/// first measured value among its other parts, else the words for "no number"; with its scope.
 fn key_number(
     claim: &crate::claims::Claim,
     r: &crate::verdict::ClaimResult,
     lang: &str,
     verdict: &str,
     t: &Strings,
+    scoped: &Scoped,
 ) -> Result<KeyNumberCtx, String> {
     let valued = |p: &&crate::verdict::PartResult| {
         p.kind != Kind::Arithmetic && p.formula.as_ref().is_some_and(|f| f.display.is_some())
@@ -336,23 +494,359 @@ fn key_number(
         .or_else(|| r.parts.iter().find(valued));
     let text_of =
         |id: &str| claim.parts.iter().find(|p| p.id == id).and_then(|p| tr(&p.text, lang));
-    let (label, value) = match chosen {
-        Some(p) => (
-            text_of(&p.id).unwrap_or_else(|| p.id.clone()),
-            p.formula.as_ref().and_then(|f| f.display.clone()).unwrap_or_default(),
-        ),
+    let (label, value, scope, spread) = match chosen {
+        Some(p) => {
+            let (value, scope, spread) =
+                scoped.get(&(claim.id.clone(), p.id.clone())).cloned().unwrap_or_default();
+            (text_of(&p.id).unwrap_or_else(|| p.id.clone()), value, scope, spread)
+        }
         None => (
             claim.statement.get(lang).cloned().unwrap_or_else(|| claim.id.clone()),
             t.get("ui.no_number")?.to_string(),
+            None,
+            None,
         ),
     };
     Ok(KeyNumberCtx {
         claim: claim.id.clone(),
         label,
         value,
+        scope,
+        spread,
         verdict_key: r.verdict.key().into(),
         verdict: verdict.to_string(),
     })
+}
+
+/// Measured values by (claim, part): the value, its scope, its spread over devices.
+type Scoped = BTreeMap<(String, String), (String, Option<String>, Option<String>)>;
+
+/// The analysis a chart draws, from its file name (`ID.LANG.KIND.svg`, `ID.LANG.KIND-2.svg`).
+fn chart_kind(file: &str) -> String {
+    let stem = file.strip_suffix(".svg").unwrap_or(file);
+    let kind = stem.rsplit('.').next().unwrap_or("");
+    match kind.rsplit_once('-') {
+        Some((k, n)) if n.chars().all(|c| c.is_ascii_digit()) => k.to_string(),
+        _ => kind.to_string(),
+    }
+}
+
+/// The scope of an evidence block: analysis, devices, window with its semantics, filter.
+fn evidence_scope(
+    t: &Strings,
+    ev: Option<&crate::analysis::Evidence>,
+    m: &Measure,
+) -> Result<String, String> {
+    let Some(ev) = ev else { return Ok(m.analysis.clone()) };
+    let mut line = format!("{} · {}", m.analysis, short_scope(t, ev, m)?);
+    if ev.window.requested_ns.is_some() {
+        line += &format!(
+            "{}{}{}",
+            t.get("ui.paren_open")?,
+            ev.window.semantics,
+            t.get("ui.paren_close")?
+        );
+    }
+    if let Some(f) = &m.filter_text {
+        line += &format!(" · {f}");
+    }
+    Ok(line)
+}
+
+/// The four exclusive intervals of an overlap breakdown adding up to its total.
+fn identity_of(e: &crate::analysis::Evidence) -> Option<String> {
+    if e.analysis != "overlap" {
+        return None;
+    }
+    let v = Value::Object(e.values.clone()?);
+    Some(format!(
+        "{} + {} + {} + {} = {} ms",
+        ms(int(&v, "compute_only_ns")),
+        ms(int(&v, "nccl_only_ns")),
+        ms(int(&v, "overlap_ns")),
+        ms(int(&v, "idle_ns")),
+        ms(int(&v, "total_ns"))
+    ))
+}
+
+/// Per-rank waits and last arrivals of a cross-rank NCCL evidence, one line each.
+fn rank_lines(t: &Strings, e: &crate::analysis::Evidence) -> Result<Vec<String>, String> {
+    let Some(v) = e.values.as_ref().filter(|_| e.analysis == "nccl-skew") else {
+        return Ok(Vec::new());
+    };
+    let sep = t.get("ui.list_sep")?;
+    let per = |key: &str, show: &dyn Fn(i64) -> String| -> Option<String> {
+        let m = v.get(key)?.as_object()?;
+        let items: Vec<String> = m
+            .iter()
+            .filter_map(|(d, x)| Some(format!("{d}: {}", show(x.as_i64()?))))
+            .collect();
+        if items.is_empty() { None } else { Some(items.join(sep)) }
+    };
+    let mut out = Vec::new();
+    if let Some(w) = per("rank_wait_ns", &|x| format!("{} ms", ms(x))) {
+        out.push(t.format("ui.rank_waits", &args([("waits", w)]))?);
+    }
+    if let Some(l) = per("last_arrivals", &|x| thousands(x.into())) {
+        let matched = v.get("matched").and_then(Value::as_i64).unwrap_or(0);
+        out.push(t.format(
+            "ui.last_arrivals",
+            &args([("last", l), ("matched", thousands(matched.into()))]),
+        )?);
+    }
+    Ok(out)
+}
+
+/// What a trace's own metadata says about where it comes from, in one line.
+fn origin_text(t: &Strings, r: &crate::analysis::TraceRef) -> Result<Option<String>, String> {
+    let o = &r.origin;
+    let mut bits = Vec::new();
+    if let Some(d) = &o.derived_by {
+        bits.push(t.format("ui.origin_derived_by", &args([("by", d.clone())]))?);
+    }
+    if let Some(f) = &o.input_file {
+        bits.push(t.format("ui.origin_input", &args([("file", f.clone())]))?);
+    }
+    if let Some(x) = &o.exported_utc {
+        bits.push(t.format("ui.origin_exported", &args([("utc", x.clone())]))?);
+    }
+    if let Some(h) = &o.host {
+        bits.push(t.format("ui.origin_host", &args([("host", h.clone())]))?);
+    }
+    if let Some(n) = &r.nsys_version {
+        bits.push(format!("nsys {n}"));
+    }
+    Ok(if bits.is_empty() { None } else { Some(bits.join(t.get("ui.list_sep")?)) })
+}
+
+/// Fills `{claim/part}` placeholders of the answer with measured values and their scope.
+fn fill_answer(text: &str, t: &Strings, scoped: &Scoped) -> Result<String, String> {
+    let found = crate::claims::placeholders(text)?;
+    let mut out = String::new();
+    let mut at = 0;
+    for p in found {
+        out += &text[at..p.range.start];
+        let v = scoped.get(&(p.claim.clone(), p.part.clone()));
+        let shown = match (v, p.show) {
+            (None, _) => t.get("ui.no_number")?.to_string(),
+            (Some((v, _, _)), crate::claims::Show::Value) => v.clone(),
+            (Some((v, sc, _)), crate::claims::Show::Scoped) => match sc {
+                Some(sc) => {
+                    format!("{v}{}{sc}{}", t.get("ui.paren_open")?, t.get("ui.paren_close")?)
+                }
+                None => v.clone(),
+            },
+            (Some((v, sc, sp)), crate::claims::Show::Spread) => {
+                sp.clone().or_else(|| sc.clone()).unwrap_or_else(|| v.clone())
+            }
+        };
+        out += &shown;
+        at = p.range.end;
+    }
+    out += &text[at..];
+    Ok(out)
+}
+
+/// Page 1: the answer, the bounds, the decision, the open items, sources and conditions.
+fn brief(
+    a: &Audit,
+    t: &Strings,
+    meta: &Meta,
+    scoped: &Scoped,
+    bounds: Vec<BoundCtx>,
+    open_items: Vec<(
+        Option<crate::claims::Effort>,
+        Option<crate::claims::Work>,
+        OpenItemCtx,
+    )>,
+    derived: &[(String, Option<String>)],
+) -> Result<BriefCtx, String> {
+    let lang = t.lang.as_str();
+    let set = &a.claims;
+    let answer = match tr(&set.report.answer, lang) {
+        Some(text) => fill_answer(&text, t, scoped)?,
+        None => {
+            // No answer written: the counts, and the first measured principal with its scope.
+            let counts: BTreeMap<String, String> = Verdict::ALL
+                .iter()
+                .map(|v| {
+                    (v.key().to_string(), a.summary.counts.get(v.key()).copied().unwrap_or(0).to_string())
+                })
+                .collect();
+            let mut s = t.format("ui.counts", &counts)?;
+            s.push_str(t.get("ui.sentence_end")?);
+            for (c, r) in set.claims.iter().zip(&a.results) {
+                if let Some((v, Some(sc), _)) = scoped.get(&(c.id.clone(), r.principal.clone())) {
+                    s += &t.format(
+                        "ui.default_answer",
+                        &args([
+                            ("statement", c.statement.get(lang).cloned().unwrap_or_default()),
+                            ("verdict", t.get(&format!("verdict.{}", r.verdict.key()))?.to_string()),
+                            (
+                                "value",
+                                format!("{v}{}{sc}{}", t.get("ui.paren_open")?, t.get("ui.paren_close")?),
+                            ),
+                        ]),
+                    )?;
+                    break;
+                }
+            }
+            s
+        }
+    };
+    let sources = set
+        .sources
+        .iter()
+        .map(|s| SourceCtx {
+            label: s.label.get(lang).cloned().unwrap_or_else(|| s.id.clone()),
+            note: tr(&s.note, lang),
+            claims: set.claims.iter().filter(|c| c.source.as_deref() == Some(&s.id)).count(),
+            claims_text: String::new(),
+        })
+        .collect::<Vec<_>>();
+    let sources = sources
+        .into_iter()
+        .map(|mut s| {
+            s.claims_text = t.format("ui.claims_count", &args([("n", s.claims.to_string())]))?;
+            Ok(s)
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let mut conditions = Vec::new();
+    let mut kv = |key: &str, value: String| -> Result<(), String> {
+        conditions.push(KvCtx { key: t.get(key)?.to_string(), value, code: false });
+        Ok(())
+    };
+    if let Some(r) = &set.review.reviewer {
+        kv("ui.cond_reviewer", r.clone())?;
+    }
+    if let Some(d) = set.review.date.as_ref().or(set.report.date.as_ref()) {
+        kv("ui.cond_date", d.clone())?;
+    }
+    if let Some(au) = &set.report.author {
+        kv("ui.cond_author", au.clone())?;
+    }
+    kv("ui.cond_tool", format!("{} {}", a.tool.name, a.tool.version))?;
+    if let Some(d) = &meta.render_date {
+        kv("ui.cond_rendered", d.clone())?;
+    }
+    for tr_ in &a.traces {
+        let origin = tr_
+            .coverage
+            .as_ref()
+            .map(|c| origin_text(t, &c.trace))
+            .transpose()?
+            .flatten()
+            .unwrap_or_else(|| t.get("ui.origin_unknown").unwrap_or("").to_string());
+        conditions.push(KvCtx {
+            key: format!("{} {}", t.get("ui.trace")?, tr_.name),
+            value: format!("{} · {origin}", tr_.path),
+            code: false,
+        });
+    }
+    let origin_warnings = derived
+        .iter()
+        .filter_map(|(name, by)| by.as_ref().map(|by| (name, by)))
+        .map(|(name, by)| t.format("ui.origin_warning", &args([("trace", name.clone()), ("by", by.clone())])))
+        .collect::<Result<_, _>>()?;
+    Ok(BriefCtx {
+        answer,
+        bounds,
+        decision: tr(&set.report.decision, lang),
+        open_items: open_items
+            .into_iter()
+            .map(|(_, _, mut o)| {
+                let colon = t.get("ui.colon")?;
+                let mut bits = Vec::new();
+                if let Some(w) = &o.work {
+                    bits.push(format!("{}{colon}{w}", t.get("ui.work")?));
+                }
+                if let Some(e) = &o.effort {
+                    bits.push(format!("{}{colon}{e}", t.get("ui.effort")?));
+                }
+                o.plan = (!bits.is_empty()).then(|| bits.join(t.get("ui.list_sep").unwrap_or(", ")));
+                Ok(o)
+            })
+            .collect::<Result<_, String>>()?,
+        sources,
+        conditions,
+        origin_warnings,
+    })
+}
+
+/// Plain words for the content kinds and the gates.
+fn legend(t: &Strings) -> Result<Vec<KvCtx>, String> {
+    let mut out = Vec::new();
+    for k in ["observation", "interpretation", "causal", "action", "arithmetic"] {
+        out.push(KvCtx {
+            key: t.get(&format!("kind.{k}"))?.to_string(),
+            value: t.get(&format!("legend.{k}"))?.to_string(),
+            code: false,
+        });
+    }
+    for g in ["R1", "R2", "R3", "R4", "R5", "R6"] {
+        out.push(KvCtx {
+            key: t.get(&format!("gate.{g}"))?.to_string(),
+            value: t.get(&format!("legend.{g}"))?.to_string(),
+            code: false,
+        });
+    }
+    Ok(out)
+}
+
+/// Definitions of NCCL and of every metric family the audit reads.
+fn definitions(a: &Audit, t: &Strings) -> Result<Vec<KvCtx>, String> {
+    let used: std::collections::BTreeSet<&str> =
+        a.ledger.iter().filter_map(|e| e.evidence.as_ref()).map(|e| e.analysis.as_str()).collect();
+    let mut keys = vec!["nccl"];
+    if used.contains("overlap") {
+        keys.extend(["exposed", "overlap", "idle", "contain"]);
+    }
+    if used.contains("kernels") {
+        keys.push("kernel_time");
+    }
+    if used.contains("nccl-skew") {
+        keys.extend(["matching", "wait_share", "last_arrival"]);
+    }
+    keys.iter()
+        .map(|k| {
+            Ok(KvCtx {
+                key: t.get(&format!("def.{k}.term"))?.to_string(),
+                value: t.get(&format!("def.{k}.text"))?.to_string(),
+                code: false,
+            })
+        })
+        .collect()
+}
+
+/// Facts a postmortem cites: the claims file and its hash, the commit, dates, the ledger.
+fn provenance_facts(a: &Audit, t: &Strings, meta: &Meta) -> Result<Vec<KvCtx>, String> {
+    let mut out = Vec::new();
+    let mut kv = |key: &str, value: String, code: bool| -> Result<(), String> {
+        out.push(KvCtx { key: t.get(key)?.to_string(), value, code });
+        Ok(())
+    };
+    kv("ui.tool", format!("{} {}", a.tool.name, a.tool.version), true)?;
+    let file = crate::audit::normalize(std::path::Path::new(&a.claims.file));
+    kv("ui.claims_file", file.display().to_string(), true)?;
+    if let Some(h) = &meta.claims_sha256 {
+        kv("ui.claims_sha256", h.clone(), true)?;
+    }
+    if let Some(v) = &meta.vcs {
+        kv("ui.vcs_commit", v.commit.clone(), true)?;
+        if let Some(r) = &v.remote {
+            kv("ui.vcs_remote", r.clone(), true)?;
+        }
+        if v.modified {
+            kv("ui.vcs_state", t.get("ui.vcs_modified")?.to_string(), false)?;
+        }
+    }
+    if let Some(d) = &meta.render_date {
+        kv("ui.cond_rendered", d.clone(), false)?;
+    }
+    if let Some(l) = &meta.ledger_file {
+        kv("ui.ledger_file", l.clone(), true)?;
+    }
+    Ok(out)
 }
 
 /// What would decide an open claim: the evidence its principal part names, every gate that
@@ -419,12 +913,83 @@ fn range(t: &Strings, start: i64, end: i64, capture_start: Option<i64>) -> Resul
     }
 }
 
-/// Builds the context of one language. `charts` lists the chart files written beside it.
-pub fn build(a: &Audit, t: &Strings, charts: &[(String, String)]) -> Result<RenderContext, String> {
+
+fn args<const N: usize>(pairs: [(&str, String); N]) -> BTreeMap<String, String> {
+    pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+}
+
+/// Where a piece of evidence holds, in a few words: `device 4, window 39.964–46.123 s`.
+fn short_scope(t: &Strings, ev: &crate::analysis::Evidence, m: &Measure) -> Result<String, String> {
+    let devs = &ev.scope.devices;
+    let list = format_device_list(devs);
+    let mut bits = vec![if devs.len() == 1 {
+        t.format("scope.device", &args([("device", list)]))?
+    } else if m.analysis == "overlap" {
+        t.format("scope.devices_each", &args([("devices", list)]))?
+    } else {
+        t.format("scope.devices_sum", &args([("n", devs.len().to_string()), ("devices", list)]))?
+    }];
+    if let Some(st) = m.stream {
+        bits.push(t.format("scope.stream", &args([("stream", st.to_string())]))?);
+    }
+    bits.push(match ev.window.requested_ns {
+        Some(w) => t.format(
+            "scope.window",
+            &args([("window", range(t, w[0], w[1], ev.trace.capture_start_ns)?)]),
+        )?,
+        None => t.get("scope.whole_trace")?.to_string(),
+    });
+    Ok(bits.join(t.get("ui.list_sep")?))
+}
+
+/// The spread of a one-device value over every device of its window, in words.
+fn spread_text(t: &Strings, a: &Audit, claim: &str, part: &str, unit: crate::claims::Unit) -> Result<Option<String>, String> {
+    let Some(sp) = a.spreads.iter().find(|s| s.claim == claim && s.part == part) else {
+        return Ok(None);
+    };
+    let Some(((dmin, min), (dmax, max))) = sp.range() else { return Ok(None) };
+    let devices: Vec<i64> = sp.values.iter().map(|(d, _)| *d).collect();
+    Ok(Some(t.format(
+        "scope.spread",
+        &args([
+            ("min", crate::verdict::show(min, unit)),
+            ("max", crate::verdict::show(max, unit)),
+            ("min_device", dmin.to_string()),
+            ("max_device", dmax.to_string()),
+            ("devices", format_device_list(&devices)),
+        ]),
+    )?))
+}
+
+/// A formula on one line, each distinct step once: `count = 140`, not `count = 140 = 140`.
+fn formula_line(f: &crate::verdict::FormulaResult) -> String {
+    let result = f.display.clone().unwrap_or_else(|| "n/a".into());
+    let mut steps: Vec<String> = Vec::new();
+    for s in [Some(f.symbolic.clone()), f.definition.clone(), Some(f.substituted.clone()), Some(result)]
+        .into_iter()
+        .flatten()
+    {
+        let s = s.trim().to_string();
+        if steps.last() != Some(&s) {
+            steps.push(s);
+        }
+    }
+    steps.join(" = ")
+}
+
+/// Builds the context of one language. `charts` lists the chart files written beside it,
+/// with their captions; `meta` what the render adds (profile, date, file facts).
+pub fn build(
+    a: &Audit,
+    t: &Strings,
+    charts: &[(String, String)],
+    meta: &Meta,
+) -> Result<RenderContext, String> {
     let lang = t.lang.as_str();
     let set = &a.claims;
     let label = |key: &str| t.get(key).map(str::to_string);
     let evidence = |key: &str| a.ledger.iter().find(|e| e.key == key);
+    let sep = t.get("ui.list_sep")?;
 
     let mut counts = Vec::new();
     for v in Verdict::ALL {
@@ -450,14 +1015,37 @@ pub fn build(a: &Audit, t: &Strings, charts: &[(String, String)]) -> Result<Rend
         Some(t.format("ui.open_count", &open_args)?)
     };
 
+    let chart_ctx: Vec<ChartCtx> = charts
+        .iter()
+        .map(|(f, c)| ChartCtx {
+            file: f.clone(),
+            md_src: f.clone(),
+            caption: c.clone(),
+            kind: chart_kind(f),
+        })
+        .collect();
+    let mut charts_left: Vec<ChartCtx> = chart_ctx.clone();
+
+    // Scope and value of every measured part, for the summary, the table and the answer.
+    let mut scoped: BTreeMap<(String, String), (String, Option<String>, Option<String>)> =
+        BTreeMap::new();
+
     let mut key_numbers = Vec::new();
     let mut open = Vec::new();
+    let mut open_items: Vec<(Option<crate::claims::Effort>, Option<crate::claims::Work>, OpenItemCtx)> =
+        Vec::new();
+    let mut bounds = Vec::new();
     let mut table = Vec::new();
     let mut claims = Vec::new();
     for (claim, r) in set.claims.iter().zip(&a.results) {
         let verdict = label(&format!("verdict.{}", r.verdict.key()))?;
+        let statement = claim.statement.get(lang).cloned().unwrap_or_default();
+        let source = claim.source.as_ref().and_then(|s| set.sources.iter().find(|x| &x.id == s));
+        let source_label = source.and_then(|s| s.label.get(lang).cloned());
         let mut evidence_bits = Vec::new();
         let mut parts = Vec::new();
+        let mut blocks: Vec<EvidenceCtx> = Vec::new();
+        let mut block_keys: Vec<String> = Vec::new();
         for (part, p) in claim.parts.iter().zip(&r.parts) {
             let entry = p.evidence.as_deref().and_then(evidence);
             let ev = entry.and_then(|e| e.evidence.as_ref());
@@ -466,63 +1054,49 @@ pub fn build(a: &Audit, t: &Strings, charts: &[(String, String)]) -> Result<Rend
                 substituted: f.substituted.clone(),
                 result: f.display.clone().unwrap_or_else(|| "n/a".into()),
             });
-            if let Some(f) = &formula
-                && part.kind != Kind::Arithmetic
-            {
-                // A lone field (`count`) substitutes to its own result: show it once.
-                if f.substituted == f.result {
-                    evidence_bits.push(format!("{}: {}", p.id, f.result));
-                } else {
-                    evidence_bits.push(format!("{}: {} = {}", p.id, f.substituted, f.result));
+            let line = p.formula.as_ref().map(formula_line);
+            let scope_short = match (ev, &part.measure) {
+                (Some(ev), Some(m)) => Some(short_scope(t, ev, m)?),
+                _ => None,
+            };
+            let spread = match (&part.measure, &p.formula) {
+                (Some(m), Some(_)) if p.value.is_some() => {
+                    spread_text(t, a, &claim.id, &part.id, m.unit)?
                 }
-            } else if let Some(f) = &formula {
-                evidence_bits.push(format!(
-                    "{}: {} = {} ({})",
-                    p.id,
-                    f.substituted,
-                    f.result,
-                    t.get("kind.arithmetic")?
-                ));
+                _ => None,
+            };
+            if let Some(f) = &formula {
+                let (po, pc) = (t.get("ui.paren_open")?, t.get("ui.paren_close")?);
+                let shown = match &scope_short {
+                    Some(sc) => format!("{}{po}{sc}{pc}", f.result),
+                    None => format!("{}{po}{}{pc}", f.result, t.get("ui.computed")?),
+                };
+                scoped.insert(
+                    (claim.id.clone(), part.id.clone()),
+                    (f.result.clone(), scope_short.clone(), spread.clone()),
+                );
+                evidence_bits.push(format!("{}: {shown}", p.id));
             } else if p.outcome == PartOutcome::Unverifiable {
                 evidence_bits.push(format!("{}: {}", p.id, t.get("outcome.unverifiable")?));
             }
-            let identity =
-                ev.filter(|e| e.analysis == "overlap").and_then(|e| e.values.as_ref()).map(|v| {
-                    let v = Value::Object(v.clone());
-                    format!(
-                        "{} + {} + {} + {} = {} ms",
-                        ms(int(&v, "compute_only_ns")),
-                        ms(int(&v, "nccl_only_ns")),
-                        ms(int(&v, "overlap_ns")),
-                        ms(int(&v, "idle_ns")),
-                        ms(int(&v, "total_ns"))
-                    )
+            let bounds_before = bounds.len();
+            if part.kind == Kind::Arithmetic
+                && p.outcome == PartOutcome::Holds
+                && p.formula.as_ref().is_some_and(|f| f.unit == crate::claims::Unit::Times)
+                && part.formula.as_ref().is_some_and(|e| {
+                    e.vars().iter().any(|v| {
+                        claim.parts.iter().any(|q| &q.id == v && q.measure.is_some())
+                    })
+                })
+                && let Some(f) = &p.formula
+            {
+                bounds.push(BoundCtx {
+                    label: tr(&part.text, lang).unwrap_or_else(|| statement.clone()),
+                    value: f.display.clone().unwrap_or_default(),
+                    formula: formula_line(f),
+                    caveat: tr(&part.note, lang),
                 });
-            let scope = part.measure.as_ref().and_then(|m| {
-                let s = set.scopes.get(&m.scope)?;
-                let ev = ev?;
-                let win = match ev.window.requested_ns {
-                    Some(w) => format!(
-                        "{}, {}",
-                        range(t, w[0], w[1], ev.trace.capture_start_ns).ok()?,
-                        s.semantics
-                    ),
-                    None => t.get("ui.whole_trace").ok()?.to_string(),
-                };
-                let mut line = format!(
-                    "{} · {} · device {}",
-                    m.analysis,
-                    win,
-                    format_device_list(&ev.scope.devices)
-                );
-                if let Some(st) = m.stream {
-                    line += &format!(" · stream {st}");
-                }
-                if let Some(f) = &m.filter_text {
-                    line += &format!(" · {f}");
-                }
-                Some(line)
-            });
+            }
             let mut gates = Vec::new();
             for g in &p.gates {
                 let key = match g.status {
@@ -538,8 +1112,83 @@ pub fn build(a: &Audit, t: &Strings, charts: &[(String, String)]) -> Result<Rend
                     text: t.finding(&g.finding)?,
                 });
             }
-            let needs: Vec<String> = p.needs.iter().filter_map(|n| n.get(lang).cloned()).collect();
+            let evidence_ref = match (entry, &part.measure) {
+                (Some(e), Some(m)) => {
+                    let at = match block_keys.iter().position(|k| k == &e.key) {
+                        Some(i) => i,
+                        None => {
+                            block_keys.push(e.key.clone());
+                            blocks.push(EvidenceCtx {
+                                label: format!("E{}", blocks.len() + 1),
+                                analysis: m.analysis.clone(),
+                                scope: evidence_scope(t, ev, m)?,
+                                identity: ev.and_then(identity_of),
+                                gates: Vec::new(),
+                                passed: Vec::new(),
+                                notes: ev
+                                    .map(|e| {
+                                        // Gate R1 already states the span denominator.
+                                        let r1_span = p.gates.iter().any(|g| {
+                                            g.finding.key == "gate.r1.contain_span"
+                                        });
+                                        e.notes
+                                            .iter()
+                                            .filter(|n| {
+                                                !(r1_span
+                                                    && n.finding.key == "note.span_denominator")
+                                                    // The scope line says the sum.
+                                                    && n.finding.key != "note.summed_devices"
+                                            })
+                                            .map(|n| t.finding(&n.finding))
+                                            .collect::<Result<Vec<_>, _>>()
+                                    })
+                                    .transpose()?
+                                    .unwrap_or_default(),
+                                command: e.command.clone(),
+                                command_block: super::shell::layout(
+                                    &e.argv,
+                                    super::shell::REPORT_WIDTH,
+                                ),
+                                error: e.error.clone(),
+                            });
+                            blocks.len() - 1
+                        }
+                    };
+                    Some(blocks[at].label.clone())
+                }
+                _ => None,
+            };
+            let says = p
+                .says
+                .as_ref()
+                .map(|s| {
+                    let who = match part.says_by {
+                        crate::claims::Who::Auditor => t.get("ui.says_auditor")?.to_string(),
+                        crate::claims::Who::Source => t.format(
+                            "ui.says_source",
+                            &args([(
+                                "source",
+                                source_label.clone().unwrap_or_else(|| t.get("ui.source").unwrap_or("").to_string()),
+                            )]),
+                        )?,
+                    };
+                    let how = if part.kind == Kind::Arithmetic { "ui.computed" } else { "ui.measured" };
+                    // A number that matches shows once; a mismatch shows both. The auditor's
+                    // own figure that matches is the result already shown beside it.
+                    if s.matches && part.says_by == crate::claims::Who::Auditor {
+                        return Ok(None);
+                    }
+                    Ok::<_, String>(Some(if s.matches {
+                        format!("{who} {}", s.stated)
+                    } else {
+                        format!("{who} {} · {} {}", s.stated, t.get(how)?, s.measured)
+                    }))
+                })
+                .transpose()?
+                .flatten();
+            let in_brief = bounds.len() > bounds_before;
             parts.push(PartCtx {
+                in_brief,
                 id: p.id.clone(),
                 kind_key: part.kind.as_str().into(),
                 kind: label(&format!("kind.{}", part.kind.as_str()))?,
@@ -549,70 +1198,149 @@ pub fn build(a: &Audit, t: &Strings, charts: &[(String, String)]) -> Result<Rend
                 outcome: label(&format!("outcome.{}", p.outcome.key()))?,
                 reason: t.finding(&p.reason)?,
                 formula,
-                identity,
+                identity: None,
                 condition: p.condition.as_ref().map(|c| t.finding(&c.finding)).transpose()?,
                 condition_ok: p.condition.as_ref().is_some_and(|c| c.satisfied),
-                says: p.says.as_ref().map(|s| {
-                    format!(
-                        "{} {} · {} {}",
-                        t.get("ui.says").unwrap_or(""),
-                        s.stated,
-                        t.get("ui.measured").unwrap_or(""),
-                        s.measured
-                    )
-                }),
+                says,
                 says_ok: p.says.as_ref().is_some_and(|s| s.matches),
-                gates,
-                scope,
+                gates: gates.clone(),
+                own_gates: gates,
+                evidence_ref,
+                formula_line: line,
+                spread,
+                scope: scope_short,
                 command: entry.map(|e| e.command.clone()),
                 command_block: entry
                     .map(|e| super::shell::layout(&e.argv, super::shell::REPORT_WIDTH)),
                 mapping: tr(&part.mapping, lang),
-                needs,
+                needs: p.needs.iter().filter_map(|n| n.get(lang).cloned()).collect(),
                 caveats: tr(&part.caveats, lang),
                 note: tr(&part.note, lang),
-                evidence_notes: ev
-                    .map(|e| {
-                        e.notes.iter().map(|n| t.finding(&n.finding)).collect::<Result<_, _>>()
+                evidence_notes: Vec::new(),
+            });
+        }
+        // Gates every reader of a piece of evidence shares move to the evidence; a part keeps
+        // only the findings that are its own.
+        for b in &mut blocks {
+            let readers: Vec<usize> = (0..parts.len())
+                .filter(|&i| parts[i].evidence_ref.as_deref() == Some(b.label.as_str()))
+                .collect();
+            let Some(&first) = readers.first() else { continue };
+            let shared: Vec<GateCtx> = parts[first]
+                .gates
+                .iter()
+                .filter(|g| {
+                    readers.iter().all(|&i| {
+                        parts[i].gates.iter().any(|h| h.id == g.id && h.status_key == g.status_key && h.text == g.text)
                     })
-                    .transpose()?
-                    .unwrap_or_default(),
-            });
+                })
+                .cloned()
+                .collect();
+            for &i in &readers {
+                parts[i].own_gates.retain(|g| !shared.iter().any(|s| s.id == g.id));
+            }
+            b.passed =
+                shared.iter().filter(|g| g.status_key == "pass").map(|g| g.id.clone()).collect();
+            b.gates = shared;
+            // The identity shows once: not beside a part whose formula already is it.
+            if let Some(id) = &b.identity
+                && readers.iter().any(|&i| {
+                    parts[i].formula.as_ref().is_some_and(|f| id.starts_with(&f.substituted))
+                })
+            {
+                b.identity = None;
+            }
         }
-        key_numbers.push(key_number(claim, r, lang, &verdict, t)?);
+        // One piece of evidence needs no label to tell it from another.
+        if blocks.len() == 1 {
+            for part in &mut parts {
+                part.evidence_ref = None;
+            }
+            blocks[0].label = t.get("ui.evidence")?.to_string();
+        }
+        let key = key_number(claim, r, lang, &verdict, t, &scoped)?;
+        let (po, pc) = (t.get("ui.paren_open")?, t.get("ui.paren_close")?);
+        let number = match (&key.scope, &key.spread) {
+            (Some(sc), Some(sp)) => format!("{}{po}{sc}{}{sp}{pc}", key.value, t.get("ui.semicolon")?),
+            (Some(sc), None) => format!("{}{po}{sc}{pc}", key.value),
+            _ => key.value.clone(),
+        };
+        key_numbers.push(key);
         if a.summary.open.contains(&r.id) {
-            open.push(OpenCtx {
-                id: claim.id.clone(),
-                verdict: verdict.clone(),
-                needs: what_would_decide(r, lang, t, evidence)?,
+            let needs = what_would_decide(r, lang, t, evidence)?;
+            open.push(OpenCtx { id: claim.id.clone(), verdict: verdict.clone(), needs: needs.clone() });
+            let planned = claim
+                .parts
+                .iter()
+                .find(|q| q.id == r.principal && (!q.work.is_empty() || q.effort.is_some()))
+                .or_else(|| claim.parts.iter().find(|q| !q.work.is_empty() || q.effort.is_some()));
+            let work = planned.map(|q| {
+                q.work
+                    .iter()
+                    .map(|w| t.get(&format!("work.{}", w.as_str())).map(str::to_string))
+                    .collect::<Result<Vec<_>, _>>()
             });
+            let work = work.transpose()?.filter(|w| !w.is_empty()).map(|w| w.join(sep));
+            let effort = planned.and_then(|q| q.effort);
+            open_items.push((
+                effort,
+                planned.and_then(|q| q.work.iter().min().copied()),
+                OpenItemCtx {
+                    claim: claim.id.clone(),
+                    statement: statement.clone(),
+                    verdict: verdict.clone(),
+                    needs,
+                    work,
+                    effort: effort.map(|e| label(&format!("effort.{}", e.as_str()))).transpose()?,
+                    unblocks: planned.and_then(|q| tr(&q.unblocks, lang)),
+                    plan: None,
+                },
+            ));
         }
-        let statement = claim.statement.get(lang).cloned().unwrap_or_default();
         table.push(RowCtx {
             id: claim.id.clone(),
             statement: statement.clone(),
             evidence: evidence_bits.join("; "),
+            number,
             verdict_key: r.verdict.key().into(),
             verdict: verdict.clone(),
+        });
+        // A chart goes with the first claim that reads its analysis.
+        let mut own_charts = Vec::new();
+        charts_left.retain(|c| {
+            let mine = blocks.iter().any(|b| b.analysis == c.kind);
+            if mine {
+                own_charts.push(c.clone());
+            }
+            !mine
         });
         claims.push(ClaimCtx {
             id: claim.id.clone(),
             statement,
-            source: claim
-                .source
-                .as_ref()
-                .and_then(|s| set.sources.iter().find(|x| &x.id == s))
-                .and_then(|s| s.label.get(lang).cloned()),
+            source: source_label,
+            source_note: source.and_then(|s| tr(&s.note, lang)),
             verdict_key: r.verdict.key().into(),
             verdict,
             reason: t.finding(&r.reason)?,
             review: tr(&claim.review, lang),
+            evidence: blocks,
             parts,
+            charts: own_charts,
+            open_item: None,
         });
     }
 
     // The bad news first: a refuted claim's number leads the list.
     key_numbers.sort_by_key(|k| k.verdict_key != "not_supported");
+    // Cheapest first: by effort class, then by the kind of work; unstated effort last.
+    open_items.sort_by_key(|(e, w, _)| (e.is_none(), *e, w.is_none(), *w));
+    for c in &mut claims {
+        c.open_item = open_items
+            .iter()
+            .position(|(_, _, o)| o.claim == c.id)
+            .map(|i| t.format("ui.see_open_item", &args([("n", (i + 1).to_string())])))
+            .transpose()?;
+    }
 
     let mut findings = Vec::new();
     let s = &a.summary;
@@ -650,7 +1378,16 @@ pub fn build(a: &Audit, t: &Strings, charts: &[(String, String)]) -> Result<Rend
                     .map(|c| format_device_list(&c.scope.present_devices))
                     .unwrap_or_default(),
                 missing: c
-                    .map(|c| format_device_list(&c.scope.missing_devices))
+                    .filter(|c| !c.scope.missing_devices.is_empty())
+                    .map(|c| {
+                        t.format(
+                            "ui.missing_list",
+                            &args([("devices", format_device_list(&c.scope.missing_devices))]),
+                        )
+                    })
+                    .transpose()
+                    .ok()
+                    .flatten()
                     .unwrap_or_default(),
                 kernels: thousands(int(&v, "kernels").into()),
                 range: range(
@@ -661,7 +1398,15 @@ pub fn build(a: &Audit, t: &Strings, charts: &[(String, String)]) -> Result<Rend
                 )
                 .unwrap_or_default(),
                 error: tr_.error.clone(),
+                origin: c.map(|c| origin_text(t, &c.trace)).transpose().ok().flatten().flatten(),
             }
+        })
+        .collect();
+    let traces_for_brief: Vec<(String, Option<String>)> = a
+        .traces
+        .iter()
+        .map(|x| {
+            (x.name.clone(), x.coverage.as_ref().and_then(|c| c.trace.origin.derived_by.clone()))
         })
         .collect();
     let origin = |trace: &str| {
@@ -690,7 +1435,12 @@ pub fn build(a: &Audit, t: &Strings, charts: &[(String, String)]) -> Result<Rend
             semantics: s.semantics.to_string(),
             devices: match &s.devices {
                 crate::scope::DeviceSel::All => t.get("ui.all_devices").unwrap_or("").to_string(),
-                crate::scope::DeviceSel::Set(v) => format_device_list(v),
+                crate::scope::DeviceSel::Set(v) if v.len() == 1 => t
+                    .format("scope.device", &args([("device", format_device_list(v))]))
+                    .unwrap_or_default(),
+                crate::scope::DeviceSel::Set(v) => t
+                    .format("scope.devices", &args([("devices", format_device_list(v))]))
+                    .unwrap_or_default(),
             },
         })
         .collect();
@@ -709,18 +1459,25 @@ pub fn build(a: &Audit, t: &Strings, charts: &[(String, String)]) -> Result<Rend
                         .map(move |p| format!("{}/{}", r.id, p.id))
                 })
                 .collect();
-            ProvenanceCtx {
+            Ok(ProvenanceCtx {
                 command: super::shell::layout(&e.argv, super::shell::REPORT_WIDTH),
                 parts: parts.join(", "),
-            }
+                details: e.evidence.as_ref().map(|ev| rank_lines(t, ev)).transpose()?.unwrap_or_default(),
+            })
         })
-        .collect();
+        .collect::<Result<_, String>>()?;
     for e in &a.context {
         provenance.push(ProvenanceCtx {
             command: super::shell::layout(&e.argv, super::shell::REPORT_WIDTH),
             parts: t.get("ui.chart_data")?.to_string(),
+            details: Vec::new(),
         });
     }
+
+    let brief = brief(a, t, meta, &scoped, bounds, open_items, &traces_for_brief)?;
+    let legend = legend(t)?;
+    let definitions = definitions(a, t)?;
+    let provenance_facts = provenance_facts(a, t, meta)?;
 
     Ok(RenderContext {
         lang: lang.into(),
@@ -758,13 +1515,15 @@ pub fn build(a: &Audit, t: &Strings, charts: &[(String, String)]) -> Result<Rend
                 })
             })
             .collect::<Result<_, String>>()?,
-        charts: charts
-            .iter()
-            .map(|(f, c)| ChartCtx { file: f.clone(), md_src: f.clone(), caption: c.clone() })
-            .collect(),
+        charts: charts_left,
         provenance,
         r6: tr(&set.review.r6, lang),
         next: tr(&set.review.next, lang),
         reviewer: set.review.reviewer.clone(),
+        profile: if meta.profile.is_empty() { "full".into() } else { meta.profile.clone() },
+        brief,
+        legend,
+        provenance_facts,
+        definitions,
     })
 }

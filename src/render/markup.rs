@@ -866,6 +866,11 @@ fn push_md_text(out: &mut String, line: &str, line_start: bool) {
     }
 }
 
+/// A code span outside tables, on one line: the shortest fence that holds `code`.
+pub fn markdown_code_span(code: &str) -> String {
+    code_span(&code.replace('\n', " "), false)
+}
+
 /// A code span for `code` whose backtick fence is longer than any backtick run inside it.
 ///
 /// `cell`: `|` is escaped as `\|`, which GFM tables unescape before the span is parsed.

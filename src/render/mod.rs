@@ -5,6 +5,7 @@ pub mod charts;
 pub mod context;
 pub use crate::i18n;
 pub mod markup;
+pub mod provenance;
 pub mod report;
 pub mod shell;
 pub mod templates;

@@ -6,6 +6,7 @@
 //! Markdown still lands.
 
 use std::path::{Path, PathBuf};
+use serde::Serialize;
 
 use super::charts::{self, Chart};
 use super::i18n::Strings;
@@ -94,6 +95,42 @@ pub struct Options {
     pub templates: Option<PathBuf>,
     /// PDF creation timestamp (seconds since the epoch).
     pub timestamp: i64,
+    /// The sections to render, each its own set of files.
+    pub profiles: Vec<Profile>,
+    /// The render date shown in the report (`YYYY-MM-DD`).
+    pub render_date: Option<String>,
+}
+
+/// Which sections a report holds, for which reader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Profile {
+    /// The whole audit: decision brief, verdicts, scope, claims, misreadings, provenance.
+    Full,
+    /// A post: bottom line, conditions, claims, misreadings, closing summary.
+    Blog,
+    /// Page 1 alone: the answer, the bound, open items, sources and conditions.
+    Brief,
+}
+
+impl Profile {
+    /// The name in files and templates.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Profile::Full => "full",
+            Profile::Blog => "blog",
+            Profile::Brief => "brief",
+        }
+    }
+
+    /// The file stem of a language's report: `ID.LANG` for the full audit, else
+    /// `ID.LANG.PROFILE`.
+    pub fn stem(self, id: &str, lang: &str) -> String {
+        match self {
+            Profile::Full => format!("{id}.{lang}"),
+            p => format!("{id}.{lang}.{}", p.as_str()),
+        }
+    }
 }
 
 /// The strings of a language, from the override folder when it has them.
@@ -134,6 +171,7 @@ pub struct Rendered {
 pub fn render_lang(
     a: &Audit,
     lang: &str,
+    profile: Profile,
     opts: &Options,
     renderers: &Renderers,
 ) -> Result<Rendered, String> {
@@ -141,23 +179,52 @@ pub fn render_lang(
     let charts = charts::charts(a, &t)?;
     let captions: Vec<(String, String)> =
         charts.iter().map(|c| (c.file.clone(), c.caption.clone())).collect();
-    let mut ctx = context::build(a, &t, &captions)?;
-    if let Some(base) = &opts.image_base {
-        for (cc, c) in ctx.charts.iter_mut().zip(&charts) {
-            let file = if opts.png == Pdf::No { c.file.clone() } else { c.png_file() };
-            cc.md_src = base.join(&file);
+    let claims_path = Path::new(&a.claims.file);
+    let meta = context::Meta {
+        profile: profile.as_str().into(),
+        render_date: opts.render_date.clone(),
+        ledger_file: Some(format!("{}.evidence.json", a.claims.report.id)),
+        claims_sha256: super::provenance::file_sha256(claims_path).ok(),
+        vcs: super::provenance::vcs_of(claims_path),
+    };
+    let mut ctx = context::build(a, &t, &captions, &meta)?;
+    // Image links: the chart file, or under `--image-base` its absolute PNG or SVG address.
+    let link = |file: &str| match &opts.image_base {
+        None => file.to_string(),
+        Some(base) => {
+            let stem = file.strip_suffix(".svg").unwrap_or(file);
+            base.join(&if opts.png == Pdf::No { file.to_string() } else { format!("{stem}.png") })
         }
+    };
+    for c in ctx.charts.iter_mut().chain(ctx.claims.iter_mut().flat_map(|c| c.charts.iter_mut())) {
+        c.md_src = link(&c.file);
     }
     let tctx = tera::Context::from_serialize(&ctx).map_err(|e| format!("render context: {e}"))?;
     let md = renderers
         .md
         .render("report.md", &tctx)
         .map_err(|e| format!("template `report.md` ({lang}): {}", error_chain(&e)))?;
+    let md = collapse_blank_lines(&md);
     let typ = renderers
         .typ
         .render("report.typ", &tctx)
         .map_err(|e| format!("template `report.typ` ({lang}): {}", error_chain(&e)))?;
     Ok(Rendered { md, typ, charts })
+}
+
+/// At most one blank line in a row: templates leave runs where optional sections are absent,
+/// and no fenced block of the report holds a blank line.
+fn collapse_blank_lines(md: &str) -> String {
+    let mut out = String::with_capacity(md.len());
+    let mut blank = 0;
+    for line in md.lines() {
+        blank = if line.trim().is_empty() { blank + 1 } else { 0 };
+        if blank <= 1 {
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+    }
+    out
 }
 
 fn error_chain(e: &dyn std::error::Error) -> String {
@@ -204,10 +271,13 @@ pub fn render(a: &Audit, opts: &Options) -> anyhow::Result<Written> {
     let renderers = Renderers::new(opts).map_err(anyhow::Error::msg)?;
     let mut texts = Vec::new();
     for lang in &opts.langs {
-        texts.push((
-            lang.clone(),
-            render_lang(a, lang, opts, &renderers).map_err(anyhow::Error::msg)?,
-        ));
+        for &profile in &opts.profiles {
+            texts.push((
+                lang.clone(),
+                profile,
+                render_lang(a, lang, profile, opts, &renderers).map_err(anyhow::Error::msg)?,
+            ));
+        }
     }
     let ledger = serde_json::to_string_pretty(a)? + "\n";
     std::fs::create_dir_all(&opts.out)
@@ -223,26 +293,32 @@ pub fn render(a: &Audit, opts: &Options) -> anyhow::Result<Written> {
     put(&format!("{id}.evidence.json"), ledger.as_bytes())?;
     let mut typs = Vec::new();
     let mut pngs = Vec::new();
-    for (lang, r) in &texts {
+    let mut charted = std::collections::BTreeSet::new();
+    for (lang, profile, r) in &texts {
+        let stem = profile.stem(id, lang);
         for c in &r.charts {
+            // Every profile of a language shares its charts: written once.
+            if !charted.insert(c.file.clone()) {
+                continue;
+            }
             put(&c.file, c.svg.as_bytes())?;
             if opts.png != Pdf::No {
                 pngs.push((c.file.as_str(), opts.out.join(c.png_file())));
             }
         }
         if opts.markdown {
-            put(&format!("{id}.{lang}.md"), r.md.as_bytes())?;
+            put(&format!("{stem}.md"), r.md.as_bytes())?;
         }
         if opts.pdf != Pdf::No {
             // The Typst source lands even without typst: it compiles elsewhere as it is.
-            typs.push((lang.clone(), put(&format!("{id}.{lang}.typ"), r.typ.as_bytes())?));
+            typs.push((stem.clone(), put(&format!("{stem}.typ"), r.typ.as_bytes())?));
         }
     }
     if let Some(bin) = typst_bin {
         typst::rasterise(&bin, &opts.out, &pngs)?;
         written.extend(pngs.into_iter().map(|(_, p)| p));
-        for (lang, typ) in typs {
-            let pdf = opts.out.join(format!("{id}.{lang}.pdf"));
+        for (stem, typ) in typs {
+            let pdf = opts.out.join(format!("{stem}.pdf"));
             typst::compile(&bin, &opts.out, &typ, &pdf, opts.timestamp)?;
             written.push(pdf);
         }

@@ -88,7 +88,7 @@ pub fn tera(format: Format, overrides: Option<&Path>) -> Result<Tera, String> {
             tera.set_escape_fn(escape_md);
             tera.register_filter("md", Safe(|s| markup::markdown_safe(s, false)));
             tera.register_filter("md_inline", Safe(|s| markup::markdown_safe(s, true)));
-            tera.register_filter("code", Safe(|s| format!("`` {} ``", s.replace('\n', " "))));
+            tera.register_filter("code", Safe(markup::markdown_code_span));
             tera.register_filter("shell_block", Safe(markup::markdown_code_block));
         }
         Format::Typst => {

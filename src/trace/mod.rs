@@ -18,7 +18,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 pub use kernels::{KernelFilter, Kernels, NameStyle};
-pub use schema::{NvtxText, Requirement, Schema, TableRole, TimeBase, quote_ident};
+pub use schema::{NvtxText, Origin, Requirement, Schema, TableRole, TimeBase, quote_ident};
 
 /// Errors reading a trace.
 #[derive(Debug, thiserror::Error)]

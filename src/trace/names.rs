@@ -48,4 +48,12 @@ pub mod meta {
     pub const TIME_NORMALIZE: &str = "EXPORT_PARAM_TIME_NORMALIZE";
     /// The shift applied to timestamps at export (ns).
     pub const TIME_SHIFT: &str = "EXPORT_CONFIG_TIME_SHIFT";
+    /// Written by tools that make synthetic or derived traces: who made it and how.
+    pub const DERIVED_BY: &str = "DERIVED_BY";
+    /// The host the export ran on.
+    pub const HOST: &str = "EXPORT_HOST";
+    /// When the export ran, UTC.
+    pub const TIME_UTC: &str = "EXPORT_TIME_UTC";
+    /// The `.nsys-rep` file name (the `_PATH` rows hold absolute paths and are not kept).
+    pub const INPUT_FILE: &str = "EXPORT_PARAM_INPUT_FILE";
 }

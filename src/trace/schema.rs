@@ -73,6 +73,25 @@ pub struct Schema {
     /// `TARGET_INFO_SESSION_START_TIME.utcEpochNs`, when recorded: the capture start on the
     /// UTC-epoch clock.
     pub session_start_utc_ns: Option<i64>,
+    /// Where the trace comes from, as its metadata says.
+    pub origin: Origin,
+}
+
+/// Where a trace comes from, as its export metadata says.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Origin {
+    /// `DERIVED_BY`: set by tools that make synthetic or derived traces.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub derived_by: Option<String>,
+    /// `EXPORT_HOST`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// `EXPORT_TIME_UTC`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exported_utc: Option<String>,
+    /// `EXPORT_PARAM_INPUT_FILE`: the report file name, never its path.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_file: Option<String>,
 }
 
 /// A table an analysis needs, by role.
@@ -163,7 +182,18 @@ impl Schema {
         } else {
             None
         };
+        let keep = |k: &str| meta.get(k).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+        let origin = Origin {
+            derived_by: keep(names::meta::DERIVED_BY),
+            host: keep(names::meta::HOST),
+            exported_utc: keep(names::meta::TIME_UTC),
+            input_file: keep(names::meta::INPUT_FILE).map(|f| {
+                // A file name only: some exports write a path here.
+                f.rsplit(['/', '\\']).next().unwrap_or(&f).to_string()
+            }),
+        };
         Ok(Schema {
+            origin,
             session_start_utc_ns,
             has_string_ids: tables.contains_key(names::STRING_IDS),
             schema_version: meta.get(names::meta::SCHEMA_VERSION).cloned(),

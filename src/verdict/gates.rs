@@ -92,6 +92,15 @@ fn gate(gate: &'static str, status: GateStatus, key: &str, args: &[(&str, String
     Gate { gate, status, finding: Finding::new(key, args) }
 }
 
+/// The finding key worded for who chose the scope: `gate.r2.same_devices` says "as the claim
+/// states", `gate.r2.same_devices_auditor` "as the auditor chose".
+fn by(about: &About, key: &str) -> String {
+    match about.chosen_by {
+        crate::claims::Who::Source => key.to_string(),
+        crate::claims::Who::Auditor => format!("{key}_auditor"),
+    }
+}
+
 fn span_text(w: [i64; 2]) -> String {
     format!("{}–{} s", crate::scope::format_seconds(w[0]), crate::scope::format_seconds(w[1]))
 }
@@ -195,9 +204,9 @@ fn r2_devices(about: &About, measure: &Measure, ev: &Evidence) -> Gate {
         Some(cd) if cd == evd => {
             args.push(("claim", format_device_list(cd)));
             if missing.is_empty() {
-                gate("R2", GateStatus::Pass, "gate.r2.same_devices", &args)
+                gate("R2", GateStatus::Pass, &by(about, "gate.r2.same_devices"), &args)
             } else {
-                gate("R2", GateStatus::Note, "gate.r2.same_devices_missing", &args)
+                gate("R2", GateStatus::Note, &by(about, "gate.r2.same_devices_missing"), &args)
             }
         }
         Some(cd) => {
@@ -205,9 +214,9 @@ fn r2_devices(about: &About, measure: &Measure, ev: &Evidence) -> Gate {
             let extra: Vec<i64> = cd.iter().copied().filter(|d| !evd.contains(d)).collect();
             let subset = evd.iter().all(|d| cd.contains(d));
             if subset && !extra.is_empty() && extra.iter().all(|d| missing.contains(d)) {
-                gate("R2", GateStatus::Note, "gate.r2.claim_covers_missing", &args)
+                gate("R2", GateStatus::Note, &by(about, "gate.r2.claim_covers_missing"), &args)
             } else {
-                gate("R2", GateStatus::Fail, "gate.r2.devices_differ", &args)
+                gate("R2", GateStatus::Fail, &by(about, "gate.r2.devices_differ"), &args)
             }
         }
         None => gate("R2", GateStatus::Note, "gate.r2.unstated", &args),
@@ -398,7 +407,7 @@ pub fn r4(
     if sums {
         return match about.per {
             Some(Per::Device) => gate("R4", GateStatus::Fail, "gate.r4.sum_as_per_device", &args),
-            Some(Per::Sum) => gate("R4", GateStatus::Note, "gate.r4.summed", &args),
+            Some(Per::Sum) => gate("R4", GateStatus::Note, &by(about, "gate.r4.summed"), &args),
             None => gate("R4", GateStatus::Note, "gate.r4.summed_unstated", &args),
         };
     }

@@ -18,7 +18,7 @@ use crate::formula::Rational;
 
 pub use gates::field_quantity;
 pub use misreadings::applicable as misreadings;
-pub use rules::judge;
+pub use rules::{judge, show};
 
 pub use crate::i18n::Finding;
 
@@ -122,6 +122,9 @@ impl PartOutcome {
 pub struct FormulaResult {
     /// As written.
     pub symbolic: String,
+    /// The formula a ratio field stands for (`wait_ns / nccl_ns` for `wait_share`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub definition: Option<String>,
     /// With values substituted, in display units.
     pub substituted: String,
     /// The result in display form (`17.8%`).

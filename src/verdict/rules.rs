@@ -13,6 +13,7 @@ use serde_json::Value;
 use super::gates::{r1, r2, r3, r4};
 use super::*;
 use crate::claims::{Condition, Part, Quantity};
+use crate::formula::Expr;
 use crate::units::{decimal, thousands};
 
 /// Shows a base-unit value in a unit: `17.8%`, `1,094.74 ms`, `140`, `1.216x`.
@@ -46,6 +47,18 @@ fn show_field(field: &str, v: Rational) -> String {
     } else {
         show(v, Unit::Ratio)
     }
+}
+
+/// The formula of a measure that reads one ratio field of its analysis, with its text.
+fn ratio_definition(m: &crate::claims::Measure) -> Option<(&'static str, Expr)> {
+    let vars = m.value.vars();
+    let [field] = vars.as_slice() else { return None };
+    if m.value_text.trim() != field {
+        return None;
+    }
+    let spec = crate::analysis::spec(&m.analysis)?;
+    let (_, text) = spec.ratios.iter().find(|(f, _)| f == field)?;
+    Some((*text, Expr::parse(text).ok()?))
 }
 
 fn field_value(ev: &Evidence, field: &str) -> Option<Rational> {
@@ -165,19 +178,31 @@ fn measured(set: &ClaimSet, claim: &Claim, p: &Part, evidence: &EvidenceMap) -> 
         r3(&about, m),
         r4(&about, m, p.condition.as_ref(), p.says.as_ref(), ev),
     ];
+    // A field that is a ratio of others (`wait_share`) is evaluated through its formula, so
+    // the report shows its fraction and the value is exact.
+    let definition = ratio_definition(m);
+    let expr = definition.as_ref().map_or(&m.value, |(_, e)| e);
     let vars: BTreeMap<String, Rational> =
-        m.value.vars().into_iter().filter_map(|f| field_value(ev, &f).map(|v| (f, v))).collect();
-    let nulls: Vec<String> =
-        m.value.vars().into_iter().filter(|f| ev.value(f).is_some_and(Value::is_null)).collect();
-    let substituted = m.value.substitute(&|f| match vars.get(f) {
+        expr.vars().into_iter().filter_map(|f| field_value(ev, &f).map(|v| (f, v))).collect();
+    let mut nulls: Vec<String> = m.value.vars();
+    nulls.extend(expr.vars());
+    nulls.retain(|f| ev.value(f).is_some_and(Value::is_null));
+    nulls.dedup();
+    let mut substituted = expr.substitute(&|f| match vars.get(f) {
         Some(v) => show_field(f, *v),
         None if nulls.iter().any(|n| n == f) => "n/a".into(),
         None => format!("{f}?"),
     });
+    // A ratio of times names the unit its terms are shown in: `1,094.74 / 6,155.75 ms`.
+    let all_times = expr.vars().iter().all(|f| f.ends_with("_ns"));
+    if all_times && !matches!(m.unit, Unit::Ms | Unit::Ns | Unit::S) && nulls.is_empty() {
+        substituted += " ms";
+    }
     // Times are stored in ns, the base unit of ms, ns and s: no conversion is needed.
-    let value = m.value.eval(&vars);
+    let value = expr.eval(&vars);
     r.formula = Some(FormulaResult {
         symbolic: m.value_text.clone(),
+        definition: definition.map(|(text, _)| text.to_string()),
         substituted,
         display: value.as_ref().ok().map(|v| show(*v, m.unit)),
         exact: value.as_ref().ok().map(|v| [v.num.to_string(), v.den.to_string()]),
@@ -278,6 +303,7 @@ fn arithmetic(p: &Part, done: &[PartResult], claim: &Claim) -> PartResult {
     let value = f.eval(&vars);
     r.formula = Some(FormulaResult {
         symbolic: p.formula_text.clone().unwrap_or_default(),
+        definition: None,
         substituted,
         display: value.as_ref().ok().map(|v| show(*v, unit)),
         exact: value.as_ref().ok().map(|v| [v.num.to_string(), v.den.to_string()]),

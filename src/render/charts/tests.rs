@@ -44,6 +44,7 @@ pub(super) fn evidence(analysis: &str, values: Value) -> Evidence {
             nsys_version: None,
             time_base: "session".into(),
             capture_start_ns: None,
+            origin: Default::default(),
         },
         window: WindowInfo { requested_ns: None, effective_ns: None, semantics: Semantics::Clip },
         scope: ScopeInfo {
