@@ -10,9 +10,16 @@ use assert_cmd::prelude::*;
 
 const CLAIMS: &str = "claims/day26-profile-blind.yaml";
 const ID: &str = "day26-profile-blind";
-/// The example audits whose reports are committed in `out/`: claims file and report id.
-const EXAMPLES: [(&str, &str); 2] =
-    [(CLAIMS, ID), ("claims/h100-2gpu-no-nccl.yaml", "h100-2gpu-no-nccl")];
+/// The example audits whose reports are committed in `out/`: claims file, report id and the
+/// profiles rendered.
+const EXAMPLES: [(&str, &str, &str); 2] = [
+    (CLAIMS, ID, "full,blog,brief"),
+    ("claims/h100-2gpu-no-nccl.yaml", "h100-2gpu-no-nccl", "full"),
+];
+
+/// The `SOURCE_DATE_EPOCH` of the committed examples (2026-09-03 UTC), so their render date
+/// and PDF timestamps do not change from day to day.
+const EXAMPLE_EPOCH: &str = "1788393600";
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -69,6 +76,8 @@ fn options() -> verdict::render::report::Options {
         out: PathBuf::from("out"),
         templates: None,
         timestamp: 0,
+        profiles: vec![verdict::render::report::Profile::Full],
+        render_date: Some("2026-09-03".into()),
     }
 }
 
@@ -77,7 +86,7 @@ fn markdown_and_typst_snapshots() {
     let a = audit();
     let renderers = verdict::render::report::Renderers::new(&options()).unwrap();
     for lang in ["zh-TW", "en"] {
-        let r = verdict::render::report::render_lang(&a, lang, &options(), &renderers).unwrap();
+        let r = verdict::render::report::render_lang(&a, lang, verdict::render::report::Profile::Full, &options(), &renderers).unwrap();
         insta::assert_snapshot!(format!("day26.{lang}.md"), r.md);
         insta::assert_snapshot!(format!("day26.{lang}.typ"), r.typ);
     }
@@ -158,10 +167,15 @@ fn markdown_holds_the_article_s_table() {
 #[test]
 fn committed_examples_are_current() {
     let pdf = typst_ready();
-    for (claims, id) in EXAMPLES {
+    for (claims, id, profiles) in EXAMPLES {
         let dir = tempfile::tempdir().unwrap();
         // The README's command: default formats, the PDF only where typst can make it.
-        let out = verdict().args(["render", claims, "--out"]).arg(dir.path()).output().unwrap();
+        let out = verdict()
+            .args(["render", claims, "--profile", profiles, "--out"])
+            .arg(dir.path())
+            .env("SOURCE_DATE_EPOCH", EXAMPLE_EPOCH)
+            .output()
+            .unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let committed = root().join("out");
         let mut rendered = Vec::new();
@@ -172,7 +186,7 @@ fn committed_examples_are_current() {
                 .unwrap_or_else(|_| panic!("out/{name} is not committed"));
             assert!(
                 old == std::fs::read(&p).unwrap(),
-                "out/{name} drifted: run `cargo run --release -- render {claims}`"
+                "out/{name} drifted: run `SOURCE_DATE_EPOCH={EXAMPLE_EPOCH} cargo run --release -- render {claims} --profile {profiles}`"
             );
             rendered.push(name);
         }

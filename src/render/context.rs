@@ -1066,16 +1066,24 @@ pub fn build(
                 _ => None,
             };
             if let Some(f) = &formula {
-                let (po, pc) = (t.get("ui.paren_open")?, t.get("ui.paren_close")?);
-                let shown = match &scope_short {
-                    Some(sc) => format!("{}{po}{sc}{pc}", f.result),
-                    None => format!("{}{po}{}{pc}", f.result, t.get("ui.computed")?),
-                };
                 scoped.insert(
                     (claim.id.clone(), part.id.clone()),
                     (f.result.clone(), scope_short.clone(), spread.clone()),
                 );
-                evidence_bits.push(format!("{}: {shown}", p.id));
+                // The terminal table shows each value with its fraction.
+                if part.kind == Kind::Arithmetic {
+                    evidence_bits.push(format!(
+                        "{}: {} = {} ({})",
+                        p.id,
+                        f.substituted,
+                        f.result,
+                        t.get("kind.arithmetic")?
+                    ));
+                } else if f.substituted == f.result {
+                    evidence_bits.push(format!("{}: {}", p.id, f.result));
+                } else {
+                    evidence_bits.push(format!("{}: {} = {}", p.id, f.substituted, f.result));
+                }
             } else if p.outcome == PartOutcome::Unverifiable {
                 evidence_bits.push(format!("{}: {}", p.id, t.get("outcome.unverifiable")?));
             }

@@ -435,6 +435,7 @@ mod tests {
             quantity: None,
             denominator: None,
             denominator_text: None,
+            chosen_by: Default::default(),
         }
     }
 

@@ -177,7 +177,7 @@ fn captions_name_the_trace_and_the_scope() {
     let c = charts(&a, &strings("en")).expect("charts");
     assert_eq!(
         c[0].caption,
-        "Overlap breakdown per device, trace `main` (Megatron 8x H200), window 39.964–46.123 s \
+        "Overlap breakdown per device, trace main (Megatron 8x H200), window 39.964–46.123 s \
          (contain), devices 1-7: each bar is 100% of that device's total (the span of its kernels \
          kept inside the window), split into compute only, exposed NCCL, overlap and idle"
     );
@@ -186,30 +186,30 @@ fn captions_name_the_trace_and_the_scope() {
     // The second trace has no label, and no window: the whole trace, each device's span.
     assert!(
         c[2].caption
-            .starts_with("Overlap breakdown per device, trace `two`, whole trace, devices 0-1: "),
+            .starts_with("Overlap breakdown per device, trace two, whole trace, devices 0-1: "),
         "{}",
         c[2].caption
     );
     assert!(c[2].caption.contains("(the span of its kernels)"));
     assert_eq!(
         c[3].caption,
-        "NCCL cross-rank skew, trace `main` (Megatron 8x H200), whole trace, stream 56, one rank \
+        "NCCL cross-rank skew, trace main (Megatron 8x H200), whole trace, stream 56, one rank \
          per device (devices 1-7): start and end offset from the earliest rank (bar: median, \
          whisker: p90)"
     );
     assert!(
         c[4].caption
-            .contains("trace `two`, whole trace, all streams, one rank per device (devices 0-1)")
+            .contains("trace two, whole trace, all streams, one rank per device (devices 0-1)")
     );
     assert_eq!(
         c[5].caption,
-        "Top kernels by total kernel time (10 of 27 names), trace `main` (Megatron 8x H200), \
+        "Top kernels by total kernel time (10 of 27 names), trace main (Megatron 8x H200), \
          window 39.964–46.123 s (contain), devices 1-7: each bar sums kernel time over 7 devices \
          (1-7), so it is not wall time: concurrent kernels add up"
     );
     assert!(
         c[6].caption
-            .contains("trace `two`, whole trace, device 0: each bar sums kernel time on device 0")
+            .contains("trace two, whole trace, device 0: each bar sums kernel time on device 0")
     );
 }
 
@@ -219,7 +219,7 @@ fn zh_tw_captions_and_charts_are_in_chinese() {
     let c = charts(&a, &strings("zh-TW")).expect("charts");
     assert_eq!(
         c[0].caption,
-        "各 device 的運算／NCCL 重疊拆解，trace `main`（Megatron 八張 H200），時間窗 \
+        "各 device 的運算／NCCL 重疊拆解，trace main（Megatron 八張 H200），時間窗 \
          39.964–46.123 秒（contain 語意），device 1-7：每條長條是該 device 總長（留在時間窗內\
          那些 kernel 的跨度）的 100%，切成只有運算、exposed NCCL、重疊與閒置四段"
     );
