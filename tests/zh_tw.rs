@@ -392,12 +392,12 @@ fn author_texts() -> Vec<String> {
     out
 }
 
-/// Half-width punctuation next to Chinese in the rendered zh-TW report. The UI strings must
-/// produce none; the templates (shared by both languages) and the author's text of the claims
-/// file still do, and are printed here (`cargo test --test zh_tw -- --nocapture`) until they
-/// are fixed.
+/// Half-width punctuation next to Chinese in the rendered zh-TW report: none, whether it would
+/// come from the UI strings, the templates shared by both languages, or the author's text of
+/// the claims file (each is printed with `cargo test --test zh_tw -- --nocapture`); and no
+/// rejected glossary variant anywhere in the report.
 #[test]
-fn the_rendered_zh_tw_report_has_no_half_width_punctuation_from_ui_strings() {
+fn the_rendered_zh_tw_report_has_no_half_width_punctuation_and_no_rejected_term() {
     let dir = tempfile::tempdir().unwrap();
     let plain = render_zh(&dir.path().join("plain"), None);
     // The same render with every UI string marked tells which text came from the strings.
@@ -444,16 +444,43 @@ fn the_rendered_zh_tw_report_has_no_half_width_punctuation_from_ui_strings() {
     show("from the templates or code", &templated);
     show("from the claims file's author text", &authored);
     show("from the UI strings", &ui);
-    // Terms of the glossary that the author's text uses differently.
-    println!("rejected glossary variants in the report (the UI strings have none):");
+    // Terms of the glossary that the report uses differently, wherever the text comes from.
+    let mut rejected = Vec::new();
     for t in &glossary().term {
         for v in &t.rejected {
             for (n, l) in plain.lines().enumerate() {
                 if uses_rejected(l, &t.zh, v) {
-                    println!("  line {:>3}  {v} (glossary: {}): {}", n + 1, t.zh, l.trim());
+                    rejected.push(format!("line {}: {v} (glossary: {}): {}", n + 1, t.zh, l.trim()));
                 }
             }
         }
     }
     assert!(ui.is_empty(), "half-width punctuation next to Chinese from the UI strings: {ui:#?}");
+    assert!(templated.is_empty(), "… from the templates or code: {templated:#?}");
+    assert!(authored.is_empty(), "… from the claims file's text: {authored:#?}");
+    assert!(rejected.is_empty(), "rejected glossary variants in the report: {rejected:#?}");
+}
+
+/// The blog and brief reports share the templates' pieces but lay them out their own way:
+/// neither may put half-width punctuation next to Chinese either.
+#[test]
+fn the_blog_and_brief_zh_tw_reports_have_no_half_width_punctuation() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = util::verdict()
+        .current_dir(util::manifest_dir())
+        .args(["render", CLAIMS, "--lang", "zh-TW", "--format", "md", "--profile", "blog,brief"])
+        .arg("--out")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for profile in ["blog", "brief"] {
+        let md = std::fs::read_to_string(dir.path().join(format!("{ID}.zh-TW.{profile}.md")))
+            .unwrap();
+        let found: Vec<String> = offenders(&cells(&md))
+            .into_iter()
+            .map(|o| format!("line {}: {} in {}", o.line, o.pair, o.text.trim()))
+            .collect();
+        assert!(found.is_empty(), "{profile}: {found:#?}");
+    }
 }

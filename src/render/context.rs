@@ -1434,9 +1434,11 @@ pub fn build(
                 || t.get("ui.whole_trace").unwrap_or("").to_string(),
                 |w| {
                     format!(
-                        "{} ({} ms)",
+                        "{}{}{} ms{}",
                         range(t, w.start_ns, w.end_ns, origin(&s.trace)).unwrap_or_default(),
-                        ms(w.len_ns())
+                        t.get("ui.paren_open").unwrap_or(" ("),
+                        ms(w.len_ns()),
+                        t.get("ui.paren_close").unwrap_or(")")
                     )
                 },
             ),
