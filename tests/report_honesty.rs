@@ -1,4 +1,4 @@
-//! What a report must never hide: the summary keeps every refuted number and every open
+//! What a report must never hide: page 1 keeps every refuted number and every open
 //! claim (those open because a gate failed, too), and a trace that cannot be read makes
 //! `check` and `render` exit 2 while the other claims are still shown.
 
@@ -23,15 +23,31 @@ fn render_en(claims: &Path, dir: &Path) -> (Option<i32>, String, String) {
     (out.status.code(), md, String::from_utf8_lossy(&out.stderr).to_string())
 }
 
-/// The lines under a bold summary heading, up to the next blank-line-separated heading.
-fn section<'a>(md: &'a str, heading: &str) -> Vec<&'a str> {
+/// The rows of the verdict table on page 1: (statement, number with its scope, verdict).
+fn verdict_rows(md: &str) -> Vec<(String, String, String)> {
+    let start = md.find("## Verdict table").unwrap_or_else(|| panic!("no verdict table:\n{md}"));
+    md[start..]
+        .lines()
+        .skip_while(|l| !l.starts_with("| "))
+        .skip(2)
+        .take_while(|l| l.starts_with("| "))
+        .map(|l| {
+            let cells: Vec<String> =
+                l.trim_matches('|').split(" | ").map(|c| c.trim().to_string()).collect();
+            (cells[0].clone(), cells[1].clone(), cells[2].trim_matches('*').to_string())
+        })
+        .collect()
+}
+
+/// The numbered items under `## heading`.
+fn numbered<'a>(md: &'a str, heading: &str) -> Vec<&'a str> {
     let start =
-        md.find(&format!("**{heading}**")).unwrap_or_else(|| panic!("no `{heading}`:\n{md}"));
+        md.find(&format!("## {heading}")).unwrap_or_else(|| panic!("no `{heading}`:\n{md}"));
     md[start..]
         .lines()
         .skip(1)
         .skip_while(|l| l.is_empty())
-        .take_while(|l| l.starts_with("- "))
+        .take_while(|l| l.chars().next().is_some_and(|c| c.is_ascii_digit()))
         .collect()
 }
 
@@ -71,31 +87,42 @@ claims:
 }
 
 #[test]
-fn a_refuted_claim_s_number_leads_the_summary() {
+fn a_refuted_claim_keeps_its_number_and_scope_on_page_one() {
     let dir = tempfile::tempdir().unwrap();
     let (code, md, err) = render_en(&only_refuted(dir.path()), dir.path());
     assert_eq!(code, Some(0), "{err}");
-    let numbers = section(&md, "Numbers that matter");
-    // One stream per device: compute and NCCL never overlap, so 0 / busy = 0.0%.
-    assert_eq!(numbers, ["- **0.0%**: device 0's NCCL hidden ratio (comm-hidden, not supported)"]);
+    let rows = verdict_rows(&md);
+    // One stream per device: compute and NCCL never overlap, so 0 / busy = 0.0%, on device 0
+    // over the whole trace (and on device 1 too).
+    assert_eq!(
+        rows,
+        [(
+            "communication is mostly hidden (hidden ratio at least 50%)".to_string(),
+            "0.0% (device 0, whole trace; 0.0% to 0.0% across devices 0-1)".to_string(),
+            "not supported".to_string()
+        )]
+    );
 }
 
 #[test]
-fn refuted_numbers_come_first_and_every_claim_has_its_number() {
+fn every_claim_has_its_number_with_its_scope_on_page_one() {
     // The 2-GPU claims file: two claims refuted, one open; each is listed once.
     let dir = tempfile::tempdir().unwrap();
     let claims = util::manifest_dir().join("claims/mfu-2gpu-same-stream.yaml");
     let (code, md, err) = render_en(&claims, dir.path());
     assert_eq!(code, Some(0), "{err}");
-    let numbers = section(&md, "Numbers that matter");
-    assert_eq!(numbers.len(), 3, "{numbers:?}");
-    let verdicts: Vec<&str> =
-        numbers.iter().map(|l| l.rsplit(", ").next().unwrap().trim_end_matches(')')).collect();
-    let first_other = verdicts.iter().position(|v| *v != "not supported").unwrap_or(verdicts.len());
-    assert!(verdicts[first_other..].iter().all(|v| *v != "not supported"), "{verdicts:?}");
-    for id in ["comm-hidden", "exposed-small", "own-stream"] {
-        assert_eq!(numbers.iter().filter(|l| l.contains(&format!("({id}, "))).count(), 1, "{id}");
-    }
+    let rows = verdict_rows(&md);
+    // Every claim once, in the claims file's order, each with its number and scope: the
+    // refuted one keeps its number.
+    let got: Vec<(&str, &str)> = rows.iter().map(|(_, n, v)| (n.as_str(), v.as_str())).collect();
+    assert_eq!(
+        got,
+        [
+            ("0.0% (device 0, whole trace; 0.0% to 0.0% across devices 0-1)", "not supported"),
+            ("5.7% (device 0, whole trace; 2.8% to 5.7% across devices 0-1)", "supported"),
+            ("0.00 ms (device 0, whole trace)", "partially supported"),
+        ]
+    );
 }
 
 #[test]
@@ -104,9 +131,10 @@ fn a_claim_open_because_a_gate_failed_is_listed_with_the_gate() {
     let claims = util::manifest_dir().join("fixtures/claims/scope-errors/r1-window-differs.yaml");
     let (code, md, err) = render_en(&claims, dir.path());
     assert_eq!(code, Some(0), "{err}");
-    let open = section(&md, "What stays open, and what would decide it");
+    let open = numbered(&md, "Open items, cheapest first");
     assert_eq!(open.len(), 1, "{open:?}");
-    assert!(open[0].starts_with("- **exposed-step4** (unverifiable): "), "{}", open[0]);
+    assert!(open[0].starts_with("1. **in step 4, "), "{}", open[0]);
+    assert!(open[0].contains("(unverifiable): "), "{}", open[0]);
     assert!(open[0].contains("gate R1 window failed"), "{}", open[0]);
     // The claim speaks of 39.964-46.123 s; the scope measured 46.123-52.279 s.
     assert!(open[0].contains("39.964") && open[0].contains("46.123"), "{}", open[0]);
@@ -169,9 +197,9 @@ claims:
     assert_eq!(code, Some(2), "{err}");
     assert!(md.contains("good-claim") && md.contains("broken-claim"));
     // The failed query is named with its command, and the open list says why.
-    let open = section(&md, "What stays open, and what would decide it");
+    let open = numbered(&md, "Open items, cheapest first");
     assert!(
-        open.iter().any(|l| l.contains("broken-claim") && l.contains("query failed")),
+        open.iter().any(|l| l.contains("device 0 ran kernels") && l.contains("query failed")),
         "{open:?}"
     );
     assert!(md.contains("verdict query kernels") && md.contains("broken.sqlite"), "{md}");
