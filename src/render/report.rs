@@ -189,11 +189,15 @@ pub fn render_lang(
     };
     let mut ctx = context::build(a, &t, &captions, &meta)?;
     // Image links: the chart file, or under `--image-base` its absolute PNG or SVG address.
-    let link = |file: &str| match &opts.image_base {
-        None => file.to_string(),
-        Some(base) => {
-            let stem = file.strip_suffix(".svg").unwrap_or(file);
-            base.join(&if opts.png == Pdf::No { file.to_string() } else { format!("{stem}.png") })
+    // A blog links the PNG always, which every blog editor takes (without typst it is not
+    // written, and `render` says so).
+    let link = |file: &str| {
+        let stem = file.strip_suffix(".svg").unwrap_or(file);
+        let png = profile == Profile::Blog || (opts.image_base.is_some() && opts.png != Pdf::No);
+        let name = if png { format!("{stem}.png") } else { file.to_string() };
+        match &opts.image_base {
+            None => name,
+            Some(base) => base.join(&name),
         }
     };
     for c in ctx.charts.iter_mut().chain(ctx.claims.iter_mut().flat_map(|c| c.charts.iter_mut())) {
