@@ -1200,3 +1200,35 @@ fn a_stream_that_one_rank_never_uses_matches_nothing_and_says_so() {
     assert_eq!(v["matched"], 0);
     assert_eq!(v["instance_counts"], serde_json::json!({"0": n0, "1": 0}));
 }
+
+#[test]
+fn day26_one_device_share_is_recomputed_on_every_device_of_its_window() {
+    // exposed-comm/share is device 4's; the audit recomputes the same formula on devices 1-7
+    // of the same window (contain), each against the SQL kernels and the brute-force sweep.
+    let trace = fixture("day26/megatron.sqlite");
+    let a = check_json(DAY26_CLAIMS);
+    let spreads = a["spreads"].as_array().expect("spreads");
+    let share: Vec<&Value> = spreads
+        .iter()
+        .filter(|s| s["claim"] == "exposed-comm" && s["part"] == "share")
+        .collect();
+    assert_eq!(share.len(), 1, "{spreads:?}");
+    let per = share[0]["per_device"].as_object().unwrap();
+    assert_eq!(per.keys().cloned().collect::<Vec<_>>(), ["1", "2", "3", "4", "5", "6", "7"]);
+    let mut percents = Vec::new();
+    for d in 1..=7 {
+        let b = breakdown(&kernels(&trace, d, Some(W)));
+        let got = &per[&d.to_string()];
+        let (num, den): (i128, i128) =
+            (got[0].as_str().unwrap().parse().unwrap(), got[1].as_str().unwrap().parse().unwrap());
+        // Reduced fractions: cross-multiply.
+        assert_eq!(num * i128::from(b.total), den * i128::from(b.nccl_only), "device {d}");
+        percents.push(b.nccl_only as f64 / b.total as f64 * 100.0);
+    }
+    // The range the report prints, 13.1% to 20.7%, is the smallest and largest of these.
+    let min = percents.iter().copied().fold(f64::MAX, f64::min);
+    let max = percents.iter().copied().fold(f64::MIN, f64::max);
+    assert_eq!((format!("{min:.1}"), format!("{max:.1}")), ("13.1".into(), "20.7".into()));
+    // Totals (the identity, in ms) have no spread: only shares do.
+    assert!(spreads.iter().all(|s| s["part"] != "identity"), "{spreads:?}");
+}
