@@ -369,6 +369,7 @@ pub fn validate(raw: RawClaimFile, path: &Path) -> Result<ClaimSet, ClaimsError>
 /// Every `{claim/part}` of `report.answer` names a part with a number: a measured part or
 /// arithmetic, so the answer's numbers come from the audit, never from its text.
 fn answer_placeholders(c: &mut Checker, answer: &RawText, claims: &[Claim]) {
+    let before = c.problems.len();
     for text in answer.value.values() {
         let found = match super::placeholders(text) {
             Ok(found) => found,
@@ -414,6 +415,16 @@ fn answer_placeholders(c: &mut Checker, answer: &RawText, claims: &[Claim]) {
                 ),
                 Some(_) => {}
             }
+        }
+    }
+    // Each language's text may repeat a placeholder: report it once.
+    let mut seen = std::collections::BTreeSet::new();
+    let mut i = before;
+    while i < c.problems.len() {
+        if seen.insert(c.problems[i].message.clone()) {
+            i += 1;
+        } else {
+            c.problems.remove(i);
         }
     }
 }
