@@ -247,6 +247,68 @@ fn pdf_holds_chinese_verdicts_and_numbers() {
     assert!(a == b, "two renders of the same inputs differ");
 }
 
+/// Page 1 of each PDF is the decision brief: the answer, the bound, the decision, the open
+/// items, the sources and the audit conditions, all before the first page break.
+#[test]
+fn pdf_page_one_is_the_decision_brief() {
+    if !typst_ready() || Command::new("pdftotext").arg("-v").output().is_err() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = render_to(dir.path(), "pdf");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let wants = [
+        (
+            "en",
+            [
+                "Answer",
+                "About a sixth, not a majority",
+                "The number to act on",
+                "1.216x",
+                "Decision requested",
+                "Open items, cheapest first",
+                "effort: minutes",
+                "profile-blind answer",
+                "one model, one prompt, one run",
+                "reviewed by",
+                "derived by verdict fixtures/day26/generate.rs",
+            ],
+        ),
+        (
+            "zh-TW",
+            [
+                "結論",
+                "約六分之一，不是多數",
+                "可據以行動的數字",
+                "1.216x",
+                "請求的決定",
+                "未確定事項，由便宜到貴",
+                "工作量：幾分鐘",
+                "profile-blind 回答",
+                "單一模型、單一 prompt、單次執行",
+                "審查者",
+                "由 verdict fixtures/day26/generate.rs",
+            ],
+        ),
+    ];
+    for (lang, want) in wants {
+        let pdf = dir.path().join(format!("{ID}.{lang}.pdf"));
+        let out = Command::new("pdftotext")
+            .args(["-f", "1", "-l", "1"])
+            .arg(&pdf)
+            .arg("-")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        // pdftotext breaks lines where the page does: compare without them.
+        let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        for w in want {
+            let w: String = w.split_whitespace().collect::<Vec<_>>().join(" ");
+            assert!(flat.contains(&w), "{lang} page 1 lacks `{w}`:\n{text}");
+        }
+    }
+}
+
 /// A claims file whose author texts try to break out of their place.
 fn hostile(dir: &Path) -> PathBuf {
     let trace = root().join("fixtures/day26/megatron.sqlite");
