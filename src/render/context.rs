@@ -949,6 +949,13 @@ fn spread_text(t: &Strings, a: &Audit, claim: &str, part: &str, unit: crate::cla
     };
     let Some(((dmin, min), (dmax, max))) = sp.range() else { return Ok(None) };
     let devices: Vec<i64> = sp.values.iter().map(|(d, _)| *d).collect();
+    let (lo, hi) = (crate::verdict::show(min, unit), crate::verdict::show(max, unit));
+    if lo == hi {
+        return Ok(Some(t.format(
+            "scope.spread_same",
+            &args([("value", lo), ("devices", format_device_list(&devices))]),
+        )?));
+    }
     Ok(Some(t.format(
         "scope.spread",
         &args([
