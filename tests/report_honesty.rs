@@ -98,7 +98,7 @@ fn a_refuted_claim_keeps_its_number_and_scope_on_page_one() {
         rows,
         [(
             "communication is mostly hidden (hidden ratio at least 50%)".to_string(),
-            "0.0% (device 0, whole trace; 0.0% to 0.0% across devices 0-1)".to_string(),
+            "0.0% (device 0, whole trace; 0.0% on each of devices 0-1)".to_string(),
             "not supported".to_string()
         )]
     );
@@ -118,7 +118,7 @@ fn every_claim_has_its_number_with_its_scope_on_page_one() {
     assert_eq!(
         got,
         [
-            ("0.0% (device 0, whole trace; 0.0% to 0.0% across devices 0-1)", "not supported"),
+            ("0.0% (device 0, whole trace; 0.0% on each of devices 0-1)", "not supported"),
             ("5.7% (device 0, whole trace; 2.8% to 5.7% across devices 0-1)", "supported"),
             ("0.00 ms (device 0, whole trace)", "partially supported"),
         ]
