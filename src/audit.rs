@@ -86,7 +86,9 @@ pub struct Spread {
 
 impl Spread {
     /// The smallest and largest value with their devices.
-    pub fn range(&self) -> Option<((i64, crate::formula::Rational), (i64, crate::formula::Rational))> {
+    pub fn range(
+        &self,
+    ) -> Option<((i64, crate::formula::Rational), (i64, crate::formula::Rational))> {
         let min = self.values.iter().min_by(|a, b| a.1.cmp_to(b.1))?;
         let max = self.values.iter().max_by(|a, b| a.1.cmp_to(b.1))?;
         Some((*min, *max))

@@ -105,7 +105,13 @@ pub struct RenderArgs {
     /// Which reports to write, each in every format: full (the whole audit, `ID.LANG.md`),
     /// blog (a post in the article's shape, `ID.LANG.blog.md`), brief (page 1 alone,
     /// `ID.LANG.brief.md`).
-    #[arg(long, value_enum, value_name = "PROFILES", value_delimiter = ',', default_value = "full")]
+    #[arg(
+        long,
+        value_enum,
+        value_name = "PROFILES",
+        value_delimiter = ',',
+        default_value = "full"
+    )]
     pub profile: Vec<crate::render::report::Profile>,
     /// Output folder.
     #[arg(long, value_name = "DIR", default_value = "out", value_hint = clap::ValueHint::DirPath)]

@@ -981,7 +981,11 @@ fn the_terminal_output_fits_its_width_in_both_languages() {
             let verdicts: Vec<&str> = rows.iter().map(|r| r[2].as_str()).collect();
             assert_eq!(verdicts, zh_verdicts, "{lang} at {columns}");
             assert!(rows[0][1].contains("share: 1,094.74 / 6,155.75 ms = 17.8%"), "{:?}", rows[0]);
-            assert!(rows[4][1].starts_with("skew: 21,078.72 / 74,483.12 ms = 28.3%"), "{:?}", rows[4]);
+            assert!(
+                rows[4][1].starts_with("skew: 21,078.72 / 74,483.12 ms = 28.3%"),
+                "{:?}",
+                rows[4]
+            );
         }
     }
 }
@@ -1208,10 +1212,8 @@ fn day26_one_device_share_is_recomputed_on_every_device_of_its_window() {
     let trace = fixture("day26/megatron.sqlite");
     let a = check_json(DAY26_CLAIMS);
     let spreads = a["spreads"].as_array().expect("spreads");
-    let share: Vec<&Value> = spreads
-        .iter()
-        .filter(|s| s["claim"] == "exposed-comm" && s["part"] == "share")
-        .collect();
+    let share: Vec<&Value> =
+        spreads.iter().filter(|s| s["claim"] == "exposed-comm" && s["part"] == "share").collect();
     assert_eq!(share.len(), 1, "{spreads:?}");
     let per = share[0]["per_device"].as_object().unwrap();
     assert_eq!(per.keys().cloned().collect::<Vec<_>>(), ["1", "2", "3", "4", "5", "6", "7"]);

@@ -30,7 +30,10 @@ fn reports() -> Vec<(String, String)> {
 fn html_pulldown(md: &str) -> String {
     use pulldown_cmark::{Options, Parser, html};
     let mut s = String::new();
-    html::push_html(&mut s, Parser::new_ext(md, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH));
+    html::push_html(
+        &mut s,
+        Parser::new_ext(md, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH),
+    );
     s
 }
 
@@ -119,9 +122,10 @@ fn blog_reports_read_alike_in_older_dialects() {
             // Flat lists only: nesting needs 4 spaces in some dialects and 2 in others.
             let indented = line.len() - line.trim_start().len();
             let item = line.trim_start().starts_with("- ")
-                || line.trim_start().split_once(". ").is_some_and(|(d, _)| {
-                    !d.is_empty() && d.chars().all(|c| c.is_ascii_digit())
-                });
+                || line
+                    .trim_start()
+                    .split_once(". ")
+                    .is_some_and(|(d, _)| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()));
             assert!(!(item && indented > 0), "{name}:{}: a nested list item: {line}", n + 1);
             // No escape that an older dialect would print literally.
             let chars: Vec<char> = line.chars().collect();
@@ -132,7 +136,9 @@ fn blog_reports_read_alike_in_older_dialects() {
                     let run = chars[i..].iter().take_while(|c| **c == '`').count();
                     let fence: String = "`".repeat(run);
                     let rest: String = chars[i + run..].iter().collect();
-                    let end = rest.find(&fence).map_or(chars.len(), |e| i + run + rest[..e].chars().count() + run);
+                    let end = rest
+                        .find(&fence)
+                        .map_or(chars.len(), |e| i + run + rest[..e].chars().count() + run);
                     i = end;
                     continue;
                 }

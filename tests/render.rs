@@ -86,7 +86,14 @@ fn markdown_and_typst_snapshots() {
     let a = audit();
     let renderers = verdict::render::report::Renderers::new(&options()).unwrap();
     for lang in ["zh-TW", "en"] {
-        let r = verdict::render::report::render_lang(&a, lang, verdict::render::report::Profile::Full, &options(), &renderers).unwrap();
+        let r = verdict::render::report::render_lang(
+            &a,
+            lang,
+            verdict::render::report::Profile::Full,
+            &options(),
+            &renderers,
+        )
+        .unwrap();
         insta::assert_snapshot!(format!("day26.{lang}.md"), r.md);
         insta::assert_snapshot!(format!("day26.{lang}.typ"), r.typ);
     }

@@ -450,7 +450,12 @@ fn the_rendered_zh_tw_report_has_no_half_width_punctuation_and_no_rejected_term(
         for v in &t.rejected {
             for (n, l) in plain.lines().enumerate() {
                 if uses_rejected(l, &t.zh, v) {
-                    rejected.push(format!("line {}: {v} (glossary: {}): {}", n + 1, t.zh, l.trim()));
+                    rejected.push(format!(
+                        "line {}: {v} (glossary: {}): {}",
+                        n + 1,
+                        t.zh,
+                        l.trim()
+                    ));
                 }
             }
         }
@@ -475,8 +480,8 @@ fn the_blog_and_brief_zh_tw_reports_have_no_half_width_punctuation() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     for profile in ["blog", "brief"] {
-        let md = std::fs::read_to_string(dir.path().join(format!("{ID}.zh-TW.{profile}.md")))
-            .unwrap();
+        let md =
+            std::fs::read_to_string(dir.path().join(format!("{ID}.zh-TW.{profile}.md"))).unwrap();
         let found: Vec<String> = offenders(&cells(&md))
             .into_iter()
             .map(|o| format!("line {}: {} in {}", o.line, o.pair, o.text.trim()))

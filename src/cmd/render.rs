@@ -34,7 +34,10 @@ pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
         timestamp: source_date_epoch()?,
         profiles: args.profile.clone(),
         render_date: Some(crate::render::provenance::render_date().map_err(|e| {
-            crate::Hinted::new(e, "set it to seconds since 1970-01-01 UTC (`date +%s`), or unset it")
+            crate::Hinted::new(
+                e,
+                "set it to seconds since 1970-01-01 UTC (`date +%s`), or unset it",
+            )
         })?),
     };
     let mut progress = super::progress();

@@ -577,10 +577,8 @@ fn rank_lines(t: &Strings, e: &crate::analysis::Evidence) -> Result<Vec<String>,
     let sep = t.get("ui.list_sep")?;
     let per = |key: &str, show: &dyn Fn(i64) -> String| -> Option<String> {
         let m = v.get(key)?.as_object()?;
-        let items: Vec<String> = m
-            .iter()
-            .filter_map(|(d, x)| Some(format!("{d}: {}", show(x.as_i64()?))))
-            .collect();
+        let items: Vec<String> =
+            m.iter().filter_map(|(d, x)| Some(format!("{d}: {}", show(x.as_i64()?)))).collect();
         if items.is_empty() { None } else { Some(items.join(sep)) }
     };
     let mut out = Vec::new();
@@ -654,11 +652,7 @@ fn brief(
     meta: &Meta,
     scoped: &Scoped,
     bounds: Vec<BoundCtx>,
-    open_items: Vec<(
-        Option<crate::claims::Effort>,
-        Option<crate::claims::Work>,
-        OpenItemCtx,
-    )>,
+    open_items: Vec<(Option<crate::claims::Effort>, Option<crate::claims::Work>, OpenItemCtx)>,
     derived: &[(String, Option<String>)],
 ) -> Result<BriefCtx, String> {
     let lang = t.lang.as_str();
@@ -670,7 +664,10 @@ fn brief(
             let counts: BTreeMap<String, String> = Verdict::ALL
                 .iter()
                 .map(|v| {
-                    (v.key().to_string(), a.summary.counts.get(v.key()).copied().unwrap_or(0).to_string())
+                    (
+                        v.key().to_string(),
+                        a.summary.counts.get(v.key()).copied().unwrap_or(0).to_string(),
+                    )
                 })
                 .collect();
             let mut s = t.format("ui.counts", &counts)?;
@@ -681,10 +678,17 @@ fn brief(
                         "ui.default_answer",
                         &args([
                             ("statement", c.statement.get(lang).cloned().unwrap_or_default()),
-                            ("verdict", t.get(&format!("verdict.{}", r.verdict.key()))?.to_string()),
+                            (
+                                "verdict",
+                                t.get(&format!("verdict.{}", r.verdict.key()))?.to_string(),
+                            ),
                             (
                                 "value",
-                                format!("{v}{}{sc}{}", t.get("ui.paren_open")?, t.get("ui.paren_close")?),
+                                format!(
+                                    "{v}{}{sc}{}",
+                                    t.get("ui.paren_open")?,
+                                    t.get("ui.paren_close")?
+                                ),
                             ),
                         ]),
                     )?;
@@ -746,7 +750,9 @@ fn brief(
     let origin_warnings = derived
         .iter()
         .filter_map(|(name, by)| by.as_ref().map(|by| (name, by)))
-        .map(|(name, by)| t.format("ui.origin_warning", &args([("trace", name.clone()), ("by", by.clone())])))
+        .map(|(name, by)| {
+            t.format("ui.origin_warning", &args([("trace", name.clone()), ("by", by.clone())]))
+        })
         .collect::<Result<_, _>>()?;
     Ok(BriefCtx {
         answer,
@@ -763,7 +769,8 @@ fn brief(
                 if let Some(e) = &o.effort {
                     bits.push(format!("{}{colon}{e}", t.get("ui.effort")?));
                 }
-                o.plan = (!bits.is_empty()).then(|| bits.join(t.get("ui.list_sep").unwrap_or(", ")));
+                o.plan =
+                    (!bits.is_empty()).then(|| bits.join(t.get("ui.list_sep").unwrap_or(", ")));
                 Ok(o)
             })
             .collect::<Result<_, String>>()?,
@@ -913,7 +920,6 @@ fn range(t: &Strings, start: i64, end: i64, capture_start: Option<i64>) -> Resul
     }
 }
 
-
 fn args<const N: usize>(pairs: [(&str, String); N]) -> BTreeMap<String, String> {
     pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }
@@ -943,7 +949,13 @@ fn short_scope(t: &Strings, ev: &crate::analysis::Evidence, m: &Measure) -> Resu
 }
 
 /// The spread of a one-device value over every device of its window, in words.
-fn spread_text(t: &Strings, a: &Audit, claim: &str, part: &str, unit: crate::claims::Unit) -> Result<Option<String>, String> {
+fn spread_text(
+    t: &Strings,
+    a: &Audit,
+    claim: &str,
+    part: &str,
+    unit: crate::claims::Unit,
+) -> Result<Option<String>, String> {
     let Some(sp) = a.spreads.iter().find(|s| s.claim == claim && s.part == part) else {
         return Ok(None);
     };
@@ -972,9 +984,10 @@ fn spread_text(t: &Strings, a: &Audit, claim: &str, part: &str, unit: crate::cla
 fn formula_line(f: &crate::verdict::FormulaResult) -> String {
     let result = f.display.clone().unwrap_or_else(|| "n/a".into());
     let mut steps: Vec<String> = Vec::new();
-    for s in [Some(f.symbolic.clone()), f.definition.clone(), Some(f.substituted.clone()), Some(result)]
-        .into_iter()
-        .flatten()
+    for s in
+        [Some(f.symbolic.clone()), f.definition.clone(), Some(f.substituted.clone()), Some(result)]
+            .into_iter()
+            .flatten()
     {
         let s = s.trim().to_string();
         if steps.last() != Some(&s) {
@@ -1039,8 +1052,11 @@ pub fn build(
 
     let mut key_numbers = Vec::new();
     let mut open = Vec::new();
-    let mut open_items: Vec<(Option<crate::claims::Effort>, Option<crate::claims::Work>, OpenItemCtx)> =
-        Vec::new();
+    let mut open_items: Vec<(
+        Option<crate::claims::Effort>,
+        Option<crate::claims::Work>,
+        OpenItemCtx,
+    )> = Vec::new();
     let mut bounds = Vec::new();
     let mut table = Vec::new();
     let mut claims = Vec::new();
@@ -1099,9 +1115,9 @@ pub fn build(
                 && p.outcome == PartOutcome::Holds
                 && p.formula.as_ref().is_some_and(|f| f.unit == crate::claims::Unit::Times)
                 && part.formula.as_ref().is_some_and(|e| {
-                    e.vars().iter().any(|v| {
-                        claim.parts.iter().any(|q| &q.id == v && q.measure.is_some())
-                    })
+                    e.vars()
+                        .iter()
+                        .any(|v| claim.parts.iter().any(|q| &q.id == v && q.measure.is_some()))
                 })
                 && let Some(f) = &p.formula
             {
@@ -1143,9 +1159,10 @@ pub fn build(
                                 notes: ev
                                     .map(|e| {
                                         // Gate R1 already states the span denominator.
-                                        let r1_span = p.gates.iter().any(|g| {
-                                            g.finding.key == "gate.r1.contain_span"
-                                        });
+                                        let r1_span = p
+                                            .gates
+                                            .iter()
+                                            .any(|g| g.finding.key == "gate.r1.contain_span");
                                         e.notes
                                             .iter()
                                             .filter(|n| {
@@ -1183,11 +1200,14 @@ pub fn build(
                             "ui.says_source",
                             &args([(
                                 "source",
-                                source_label.clone().unwrap_or_else(|| t.get("ui.source").unwrap_or("").to_string()),
+                                source_label.clone().unwrap_or_else(|| {
+                                    t.get("ui.source").unwrap_or("").to_string()
+                                }),
                             )]),
                         )?,
                     };
-                    let how = if part.kind == Kind::Arithmetic { "ui.computed" } else { "ui.measured" };
+                    let how =
+                        if part.kind == Kind::Arithmetic { "ui.computed" } else { "ui.measured" };
                     // A number that matches shows once; a mismatch shows both. The auditor's
                     // own figure that matches is the result already shown beside it.
                     if s.matches && part.says_by == crate::claims::Who::Auditor {
@@ -1246,7 +1266,9 @@ pub fn build(
                 .iter()
                 .filter(|g| {
                     readers.iter().all(|&i| {
-                        parts[i].gates.iter().any(|h| h.id == g.id && h.status_key == g.status_key && h.text == g.text)
+                        parts[i].gates.iter().any(|h| {
+                            h.id == g.id && h.status_key == g.status_key && h.text == g.text
+                        })
                     })
                 })
                 .cloned()
@@ -1276,14 +1298,20 @@ pub fn build(
         let key = key_number(claim, r, lang, &verdict, t, &scoped)?;
         let (po, pc) = (t.get("ui.paren_open")?, t.get("ui.paren_close")?);
         let number = match (&key.scope, &key.spread) {
-            (Some(sc), Some(sp)) => format!("{}{po}{sc}{}{sp}{pc}", key.value, t.get("ui.semicolon")?),
+            (Some(sc), Some(sp)) => {
+                format!("{}{po}{sc}{}{sp}{pc}", key.value, t.get("ui.semicolon")?)
+            }
             (Some(sc), None) => format!("{}{po}{sc}{pc}", key.value),
             _ => key.value.clone(),
         };
         key_numbers.push(key);
         if a.summary.open.contains(&r.id) {
             let needs = what_would_decide(r, lang, t, evidence)?;
-            open.push(OpenCtx { id: claim.id.clone(), verdict: verdict.clone(), needs: needs.clone() });
+            open.push(OpenCtx {
+                id: claim.id.clone(),
+                verdict: verdict.clone(),
+                needs: needs.clone(),
+            });
             let planned = claim
                 .parts
                 .iter()
@@ -1479,7 +1507,12 @@ pub fn build(
             Ok(ProvenanceCtx {
                 command: super::shell::layout(&e.argv, super::shell::REPORT_WIDTH),
                 parts: parts.join(", "),
-                details: e.evidence.as_ref().map(|ev| rank_lines(t, ev)).transpose()?.unwrap_or_default(),
+                details: e
+                    .evidence
+                    .as_ref()
+                    .map(|ev| rank_lines(t, ev))
+                    .transpose()?
+                    .unwrap_or_default(),
             })
         })
         .collect::<Result<_, String>>()?;

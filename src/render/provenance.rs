@@ -107,7 +107,10 @@ mod tests {
 
     #[test]
     fn credentials_are_stripped_from_remotes() {
-        assert_eq!(strip_credentials("https://u:tok@example.org/a.git"), "https://example.org/a.git");
+        assert_eq!(
+            strip_credentials("https://u:tok@example.org/a.git"),
+            "https://example.org/a.git"
+        );
         assert_eq!(strip_credentials("git@example.org:a/b.git"), "git@example.org:a/b.git");
         assert_eq!(strip_credentials("https://example.org/a@b"), "https://example.org/a@b");
     }

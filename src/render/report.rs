@@ -5,8 +5,8 @@
 //! are then written atomically. The PNG charts and the PDF come last: without typst the
 //! Markdown still lands.
 
-use std::path::{Path, PathBuf};
 use serde::Serialize;
+use std::path::{Path, PathBuf};
 
 use super::charts::{self, Chart};
 use super::i18n::Strings;
