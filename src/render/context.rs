@@ -1047,8 +1047,7 @@ pub fn build(
     let mut charts_left: Vec<ChartCtx> = chart_ctx.clone();
 
     // Scope and value of every measured part, for the summary, the table and the answer.
-    let mut scoped: BTreeMap<(String, String), (String, Option<String>, Option<String>)> =
-        BTreeMap::new();
+    let mut scoped: Scoped = BTreeMap::new();
 
     let mut key_numbers = Vec::new();
     let mut open = Vec::new();
