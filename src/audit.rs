@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::analysis::{self, Context, Evidence, Params, ToolRef};
 use crate::claims::{ClaimSet, Measure, Scope};
-use crate::scope::{DeviceSel, format_device_list};
+use crate::scope::DeviceSel;
 use crate::trace::{KernelFilter, Trace};
 use crate::verdict::{self, ClaimResult, EvidenceMap, Summary, query_key};
 
@@ -109,7 +109,9 @@ fn spreads(set: &ClaimSet, ledger: &[LedgerEntry], context: &[LedgerEntry]) -> V
             };
             // Shares only: a spread of totals (the identity, ~6,156 ms everywhere) says nothing.
             let share = matches!(m.unit, crate::claims::Unit::Percent | crate::claims::Unit::Ratio);
-            if ev.analysis != "overlap" || ev.scope.devices.len() != 1 || !share {
+            let per_device = analysis::spec(&ev.analysis)
+                .is_some_and(|s| s.chart == Some(analysis::ChartContext::AllDevices));
+            if !per_device || ev.scope.devices.len() != 1 || !share {
                 continue;
             }
             let Some((entry, rows)) = context.iter().find_map(|c| {
@@ -193,66 +195,15 @@ pub fn normalize(p: &Path) -> PathBuf {
     if out.is_empty() { PathBuf::from(".") } else { out.iter().collect() }
 }
 
-/// The parameters of a measured part's query.
-pub fn params(scope: &Scope, m: &Measure) -> Params {
-    let mut p = Params::new(scope.devices.clone());
-    p.window = scope.window;
-    p.semantics = scope.semantics;
-    if m.analysis == "kernels" {
-        p.filter = m.filter.clone();
-        p.names = m.names;
-        p.limit = Some(analysis::kernels::DEFAULT_LIMIT);
-    }
-    p.stream = m.stream;
-    p
-}
-
 /// The `verdict query` command that reproduces the evidence of `analysis` run with `p`
-/// (`verdict inspect` for coverage), as the words the program receives (unquoted).
+/// (`verdict inspect` for whole-trace analyses), as the words the program receives.
 pub fn command_words(
-    analysis: &str,
+    spec: &analysis::AnalysisSpec,
     trace: &Path,
     p: &Params,
     expect: Option<&[i64]>,
 ) -> Vec<String> {
-    let path = normalize(trace).display().to_string();
-    let mut c: Vec<String> = Vec::new();
-    let mut add = |words: &[&str]| c.extend(words.iter().map(|w| w.to_string()));
-    if analysis == "coverage" {
-        add(&["verdict", "inspect", &path]);
-        if let Some(d) = expect {
-            add(&["--expect-devices", &format_device_list(d)]);
-        }
-        add(&["--json"]);
-        return c;
-    }
-    add(&["verdict", "query", analysis, &path]);
-    match (&p.devices, analysis) {
-        (DeviceSel::Set(v), "overlap") if v.len() == 1 => add(&["--device", &v[0].to_string()]),
-        (DeviceSel::Set(v), _) => add(&["--devices", &format_device_list(v)]),
-        (DeviceSel::All, "kernels" | "overlap") => add(&["--all-devices"]),
-        (DeviceSel::All, _) => {}
-    }
-    if let Some(w) = p.window {
-        add(&["--window", &w.to_string(), "--semantics", &p.semantics.to_string()]);
-    }
-    if let Some(f) = &p.filter {
-        match f {
-            analysis::NameFilter::Substring(s) => add(&["--match", s]),
-            analysis::NameFilter::Regex(r) => add(&["--regex", r.as_str()]),
-        }
-    }
-    if let Some(n) = p.names {
-        add(&["--names", n.as_str()]);
-    }
-    if let Some(l) = p.limit.filter(|l| *l != analysis::kernels::DEFAULT_LIMIT) {
-        add(&["--limit", &l.to_string()]);
-    }
-    if let Some(s) = p.stream {
-        add(&["--stream", &s.to_string()]);
-    }
-    add(&["--json"]);
-    c
+    analysis::command_words(spec, &normalize(trace).display().to_string(), p, expect)
 }
 
 /// A word as a POSIX shell reads it back: bare when safe, else single-quoted.
@@ -307,45 +258,46 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
             }
             Ok(mut ctx) => {
                 ctx.trace.path = path.clone();
-                let coverage = analysis::run("coverage", &Params::new(DeviceSel::All), &ctx).ok();
+                let coverage = analysis::coverage::run(&Params::new(DeviceSel::All), &ctx).ok();
                 traces.push(TraceEntry { name: decl.name.clone(), path, coverage, error: None });
                 Ok(ctx)
             }
         };
         // An unreadable trace keeps its queries in the ledger, failed, so the report names
         // each of them.
-        for (scope, m) in queries {
+        for (_, m) in queries {
             let key = query_key(&set, m);
             if evidence.contains_key(&key) {
                 continue;
             }
-            let p = params(scope, m);
+            let p = &m.params;
+            let Some(spec) = analysis::spec(&m.analysis) else { continue };
             let result = match &ctx {
                 Err(msg) => Err(msg.clone()),
-                Ok(ctx) => analysis::run(&m.analysis, &p, ctx).map_err(|e| {
+                Ok(ctx) => analysis::run_spec(spec, p, ctx).map_err(|e| {
                     let hint = e.hint().map(|h| format!(" (hint: {h})")).unwrap_or_default();
                     format!("{e}{hint}")
                 }),
             };
             ledger.push(LedgerEntry::new(
                 key.clone(),
-                command_words(&m.analysis, &decl.resolved, &p, decl.expect_devices.as_deref()),
+                command_words(spec, &decl.resolved, p, decl.expect_devices.as_deref()),
                 result.clone(),
             ));
             evidence.insert(key, result);
         }
         let Ok(ctx) = ctx else { continue };
-        for (name, scope) in &context_scopes {
+        for (spec, scope) in &context_scopes {
             let mut p = Params::new(scope.devices.clone());
             p.window = scope.window;
             p.semantics = scope.semantics;
-            if *name == "kernels" {
-                p.limit = Some(CONTEXT_KERNELS);
+            if let Some(analysis::ChartContext::Top(n)) = spec.chart {
+                p.limit = Some(n);
             }
-            let result = analysis::run(name, &p, &ctx);
+            let result = analysis::run_spec(spec, &p, &ctx);
             context.push(LedgerEntry::new(
-                format!("{}/{name}/{}", decl.name, scope.name),
-                command_words(name, &decl.resolved, &p, None),
+                format!("{}/{}/{}", decl.name, spec.name, scope.name),
+                command_words(spec, &decl.resolved, &p, None),
                 result.map_err(|e| e.to_string()),
             ));
         }
@@ -367,29 +319,32 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
     }
 }
 
-/// Top kernels shown in the report's chart.
-const CONTEXT_KERNELS: usize = 10;
-
-/// The chart queries of one trace, as (analysis, scope): each distinct overlap window over
-/// all devices, and each kernels scope without a name filter.
-fn context_scopes(queries: &[(&Scope, &Measure)]) -> Vec<(&'static str, Scope)> {
-    let mut out: Vec<(&'static str, Scope)> = Vec::new();
+/// The chart queries of one trace, as (analysis, scope), as each analysis declares them:
+/// each distinct window of a per-device analysis over all devices, and each scope of a
+/// summed analysis without its name filter.
+fn context_scopes(queries: &[(&Scope, &Measure)]) -> Vec<(&'static analysis::AnalysisSpec, Scope)> {
+    let mut out: Vec<(&'static analysis::AnalysisSpec, Scope)> = Vec::new();
     for (scope, m) in queries {
-        let (name, devices) = match m.analysis.as_str() {
-            "overlap" => ("overlap", DeviceSel::All),
-            "kernels" => ("kernels", scope.devices.clone()),
-            _ => continue,
+        let Some(spec) = analysis::spec(&m.analysis) else { continue };
+        let devices = match spec.chart {
+            Some(analysis::ChartContext::AllDevices) => DeviceSel::All,
+            Some(analysis::ChartContext::Top(_)) => scope.devices.clone(),
+            None => continue,
         };
-        let same = |(n, o): &(&'static str, Scope)| {
-            *n == name
+        let same = |(n, o): &(&'static analysis::AnalysisSpec, Scope)| {
+            n.name == spec.name
                 && o.window == scope.window
                 && o.semantics == scope.semantics
                 && o.devices == devices
         };
         if !out.iter().any(same) {
             out.push((
-                name,
-                Scope { name: format!("{name}:{}", scope.name), devices, ..(*scope).clone() },
+                spec,
+                Scope {
+                    name: format!("{}:{}", spec.name, scope.name),
+                    devices,
+                    ..(*scope).clone()
+                },
             ));
         }
     }

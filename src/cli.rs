@@ -2,15 +2,15 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Arg, ArgAction, ArgGroup, ArgMatches, Args, FromArgMatches, Parser, Subcommand};
 
+use crate::analysis::{self, AnalysisSpec, ScopeRule};
 use crate::render::report::ImageBase;
-use crate::scope::{Semantics, Window, parse_device_list};
+use crate::scope::{DeviceSel, Semantics, Window, parse_device_list};
 
 /// A parsed device list (`1-7`, `0,2,4-6`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeviceList(pub Vec<i64>);
-use crate::trace::NameStyle;
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -167,105 +167,172 @@ pub struct InspectArgs {
     pub json: bool,
 }
 
-/// The analyses `query` can run.
-#[derive(Debug, Subcommand)]
-pub enum QueryCommand {
-    /// Compute-only, NCCL-only, overlapped and idle wall time per device (interval unions).
-    Overlap(OverlapArgs),
-    /// Count and duration statistics per kernel name over a device set.
-    Kernels(KernelsArgs),
-    /// Cross-rank skew of matched NCCL kernels and the share of NCCL time spent waiting.
-    #[command(name = "nccl-skew")]
-    NcclSkew(SkewArgs),
-}
-
-/// Arguments every query shares.
-#[derive(Debug, Args)]
-pub struct CommonArgs {
-    /// The `.sqlite` file written by `nsys export --type sqlite`.
-    #[arg(value_name = "TRACE", value_hint = clap::ValueHint::FilePath)]
+/// `verdict query ANALYSIS TRACE ...`: one subcommand per analysis of the registry, its
+/// options built from the analysis's declared parameters, whose own code parses their values
+/// (the same code that reads them from a claim's `measure`).
+#[derive(Debug)]
+pub struct QueryCommand {
+    /// The analysis.
+    pub analysis: &'static AnalysisSpec,
+    /// The `.sqlite` file.
     pub trace: PathBuf,
-    /// Time window START:END in seconds on the trace's clock, parsed exactly (39.964:46.123).
-    ///
-    /// Without it the whole trace is used.
-    #[arg(long, value_name = "START:END", value_parser = parse_window)]
+    /// The window, if any.
     pub window: Option<Window>,
-    /// How the window selects kernels.
-    ///
-    /// clip: kernels intersecting the window, clipped to it; the total is the window length.
-    /// contain: kernels fully inside the window, unclipped; the total is the span of the kept
-    /// kernels (the semantics of nsys-ai 0.3.0 --trim).
-    #[arg(long, value_enum, default_value_t = Semantics::Clip)]
+    /// How the window selects.
     pub semantics: Semantics,
-    /// Devices the job should have, e.g. 0-7; disclosed as missing when they ran no kernel.
-    #[arg(long, value_name = "LIST", value_parser = parse_devices)]
+    /// Devices the job should have.
     pub expect_devices: Option<DeviceList>,
-    /// Print the evidence as JSON (the stable contract documented in the README).
-    #[arg(long)]
+    /// Print JSON.
     pub json: bool,
+    /// `--device`, `--devices` or `--all-devices`, if given.
+    pub devices: Option<DeviceSel>,
+    /// The analysis's own parameters as given (or at their defaults), `(name, text)`.
+    pub params: Vec<(&'static str, String)>,
 }
 
-/// Device selection of a query.
-#[derive(Debug, Args)]
-#[group(multiple = false)]
-pub struct DeviceArgs {
-    /// One device (nsys deviceId).
-    #[arg(long, value_name = "N")]
-    pub device: Option<i64>,
-    /// A device set, e.g. 1-7 or 0,2,4-6.
-    #[arg(long, value_name = "LIST", value_parser = parse_devices)]
-    pub devices: Option<DeviceList>,
-    /// Every device with kernels.
-    #[arg(long)]
-    pub all_devices: bool,
+impl FromArgMatches for QueryCommand {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        let Some((name, sub)) = m.subcommand() else {
+            return Err(clap::Error::new(clap::error::ErrorKind::MissingSubcommand));
+        };
+        let analysis = analysis::spec(name)
+            .filter(|a| a.is_query())
+            .ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidSubcommand))?;
+        let devices = if let Some(n) = sub.get_one::<i64>("device") {
+            Some(DeviceSel::Set(vec![*n]))
+        } else if let Some(v) = sub.get_one::<DeviceList>("devices") {
+            Some(DeviceSel::Set(v.0.clone()))
+        } else if sub.get_flag("all-devices") {
+            Some(DeviceSel::All)
+        } else {
+            None
+        };
+        Ok(QueryCommand {
+            analysis,
+            trace: sub.get_one::<PathBuf>("trace").cloned().unwrap_or_default(),
+            window: sub.get_one::<Window>("window").copied(),
+            semantics: sub.get_one::<Semantics>("semantics").copied().unwrap_or(Semantics::Clip),
+            expect_devices: sub.get_one::<DeviceList>("expect-devices").cloned(),
+            json: sub.get_flag("json"),
+            devices,
+            params: analysis
+                .params
+                .iter()
+                .filter_map(|p| sub.get_one::<String>(p.name).map(|v| (p.name, v.clone())))
+                .collect(),
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = QueryCommand::from_arg_matches(m)?;
+        Ok(())
+    }
 }
 
-/// Arguments of `query overlap`.
-#[derive(Debug, Args)]
-pub struct OverlapArgs {
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub common: CommonArgs,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub devices: DeviceArgs,
+impl Subcommand for QueryCommand {
+    fn augment_subcommands(cmd: clap::Command) -> clap::Command {
+        let mut cmd = cmd.subcommand_required(true).arg_required_else_help(true);
+        for a in analysis::ANALYSES.iter().filter(|a| a.is_query()) {
+            cmd = cmd.subcommand(query_command(a));
+        }
+        cmd
+    }
+
+    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
+        QueryCommand::augment_subcommands(cmd)
+    }
+
+    fn has_subcommand(name: &str) -> bool {
+        analysis::spec(name).is_some_and(|a| a.is_query())
+    }
 }
 
-/// Arguments of `query kernels`.
-#[derive(Debug, Args)]
-pub struct KernelsArgs {
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub common: CommonArgs,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub devices: DeviceArgs,
-    /// Keep kernels whose name contains TEXT (case-sensitive).
-    #[arg(long = "match", value_name = "TEXT", conflicts_with = "regex")]
-    pub pattern: Option<String>,
-    /// Keep kernels whose name matches the regular expression RE.
-    #[arg(long, value_name = "RE")]
-    pub regex: Option<String>,
-    /// Group and match by the short (base) or the demangled name.
-    #[arg(long, value_enum, default_value_t = NameStyle::Short)]
-    pub names: NameStyle,
-    /// Show the top N names by total time.
-    #[arg(long, value_name = "N", default_value_t = crate::analysis::kernels::DEFAULT_LIMIT)]
-    pub limit: usize,
+/// The subcommand of one analysis: the options every query shares, then its own.
+fn query_command(a: &'static AnalysisSpec) -> clap::Command {
+    let devices_help = match a.scope {
+        ScopeRule::Ranks => {
+            "Ranks to compare (devices), e.g. 1-7 or 0,2,4-6; default: every device with kernels"
+        }
+        _ => "A device set, e.g. 1-7 or 0,2,4-6",
+    };
+    let mut c = clap::Command::new(a.name)
+        .about(capitalize(a.summary))
+        .arg(
+            Arg::new("trace")
+                .value_name("TRACE")
+                .required(true)
+                .value_parser(clap::value_parser!(PathBuf))
+                .value_hint(clap::ValueHint::FilePath)
+                .help("The `.sqlite` file written by `nsys export --type sqlite`"),
+        )
+        .arg(
+            Arg::new("window")
+                .long("window")
+                .value_name("START:END")
+                .value_parser(parse_window)
+                .help("Time window START:END in seconds on the trace's clock, parsed exactly (39.964:46.123)")
+                .long_help("Time window START:END in seconds on the trace's clock, parsed exactly (39.964:46.123).\n\nWithout it the whole trace is used."),
+        )
+        .arg(
+            Arg::new("semantics")
+                .long("semantics")
+                .value_name("SEMANTICS")
+                .value_parser(clap::builder::EnumValueParser::<Semantics>::new())
+                .default_value("clip")
+                .help("How the window selects kernels")
+                .long_help("How the window selects kernels.\n\nclip: kernels intersecting the window, clipped to it; the total is the window length. contain: kernels fully inside the window, unclipped; the total is the span of the kept kernels (the semantics of nsys-ai 0.3.0 --trim)."),
+        )
+        .arg(
+            Arg::new("expect-devices")
+                .long("expect-devices")
+                .value_name("LIST")
+                .value_parser(parse_devices)
+                .help("Devices the job should have, e.g. 0-7; disclosed as missing when they ran no kernel"),
+        )
+        .arg(
+            Arg::new("json")
+                .long("json")
+                .action(ArgAction::SetTrue)
+                .help("Print the evidence as JSON (the stable contract documented in the README)"),
+        )
+        .arg(
+            Arg::new("device")
+                .long("device")
+                .value_name("N")
+                .value_parser(clap::value_parser!(i64))
+                .help("One device (nsys deviceId)"),
+        )
+        .arg(
+            Arg::new("devices")
+                .long("devices")
+                .value_name("LIST")
+                .value_parser(parse_devices)
+                .help(devices_help),
+        )
+        .arg(
+            Arg::new("all-devices")
+                .long("all-devices")
+                .action(ArgAction::SetTrue)
+                .help("Every device with kernels"),
+        )
+        .group(ArgGroup::new("device-scope").args(["device", "devices", "all-devices"]).multiple(false));
+    for p in a.params {
+        let mut arg = Arg::new(p.name).long(p.name).value_name(p.value_name).help(p.help);
+        if let Some(d) = p.default {
+            arg = arg.default_value(d);
+        }
+        if !p.conflicts.is_empty() {
+            arg = arg.conflicts_with_all(p.conflicts);
+        }
+        c = c.arg(arg);
+    }
+    c
 }
 
-/// Arguments of `query nccl-skew`.
-#[derive(Debug, Args)]
-pub struct SkewArgs {
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub common: CommonArgs,
-    /// Ranks to compare (devices), e.g. 1-7; default: every device with kernels.
-    #[arg(long, value_name = "LIST", value_parser = parse_devices)]
-    pub devices: Option<DeviceList>,
-    /// Match only the NCCL kernels of this stream (default: all NCCL kernels of each rank).
-    #[arg(long, value_name = "S")]
-    pub stream: Option<i64>,
+/// A summary line as a help sentence.
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    c.next().map_or_else(String::new, |f| f.to_uppercase().collect::<String>() + c.as_str())
 }
 
 fn parse_window(s: &str) -> Result<Window, String> {

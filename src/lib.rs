@@ -17,6 +17,7 @@ pub mod formula;
 pub mod i18n;
 pub mod render;
 pub mod scope;
+pub mod term;
 pub mod trace;
 pub mod units;
 pub mod verdict;

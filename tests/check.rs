@@ -499,7 +499,7 @@ fn day26_human_output_has_the_verdict_table() {
 fn invalid_unknown_field() {
     assert_refused(
         &invalid("unknown-field"),
-        &[(22, 11, "unknown field `valeu`", "remove or rename the key")],
+        &[(22, 18, "unknown field `valeu`", "did you mean `value`")],
         &[],
     );
 }

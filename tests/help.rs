@@ -40,3 +40,16 @@ fn help_states_the_exit_codes() {
             && h.contains("2 error")
     );
 }
+
+/// `verdict analyses`: every analysis with its parameters and fields, from the registry.
+#[test]
+fn analyses_listing() {
+    let out = Command::cargo_bin("verdict")
+        .unwrap()
+        .arg("analyses")
+        .env("COLUMNS", "100")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    insta::assert_snapshot!("analyses", String::from_utf8(out.stdout).unwrap());
+}

@@ -5,7 +5,11 @@
 
 use serde_json::json;
 
-use super::{AnalysisSpec, Context, Evidence, Field, Params, QueryError, obj};
+use super::{
+    AnalysisSpec, Context, Evidence, Field, FieldKind, Params, QueryError, ScopeRule, Table, Unit,
+    obj, show,
+};
+use crate::term as table;
 
 /// Registry entry.
 pub const SPEC: AnalysisSpec = AnalysisSpec {
@@ -14,35 +18,62 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     fields: &[
         Field {
             name: "devices_present",
-            unit: "count",
+            unit: Unit::Count,
+            kind: FieldKind::Count,
             definition: "devices with at least one kernel",
         },
         Field {
             name: "devices_expected",
-            unit: "count",
+            unit: Unit::Count,
+            kind: FieldKind::Count,
             definition: "devices the job should have (expected set, else GPUs listed in TARGET_INFO_GPU, else present)",
         },
         Field {
             name: "devices_missing",
-            unit: "count",
+            unit: Unit::Count,
+            kind: FieldKind::Count,
             definition: "expected devices without any kernel",
         },
-        Field { name: "kernels", unit: "count", definition: "kernel rows over all devices" },
+        Field {
+            name: "kernels",
+            unit: Unit::Count,
+            kind: FieldKind::Count,
+            definition: "kernel rows over all devices",
+        },
         Field {
             name: "streams",
-            unit: "count",
+            unit: Unit::Count,
+            kind: FieldKind::Count,
             definition: "distinct (device, stream) pairs with kernels",
         },
         Field {
             name: "first_start_ns",
-            unit: "ns",
+            unit: Unit::Ns,
+            kind: FieldKind::Timestamp,
             definition: "first kernel start over all devices",
         },
-        Field { name: "last_end_ns", unit: "ns", definition: "last kernel end over all devices" },
+        Field {
+            name: "last_end_ns",
+            unit: Unit::Ns,
+            kind: FieldKind::Timestamp,
+            definition: "last kernel end over all devices",
+        },
+        Field {
+            name: "skipped_invalid",
+            unit: Unit::Count,
+            kind: FieldKind::Count,
+            definition: "kernel rows left out because their timestamps were not collected (0/0) or ran backwards",
+        },
     ],
+    sums: &[],
     params: &[],
+    scope: ScopeRule::WholeTrace,
+    needs: &[Table::Kernels],
     cross_rank: &[],
     ratios: &[],
+    chart: None,
+    run,
+    table,
 };
 
 /// Runs the analysis (the whole trace; window and devices are disclosed, not applied).
@@ -112,4 +143,18 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
         ev.note("note.skipped_invalid", &[("n", inv.skipped_invalid.to_string())]);
     }
     Ok(ev)
+}
+/// The terminal text of its values (`verdict inspect` prints its own tables).
+pub fn table(ev: &Evidence, width: usize) -> String {
+    #[allow(unused_imports)]
+    use super::show::*;
+    #[allow(unused_imports)]
+    use crate::term::Column;
+    let mut s = String::new();
+    if let Some(v) = &ev.values {
+        for f in SPEC.fields {
+            s += &table::hang(&format!("{:<18}", f.name), &show::plain(v.get(f.name)), 18, width);
+        }
+    }
+    s
 }

@@ -8,8 +8,12 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{Value, json};
 
-use super::{AnalysisSpec, Context, Evidence, Field, Params, QueryError, obj, quantiles, select};
+use super::{
+    AnalysisSpec, ChartContext, Context, Evidence, Field, FieldKind, Params, QueryError, ScopeRule,
+    Table, Unit, obj, quantiles, select,
+};
 use crate::scope::Semantics;
+use crate::term as table;
 use crate::trace::NameStyle;
 
 /// Registry entry.
@@ -19,36 +23,69 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     fields: &[
         Field {
             name: "count",
-            unit: "count",
+            unit: Unit::Count,
+            kind: FieldKind::Count,
             definition: "kernels that pass the name filter, summed over the devices in scope",
         },
         Field {
             name: "total_ns",
-            unit: "ns",
+            unit: Unit::Ns,
+            kind: FieldKind::KernelTime,
             definition: "sum of their durations (kernel time; concurrent kernels add, so this is not wall time)",
         },
-        Field { name: "mean_ns", unit: "ns", definition: "total_ns / count, rounded down" },
-        Field { name: "min_ns", unit: "ns", definition: "shortest duration" },
-        Field { name: "median_ns", unit: "ns", definition: "lower median duration" },
-        Field { name: "max_ns", unit: "ns", definition: "longest duration" },
+        Field {
+            name: "mean_ns",
+            unit: Unit::Ns,
+            kind: FieldKind::KernelTime,
+            definition: "total_ns / count, rounded down",
+        },
+        Field {
+            name: "min_ns",
+            unit: Unit::Ns,
+            kind: FieldKind::KernelTime,
+            definition: "shortest duration",
+        },
+        Field {
+            name: "median_ns",
+            unit: Unit::Ns,
+            kind: FieldKind::KernelTime,
+            definition: "lower median duration",
+        },
+        Field {
+            name: "max_ns",
+            unit: Unit::Ns,
+            kind: FieldKind::KernelTime,
+            definition: "longest duration",
+        },
         Field {
             name: "names",
-            unit: "count",
+            unit: Unit::Count,
+            kind: FieldKind::Count,
             definition: "distinct kernel names that pass the filter",
         },
         Field {
             name: "devices_with_match",
-            unit: "count",
+            unit: Unit::Count,
+            kind: FieldKind::Count,
             definition: "devices in scope with at least one matching kernel",
         },
     ],
-    params: &["names", "match", "limit"],
+    sums: &[],
+    params: &[super::NAMES, super::MATCH, super::REGEX, super::LIMIT],
+    scope: ScopeRule::Summed,
+    needs: &[Table::Kernels],
     cross_rank: &[],
     ratios: &[],
+    chart: Some(ChartContext::Top(10)),
+    run,
+    table,
 };
 
 /// Default top-N when no limit is given.
 pub const DEFAULT_LIMIT: usize = 15;
+
+/// [`DEFAULT_LIMIT`] as the command line's default.
+pub const DEFAULT_LIMIT_TEXT: &str = "15";
 
 #[derive(Default)]
 struct Group {
@@ -144,6 +181,59 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     }
     ev.window.effective_ns = super::effective_window(ctx, &devices, params);
     Ok(ev)
+}
+
+/// The terminal table of `verdict query` (below the scope lines).
+pub fn table(ev: &Evidence, width: usize) -> String {
+    #[allow(unused_imports)]
+    use super::show::*;
+    #[allow(unused_imports)]
+    use crate::term::Column;
+    let mut s = String::new();
+    let rows: Vec<Vec<String>> = ev
+        .rows
+        .iter()
+        .flatten()
+        .map(|r| {
+            vec![
+                field(r, "name").as_str().unwrap_or("").to_string(),
+                count(r.get("count")),
+                time(r.get("total_ns")),
+                time(r.get("mean_ns")),
+                time(r.get("median_ns")),
+                time(r.get("max_ns")),
+                pairs(field(r, "per_device"), plain),
+            ]
+        })
+        .collect();
+    s += &table::render(
+        &[
+            Column::text("name"),
+            Column::number("count"),
+            Column::number("total"),
+            Column::number("mean"),
+            Column::number("median"),
+            Column::number("max"),
+            Column::text("per device"),
+        ],
+        &rows,
+        width,
+    );
+    if let Some(v) = &ev.values {
+        s.push('\n');
+        s += &table::hang(
+            "",
+            &format!(
+                "all matching kernels: {} over {} name(s), {} kernel time",
+                count(v.get("count")),
+                plain(v.get("names")),
+                time(v.get("total_ns"))
+            ),
+            2,
+            width,
+        );
+    }
+    s
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ pub mod intervals;
 pub mod kernels;
 pub mod nccl_skew;
 pub mod overlap;
+pub mod show;
 
 use std::collections::BTreeMap;
 
@@ -50,6 +51,14 @@ pub enum QueryError {
         /// The parameter.
         param: String,
     },
+    /// A parameter's value does not parse.
+    #[error("`{param}`: {reason}")]
+    BadParam {
+        /// The parameter.
+        param: String,
+        /// Why.
+        reason: String,
+    },
     /// The analysis name is unknown.
     #[error("unknown analysis `{0}`")]
     UnknownAnalysis(String),
@@ -75,6 +84,9 @@ impl QueryError {
             QueryError::WindowOutside { first, last, .. } => format!(
                 "windows are seconds on the trace's own clock; this trace's kernels run from {first} to {last} s"
             ),
+            QueryError::BadParam { param, .. } => {
+                format!("see `verdict analyses` for what `{param}` takes")
+            }
             QueryError::NotAdopted { .. } => {
                 "a parameter that an analysis would ignore is refused; drop it".into()
             }
@@ -94,18 +106,190 @@ impl QueryError {
     }
 }
 
-/// A field an analysis reports, with its unit and definition.
+/// The unit a field is reported in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// Integer nanoseconds.
+    Ns,
+    /// A count of things.
+    Count,
+    /// A dimensionless ratio (0-1).
+    Ratio,
+    /// A device id.
+    Device,
+    /// Bytes.
+    Bytes,
+}
+
+impl Unit {
+    /// The name `verdict analyses` prints.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unit::Ns => "ns",
+            Unit::Count => "count",
+            Unit::Ratio => "ratio",
+            Unit::Device => "device",
+            Unit::Bytes => "bytes",
+        }
+    }
+}
+
+impl Serialize for Unit {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// What a field measures: gate R3 compares it with what a claim speaks of, and checks that
+/// a share's numerator and denominator are of one kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FieldKind {
+    /// Wall time (interval unions).
+    Wall,
+    /// The window's or span's length.
+    Window,
+    /// Union of NCCL kernels.
+    NcclBusy,
+    /// Union of compute kernels.
+    ComputeBusy,
+    /// Summed kernel durations.
+    KernelTime,
+    /// Summed NCCL kernel durations.
+    NcclKernelTime,
+    /// Wall time with a copy or memset in flight (interval union of copies).
+    CopyTime,
+    /// Time on the CPU timeline (NVTX ranges), summed over ranges.
+    CpuTime,
+    /// A count.
+    Count,
+    /// A timestamp.
+    Timestamp,
+    /// Bytes moved.
+    Bytes,
+}
+
+impl FieldKind {
+    /// The name gates print.
+    pub fn key(self) -> &'static str {
+        match self {
+            FieldKind::Wall => "wall",
+            FieldKind::Window => "window",
+            FieldKind::NcclBusy => "nccl_busy",
+            FieldKind::ComputeBusy => "compute_busy",
+            FieldKind::KernelTime => "kernel_time",
+            FieldKind::NcclKernelTime => "nccl_kernel_time",
+            FieldKind::CopyTime => "copy_time",
+            FieldKind::CpuTime => "cpu_time",
+            FieldKind::Count => "count",
+            FieldKind::Timestamp => "timestamp",
+            FieldKind::Bytes => "bytes",
+        }
+    }
+
+    /// Whether it is wall time of some kind (a share of a window or a busy union).
+    pub fn is_wall(self) -> bool {
+        matches!(
+            self,
+            FieldKind::Wall
+                | FieldKind::Window
+                | FieldKind::NcclBusy
+                | FieldKind::ComputeBusy
+                | FieldKind::CopyTime
+        )
+    }
+
+    /// Whether it is summed kernel durations.
+    pub fn is_kernel_time(self) -> bool {
+        matches!(self, FieldKind::KernelTime | FieldKind::NcclKernelTime)
+    }
+}
+
+/// A field an analysis reports, with its unit, kind and definition.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Field {
     /// Key in `values` / `rows`.
     pub name: &'static str,
-    /// `ns`, `count`, `ratio`, `device`...
-    pub unit: &'static str,
+    /// The unit of the value.
+    pub unit: Unit,
+    /// What it measures.
+    pub kind: FieldKind,
     /// One line: what it is and its denominator.
     pub definition: &'static str,
 }
 
-/// A registered analysis.
+/// Which devices (ranks) one piece of evidence of an analysis covers, and how its values
+/// combine them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScopeRule {
+    /// `values` for exactly one device, `rows` per device otherwise (overlap): a claim's
+    /// scope names one device; the command takes `--device N`, `--devices` or
+    /// `--all-devices`, and one of them is required.
+    PerDevice,
+    /// Values summed over a device set (kernels): default every device.
+    Summed,
+    /// Devices compared as ranks (nccl-skew): default every device.
+    Ranks,
+    /// The whole trace; window and devices are disclosed, not applied (coverage). Reproduced
+    /// by `verdict inspect`.
+    WholeTrace,
+}
+
+/// The query behind an analysis's chart in the report: what the chart shows around the
+/// parts that read the analysis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChartContext {
+    /// The same window over every device (so one device's number stands among the others).
+    AllDevices,
+    /// The same devices without a name filter, the top N by total time.
+    Top(usize),
+}
+
+/// A trace table an analysis reads. The planner reads each needed table once per trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Table {
+    /// `CUPTI_ACTIVITY_KIND_KERNEL`, with the per-device inventory.
+    Kernels,
+}
+
+/// A parameter an analysis adopts besides window, semantics and devices. The same `set`
+/// parses it from the command line and from a claim's `measure`; `get` gives it back for the
+/// command that reproduces a piece of evidence (None: left out, at its default).
+#[derive(Debug, Clone, Copy)]
+pub struct Param {
+    /// Key in a claim's `measure` and `--name` on the command line.
+    pub name: &'static str,
+    /// Placeholder in the help.
+    pub value_name: &'static str,
+    /// One line for the help.
+    pub help: &'static str,
+    /// The command line's default, if any.
+    pub default: Option<&'static str>,
+    /// Parameters it cannot be given with.
+    pub conflicts: &'static [&'static str],
+    /// Parses a value into the parameters.
+    pub set: fn(&mut Params, &str) -> Result<(), String>,
+    /// The value as the command line takes it back, or None at the default.
+    pub get: fn(&Params) -> Option<String>,
+}
+
+impl Serialize for Param {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name)
+    }
+}
+
+/// Runs an analysis over the loaded trace.
+pub type RunFn = fn(&Params, &Context) -> Result<Evidence, QueryError>;
+
+/// Lays a piece of evidence out for the terminal, below the scope lines, `width` columns wide.
+pub type TableFn = fn(&Evidence, usize) -> String;
+
+/// A registered analysis: everything the pipeline, the gates, validation, the command line and
+/// the terminal know about it.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct AnalysisSpec {
     /// Name on the command line and in claims files.
@@ -114,8 +298,15 @@ pub struct AnalysisSpec {
     pub summary: &'static str,
     /// The numeric fields a formula may use.
     pub fields: &'static [Field],
+    /// Sums of fields that are themselves a known quantity (`nccl_only_ns + overlap_ns` is
+    /// the NCCL busy union), for gate R3.
+    pub sums: &'static [(&'static [&'static str], FieldKind)],
     /// Parameters it adopts besides window, semantics and devices.
-    pub params: &'static [&'static str],
+    pub params: &'static [Param],
+    /// Which devices one piece of evidence covers.
+    pub scope: ScopeRule,
+    /// The trace tables it reads.
+    pub needs: &'static [Table],
     /// Keys of `values` that compare matched instances across ranks. They exist only with at
     /// least two ranks in one scope and one matched instance; otherwise they are null and a
     /// note says why (gate R2 fails for a part that reads one).
@@ -123,6 +314,51 @@ pub struct AnalysisSpec {
     /// Fields that are a ratio of other fields, with that formula: a claim that reads one is
     /// evaluated and shown through it (`wait_ns / nccl_ns`), exactly, with its fraction.
     pub ratios: &'static [(&'static str, &'static str)],
+    /// The context query the report's chart of this analysis needs, if it has a chart.
+    pub chart: Option<ChartContext>,
+    /// Computes the evidence.
+    #[serde(skip)]
+    pub run: RunFn,
+    /// The terminal table of `verdict query`.
+    #[serde(skip)]
+    pub table: TableFn,
+}
+
+impl AnalysisSpec {
+    /// A field by name.
+    pub fn field(&self, name: &str) -> Option<&'static Field> {
+        self.fields.iter().find(|f| f.name == name)
+    }
+
+    /// A parameter by name.
+    pub fn param(&self, name: &str) -> Option<&'static Param> {
+        self.params.iter().find(|p| p.name == name)
+    }
+
+    /// What a field measures. An undeclared field is a programming error caught by
+    /// validation before any gate runs; it is never taken for a count.
+    pub fn kind(&self, field: &str) -> Option<FieldKind> {
+        self.field(field).map(|f| f.kind)
+    }
+
+    /// Whether `verdict query NAME` runs it (coverage is `verdict inspect`).
+    pub fn is_query(&self) -> bool {
+        self.scope != ScopeRule::WholeTrace
+    }
+
+    /// The device options of the command that reproduces a query over `devices`.
+    pub fn device_words(&self, devices: &DeviceSel) -> Vec<String> {
+        let w = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
+        match (self.scope, devices) {
+            (ScopeRule::PerDevice, DeviceSel::Set(v)) if v.len() == 1 => {
+                w(&["--device", &v[0].to_string()])
+            }
+            (ScopeRule::WholeTrace, _) => Vec::new(),
+            (_, DeviceSel::Set(v)) => w(&["--devices", &format_device_list(v)]),
+            (ScopeRule::PerDevice | ScopeRule::Summed, DeviceSel::All) => w(&["--all-devices"]),
+            (ScopeRule::Ranks, DeviceSel::All) => Vec::new(),
+        }
+    }
 }
 
 /// Every analysis, in the order the CLI lists them.
@@ -206,23 +442,103 @@ impl Params {
         }
     }
 
-    fn given(&self) -> Vec<&'static str> {
-        let mut v = Vec::new();
-        if self.names.is_some() {
-            v.push("names");
-        }
-        if self.filter.is_some() {
-            v.push("match");
-        }
-        if self.limit.is_some() {
-            v.push("limit");
-        }
-        if self.stream.is_some() {
-            v.push("stream");
-        }
-        v
+    /// Applies one parameter of `spec` from its text, as the command line and a claim's
+    /// `measure` give it.
+    pub fn set(&mut self, spec: &AnalysisSpec, name: &str, value: &str) -> Result<(), QueryError> {
+        let param = spec.param(name).ok_or_else(|| QueryError::NotAdopted {
+            analysis: spec.name.into(),
+            param: name.into(),
+        })?;
+        (param.set)(self, value)
+            .map_err(|reason| QueryError::BadParam { param: name.into(), reason })
     }
 }
+
+/// `names`: group and match kernels by their short (base) or demangled name.
+pub const NAMES: Param = Param {
+    name: "names",
+    value_name: "short|demangled",
+    help: "Group and match by the short name (`shortName`, template instances merged) or the demangled name (`demangledName`, with templates and arguments)",
+    default: Some("short"),
+    conflicts: &[],
+    set: |p, v| {
+        p.names = Some(match v {
+            "short" => NameStyle::Short,
+            "demangled" => NameStyle::Demangled,
+            _ => return Err(format!("`{v}` is not short or demangled")),
+        });
+        Ok(())
+    },
+    get: |p| p.names.filter(|n| *n != NameStyle::Short).map(|n| n.as_str().to_string()),
+};
+
+/// `match`: keep kernels whose name contains a text.
+pub const MATCH: Param = Param {
+    name: "match",
+    value_name: "TEXT",
+    help: "Keep kernels whose name contains TEXT (case-sensitive)",
+    default: None,
+    conflicts: &["regex"],
+    set: |p, v| {
+        p.filter = Some(NameFilter::Substring(v.to_string()));
+        Ok(())
+    },
+    get: |p| match &p.filter {
+        Some(NameFilter::Substring(s)) => Some(s.clone()),
+        _ => None,
+    },
+};
+
+/// `regex`: keep kernels whose name matches a regular expression.
+pub const REGEX: Param = Param {
+    name: "regex",
+    value_name: "RE",
+    help: "Keep kernels whose name matches the regular expression RE (Rust regex syntax)",
+    default: None,
+    conflicts: &["match"],
+    set: |p, v| {
+        p.filter = Some(NameFilter::regex(v).map_err(|e| match e {
+            QueryError::BadRegex { reason, .. } => format!("invalid regex `{v}` ({reason})"),
+            e => e.to_string(),
+        })?);
+        Ok(())
+    },
+    get: |p| match &p.filter {
+        Some(NameFilter::Regex(r)) => Some(r.as_str().to_string()),
+        _ => None,
+    },
+};
+
+/// `limit`: the top N names by total time.
+pub const LIMIT: Param = Param {
+    name: "limit",
+    value_name: "N",
+    help: "Show the top N names by total time",
+    default: Some(kernels::DEFAULT_LIMIT_TEXT),
+    conflicts: &[],
+    set: |p, v| {
+        p.limit = Some(v.trim().parse().map_err(|_| format!("`{v}` is not a whole number"))?);
+        Ok(())
+    },
+    get: |p| p.limit.filter(|l| *l != kernels::DEFAULT_LIMIT).map(|l| l.to_string()),
+};
+
+/// `stream`: only the NCCL kernels of one stream.
+pub const STREAM: Param = Param {
+    name: "stream",
+    value_name: "S",
+    help: "Match only the NCCL kernels of this stream (default: all NCCL kernels of each rank)",
+    default: None,
+    conflicts: &[],
+    set: |p, v| {
+        p.stream = Some(v.trim().parse().map_err(|_| format!("`{v}` is not an integer"))?);
+        Ok(())
+    },
+    get: |p| p.stream.map(|s| s.to_string()),
+};
+
+/// Every parameter an analysis may adopt.
+pub const PARAMS: &[Param] = &[NAMES, MATCH, REGEX, LIMIT, STREAM];
 
 /// Where a trace's evidence comes from: identity of the file.
 #[derive(Debug, Clone, Serialize)]
@@ -478,27 +794,113 @@ impl Evidence {
         self.notes.iter().filter(|n| n.null_fields.iter().any(|f| f == field)).collect()
     }
 
+    /// A declared field of `values`, exactly: `Ok(None)` when null (the quantity does not
+    /// exist here, and a note says why). A field the analysis does not declare, or one it
+    /// declares but did not produce, is an error, never a stand-in 0. A ratio field
+    /// (`wait_share`) is computed exactly from its declared formula.
+    pub fn field(&self, name: &str) -> Result<Option<crate::formula::Rational>, FieldError> {
+        let spec = spec(&self.analysis)
+            .ok_or_else(|| FieldError::Undeclared(self.analysis.clone(), name.into()))?;
+        if spec.field(name).is_none() {
+            return Err(FieldError::Undeclared(self.analysis.clone(), name.into()));
+        }
+        let v = self
+            .value(name)
+            .ok_or_else(|| FieldError::Missing(self.analysis.clone(), name.into()))?;
+        if v.is_null() {
+            return Ok(None);
+        }
+        if let Some((_, text)) = spec.ratios.iter().find(|(f, _)| *f == name) {
+            let expr = crate::formula::Expr::parse(text)
+                .map_err(|_| FieldError::NotExact(self.analysis.clone(), name.into()))?;
+            let mut vars = BTreeMap::new();
+            for var in expr.vars() {
+                match self.field(&var)? {
+                    Some(x) => vars.insert(var, x),
+                    None => return Ok(None),
+                };
+            }
+            return Ok(expr.eval(&vars).ok());
+        }
+        v.as_i64()
+            .map(|i| Some(crate::formula::Rational::int(i.into())))
+            .ok_or_else(|| FieldError::NotExact(self.analysis.clone(), name.into()))
+    }
+
     /// A numeric field of `values`, as an exact integer or a float.
     pub fn value(&self, field: &str) -> Option<&Value> {
         self.values.as_ref().and_then(|v| v.get(field))
     }
 }
 
+/// A field read from a piece of evidence that is not there.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FieldError {
+    /// The analysis declares no such field.
+    #[error("analysis `{0}` has no field `{1}`")]
+    Undeclared(String, String),
+    /// The analysis declares the field but its evidence lacks it.
+    #[error("the evidence of `{0}` lacks its field `{1}`")]
+    Missing(String, String),
+    /// The value is not an exact number.
+    #[error("field `{1}` of `{0}` is not an exact number")]
+    NotExact(String, String),
+}
+
 /// Runs a named analysis.
 pub fn run(name: &str, params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     let spec = spec(name).ok_or_else(|| QueryError::UnknownAnalysis(name.into()))?;
-    for p in params.given() {
-        if !spec.params.contains(&p) {
-            return Err(QueryError::NotAdopted { analysis: name.into(), param: p.into() });
+    run_spec(spec, params, ctx)
+}
+
+/// Runs an analysis, refusing parameters it does not adopt.
+pub fn run_spec(
+    spec: &AnalysisSpec,
+    params: &Params,
+    ctx: &Context,
+) -> Result<Evidence, QueryError> {
+    for p in PARAMS {
+        if (p.get)(params).is_some() && spec.param(p.name).is_none() {
+            return Err(QueryError::NotAdopted {
+                analysis: spec.name.into(),
+                param: p.name.into(),
+            });
         }
     }
-    match name {
-        "overlap" => overlap::run(params, ctx),
-        "kernels" => kernels::run(params, ctx),
-        "nccl-skew" => nccl_skew::run(params, ctx),
-        "coverage" => coverage::run(params, ctx),
-        _ => Err(QueryError::UnknownAnalysis(name.into())),
+    (spec.run)(params, ctx)
+}
+
+/// The command that reproduces `spec` run with `p` on `trace`, as the words the program
+/// receives: `verdict query NAME TRACE ...`, or `verdict inspect` for whole-trace analyses.
+pub fn command_words(
+    spec: &AnalysisSpec,
+    trace: &str,
+    p: &Params,
+    expect: Option<&[i64]>,
+) -> Vec<String> {
+    let mut c: Vec<String> = Vec::new();
+    let mut add = |words: &[&str]| c.extend(words.iter().map(|w| w.to_string()));
+    if !spec.is_query() {
+        add(&["verdict", "inspect", trace]);
+        if let Some(d) = expect {
+            add(&["--expect-devices", &format_device_list(d)]);
+        }
+        add(&["--json"]);
+        return c;
     }
+    add(&["verdict", "query", spec.name, trace]);
+    c.extend(spec.device_words(&p.devices));
+    let mut add = |words: &[&str]| c.extend(words.iter().map(|w| w.to_string()));
+    if let Some(w) = p.window {
+        add(&["--window", &w.to_string(), "--semantics", &p.semantics.to_string()]);
+    }
+    for param in spec.params {
+        if let Some(v) = (param.get)(p) {
+            add(&[&format!("--{}", param.name), &v]);
+        }
+    }
+    add(&["--json"]);
+    c
 }
 
 /// Which rows of one device a window selects, with the interval each contributes.
@@ -665,6 +1067,87 @@ impl Context {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Kernels on two devices with compute and NCCL on two streams, so every analysis has
+    /// something to say.
+    fn ctx() -> Context {
+        Context::from_kernels(Kernels::from_rows(&[
+            (1, 7, 0, 100, "gemm"),
+            (1, 56, 50, 150, "ncclAG"),
+            (2, 7, 10, 90, "gemm"),
+            (2, 56, 60, 160, "ncclAG"),
+        ]))
+    }
+
+    /// Every field an analysis declares is produced by its run (in `values`, or in every
+    /// row when there are rows), and every number it produces is declared: a renamed key
+    /// fails here, not as a 0 in a report.
+    #[test]
+    fn every_declared_field_is_produced_and_every_produced_number_declared() {
+        for spec in ANALYSES {
+            let devices = match spec.scope {
+                ScopeRule::PerDevice => DeviceSel::Set(vec![1]),
+                _ => DeviceSel::All,
+            };
+            let ev = run_spec(spec, &Params::new(devices), &ctx()).unwrap();
+            let values = ev.values.as_ref().unwrap_or_else(|| panic!("{}: no values", spec.name));
+            for f in spec.fields {
+                assert!(
+                    values.contains_key(f.name),
+                    "{}: field {} not produced",
+                    spec.name,
+                    f.name
+                );
+                assert!(ev.field(f.name).is_ok(), "{}: field {} unreadable", spec.name, f.name);
+            }
+            for (k, v) in values {
+                if v.is_number() {
+                    assert!(spec.field(k).is_some(), "{}: number {k} not declared", spec.name);
+                }
+            }
+            assert!(matches!(ev.field("no_such_field"), Err(FieldError::Undeclared(..))));
+        }
+    }
+
+    #[test]
+    fn a_declared_field_missing_from_the_evidence_is_an_error_not_zero() {
+        let mut ev =
+            run_spec(&overlap::SPEC, &Params::new(DeviceSel::Set(vec![1])), &ctx()).unwrap();
+        ev.values.as_mut().unwrap().remove("idle_ns");
+        assert!(matches!(ev.field("idle_ns"), Err(FieldError::Missing(..))));
+    }
+
+    #[test]
+    fn a_ratio_field_is_exact_through_its_formula() {
+        let ev = run_spec(&nccl_skew::SPEC, &Params::new(DeviceSel::All), &ctx()).unwrap();
+        // Durations 100 and 100: no wait; the share is exactly 0 / 200.
+        let share = ev.field("wait_share").unwrap().unwrap();
+        assert_eq!((share.num, share.den), (0, 1));
+    }
+
+    #[test]
+    fn the_command_line_and_a_claim_parse_a_parameter_with_the_same_code() {
+        let mut p = Params::new(DeviceSel::All);
+        p.set(&kernels::SPEC, "regex", "^flash").unwrap();
+        assert_eq!(
+            command_words(&kernels::SPEC, "t.sqlite", &p, None),
+            [
+                "verdict",
+                "query",
+                "kernels",
+                "t.sqlite",
+                "--all-devices",
+                "--regex",
+                "^flash",
+                "--json"
+            ]
+        );
+        assert!(matches!(p.set(&kernels::SPEC, "regex", "("), Err(QueryError::BadParam { .. })));
+        assert!(matches!(p.set(&overlap::SPEC, "stream", "7"), Err(QueryError::NotAdopted { .. })));
+        // A parameter set on Params that the analysis does not adopt is refused at run time.
+        p.stream = Some(7);
+        assert!(matches!(run_spec(&kernels::SPEC, &p, &ctx()), Err(QueryError::NotAdopted { .. })));
+    }
 
     #[test]
     fn quantiles_use_lower_median_and_nearest_rank() {

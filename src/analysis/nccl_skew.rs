@@ -11,73 +11,99 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::{AnalysisSpec, Context, Evidence, Field, Params, QueryError, obj, quantiles, select};
+use super::{
+    AnalysisSpec, Context, Evidence, Field, FieldKind, Params, QueryError, ScopeRule, Table, Unit,
+    obj, quantiles, select,
+};
+use crate::term as table;
 
 /// Registry entry.
 pub const SPEC: AnalysisSpec = AnalysisSpec {
     name: "nccl-skew",
     summary: "cross-rank start/end skew of matched NCCL kernels and the share of NCCL time spent waiting",
     fields: &[
-        Field { name: "ranks", unit: "count", definition: "ranks (devices) compared" },
+        Field {
+            name: "ranks",
+            unit: Unit::Count,
+            kind: FieldKind::Count,
+            definition: "ranks (devices) compared",
+        },
         Field {
             name: "matched",
-            unit: "count",
+            unit: Unit::Count,
+            kind: FieldKind::Count,
             definition: "instances matched on every rank: the smallest per-rank NCCL kernel count",
         },
         Field {
             name: "nccl_ns",
-            unit: "ns",
+            unit: Unit::Ns,
+            kind: FieldKind::NcclKernelTime,
             definition: "sum of the durations of the matched kernels over all ranks (kernel time)",
         },
         Field {
             name: "wait_ns",
-            unit: "ns",
+            unit: Unit::Ns,
+            kind: FieldKind::NcclKernelTime,
             definition: "sum over instances and ranks of duration - the instance's minimum duration",
         },
         Field {
             name: "transfer_ns",
-            unit: "ns",
+            unit: Unit::Ns,
+            kind: FieldKind::NcclKernelTime,
             definition: "nccl_ns - wait_ns: the minimum duration of each instance times the number of ranks",
         },
         Field {
             name: "wait_share",
-            unit: "ratio",
+            unit: Unit::Ratio,
+            kind: FieldKind::NcclKernelTime,
             definition: "wait_ns / nccl_ns (the denominator is matched NCCL kernel time, not wall time)",
         },
         Field {
             name: "start_skew_median_ns",
-            unit: "ns",
+            unit: Unit::Ns,
+            kind: FieldKind::Wall,
             definition: "median over instances of max start - min start",
         },
         Field {
             name: "start_skew_max_ns",
-            unit: "ns",
+            unit: Unit::Ns,
+            kind: FieldKind::Wall,
             definition: "largest start skew of an instance",
         },
         Field {
             name: "end_skew_median_ns",
-            unit: "ns",
+            unit: Unit::Ns,
+            kind: FieldKind::Wall,
             definition: "median over instances of max end - min end",
         },
         Field {
             name: "end_skew_max_ns",
-            unit: "ns",
+            unit: Unit::Ns,
+            kind: FieldKind::Wall,
             definition: "largest end skew of an instance",
         },
         Field {
             name: "unmatched",
-            unit: "count",
+            unit: Unit::Count,
+            kind: FieldKind::Count,
             definition: "NCCL kernels beyond the matched count on ranks with more of them",
         },
         Field {
             name: "name_mismatches",
-            unit: "count",
+            unit: Unit::Count,
+            kind: FieldKind::Count,
             definition: "matched instances whose kernels do not all have the same name",
         },
     ],
-    params: &["stream"],
+    sums: &[],
+    params: &[super::STREAM],
+    scope: ScopeRule::Ranks,
+    needs: &[Table::Kernels],
     cross_rank: CROSS_RANK,
     ratios: &[("wait_share", "wait_ns / nccl_ns")],
+    chart: None,
+    run,
+    table,
 };
 
 /// Keys of `values` that compare ranks: null with fewer than two ranks in the scope or no
@@ -321,6 +347,65 @@ fn leave_uncomparable_null(ev: &mut Evidence, ctx: &Context, s: &Skew) {
     }
 }
 
+/// The terminal table of `verdict query` (below the scope lines).
+pub fn table(ev: &Evidence, width: usize) -> String {
+    #[allow(unused_imports)]
+    use super::show::*;
+    #[allow(unused_imports)]
+    use crate::term::Column;
+    let mut s = String::new();
+    if let Some(v) = &ev.values {
+        let line = |label: &str, text: &str| table::hang(&format!("{label:<13}"), text, 13, width);
+        let skew = |key: &str| {
+            let o = field(v, key);
+            format!(
+                "min {} · median {} · p90 {} · max {}",
+                time(o.get("min")),
+                time(o.get("median")),
+                time(o.get("p90")),
+                time(o.get("max"))
+            )
+        };
+        s += &line(
+            "ranks",
+            &format!("{} · matched instances {}", plain(v.get("ranks")), plain(v.get("matched"))),
+        );
+        s += &line("per rank", &pairs(field(v, "instance_counts"), plain));
+        s += &line(
+            "wait share",
+            &format!(
+                "{} / {} = {}",
+                time(v.get("wait_ns")),
+                time(v.get("nccl_ns")),
+                share(int(v.get("wait_ns")), int(v.get("nccl_ns")))
+            ),
+        );
+        s += &line("start skew", &skew("start_skew_ns"));
+        s += &line("end skew", &skew("end_skew_ns"));
+        s += &line("rank wait", &pairs(field(v, "rank_wait_ns"), time));
+        // A list: several devices when they tie.
+        let last: Vec<i64> = field(v, "most_often_last")
+            .as_array()
+            .map(|l| l.iter().filter_map(Value::as_i64).collect())
+            .unwrap_or_default();
+        if let Some(first) = last.first() {
+            s += &table::hang(
+                "",
+                &format!(
+                    "last to arrive most often: device {} ({} of {} instances{})",
+                    last.iter().map(i64::to_string).collect::<Vec<_>>().join(", "),
+                    plain(field(v, "last_arrivals").get(first.to_string())),
+                    plain(v.get("matched")),
+                    if last.len() > 1 { " each, a tie" } else { "" }
+                ),
+                2,
+                width,
+            );
+        }
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -505,5 +590,73 @@ mod tests {
         let ev = run(&params(&[1, 2, 3]), &ctx).unwrap();
         assert_eq!(ev.values.as_ref().unwrap()["most_often_last"], json!([3]));
         assert!(ev.notes.iter().all(|n| n.finding.key != "note.last_tie"));
+    }
+}
+
+#[cfg(test)]
+mod table_tests {
+    use serde_json::Value;
+
+    use crate::analysis::{self, Context, Evidence, Params, show};
+    use crate::scope::DeviceSel;
+    use crate::trace::Kernels;
+
+    /// Three ranks, two matched NCCL instances (the case of `nccl_skew`'s own unit test):
+    /// durations 900, 600, 300 and 500, 510, 400 ns.
+    fn skew() -> Evidence {
+        let ctx = Context::from_kernels(Kernels::from_rows(&[
+            (1, 56, 100, 1000, "ncclAG"),
+            (2, 56, 400, 1000, "ncclAG"),
+            (3, 56, 700, 1000, "ncclAG"),
+            (1, 56, 2000, 2500, "ncclRS"),
+            (2, 56, 2000, 2510, "ncclRS"),
+            (3, 56, 2100, 2500, "ncclRS"),
+        ]));
+        let mut p = Params::new(DeviceSel::All);
+        p.stream = Some(56);
+        analysis::run("nccl-skew", &p, &ctx).unwrap()
+    }
+
+    fn line<'a>(text: &'a str, label: &str) -> &'a str {
+        text.lines().find(|l| l.starts_with(label)).unwrap_or_else(|| panic!("{label}:\n{text}"))
+    }
+
+    #[test]
+    fn nccl_skew_times_keep_their_unit() {
+        let text = show::render(&skew(), 100);
+        // nccl 900 + 600 + 300 + 500 + 510 + 400 = 3,210 ns; wait (600 + 300) + (100 + 110)
+        // = 1,110 ns; 1,110 / 3,210 = 34.58%.
+        assert_eq!(line(&text, "wait share"), "wait share   1.11 µs / 3.21 µs = 34.6%");
+        // Start skews 600 and 100 ns, end skews 0 and 10 ns.
+        assert!(line(&text, "start skew").starts_with("start skew   min 100 ns · median "));
+        assert!(line(&text, "start skew").ends_with(" · max 600 ns"));
+        assert!(line(&text, "end skew").starts_with("end skew     min 0 ns · median "));
+        assert!(line(&text, "end skew").ends_with(" · max 10 ns"));
+        // Rank 1 waits 600 + 100, rank 2 300 + 110, rank 3 never.
+        assert_eq!(line(&text, "rank wait"), "rank wait    1:700 ns 2:410 ns 3:0 ns");
+        assert_eq!(line(&text, "ranks"), "ranks        3 · matched instances 2");
+    }
+
+    #[test]
+    fn a_null_or_absent_nccl_skew_value_reads_n_a_not_zero() {
+        let mut ev = skew();
+        let v = ev.values.as_mut().unwrap();
+        v.insert("wait_ns".into(), Value::Null);
+        v.remove("end_skew_ns");
+        v["start_skew_ns"]["p90"] = Value::Null;
+        v["rank_wait_ns"]["2"] = Value::Null;
+        v.insert("matched".into(), Value::Null);
+        let text = show::render(&ev, 100);
+        assert_eq!(line(&text, "wait share"), "wait share   n/a / 3.21 µs = n/a");
+        assert!(line(&text, "start skew").contains(" · p90 n/a · max 600 ns"), "{text}");
+        assert_eq!(
+            line(&text, "end skew"),
+            "end skew     min n/a · median n/a · p90 n/a · max n/a"
+        );
+        assert_eq!(line(&text, "rank wait"), "rank wait    1:700 ns 2:n/a 3:0 ns");
+        assert_eq!(line(&text, "ranks"), "ranks        3 · matched instances n/a");
+        assert!(!text.contains("0.00 ms"), "{text}");
+        // The window spans 100-2,510 ns.
+        assert!(text.contains("effective 0.0000001-0.00000251 s (2.41 µs)"), "{text}");
     }
 }

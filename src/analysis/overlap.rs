@@ -9,9 +9,11 @@ use serde_json::{Value, json};
 
 use super::intervals::{intersection_length, length, union};
 use super::{
-    AnalysisSpec, Context, Evidence, Field, Params, QueryError, edge_crossings, obj, select,
+    AnalysisSpec, ChartContext, Context, Evidence, Field, FieldKind, Params, QueryError, ScopeRule,
+    Table, Unit, edge_crossings, obj, select,
 };
 use crate::scope::Semantics;
+use crate::term as table;
 
 /// Registry entry.
 pub const SPEC: AnalysisSpec = AnalysisSpec {
@@ -20,55 +22,84 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     fields: &[
         Field {
             name: "compute_only_ns",
-            unit: "ns",
+            unit: Unit::Ns,
+            kind: FieldKind::Wall,
             definition: "wall time with compute kernels and no NCCL kernel: |C| - |C ∩ N|",
         },
         Field {
             name: "nccl_only_ns",
-            unit: "ns",
+            unit: Unit::Ns,
+            kind: FieldKind::Wall,
             definition: "exposed NCCL: wall time with NCCL kernels and no compute kernel: |N| - |C ∩ N|",
         },
         Field {
             name: "overlap_ns",
-            unit: "ns",
+            unit: Unit::Ns,
+            kind: FieldKind::Wall,
             definition: "wall time with both compute and NCCL kernels: |C ∩ N|",
         },
         Field {
             name: "idle_ns",
-            unit: "ns",
+            unit: Unit::Ns,
+            kind: FieldKind::Wall,
             definition: "wall time with no kernel: total - |C ∪ N|",
         },
         Field {
             name: "total_ns",
-            unit: "ns",
+            unit: Unit::Ns,
+            kind: FieldKind::Window,
             definition: "denominator: window length (clip), span of the kept kernels (contain), or the device's kernel span (no window)",
         },
         Field {
             name: "nccl_busy_ns",
-            unit: "ns",
+            unit: Unit::Ns,
+            kind: FieldKind::NcclBusy,
             definition: "|N|: union of NCCL kernel intervals (= nccl_only + overlap)",
         },
         Field {
             name: "compute_busy_ns",
-            unit: "ns",
+            unit: Unit::Ns,
+            kind: FieldKind::ComputeBusy,
             definition: "|C|: union of compute kernel intervals (= compute_only + overlap)",
         },
         Field {
             name: "kernels",
-            unit: "count",
+            unit: Unit::Count,
+            kind: FieldKind::Count,
             definition: "kernels kept in the window (compute + NCCL)",
         },
-        Field { name: "compute_kernels", unit: "count", definition: "compute kernels kept" },
-        Field { name: "nccl_kernels", unit: "count", definition: "NCCL kernels kept" },
+        Field {
+            name: "compute_kernels",
+            unit: Unit::Count,
+            kind: FieldKind::Count,
+            definition: "compute kernels kept",
+        },
+        Field {
+            name: "nccl_kernels",
+            unit: Unit::Count,
+            kind: FieldKind::Count,
+            definition: "NCCL kernels kept",
+        },
         Field {
             name: "edge_kernels",
-            unit: "count",
+            unit: Unit::Count,
+            kind: FieldKind::Count,
             definition: "kernels crossing a window edge: clipped (clip) or dropped (contain)",
         },
     ],
+    sums: &[
+        (&["nccl_only_ns", "overlap_ns"], FieldKind::NcclBusy),
+        (&["compute_only_ns", "overlap_ns"], FieldKind::ComputeBusy),
+        (&["compute_only_ns", "idle_ns", "nccl_only_ns", "overlap_ns"], FieldKind::Window),
+    ],
     params: &[],
+    scope: ScopeRule::PerDevice,
+    needs: &[Table::Kernels],
     cross_rank: &[],
     ratios: &[],
+    chart: Some(ChartContext::AllDevices),
+    run,
+    table,
 };
 
 /// The breakdown of one device.
@@ -206,6 +237,70 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
         );
     }
     Ok(ev)
+}
+
+/// The terminal table of `verdict query` (below the scope lines).
+pub fn table(ev: &Evidence, width: usize) -> String {
+    #[allow(unused_imports)]
+    use super::show::*;
+    #[allow(unused_imports)]
+    use crate::term::Column;
+    let mut s = String::new();
+    let rows: Vec<&serde_json::Map<String, Value>> = match (&ev.values, &ev.rows) {
+        (Some(v), _) => vec![v],
+        (None, Some(r)) => r.iter().collect(),
+        _ => vec![],
+    };
+    let mut out = Vec::new();
+    for r in &rows {
+        let device = r.get("device").and_then(Value::as_i64).unwrap_or(ev.scope.devices[0]);
+        let (no, ov, tot) =
+            (int(r.get("nccl_only_ns")), int(r.get("overlap_ns")), int(r.get("total_ns")));
+        out.push(vec![
+            device.to_string(),
+            time(r.get("compute_only_ns")),
+            time(r.get("nccl_only_ns")),
+            time(r.get("overlap_ns")),
+            time(r.get("idle_ns")),
+            time(r.get("total_ns")),
+            share(no, tot),
+            share(ov, no.zip(ov).map(|(n, o)| n + o)),
+            count(r.get("kernels")),
+        ]);
+    }
+    s += &table::render(
+        &[
+            Column::value("device"),
+            Column::number("compute_only"),
+            Column::number("nccl_only"),
+            Column::number("overlap"),
+            Column::number("idle"),
+            Column::number("total"),
+            Column::number("exposed NCCL"),
+            Column::number("NCCL hidden"),
+            Column::number("kernels"),
+        ],
+        &out,
+        width,
+    );
+    if let [r] = rows.as_slice() {
+        let m = |k: &str| show(r.get(k), crate::units::ms);
+        s += &format!(
+            "\n{} + {} + {} + {} = {} ms\n",
+            m("compute_only_ns"),
+            m("nccl_only_ns"),
+            m("overlap_ns"),
+            m("idle_ns"),
+            m("total_ns")
+        );
+        s += &table::hang(
+            "",
+            "exposed NCCL = nccl_only / total; NCCL hidden = overlap / (nccl_only + overlap)",
+            2,
+            width,
+        );
+    }
+    s
 }
 
 #[cfg(test)]

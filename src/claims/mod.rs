@@ -14,10 +14,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::NameFilter;
 use crate::formula::{Expr, Rational};
 use crate::scope::{DeviceSel, Semantics, Window};
-use crate::trace::NameStyle;
 
 pub use load::load;
 
@@ -364,15 +362,12 @@ pub struct Measure {
     pub value: Expr,
     /// The unit of the result.
     pub unit: Unit,
-    /// Kernel-name filter (kernels).
-    pub filter_text: Option<String>,
-    /// Kernel-name filter (kernels).
+    /// The analysis's parameters as written, `(name, text)`, in the analysis's order.
+    pub args: Vec<(String, String)>,
+    /// The query: the scope's window, semantics and devices with `args` applied, parsed by
+    /// the same code as the command line's options.
     #[serde(skip)]
-    pub filter: Option<NameFilter>,
-    /// Name style (kernels).
-    pub names: Option<NameStyle>,
-    /// Stream (nccl-skew).
-    pub stream: Option<i64>,
+    pub params: crate::analysis::Params,
 }
 
 /// A condition on a measured value (in the unit's stored base).

@@ -7,7 +7,6 @@ use serde_saphyr::Spanned;
 
 use super::{Denominator, Effort, Kind, Per, QuantityKind, Who, Work};
 use crate::scope::Semantics;
-use crate::trace::NameStyle;
 
 /// A text per language, with its position.
 pub type RawText = Spanned<BTreeMap<String, String>>;
@@ -143,7 +142,7 @@ pub struct RawPart {
     /// What the part asserts.
     pub text: Option<RawText>,
     /// Measurement.
-    pub measure: Option<RawMeasure>,
+    pub measure: Option<Spanned<RawMeasure>>,
     /// Condition.
     pub condition: Option<Spanned<RawCondition>>,
     /// The number stated in prose.
@@ -177,27 +176,71 @@ pub struct RawPart {
     pub about: Option<RawAbout>,
 }
 
-/// `measure:`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// `measure:`: the analysis, the scope, the formula and its unit, and every other key a
+/// parameter of the analysis (checked against the analysis's declaration in validation, so a
+/// misspelled one gets "did you mean").
+#[derive(Debug)]
 pub struct RawMeasure {
-    /// Analysis name.
-    pub analysis: Spanned<String>,
-    /// Scope name.
-    pub scope: Spanned<String>,
-    /// Formula over the analysis' fields.
-    pub value: Spanned<String>,
+    /// Analysis name (required; validation says when it is missing).
+    pub analysis: Option<Spanned<String>>,
+    /// Scope name (required).
+    pub scope: Option<Spanned<String>>,
+    /// Formula over the analysis' fields (required).
+    pub value: Option<Spanned<String>>,
     /// Unit of the result.
     pub unit: Option<Spanned<String>>,
-    /// Kernel-name substring (kernels).
-    #[serde(rename = "match")]
-    pub pattern: Option<Spanned<String>>,
-    /// Kernel-name regex (kernels).
-    pub regex: Option<Spanned<String>>,
-    /// Name style (kernels).
-    pub names: Option<NameStyle>,
-    /// Stream (nccl-skew).
-    pub stream: Option<Spanned<String>>,
+    /// The other keys, in the file's order of names: the analysis's parameters.
+    pub params: Vec<(String, Spanned<String>)>,
+}
+
+/// A YAML scalar of any type, as its text (`stream: 56` and `match: flash` alike).
+struct Scalar(String);
+
+impl<'de> Deserialize<'de> for Scalar {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Scalar, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Scalar;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a scalar (text or number)")
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for RawMeasure {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<RawMeasure, D::Error> {
+        let map: BTreeMap<String, Spanned<Scalar>> = BTreeMap::deserialize(d)?;
+        let mut params = Vec::new();
+        let (mut analysis, mut scope, mut value, mut unit) = (None, None, None, None);
+        for (k, v) in map {
+            let v = Spanned::new(v.value.0, v.referenced, v.defined);
+            match k.as_str() {
+                "analysis" => analysis = Some(v),
+                "scope" => scope = Some(v),
+                "value" => value = Some(v),
+                "unit" => unit = Some(v),
+                _ => params.push((k, v)),
+            }
+        }
+        Ok(RawMeasure { analysis, scope, value, unit, params })
+    }
 }
 
 /// `condition:`, exactly one key.

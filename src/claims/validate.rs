@@ -8,7 +8,7 @@ use serde_saphyr::Spanned;
 
 use super::raw::*;
 use super::*;
-use crate::analysis::{self, NameFilter};
+use crate::analysis;
 use crate::formula::Expr;
 use crate::scope::{DeviceSel, Window, parse_device_list};
 
@@ -457,7 +457,7 @@ fn part(
     if let Some(m) = &rp.measure {
         if matches!(kind, Kind::Action | Kind::Arithmetic) {
             c.err(
-                at(&m.analysis),
+                m.value.analysis.as_ref().map_or_else(|| at(m), at),
                 format!(
                     "{what}: a{} part cannot be measured",
                     if kind == Kind::Action { "n action" } else { "n arithmetic" }
@@ -583,16 +583,70 @@ fn part(
     }
 }
 
+/// The keys of a `measure` once the required ones are known to be there.
+struct MeasureKeys<'a> {
+    analysis: &'a Spanned<String>,
+    scope: &'a Spanned<String>,
+    value: &'a Spanned<String>,
+    unit: Option<&'a Spanned<String>>,
+    params: &'a [(String, Spanned<String>)],
+}
+
 fn measurement(
     c: &mut Checker,
-    m: &RawMeasure,
+    outer: &Spanned<RawMeasure>,
     what: &str,
     scopes: &BTreeMap<String, Scope>,
     raw_scopes: &BTreeMap<String, RawScope>,
 ) -> Option<Measure> {
+    const REQUIRED: [&str; 3] = ["analysis", "scope", "value"];
+    let raw = &outer.value;
+    // Keys that are no parameter of any analysis: misspelled or unknown.
+    for (name, v) in &raw.params {
+        if analysis::PARAMS.iter().any(|p| p.name == name) {
+            continue;
+        }
+        let near = did_you_mean(
+            name,
+            REQUIRED.into_iter().chain(["unit"]).chain(analysis::PARAMS.iter().map(|p| p.name)),
+        );
+        c.err(
+            at(v),
+            format!("{what}: unknown field `{name}` in `measure`"),
+            Some(match near {
+                Some(n) => format!("remove or rename the key: did you mean `{n}`?"),
+                None => "remove or rename the key (docs/claims.md lists the keys)".to_string(),
+            }),
+        );
+    }
+    let mut required = Vec::new();
+    for (name, v) in REQUIRED.into_iter().zip([&raw.analysis, &raw.scope, &raw.value]) {
+        match v {
+            Some(v) => required.push(v),
+            None => {
+                // A misspelling of it was reported above.
+                let misspelled = raw.params.iter().any(|(k, _)| did_you_mean(k, [name]).is_some());
+                if !misspelled {
+                    c.err(
+                        at(outer),
+                        format!("{what}: `measure` has no `{name}`"),
+                        Some("add the required key (docs/claims.md lists them)".to_string()),
+                    );
+                }
+            }
+        }
+    }
+    let [analysis_key, scope_key, value_key] = required[..] else { return None };
+    let m = MeasureKeys {
+        analysis: analysis_key,
+        scope: scope_key,
+        value: value_key,
+        unit: raw.unit.as_ref(),
+        params: &raw.params,
+    };
     let Some(spec) = analysis::spec(&m.analysis.value) else {
         c.err(
-            at(&m.analysis),
+            at(m.analysis),
             format!("{what}: unknown analysis `{}`", m.analysis.value),
             Some(suggestion(&m.analysis.value, analysis::ANALYSES.iter().map(|a| a.name))),
         );
@@ -601,7 +655,7 @@ fn measurement(
     let scope = scopes.get(&m.scope.value);
     if scope.is_none() {
         c.err(
-            at(&m.scope),
+            at(m.scope),
             format!("{what}: scope `{}` is not declared", m.scope.value),
             Some(suggestion(&m.scope.value, raw_scopes.keys().map(String::as_str))),
         );
@@ -610,7 +664,7 @@ fn measurement(
         Ok(e) => e,
         Err(e) => {
             c.err(
-                at(&m.value),
+                at(m.value),
                 format!(
                     "{what}: formula `{}`: {} (at character {})",
                     m.value.value,
@@ -626,74 +680,87 @@ fn measurement(
     for v in value.vars() {
         if !fields.contains(&v.as_str()) {
             c.err(
-                at(&m.value),
+                at(m.value),
                 format!("{what}: analysis `{}` has no field `{v}`", spec.name),
                 Some(suggestion(&v, fields.iter().copied())),
             );
         }
     }
-    let adopts = |p: &str| spec.params.contains(&p);
-    for (given, name) in
-        [(m.pattern.as_ref(), "match"), (m.regex.as_ref(), "regex"), (m.stream.as_ref(), "stream")]
-    {
-        let param = if name == "regex" { "match" } else { name };
-        if let Some(g) = given
-            && !adopts(param)
-        {
+    // Parameters: each key is one the analysis declares, parsed by the same code as the
+    // command line's option of that name.
+    let mut params =
+        crate::analysis::Params::new(scope.map_or(DeviceSel::All, |s| s.devices.clone()));
+    if let Some(s) = scope {
+        params.window = s.window;
+        params.semantics = s.semantics;
+    }
+    let mut args: Vec<(String, String)> = Vec::new();
+    for (name, v) in m.params {
+        if !analysis::PARAMS.iter().any(|p| p.name == name) {
+            continue; // reported as an unknown field
+        }
+        let Some(param) = spec.param(name) else {
+            let known: Vec<&str> = spec.params.iter().map(|p| p.name).collect();
+            let is_param = analysis::PARAMS.iter().any(|p| p.name == name);
             c.err(
-                at(g),
-                format!("{what}: analysis `{}` does not take `{name}`", spec.name),
-                Some("a parameter the analysis would ignore is refused".to_string()),
+                at(v),
+                if is_param {
+                    format!("{what}: analysis `{}` does not take `{name}`", spec.name)
+                } else {
+                    format!("{what}: unknown key `{name}` in `measure`")
+                },
+                Some(match did_you_mean(name, known.iter().copied().chain(["analysis", "scope", "value", "unit"])) {
+                    Some(s) => format!("did you mean `{s}`?"),
+                    None if known.is_empty() => format!(
+                        "a parameter the analysis would ignore is refused; `{}` takes none besides its scope",
+                        spec.name
+                    ),
+                    None => format!(
+                        "a parameter the analysis would ignore is refused; `{}` takes {}",
+                        spec.name,
+                        known.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+                    ),
+                }),
             );
+            continue;
+        };
+        if let Some(other) = param.conflicts.iter().find(|o| m.params.iter().any(|(n, _)| n == *o))
+            && name.as_str() < *other
+        {
+            c.err(at(v), format!("{what}: give `{name}` or `{other}`, not both"), None);
+            continue;
+        }
+        match (param.set)(&mut params, &v.value) {
+            Ok(()) => args.push((name.clone(), v.value.clone())),
+            Err(e) => c.err(at(v), format!("{what}: `{name}`: {e}"), None),
         }
     }
-    if m.names.is_some() && !adopts("names") {
-        c.err(
-            at(&m.analysis),
-            format!("{what}: analysis `{}` does not take `names`", spec.name),
-            None,
-        );
-    }
-    let filter = match (&m.pattern, &m.regex) {
-        (Some(p), None) => Some(NameFilter::Substring(p.value.clone())),
-        (None, Some(r)) => match NameFilter::regex(&r.value) {
-            Ok(f) => Some(f),
-            Err(e) => {
-                c.err(at(r), format!("{what}: {e}"), None);
-                None
-            }
-        },
-        (Some(p), Some(_)) => {
-            c.err(at(p), format!("{what}: give `match` or `regex`, not both"), None);
-            None
-        }
-        (None, None) => None,
-    };
-    let stream = m.stream.as_ref().and_then(|s| match s.value.trim().parse::<i64>() {
-        Ok(v) => Some(v),
-        Err(_) => {
-            c.err(at(s), format!("{what}: stream `{}` is not an integer", s.value), None);
-            None
-        }
-    });
-    if spec.name == "coverage"
+    args.sort_by_key(|(n, _)| spec.params.iter().position(|p| p.name == n));
+    if spec.scope == analysis::ScopeRule::WholeTrace
         && let Some(s) = scope
         && s.window.is_some()
     {
         c.err(
-            at(&m.scope),
+            at(m.scope),
             format!(
-                "{what}: `coverage` describes the whole trace; scope `{}` has a window",
-                s.name
+                "{what}: `{}` describes the whole trace; scope `{}` has a window",
+                spec.name, s.name
             ),
             Some("declare a scope without `window` for coverage".to_string()),
         );
     }
-    if spec.name == "overlap"
+    if spec.scope == analysis::ScopeRule::PerDevice
         && let Some(s) = scope
         && !matches!(&s.devices, DeviceSel::Set(v) if v.len() == 1)
     {
-        c.err(at(&m.scope), format!("{what}: `overlap` gives one row per device; scope `{}` must name exactly one device", s.name), Some("declare a scope with `devices: N`".to_string()));
+        c.err(
+            at(m.scope),
+            format!(
+                "{what}: `{}` gives one row per device; scope `{}` must name exactly one device",
+                spec.name, s.name
+            ),
+            Some("declare a scope with `devices: N`".to_string()),
+        );
     }
     let unit = match &m.unit {
         Some(u) => match Unit::parse(&u.value) {
@@ -710,10 +777,9 @@ fn measurement(
         None => match value.as_ratio() {
             Some(_) => Unit::Percent,
             None => {
-                let ns = value
-                    .vars()
-                    .iter()
-                    .any(|v| spec.fields.iter().any(|f| f.name == v && f.unit == "ns"));
+                let ns = value.vars().iter().any(|v| {
+                    spec.fields.iter().any(|f| f.name == v && f.unit == analysis::Unit::Ns)
+                });
                 if ns { Unit::Ms } else { Unit::Count }
             }
         },
@@ -724,14 +790,8 @@ fn measurement(
         value_text: m.value.value.clone(),
         value,
         unit,
-        filter_text: m
-            .pattern
-            .as_ref()
-            .map(|p| p.value.clone())
-            .or(m.regex.as_ref().map(|r| format!("/{}/", r.value))),
-        filter,
-        names: m.names,
-        stream,
+        args,
+        params,
     })
 }
 

@@ -5,27 +5,26 @@ use std::process::ExitCode;
 use serde_json::json;
 
 use super::print_json;
-use super::query::{notes, open_and_load, scope_lines};
+use super::query::open_and_load;
 use super::table::{self, Column};
+use crate::analysis::show::{notes, scope_lines};
 use crate::analysis::{self, Params};
-use crate::cli::{CommonArgs, InspectArgs};
-use crate::scope::{DeviceSel, Semantics, format_device_list, format_seconds};
+use crate::cli::InspectArgs;
+use crate::scope::{DeviceSel, format_device_list, format_seconds};
 use crate::units::thousands;
 
 /// Runs `inspect`.
 pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
-    let common = CommonArgs {
-        trace: args.trace,
-        window: None,
-        semantics: Semantics::Clip,
-        expect_devices: args.expect_devices,
-        json: args.json,
-    };
     // Keep no kernel rows: the inventory is gathered in the same scan.
-    let (trace, ctx) = open_and_load(&common, &DeviceSel::Set(vec![]))?;
+    let (trace, ctx) = open_and_load(
+        &args.trace,
+        None,
+        args.expect_devices.map(|d| d.0),
+        &DeviceSel::Set(vec![]),
+    )?;
     let schema = trace.schema();
-    let ev = analysis::run("coverage", &Params::new(DeviceSel::All), &ctx)?;
-    if common.json {
+    let ev = analysis::coverage::run(&Params::new(DeviceSel::All), &ctx)?;
+    if args.json {
         let mut v = serde_json::to_value(&ev)?;
         v["schema"] = json!({
             "tables": schema.tables.len(),

@@ -5,7 +5,7 @@ mod doctor;
 mod inspect;
 mod query;
 mod render;
-mod table;
+use crate::term as table;
 
 use std::process::ExitCode;
 

@@ -547,8 +547,10 @@ fn evidence_scope(
             t.get("ui.paren_close")?
         );
     }
-    if let Some(f) = &m.filter_text {
-        line += &format!(" · {f}");
+    match &m.params.filter {
+        Some(crate::analysis::NameFilter::Substring(f)) => line += &format!(" · {f}"),
+        Some(crate::analysis::NameFilter::Regex(r)) => line += &format!(" · /{}/", r.as_str()),
+        None => {}
     }
     Ok(line)
 }
@@ -935,7 +937,7 @@ fn short_scope(t: &Strings, ev: &crate::analysis::Evidence, m: &Measure) -> Resu
     } else {
         t.format("scope.devices_sum", &args([("n", devs.len().to_string()), ("devices", list)]))?
     }];
-    if let Some(st) = m.stream {
+    if let Some(st) = m.params.stream {
         bits.push(t.format("scope.stream", &args([("stream", st.to_string())]))?);
     }
     bits.push(match ev.window.requested_ns {

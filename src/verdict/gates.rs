@@ -14,76 +14,34 @@ use crate::units::ms;
 
 use super::{Finding, Gate, GateStatus};
 
-/// What a field measures, for R3.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Q {
-    /// Wall time (interval unions).
-    Wall,
-    /// The window's or span's length.
-    Window,
-    /// Union of NCCL kernels.
-    NcclBusy,
-    /// Union of compute kernels.
-    ComputeBusy,
-    /// Summed kernel durations.
-    KernelTime,
-    /// Summed NCCL kernel durations.
-    NcclKernelTime,
-    /// A count.
-    Count,
-    /// A timestamp.
-    Timestamp,
-}
+/// What a field measures, for R3: the analysis's own declaration.
+pub use crate::analysis::FieldKind as Q;
 
-impl Q {
-    fn key(self) -> &'static str {
-        match self {
-            Q::Wall => "wall",
-            Q::Window => "window",
-            Q::NcclBusy => "nccl_busy",
-            Q::ComputeBusy => "compute_busy",
-            Q::KernelTime => "kernel_time",
-            Q::NcclKernelTime => "nccl_kernel_time",
-            Q::Count => "count",
-            Q::Timestamp => "timestamp",
-        }
-    }
-}
-
-/// The quantity of an analysis field.
-pub fn field_quantity(analysis: &str, field: &str) -> Q {
-    match (analysis, field) {
-        ("overlap", "total_ns") => Q::Window,
-        ("overlap", "nccl_busy_ns") => Q::NcclBusy,
-        ("overlap", "compute_busy_ns") => Q::ComputeBusy,
-        ("overlap", f) if f.ends_with("_ns") => Q::Wall,
-        ("kernels", f) if f.ends_with("_ns") => Q::KernelTime,
-        ("nccl-skew", "nccl_ns" | "wait_ns" | "transfer_ns" | "wait_share") => Q::NcclKernelTime,
-        ("nccl-skew", f) if f.ends_with("_ns") => Q::Wall,
-        ("coverage", "first_start_ns" | "last_end_ns") => Q::Timestamp,
-        _ => Q::Count,
-    }
+/// The quantity of an analysis field, as its analysis declares it (None: no such analysis or
+/// field, which validation refuses before any gate runs).
+pub fn field_quantity(analysis: &str, field: &str) -> Option<Q> {
+    crate::analysis::spec(analysis)?.kind(field)
 }
 
 fn expr_quantity(analysis: &str, e: &Expr) -> Option<Q> {
+    let spec = crate::analysis::spec(analysis)?;
     if let Some(vars) = e.sum_of_vars() {
-        let mut qs: Vec<Q> = vars.iter().map(|v| field_quantity(analysis, v)).collect();
+        let mut set: Vec<&str> = vars.iter().map(String::as_str).collect();
+        set.sort_unstable();
+        // A sum the analysis declares as a quantity of its own (`nccl_only + overlap`).
+        for (terms, kind) in spec.sums {
+            let mut t: Vec<&str> = terms.to_vec();
+            t.sort_unstable();
+            if t == set {
+                return Some(*kind);
+            }
+        }
+        let mut qs: Vec<Q> = vars.iter().map(|v| spec.kind(v)).collect::<Option<Vec<_>>>()?;
         qs.dedup();
-        let set: Vec<&str> = {
-            let mut v: Vec<&str> = vars.iter().map(String::as_str).collect();
-            v.sort_unstable();
-            v
-        };
-        return Some(match set.as_slice() {
-            ["nccl_only_ns", "overlap_ns"] => Q::NcclBusy,
-            ["compute_only_ns", "overlap_ns"] => Q::ComputeBusy,
-            ["compute_only_ns", "idle_ns", "nccl_only_ns", "overlap_ns"] => Q::Window,
-            _ if qs.len() == 1 => qs[0],
-            _ => return None,
-        });
+        return if qs.len() == 1 { Some(qs[0]) } else { None };
     }
     let vars = e.vars();
-    let mut qs: Vec<Q> = vars.iter().map(|v| field_quantity(analysis, v)).collect();
+    let mut qs: Vec<Q> = vars.iter().map(|v| spec.kind(v)).collect::<Option<Vec<_>>>()?;
     qs.dedup();
     if qs.len() == 1 { Some(qs[0]) } else { None }
 }
@@ -198,7 +156,7 @@ fn r2_devices(about: &About, measure: &Measure, ev: &Evidence) -> Gate {
     let mut args = vec![
         ("evidence", format_device_list(evd)),
         ("missing", format_device_list(missing)),
-        ("streams", measure.stream.map_or("all".into(), |s| s.to_string())),
+        ("streams", measure.params.stream.map_or("all".into(), |s| s.to_string())),
     ];
     match &about.devices {
         Some(cd) if cd == evd => {
@@ -230,18 +188,20 @@ pub fn r3(about: &About, measure: &Measure) -> Gate {
         Some((n, d)) => (expr_quantity(a, n), expr_quantity(a, d)),
         None => {
             let q = expr_quantity(a, &measure.value);
-            // A ratio field carries its own denominator.
-            let den = (measure.value.vars() == ["wait_share"]).then_some(Q::NcclKernelTime);
+            // A ratio field carries its own denominator: that of its declared formula.
+            let vars = measure.value.vars();
+            let den = crate::analysis::spec(a)
+                .and_then(|s| s.ratios.iter().find(|(f, _)| vars.len() == 1 && *f == vars[0]))
+                .and_then(|(_, text)| Expr::parse(text).ok())
+                .and_then(|e| e.as_ratio().and_then(|(_, d)| expr_quantity(a, d)));
             (q, den)
         }
     };
     let formula = measure.value_text.clone();
     if let (Some(claimed), Some(n)) = (about.quantity, num) {
         let ok = match claimed {
-            QuantityKind::WallTime => {
-                matches!(n, Q::Wall | Q::Window | Q::NcclBusy | Q::ComputeBusy)
-            }
-            QuantityKind::KernelTime => matches!(n, Q::KernelTime | Q::NcclKernelTime),
+            QuantityKind::WallTime => n.is_wall(),
+            QuantityKind::KernelTime => n.is_kernel_time(),
             QuantityKind::Count => n == Q::Count,
             QuantityKind::StepTimeReduction | QuantityKind::ThroughputGain => true,
         };
@@ -398,7 +358,13 @@ pub fn r4(
         _ => {}
     }
     let devices = &ev.scope.devices;
-    let sums = devices.len() > 1 && matches!(measure.analysis.as_str(), "kernels" | "nccl-skew");
+    let sums = devices.len() > 1
+        && crate::analysis::spec(&measure.analysis).is_some_and(|s| {
+            matches!(
+                s.scope,
+                crate::analysis::ScopeRule::Summed | crate::analysis::ScopeRule::Ranks
+            )
+        });
     let args = [
         ("devices", format_device_list(devices)),
         ("n", devices.len().to_string()),
@@ -446,10 +412,8 @@ mod tests {
             value_text: value.into(),
             value: Expr::parse(value).unwrap(),
             unit: Unit::Percent,
-            filter_text: None,
-            filter: None,
-            names: None,
-            stream: None,
+            args: Vec::new(),
+            params: Params::new(DeviceSel::All),
         }
     }
 

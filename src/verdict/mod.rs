@@ -225,14 +225,11 @@ pub type EvidenceMap = BTreeMap<String, Result<Evidence, String>>;
 /// The key of the query a measured part needs, shared by the planner and the judge.
 pub fn query_key(set: &ClaimSet, m: &crate::claims::Measure) -> String {
     let trace = set.scopes.get(&m.scope).map_or("", |s| s.trace.as_str());
-    format!(
-        "{trace}/{}/{}/{}/{}/{}",
-        m.analysis,
-        m.scope,
-        m.filter_text.as_deref().unwrap_or("-"),
-        m.names.map_or("-", |n| n.as_str()),
-        m.stream.map_or("-".to_string(), |s| s.to_string())
-    )
+    let mut key = format!("{trace}/{}/{}", m.analysis, m.scope);
+    for (name, value) in &m.args {
+        key += &format!("/{name}={value}");
+    }
+    key
 }
 
 /// Summarises claim results.

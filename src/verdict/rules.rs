@@ -62,18 +62,10 @@ fn ratio_definition(m: &crate::claims::Measure) -> Option<(&'static str, Expr)> 
 }
 
 fn field_value(ev: &Evidence, field: &str) -> Option<Rational> {
-    // A null field is a quantity that does not exist here: never rebuilt, never a 0.
-    if ev.value(field).is_some_and(Value::is_null) {
-        return None;
-    }
-    if field == "wait_share" {
-        let (w, n) = (ev.value("wait_ns")?.as_i64()?, ev.value("nccl_ns")?.as_i64()?);
-        return Rational::new(w.into(), n.into());
-    }
-    match ev.value(field)? {
-        Value::Number(n) => n.as_i64().map(|i| Rational::int(i.into())),
-        _ => None,
-    }
+    // A null field is a quantity that does not exist here: never rebuilt, never a 0. An
+    // undeclared or missing field stays out of the variables, and evaluating the formula
+    // then fails with its name.
+    ev.field(field).ok().flatten()
 }
 
 fn check_condition(c: &Condition, v: Rational) -> (bool, Finding) {
