@@ -4,6 +4,7 @@
 //! the report read. An analysis is a pure function of a [`Context`] (the scan of one trace) and
 //! [`Params`]; it never reads the trace itself, so one scan serves every query of a command.
 
+pub mod copies;
 pub mod coverage;
 pub mod intervals;
 pub mod kernels;

@@ -4,6 +4,7 @@
 //! file), the schema probe, the inventory of devices and streams, and the one columnar scan of
 //! the kernel table that every analysis of a command shares. It computes no metric.
 
+pub mod copies;
 mod kernels;
 pub mod names;
 mod schema;
@@ -17,6 +18,7 @@ use rusqlite::{Connection, OpenFlags};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+pub use copies::{Copies, CopyKind};
 pub use kernels::{KernelFilter, Kernels, NameStyle};
 pub use schema::{NvtxText, Origin, Requirement, Schema, TableRole, TimeBase, quote_ident};
 

@@ -19,6 +19,12 @@ pub const TARGET_INFO_GPU: &str = "TARGET_INFO_GPU";
 pub const PROCESSES: &str = "PROCESSES";
 /// Capture start in UTC.
 pub const SESSION_START: &str = "TARGET_INFO_SESSION_START_TIME";
+/// Memory copies (lazily created: absent when the capture has none).
+pub const MEMCPY: &str = "CUPTI_ACTIVITY_KIND_MEMCPY";
+/// Memory sets (lazily created: absent when the capture has none).
+pub const MEMSET: &str = "CUPTI_ACTIVITY_KIND_MEMSET";
+/// Labels of `copyKind` (schema 3.0 and later; absent in 2021-era exports).
+pub const ENUM_MEMCPY_OPER: &str = "ENUM_CUDA_MEMCPY_OPER";
 
 /// Column names of the kernel table that the tool reads.
 pub mod kernel {
@@ -36,6 +42,30 @@ pub mod kernel {
     pub const DEMANGLED_NAME: &str = "demangledName";
     /// Serialized process id.
     pub const GLOBAL_PID: &str = "globalPid";
+}
+
+/// Column names of the memcpy and memset tables that the tool reads.
+pub mod copy {
+    /// Start timestamp (ns).
+    pub const START: &str = "start";
+    /// End timestamp (ns).
+    pub const END: &str = "end";
+    /// nsys GPU id.
+    pub const DEVICE: &str = "deviceId";
+    /// CUDA stream id.
+    pub const STREAM: &str = "streamId";
+    /// Bytes copied or set (B).
+    pub const BYTES: &str = "bytes";
+    /// Direction of a copy, an `ENUM_CUDA_MEMCPY_OPER` id (memcpy only).
+    pub const COPY_KIND: &str = "copyKind";
+}
+
+/// Column names of the `ENUM_*` label tables.
+pub mod enums {
+    /// The numeric value.
+    pub const ID: &str = "id";
+    /// The human name, such as `Host-to-Device`.
+    pub const LABEL: &str = "label";
 }
 
 /// Metadata keys read from `META_DATA_EXPORT` / `EXPORT_META_DATA`.

@@ -101,6 +101,10 @@ pub enum TableRole {
     Kernel,
     /// `StringIds`.
     StringIds,
+    /// `CUPTI_ACTIVITY_KIND_MEMCPY`.
+    Memcpy,
+    /// `CUPTI_ACTIVITY_KIND_MEMSET`.
+    Memset,
 }
 
 /// A requirement an analysis declares: a table and the columns it reads.
@@ -228,6 +232,14 @@ impl Schema {
                     return Err(TraceError::MissingTable { table: names::STRING_IDS.into() });
                 }
                 names::STRING_IDS
+            }
+            TableRole::Memcpy | TableRole::Memset => {
+                let name =
+                    if req.table == TableRole::Memcpy { names::MEMCPY } else { names::MEMSET };
+                if !self.has_table(name) {
+                    return Err(TraceError::MissingTable { table: name.into() });
+                }
+                name
             }
         };
         for col in req.columns {

@@ -1,0 +1,512 @@
+//! `copies`: memcpy and memset traffic of one device, and how much of its idle time has a copy.
+//!
+//! Per kind (each memcpy kind present, and memset) and over all copies: rows, bytes, busy =
+//! length of the union of their intervals, bandwidth = bytes / busy as an exact fraction (bytes
+//! per ns is decimal GB/s). With span S and kernel union K: idle = |S| - |K ∩ S|, idle_copy =
+//! |C ∩ S| - |C ∩ K ∩ S|, idle_none = idle - idle_copy. Pure: it reads the memcpy/memset scan
+//! ([`Copies`]) and the kernel scan, never the trace.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::intervals::{intersection_length, union};
+use super::select;
+use crate::formula::Rational;
+use crate::scope::{Semantics, Window};
+use crate::trace::{Copies, CopyKind, KernelFilter, Kernels};
+
+/// Errors computing the copies of one device.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CopiesError {
+    /// A sum does not fit a 64-bit integer; no wrapped or saturated value is returned.
+    #[error("the {quantity} of device {device} overflows a 64-bit integer")]
+    Overflow {
+        /// The device.
+        device: i64,
+        /// What was being summed (`bytes`, `busy time`...).
+        quantity: &'static str,
+    },
+    /// The scan was read with a filter that leaves out rows this device and window need.
+    #[error(
+        "device {device} over {window} was not read by the `{scan}` scan (it was filtered to {filter})"
+    )]
+    NotLoaded {
+        /// The device.
+        device: i64,
+        /// The window asked for, formatted (`the whole trace` without one).
+        window: String,
+        /// `kernel` or `copies`.
+        scan: &'static str,
+        /// The scan's filter, formatted.
+        filter: String,
+    },
+}
+
+impl CopiesError {
+    /// A hint on what to do about it.
+    pub fn hint(&self) -> String {
+        match self {
+            CopiesError::Overflow { .. } => {
+                "the byte counts or timestamps are far outside what nsys writes; re-export the report with `nsys export --type sqlite`".into()
+            }
+            CopiesError::NotLoaded { .. } => {
+                "load both scans with a filter that covers every device and window asked for".into()
+            }
+        }
+    }
+}
+
+/// Bytes over busy time, kept as the two integers (1 byte/ns = 1 GB/s, decimal).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Bandwidth {
+    /// Numerator: bytes (B).
+    pub bytes: i64,
+    /// Denominator: busy time (ns), always > 0.
+    pub busy_ns: i64,
+}
+
+impl Bandwidth {
+    /// `bytes / busy_ns`; None when nothing was busy (a rate over no time does not exist).
+    pub fn new(bytes: i64, busy_ns: i64) -> Option<Bandwidth> {
+        (busy_ns > 0).then_some(Bandwidth { bytes, busy_ns })
+    }
+
+    /// The exact fraction, in bytes per ns (= GB/s).
+    pub fn as_rational(self) -> Rational {
+        Rational::new(i128::from(self.bytes), i128::from(self.busy_ns))
+            .expect("busy_ns is positive by construction")
+    }
+}
+
+/// Rows, bytes and busy time of a set of copies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct CopyStats {
+    /// Rows kept.
+    pub count: i64,
+    /// Sum of their bytes (B). In clip semantics a row crossing a window edge counts whole
+    /// while its time is clipped; [`DeviceCopies::edge_bytes`] says how much that concerns.
+    pub bytes: i64,
+    /// Length of the union of their (clipped) intervals (ns).
+    pub busy_ns: i64,
+    /// `bytes / busy_ns` (None when `busy_ns` is 0).
+    pub bandwidth: Option<Bandwidth>,
+}
+
+/// The stats of one kind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KindStats {
+    /// The kind.
+    pub kind: CopyKind,
+    /// Its display label (the export's `ENUM_CUDA_MEMCPY_OPER` label when it has one).
+    pub label: String,
+    /// Its rows, bytes, busy time and bandwidth.
+    #[serde(flatten)]
+    pub stats: CopyStats,
+}
+
+/// The split of a device's idle time by whether a copy runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct IdleSplit {
+    /// The span S: the window (clip), the span of the kept kernels (contain), or the device's
+    /// kernel span (no window).
+    pub span: [i64; 2],
+    /// |S| (ns).
+    pub span_ns: i64,
+    /// |K ∩ S|: time with at least one kernel (ns).
+    pub kernel_ns: i64,
+    /// |S| - |K ∩ S|: time with no kernel (ns).
+    pub idle_ns: i64,
+    /// |C ∩ S| - |C ∩ K ∩ S|: idle time with at least one copy or memset (ns).
+    pub idle_copy_ns: i64,
+    /// idle - idle_copy: time with neither a kernel nor a copy (ns).
+    pub idle_none_ns: i64,
+}
+
+/// Copies and memsets of one device in one scope.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeviceCopies {
+    /// nsys `deviceId`.
+    pub device: i64,
+    /// The window asked for (None: the whole trace).
+    pub window: Option<Window>,
+    /// How the window selected rows.
+    pub semantics: Semantics,
+    /// Per kind present in the scope: memcpy kinds by code, then memset.
+    pub kinds: Vec<KindStats>,
+    /// Over all copies and memsets: busy is the union over every kind, so it can be less than
+    /// the sum of the kinds' busy times.
+    pub total: CopyStats,
+    /// Kernels kept.
+    pub kernels: i64,
+    /// |C ∩ K|: time with both a copy and a kernel (ns).
+    pub copy_kernel_overlap_ns: i64,
+    /// Copies crossing a window edge: clipped (clip) or dropped (contain).
+    pub edge_copies: i64,
+    /// Bytes of those copies (B).
+    pub edge_bytes: i64,
+    /// The idle split; None when the span does not exist (no window and no kernel on the
+    /// device, or a contain window that keeps no kernel).
+    pub idle: Option<IdleSplit>,
+}
+
+/// Whether a scan read with `filter` holds every row that `device` over `window` selects.
+fn covers(filter: &KernelFilter, device: i64, window: Option<Window>) -> bool {
+    let device_ok = filter.devices.as_ref().is_none_or(|v| v.contains(&device));
+    // Both semantics select rows with `end >= start_ns` and `start <= end_ns` (a subset of
+    // intersecting the window), which is what the filter's bounds keep.
+    let bounds_ok = match (filter.bounds, window) {
+        (None, _) => true,
+        (Some(_), None) => false,
+        (Some((a, b)), Some(w)) => a <= w.start_ns && b >= w.end_ns,
+    };
+    device_ok && bounds_ok
+}
+
+fn describe(filter: &KernelFilter) -> String {
+    let devices = match &filter.devices {
+        None => "all devices".to_string(),
+        Some(v) => format!("devices {v:?}"),
+    };
+    match filter.bounds {
+        None => devices,
+        Some((a, b)) => format!("{devices}, rows touching [{a}, {b}] ns"),
+    }
+}
+
+/// The interval a row contributes, as the overlap analysis selects kernels: clipped to the
+/// window (clip), unclipped when fully inside (contain), or as is (no window).
+fn pick(s: i64, e: i64, window: Option<Window>, semantics: Semantics) -> Option<(i64, i64)> {
+    match (window, semantics) {
+        (None, _) => Some((s, e)),
+        (Some(w), Semantics::Clip) => {
+            (e > w.start_ns && s < w.end_ns).then(|| (s.max(w.start_ns), e.min(w.end_ns)))
+        }
+        (Some(w), Semantics::Contain) => (s >= w.start_ns && e <= w.end_ns).then_some((s, e)),
+    }
+}
+
+/// Length of a union, checked. Once both unions' lengths fit, [`intersection_length`] cannot
+/// overflow: each of its pieces is part of one interval of each, and their sum is at most the
+/// smaller length.
+fn checked_length(u: &[(i64, i64)], device: i64) -> Result<i64, CopiesError> {
+    let overflow = || CopiesError::Overflow { device, quantity: "busy time" };
+    u.iter().try_fold(0i64, |acc, &(s, e)| {
+        e.checked_sub(s).and_then(|d| acc.checked_add(d)).ok_or_else(overflow)
+    })
+}
+
+/// Rows, bytes and intervals of one kind while collecting.
+#[derive(Default)]
+struct Acc {
+    count: i64,
+    bytes: i64,
+    intervals: Vec<(i64, i64)>,
+}
+
+impl Acc {
+    fn stats(self, device: i64) -> Result<(CopyStats, Vec<(i64, i64)>), CopiesError> {
+        let u = union(self.intervals);
+        let busy_ns = checked_length(&u, device)?;
+        let stats = CopyStats {
+            count: self.count,
+            bytes: self.bytes,
+            busy_ns,
+            bandwidth: Bandwidth::new(self.bytes, busy_ns),
+        };
+        Ok((stats, u))
+    }
+}
+
+/// Computes the copies of one device over an optional window.
+///
+/// Both scans must hold every row the device and window select (their filters are checked);
+/// a device with no rows gives zero counts and, without a span, no idle split.
+pub fn device_copies(
+    copies: &Copies,
+    kernels: &Kernels,
+    device: i64,
+    window: Option<Window>,
+    semantics: Semantics,
+) -> Result<DeviceCopies, CopiesError> {
+    for (scan, filter) in [("kernel", &kernels.filter), ("copies", &copies.filter)] {
+        if !covers(filter, device, window) {
+            return Err(CopiesError::NotLoaded {
+                device,
+                window: window.map_or("the whole trace".into(), |w| format!("{w} s")),
+                scan,
+                filter: describe(filter),
+            });
+        }
+    }
+    let overflow = |quantity| CopiesError::Overflow { device, quantity };
+
+    let kept_k = select(kernels, kernels.device_rows(device), window, semantics, true);
+    let span = match (window, semantics) {
+        (Some(w), Semantics::Clip) => Some(w.as_array()),
+        _ => kept_k
+            .iter()
+            .map(|x| x.1)
+            .min()
+            .zip(kept_k.iter().map(|x| x.2).max())
+            .map(|(lo, hi)| [lo, hi]),
+    };
+    let k_union = union(kept_k.iter().map(|&(_, s, e)| (s, e)).collect());
+    checked_length(&k_union, device)?;
+
+    let mut per_kind: BTreeMap<CopyKind, Acc> = BTreeMap::new();
+    let mut all = Acc::default();
+    let (mut edge_copies, mut edge_bytes) = (0i64, 0i64);
+    for i in copies.device_rows(device) {
+        let (s, e, bytes) = (copies.start[i], copies.end[i], copies.bytes[i]);
+        if let Some(w) = window
+            && ((s < w.start_ns && e > w.start_ns) || (s < w.end_ns && e > w.end_ns))
+        {
+            edge_copies += 1;
+            edge_bytes = edge_bytes.checked_add(bytes).ok_or_else(|| overflow("bytes"))?;
+        }
+        let Some(iv) = pick(s, e, window, semantics) else { continue };
+        for acc in [per_kind.entry(copies.kind[i]).or_default(), &mut all] {
+            acc.count += 1;
+            acc.bytes = acc.bytes.checked_add(bytes).ok_or_else(|| overflow("bytes"))?;
+            acc.intervals.push(iv);
+        }
+    }
+    let mut kinds = Vec::with_capacity(per_kind.len());
+    for (kind, acc) in per_kind {
+        let (stats, _) = acc.stats(device)?;
+        kinds.push(KindStats { kind, label: copies.label(kind).into_owned(), stats });
+    }
+    let (total, c_union) = all.stats(device)?;
+    let copy_kernel_overlap_ns = intersection_length(&c_union, &k_union);
+
+    let idle = match span {
+        None => None,
+        Some([lo, hi]) => {
+            let span_ns = hi.checked_sub(lo).ok_or_else(|| overflow("span"))?;
+            let s = [(lo, hi)];
+            // K clipped to S, so that |C ∩ K ∩ S| is one intersection of two unions.
+            let k_in_s = union(
+                k_union
+                    .iter()
+                    .filter_map(|&(a, b)| {
+                        let (a, b) = (a.max(lo), b.min(hi));
+                        (b > a).then_some((a, b))
+                    })
+                    .collect(),
+            );
+            let kernel_ns = checked_length(&k_in_s, device)?;
+            let idle_ns = span_ns - kernel_ns;
+            let idle_copy_ns =
+                intersection_length(&c_union, &s) - intersection_length(&c_union, &k_in_s);
+            Some(IdleSplit {
+                span: [lo, hi],
+                span_ns,
+                kernel_ns,
+                idle_ns,
+                idle_copy_ns,
+                idle_none_ns: idle_ns - idle_copy_ns,
+            })
+        }
+    };
+    Ok(DeviceCopies {
+        device,
+        window,
+        semantics,
+        kinds,
+        total,
+        kernels: kept_k.len() as i64,
+        copy_kernel_overlap_ns,
+        edge_copies,
+        edge_bytes,
+        idle,
+    })
+}
+
+/// [`device_copies`] for every device with kernels or copies in the scans, ascending.
+pub fn all_devices(
+    copies: &Copies,
+    kernels: &Kernels,
+    window: Option<Window>,
+    semantics: Semantics,
+) -> Result<Vec<DeviceCopies>, CopiesError> {
+    let mut devices = kernels.devices();
+    devices.extend(copies.devices());
+    devices.sort_unstable();
+    devices.dedup();
+    devices.into_iter().map(|d| device_copies(copies, kernels, d, window, semantics)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::{Context, Params, overlap};
+    use crate::scope::DeviceSel;
+
+    fn kernels() -> Kernels {
+        Kernels::from_rows(&[
+            (0, 7, 100, 200, "gemm"),
+            (0, 7, 300, 400, "gemm"),
+            (0, 9, 350, 600, "ncclDevKernel_SendRecv"),
+            (2, 7, 0, 10, "gemm"),
+        ])
+    }
+
+    /// Device 0: copies of three kinds that overlap each other, one in the kernel gap, one
+    /// memset under another copy. Device 1: copies and no kernel.
+    fn copies() -> Copies {
+        use CopyKind::*;
+        Copies::from_rows(&[
+            (0, 7, 50, 150, 100, HtoD),
+            (0, 8, 120, 180, 60, DtoD),
+            (0, 8, 220, 260, 40, DtoH),
+            (0, 7, 500, 700, 300, HtoD),
+            (0, 7, 650, 660, 8, Memset),
+            (1, 3, 0, 1000, 1000, HtoD),
+        ])
+    }
+
+    fn stats(d: &DeviceCopies) -> Vec<(String, i64, i64, i64)> {
+        d.kinds
+            .iter()
+            .map(|k| (k.kind.to_string(), k.stats.count, k.stats.bytes, k.stats.busy_ns))
+            .collect()
+    }
+
+    fn window(a: i64, b: i64) -> Option<Window> {
+        Some(Window { start_ns: a, end_ns: b })
+    }
+
+    #[test]
+    fn whole_trace_by_hand() {
+        let d = device_copies(&copies(), &kernels(), 0, None, Semantics::Clip).unwrap();
+        assert_eq!(
+            stats(&d),
+            [
+                ("HtoD".into(), 2, 400, 300),
+                ("DtoH".into(), 1, 40, 40),
+                ("DtoD".into(), 1, 60, 60),
+                ("memset".into(), 1, 8, 10)
+            ]
+        );
+        assert_eq!(d.kinds[0].label, "Host-to-Device");
+        // C = [50,180) ∪ [220,260) ∪ [500,700): the memset and the HtoD/DtoD overlap count
+        // once, so the total busy is less than the sum over kinds (410).
+        assert_eq!((d.total.count, d.total.bytes, d.total.busy_ns), (5, 508, 370));
+        assert_eq!(d.total.bandwidth, Some(Bandwidth { bytes: 508, busy_ns: 370 }));
+        assert_eq!(d.total.bandwidth.unwrap().as_rational(), Rational::new(254, 185).unwrap());
+        // K = [100,200) ∪ [300,600); C ∩ K = [100,180) ∪ [500,600).
+        assert_eq!(d.copy_kernel_overlap_ns, 180);
+        assert_eq!(d.kernels, 3);
+        assert_eq!((d.edge_copies, d.edge_bytes), (0, 0));
+        let idle = d.idle.unwrap();
+        // S = kernel span [100,600); idle = [200,300); a copy runs in [220,260) of it.
+        assert_eq!(idle.span, [100, 600]);
+        assert_eq!((idle.span_ns, idle.kernel_ns, idle.idle_ns), (500, 400, 100));
+        assert_eq!((idle.idle_copy_ns, idle.idle_none_ns), (40, 60));
+    }
+
+    #[test]
+    fn clip_cuts_rows_at_the_edges() {
+        let w = window(150, 550);
+        let d = device_copies(&copies(), &kernels(), 0, w, Semantics::Clip).unwrap();
+        // HtoD [50,150) only touches the window; DtoD becomes [150,180), HtoD [500,550).
+        assert_eq!(
+            stats(&d),
+            [("HtoD".into(), 1, 300, 50), ("DtoH".into(), 1, 40, 40), ("DtoD".into(), 1, 60, 30)]
+        );
+        assert_eq!((d.total.count, d.total.bytes, d.total.busy_ns), (3, 400, 120));
+        assert_eq!((d.edge_copies, d.edge_bytes), (2, 360));
+        assert_eq!(d.copy_kernel_overlap_ns, 80);
+        let idle = d.idle.unwrap();
+        assert_eq!(
+            (idle.span, idle.span_ns, idle.kernel_ns, idle.idle_ns),
+            ([150, 550], 400, 300, 100)
+        );
+        assert_eq!((idle.idle_copy_ns, idle.idle_none_ns), (40, 60));
+    }
+
+    #[test]
+    fn contain_keeps_rows_inside_and_spans_the_kept_kernels() {
+        let w = window(150, 550);
+        let d = device_copies(&copies(), &kernels(), 0, w, Semantics::Contain).unwrap();
+        assert_eq!(stats(&d), [("DtoH".into(), 1, 40, 40)]);
+        assert_eq!(d.kernels, 1);
+        assert_eq!((d.edge_copies, d.edge_bytes), (2, 360));
+        let idle = d.idle.unwrap();
+        // Only kernel [300,400) is inside; the DtoH copy lies outside that span.
+        assert_eq!(
+            (idle.span, idle.idle_ns, idle.idle_copy_ns, idle.idle_none_ns),
+            ([300, 400], 0, 0, 0)
+        );
+        assert_eq!(d.copy_kernel_overlap_ns, 0);
+    }
+
+    #[test]
+    fn the_idle_time_and_span_are_those_of_overlap() {
+        let ctx = Context::from_kernels(kernels());
+        for (w, sem) in [
+            (None, Semantics::Clip),
+            (window(150, 550), Semantics::Clip),
+            (window(150, 550), Semantics::Contain),
+            (window(120, 650), Semantics::Contain),
+        ] {
+            let mut p = Params::new(DeviceSel::Set(vec![0]));
+            p.window = w;
+            p.semantics = sem;
+            let b = overlap::breakdown(&ctx, 0, &p);
+            let idle = device_copies(&copies(), &kernels(), 0, w, sem).unwrap().idle.unwrap();
+            assert_eq!((idle.span, idle.idle_ns, idle.span_ns), (b.effective, b.idle, b.total));
+        }
+    }
+
+    #[test]
+    fn empty_devices() {
+        // No kernel and no copy: zeros, no bandwidth, no span without a window.
+        let d = device_copies(&copies(), &kernels(), 5, None, Semantics::Clip).unwrap();
+        assert!(d.kinds.is_empty());
+        assert_eq!(d.total, CopyStats::default());
+        assert_eq!(d.total.bandwidth, None);
+        assert_eq!(d.idle, None);
+        // A clip window has a span of its own: all of it is idle, none with a copy.
+        let d = device_copies(&copies(), &kernels(), 5, window(0, 1000), Semantics::Clip).unwrap();
+        let idle = d.idle.unwrap();
+        assert_eq!((idle.idle_ns, idle.idle_copy_ns, idle.idle_none_ns), (1000, 0, 1000));
+        // Copies without kernels: stats exist, the span does not.
+        let d = device_copies(&copies(), &kernels(), 1, None, Semantics::Clip).unwrap();
+        assert_eq!((d.total.count, d.total.busy_ns, d.idle), (1, 1000, None));
+        // Kernels without copies: the whole idle time has no copy.
+        let d = device_copies(&copies(), &kernels(), 2, None, Semantics::Clip).unwrap();
+        assert_eq!(d.total, CopyStats::default());
+        assert_eq!(d.idle.unwrap().idle_ns, 0);
+        let all = all_devices(&copies(), &kernels(), None, Semantics::Clip).unwrap();
+        assert_eq!(all.iter().map(|d| d.device).collect::<Vec<_>>(), [0, 1, 2]);
+    }
+
+    #[test]
+    fn scans_that_miss_the_scope_are_refused() {
+        let mut k = kernels();
+        k.filter = KernelFilter { devices: Some(vec![2]), bounds: None };
+        let err = device_copies(&copies(), &k, 0, None, Semantics::Clip).unwrap_err();
+        assert!(matches!(err, CopiesError::NotLoaded { scan: "kernel", device: 0, .. }), "{err}");
+        let mut c = copies();
+        c.filter = KernelFilter { devices: None, bounds: Some((200, 500)) };
+        let err = device_copies(&c, &kernels(), 0, None, Semantics::Clip).unwrap_err();
+        assert!(matches!(err, CopiesError::NotLoaded { scan: "copies", .. }), "{err}");
+        assert!(device_copies(&c, &kernels(), 0, window(200, 500), Semantics::Clip).is_ok());
+        assert!(device_copies(&c, &kernels(), 0, window(199, 500), Semantics::Clip).is_err());
+    }
+
+    #[test]
+    fn sums_that_overflow_are_errors() {
+        let c = Copies::from_rows(&[
+            (0, 7, 0, 10, i64::MAX, CopyKind::HtoD),
+            (0, 7, 20, 30, 1, CopyKind::DtoD),
+        ]);
+        let err = device_copies(&c, &kernels(), 0, None, Semantics::Clip).unwrap_err();
+        assert_eq!(err, CopiesError::Overflow { device: 0, quantity: "bytes" });
+        let c = Copies::from_rows(&[(0, 7, i64::MIN, i64::MAX, 1, CopyKind::HtoD)]);
+        let err = device_copies(&c, &kernels(), 0, None, Semantics::Clip).unwrap_err();
+        assert_eq!(err, CopiesError::Overflow { device: 0, quantity: "busy time" });
+    }
+}
