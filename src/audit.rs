@@ -240,7 +240,13 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
             queries.iter().map(|(s, _)| *s).chain(context_scopes.iter().map(|(_, s)| s)),
         );
         let ctx = Trace::open(&decl.resolved).and_then(|t| {
-            Context::load(&t, &filter, decl.expect_devices.clone(), &mut |n| {
+            let needs = analysis::needs(
+                queries
+                    .iter()
+                    .filter_map(|(_, m)| analysis::spec(&m.analysis))
+                    .chain(context_scopes.iter().map(|(s, _)| *s)),
+            );
+            Context::load(&t, &filter, decl.expect_devices.clone(), &needs, &mut |n| {
                 progress(&decl.name, n)
             })
         });

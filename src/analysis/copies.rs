@@ -10,8 +10,13 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use serde_json::{Value, json};
+
 use super::intervals::{intersection_length, union};
-use super::select;
+use super::{
+    AnalysisSpec, Context, Evidence, Field, FieldKind, Params, QueryError, ScopeRule, Table, Unit,
+    obj, select,
+};
 use crate::formula::Rational;
 use crate::scope::{Semantics, Window};
 use crate::trace::{Copies, CopyKind, KernelFilter, Kernels};
@@ -335,6 +340,283 @@ pub fn all_devices(
     devices.sort_unstable();
     devices.dedup();
     devices.into_iter().map(|d| device_copies(copies, kernels, d, window, semantics)).collect()
+}
+
+/// The registry entry.
+pub const SPEC: AnalysisSpec = AnalysisSpec {
+    name: "copies",
+    summary: "memcpy and memset traffic of a device: count, bytes, busy time and bandwidth per kind, and how much of its idle time has a copy in flight",
+    fields: &[
+        f("copies", Unit::Count, FieldKind::Count, "memcpy and memset rows kept in the scope"),
+        f(
+            "bytes",
+            Unit::Bytes,
+            FieldKind::Bytes,
+            "bytes they move (a copy clipped by a window edge counts whole)",
+        ),
+        f(
+            "busy_ns",
+            Unit::Ns,
+            FieldKind::CopyTime,
+            "wall time with at least one copy or memset: union of their intervals over every kind",
+        ),
+        f(
+            "bandwidth",
+            Unit::Ratio,
+            FieldKind::Bytes,
+            "bytes / busy_ns: bytes per ns, i.e. decimal GB/s (effective, over the busy time)",
+        ),
+        f("htod_bytes", Unit::Bytes, FieldKind::Bytes, "host-to-device bytes"),
+        f("htod_busy_ns", Unit::Ns, FieldKind::CopyTime, "union of host-to-device copies"),
+        f("dtoh_bytes", Unit::Bytes, FieldKind::Bytes, "device-to-host bytes"),
+        f("dtoh_busy_ns", Unit::Ns, FieldKind::CopyTime, "union of device-to-host copies"),
+        f("dtod_bytes", Unit::Bytes, FieldKind::Bytes, "device-to-device bytes"),
+        f("dtod_busy_ns", Unit::Ns, FieldKind::CopyTime, "union of device-to-device copies"),
+        f("ptop_bytes", Unit::Bytes, FieldKind::Bytes, "peer-to-peer bytes"),
+        f("ptop_busy_ns", Unit::Ns, FieldKind::CopyTime, "union of peer-to-peer copies"),
+        f("memset_bytes", Unit::Bytes, FieldKind::Bytes, "bytes set by memsets"),
+        f("memset_busy_ns", Unit::Ns, FieldKind::CopyTime, "union of memsets"),
+        f(
+            "copy_kernel_overlap_ns",
+            Unit::Ns,
+            FieldKind::Wall,
+            "wall time with both a copy and a kernel: |copies ∩ kernels|",
+        ),
+        f(
+            "span_ns",
+            Unit::Ns,
+            FieldKind::Window,
+            "the span S the idle split covers: the window (clip), the span of the kept kernels (contain), or the device's kernel span (no window); null when there is none",
+        ),
+        f(
+            "idle_ns",
+            Unit::Ns,
+            FieldKind::Wall,
+            "wall time in S with no kernel (the overlap analysis's idle)",
+        ),
+        f(
+            "idle_copy_ns",
+            Unit::Ns,
+            FieldKind::Wall,
+            "idle time with a copy or memset in flight: |copies ∩ S| - |copies ∩ K ∩ S|",
+        ),
+        f(
+            "idle_none_ns",
+            Unit::Ns,
+            FieldKind::Wall,
+            "idle time with neither a kernel nor a copy: idle - idle_copy",
+        ),
+        f(
+            "edge_copies",
+            Unit::Count,
+            FieldKind::Count,
+            "copies crossing a window edge: clipped (clip) or dropped (contain)",
+        ),
+    ],
+    sums: &[(&["idle_copy_ns", "idle_none_ns"], FieldKind::Wall)],
+    params: &[],
+    scope: ScopeRule::PerDevice,
+    needs: &[Table::Kernels, Table::Copies],
+    cross_rank: &[],
+    ratios: &[("bandwidth", "bytes / busy_ns")],
+    chart: None,
+    run,
+    table,
+};
+
+const fn f(name: &'static str, unit: Unit, kind: FieldKind, definition: &'static str) -> Field {
+    Field { name, unit, kind, definition }
+}
+
+/// The values of one device, in the JSON contract.
+fn values(d: &DeviceCopies) -> serde_json::Map<String, Value> {
+    let kind = |k: CopyKind| d.kinds.iter().find(|x| x.kind == k).map(|x| x.stats);
+    let mut m = obj([
+        ("copies", json!(d.total.count)),
+        ("bytes", json!(d.total.bytes)),
+        ("busy_ns", json!(d.total.busy_ns)),
+        (
+            "bandwidth",
+            d.total.bandwidth.map_or(Value::Null, |b| json!(b.bytes as f64 / b.busy_ns as f64)),
+        ),
+        ("copy_kernel_overlap_ns", json!(d.copy_kernel_overlap_ns)),
+        ("span_ns", d.idle.map_or(Value::Null, |i| json!(i.span_ns))),
+        ("idle_ns", d.idle.map_or(Value::Null, |i| json!(i.idle_ns))),
+        ("idle_copy_ns", d.idle.map_or(Value::Null, |i| json!(i.idle_copy_ns))),
+        ("idle_none_ns", d.idle.map_or(Value::Null, |i| json!(i.idle_none_ns))),
+        ("edge_copies", json!(d.edge_copies)),
+        ("kinds", json!(d.kinds)),
+    ]);
+    for (prefix, k) in [
+        ("htod", CopyKind::HtoD),
+        ("dtoh", CopyKind::DtoH),
+        ("dtod", CopyKind::DtoD),
+        ("ptop", CopyKind::PtoP),
+        ("memset", CopyKind::Memset),
+    ] {
+        let st = kind(k);
+        m.insert(format!("{prefix}_bytes"), json!(st.map_or(0, |s| s.bytes)));
+        m.insert(format!("{prefix}_busy_ns"), json!(st.map_or(0, |s| s.busy_ns)));
+    }
+    m
+}
+
+/// Runs the analysis: `values` for one device, `rows` (one per device) for several.
+pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
+    let devices = ctx.resolve_devices(&params.devices)?;
+    ctx.check_window(params.window, &devices)?;
+    let copies = ctx.copies.as_ref().ok_or_else(|| QueryError::Failed {
+        reason: "the memcpy/memset tables were not read".into(),
+        hint: "the planner reads the tables an analysis declares; this is a defect".into(),
+    })?;
+    let mut ev = ctx.evidence(&SPEC, params, devices.clone());
+    let mut per = Vec::new();
+    for &d in &devices {
+        per.push(
+            device_copies(copies, &ctx.kernels, d, params.window, params.semantics)
+                .map_err(|e| QueryError::Failed { reason: e.to_string(), hint: e.hint() })?,
+        );
+    }
+    if !copies.memcpy.present && !copies.memset.present {
+        ev.note("note.no_copy_tables", &[]);
+    }
+    let edges: i64 = per.iter().map(|d| d.edge_copies).sum();
+    if params.window.is_some() && edges > 0 {
+        let key = match params.semantics {
+            Semantics::Clip => "note.copy_edges_clipped",
+            Semantics::Contain => "note.copy_edges_dropped",
+        };
+        ev.note(key, &[("n", edges.to_string())]);
+    }
+    for d in &per {
+        if let Some(i) = d.idle
+            && i.idle_ns > 0
+            && i.idle_copy_ns * 10 >= i.idle_ns
+        {
+            ev.note(
+                "note.idle_has_copies",
+                &[
+                    ("device", d.device.to_string()),
+                    ("idle_copy_ms", crate::units::ms(i.idle_copy_ns)),
+                    ("idle_ms", crate::units::ms(i.idle_ns)),
+                    (
+                        "share",
+                        crate::units::percent(i.idle_copy_ns.into(), i.idle_ns.into())
+                            .unwrap_or_default(),
+                    ),
+                ],
+            );
+        }
+    }
+    if let [d] = per.as_slice() {
+        ev.window.effective_ns = d.idle.map(|i| i.span);
+        ev.values = Some(values(d));
+    } else {
+        let spans: Vec<[i64; 2]> = per.iter().filter_map(|d| d.idle.map(|i| i.span)).collect();
+        if let (Some(lo), Some(hi)) =
+            (spans.iter().map(|s| s[0]).min(), spans.iter().map(|s| s[1]).max())
+        {
+            ev.window.effective_ns = Some([lo, hi]);
+        }
+        ev.rows = Some(
+            per.iter()
+                .map(|d| {
+                    let mut m = obj([("device", json!(d.device))]);
+                    m.extend(values(d));
+                    m
+                })
+                .collect(),
+        );
+    }
+    Ok(ev)
+}
+
+/// The terminal table of `verdict query` (below the scope lines): one row per device and
+/// kind, then the idle split.
+pub fn table(ev: &Evidence, width: usize) -> String {
+    use super::show::{count, int, share, time};
+    use crate::term::Column;
+    let rows: Vec<&serde_json::Map<String, Value>> = match (&ev.values, &ev.rows) {
+        (Some(v), _) => vec![v],
+        (None, Some(r)) => r.iter().collect(),
+        _ => vec![],
+    };
+    let device = |r: &serde_json::Map<String, Value>| {
+        r.get("device").and_then(Value::as_i64).or(ev.scope.devices.first().copied())
+    };
+    let gbps = |bytes: Option<i64>, busy: Option<i64>| match (bytes, busy) {
+        (Some(b), Some(t)) if t > 0 => format!("{:.2} GB/s", b as f64 / t as f64),
+        _ => "n/a".into(),
+    };
+    let mut out = Vec::new();
+    for r in &rows {
+        let d = device(r).map_or("n/a".into(), |d| d.to_string());
+        for k in r.get("kinds").and_then(Value::as_array).into_iter().flatten() {
+            out.push(vec![
+                d.clone(),
+                k.get("label").and_then(Value::as_str).unwrap_or("").to_string(),
+                count(k.get("count")),
+                crate::units::thousands(int(k.get("bytes")).unwrap_or_default().into()),
+                time(k.get("busy_ns")),
+                gbps(int(k.get("bytes")), int(k.get("busy_ns"))),
+            ]);
+        }
+        out.push(vec![
+            d,
+            "all copies".into(),
+            count(r.get("copies")),
+            crate::units::thousands(int(r.get("bytes")).unwrap_or_default().into()),
+            time(r.get("busy_ns")),
+            gbps(int(r.get("bytes")), int(r.get("busy_ns"))),
+        ]);
+    }
+    let mut s = crate::term::render(
+        &[
+            Column::value("device"),
+            Column::text("kind"),
+            Column::number("count"),
+            Column::number("bytes"),
+            Column::number("busy"),
+            Column::number("bandwidth"),
+        ],
+        &out,
+        width,
+    );
+    s.push('\n');
+    let idle: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                device(r).map_or("n/a".into(), |d| d.to_string()),
+                time(r.get("span_ns")),
+                time(r.get("idle_ns")),
+                time(r.get("idle_copy_ns")),
+                share(int(r.get("idle_copy_ns")), int(r.get("idle_ns"))),
+                time(r.get("idle_none_ns")),
+                time(r.get("copy_kernel_overlap_ns")),
+            ]
+        })
+        .collect();
+    s += &crate::term::render(
+        &[
+            Column::value("device"),
+            Column::number("span"),
+            Column::number("idle"),
+            Column::number("idle, copy"),
+            Column::number("of idle"),
+            Column::number("idle, none"),
+            Column::number("copy ∩ kernel"),
+        ],
+        &idle,
+        width,
+    );
+    s += &crate::term::hang(
+        "",
+        "idle = no kernel (as in overlap); idle, copy = a copy or memset in flight; idle, none = nothing at all",
+        2,
+        width,
+    );
+    s
 }
 
 #[cfg(test)]

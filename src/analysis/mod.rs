@@ -60,6 +60,14 @@ pub enum QueryError {
         /// Why.
         reason: String,
     },
+    /// The analysis could not compute its values as asked.
+    #[error("{reason}")]
+    Failed {
+        /// Why.
+        reason: String,
+        /// What to do about it.
+        hint: String,
+    },
     /// The analysis name is unknown.
     #[error("unknown analysis `{0}`")]
     UnknownAnalysis(String),
@@ -85,6 +93,7 @@ impl QueryError {
             QueryError::WindowOutside { first, last, .. } => format!(
                 "windows are seconds on the trace's own clock; this trace's kernels run from {first} to {last} s"
             ),
+            QueryError::Failed { hint, .. } => hint.clone(),
             QueryError::BadParam { param, .. } => {
                 format!("see `verdict analyses` for what `{param}` takes")
             }
@@ -254,6 +263,8 @@ pub enum ChartContext {
 pub enum Table {
     /// `CUPTI_ACTIVITY_KIND_KERNEL`, with the per-device inventory.
     Kernels,
+    /// `CUPTI_ACTIVITY_KIND_MEMCPY` and `..._MEMSET` (absent tables read as no rows).
+    Copies,
 }
 
 /// A parameter an analysis adopts besides window, semantics and devices. The same `set`
@@ -364,7 +375,20 @@ impl AnalysisSpec {
 
 /// Every analysis, in the order the CLI lists them.
 pub const ANALYSES: &[AnalysisSpec] =
-    &[overlap::SPEC, kernels::SPEC, nccl_skew::SPEC, coverage::SPEC];
+    &[overlap::SPEC, kernels::SPEC, nccl_skew::SPEC, copies::SPEC, coverage::SPEC];
+
+/// The tables a set of analyses needs, each once.
+pub fn needs<'a>(specs: impl IntoIterator<Item = &'a AnalysisSpec>) -> Vec<Table> {
+    let mut out: Vec<Table> = Vec::new();
+    for s in specs {
+        for t in s.needs {
+            if !out.contains(t) {
+                out.push(*t);
+            }
+        }
+    }
+    out
+}
 
 /// Looks an analysis up by name.
 pub fn spec(name: &str) -> Option<&'static AnalysisSpec> {
@@ -569,6 +593,8 @@ pub struct Context {
     pub trace: TraceRef,
     /// The kernel rows of the scan.
     pub kernels: Kernels,
+    /// The memcpy/memset rows, read with the same filter when a planned analysis needs them.
+    pub copies: Option<crate::trace::Copies>,
     /// Devices, GPUs and time ranges of the whole trace.
     pub inventory: Inventory,
     /// Devices the job should have (`--expect-devices`, or the claims file).
@@ -1013,18 +1039,27 @@ impl Context {
                 skipped_invalid: kernels.skipped_invalid,
             },
             kernels,
+            copies: None,
             expected_devices: None,
         }
+    }
+
+    /// The same, with memcpy/memset rows.
+    pub fn with_copies(mut self, copies: crate::trace::Copies) -> Context {
+        self.copies = Some(copies);
+        self
     }
 }
 
 impl Context {
-    /// Scans a trace once for everything one command needs, hashing the file on a second
-    /// thread meanwhile.
+    /// Scans a trace once for everything one command needs: the kernel table always, every
+    /// other table in `needs` once, with the same filter, hashing the file on a second thread
+    /// meanwhile.
     pub fn load(
         trace: &crate::trace::Trace,
         filter: &crate::trace::KernelFilter,
         expected_devices: Option<Vec<i64>>,
+        needs: &[Table],
         progress: &mut dyn FnMut(u64),
     ) -> Result<Context, crate::trace::TraceError> {
         let path = trace.path().to_path_buf();
@@ -1037,6 +1072,11 @@ impl Context {
             (kernels, sha)
         });
         let kernels = kernels?;
+        let copies = if needs.contains(&Table::Copies) {
+            Some(crate::trace::Copies::load(trace, filter)?)
+        } else {
+            None
+        };
         let inventory = trace.inventory(&kernels)?;
         let schema = trace.schema();
         Ok(Context {
@@ -1059,6 +1099,7 @@ impl Context {
                 origin: schema.origin.clone(),
             },
             kernels,
+            copies,
             inventory,
             expected_devices,
         })
@@ -1072,11 +1113,16 @@ mod tests {
     /// Kernels on two devices with compute and NCCL on two streams, so every analysis has
     /// something to say.
     fn ctx() -> Context {
+        use crate::trace::{Copies, CopyKind};
         Context::from_kernels(Kernels::from_rows(&[
             (1, 7, 0, 100, "gemm"),
             (1, 56, 50, 150, "ncclAG"),
             (2, 7, 10, 90, "gemm"),
             (2, 56, 60, 160, "ncclAG"),
+        ]))
+        .with_copies(Copies::from_rows(&[
+            (1, 9, 140, 200, 4096, CopyKind::HtoD),
+            (1, 9, 210, 220, 64, CopyKind::Memset),
         ]))
     }
 

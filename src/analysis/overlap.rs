@@ -86,6 +86,18 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
             kind: FieldKind::Count,
             definition: "kernels crossing a window edge: clipped (clip) or dropped (contain)",
         },
+        Field {
+            name: "idle_copy_ns",
+            unit: Unit::Ns,
+            kind: FieldKind::Wall,
+            definition: "idle wall time with a memcpy or memset in flight: |copies ∩ S| - |copies ∩ K ∩ S| (null when the export has no copy tables)",
+        },
+        Field {
+            name: "idle_none_ns",
+            unit: Unit::Ns,
+            kind: FieldKind::Wall,
+            definition: "idle wall time with neither a kernel nor a copy: idle - idle_copy (null when the export has no copy tables)",
+        },
     ],
     sums: &[
         (&["nccl_only_ns", "overlap_ns"], FieldKind::NcclBusy),
@@ -94,7 +106,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     ],
     params: &[],
     scope: ScopeRule::PerDevice,
-    needs: &[Table::Kernels],
+    needs: &[Table::Kernels, Table::Copies],
     cross_rank: &[],
     ratios: &[],
     chart: Some(ChartContext::AllDevices),
@@ -216,9 +228,50 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     if parts.iter().any(|p| p.1.compute_kernels + p.1.nccl_kernels == 0) {
         ev.note("note.empty_device", &[]);
     }
+    // Idle split by copies: "no kernel" keeps its nsys-ai meaning; how much of it had a copy
+    // in flight is disclosed beside it.
+    let mut idle_split: Vec<Option<(i64, i64)>> = Vec::new();
+    let copy_tables = ctx.copies.as_ref().filter(|c| c.memcpy.present || c.memset.present);
+    for (d, b) in &parts {
+        let split = match copy_tables {
+            None => None,
+            Some(c) => {
+                super::copies::device_copies(c, &ctx.kernels, *d, params.window, params.semantics)
+                    .map_err(|e| QueryError::Failed { reason: e.to_string(), hint: e.hint() })?
+                    .idle
+                    .map(|i| (i.idle_copy_ns, i.idle_none_ns))
+            }
+        };
+        if let Some((copy, _)) = split
+            && b.idle > 0
+            && copy * 10 >= b.idle
+        {
+            ev.note(
+                "note.idle_has_copies",
+                &[
+                    ("device", d.to_string()),
+                    ("idle_copy_ms", crate::units::ms(copy)),
+                    ("idle_ms", crate::units::ms(b.idle)),
+                    (
+                        "share",
+                        crate::units::percent(copy.into(), b.idle.into()).unwrap_or_default(),
+                    ),
+                ],
+            );
+        }
+        idle_split.push(split);
+    }
+    let split_values = |split: Option<(i64, i64)>| {
+        [
+            ("idle_copy_ns", split.map_or(Value::Null, |s| json!(s.0))),
+            ("idle_none_ns", split.map_or(Value::Null, |s| json!(s.1))),
+        ]
+    };
     if let [(_, b)] = parts.as_slice() {
         ev.window.effective_ns = Some(b.effective);
-        ev.values = Some(b.to_values());
+        let mut v = b.to_values();
+        v.extend(obj(split_values(idle_split[0])));
+        ev.values = Some(v);
     } else {
         let lo = parts.iter().map(|p| p.1.effective[0]).min();
         let hi = parts.iter().map(|p| p.1.effective[1]).max();
@@ -228,9 +281,11 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
         ev.rows = Some(
             parts
                 .iter()
-                .map(|(d, b)| {
+                .zip(&idle_split)
+                .map(|((d, b), split)| {
                     let mut m = obj([("device", json!(d)), ("effective_ns", json!(b.effective))]);
                     m.extend(b.to_values());
+                    m.extend(obj(split_values(*split)));
                     m
                 })
                 .collect(),
@@ -306,6 +361,35 @@ pub fn table(ev: &Evidence, width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Idle split by copies, by hand: kernels cover [0, 150) on device 1; window [0, 300)
+    /// clip, so idle = 150. An HtoD copy [140, 200) adds 50 idle ns (10 of it is under a
+    /// kernel), a memset [210, 220) 10 more: idle_copy = 60, idle_none = 90.
+    #[test]
+    fn idle_splits_by_copies_by_hand() {
+        use crate::scope::{DeviceSel, Window};
+        use crate::trace::{Copies, CopyKind, Kernels};
+        let ctx = Context::from_kernels(Kernels::from_rows(&[
+            (1, 7, 0, 100, "gemm"),
+            (1, 56, 50, 150, "ncclAG"),
+        ]))
+        .with_copies(Copies::from_rows(&[
+            (1, 9, 140, 200, 4096, CopyKind::HtoD),
+            (1, 9, 210, 220, 64, CopyKind::Memset),
+        ]));
+        let mut p = Params::new(DeviceSel::Set(vec![1]));
+        p.window = Some(Window { start_ns: 0, end_ns: 300 });
+        let ev = run(&p, &ctx).unwrap();
+        let v = |k: &str| ev.value(k).and_then(Value::as_i64);
+        assert_eq!(
+            (v("idle_ns"), v("idle_copy_ns"), v("idle_none_ns")),
+            (Some(150), Some(60), Some(90))
+        );
+        assert!(ev.notes.iter().any(|n| n.finding.key == "note.idle_has_copies"));
+        // Without copy tables the split is null, never 0 (the field's definition says so).
+        let ev = run(&p, &Context::from_kernels(ctx.kernels.clone())).unwrap();
+        assert!(ev.value("idle_copy_ns").is_some_and(Value::is_null));
+    }
     use crate::analysis::Params;
     use crate::scope::{DeviceSel, Window};
     use crate::trace::Kernels;

@@ -21,6 +21,7 @@ pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
         None,
         args.expect_devices.map(|d| d.0),
         &DeviceSel::Set(vec![]),
+        &[analysis::Table::Copies],
     )?;
     let schema = trace.schema();
     let ev = analysis::coverage::run(&Params::new(DeviceSel::All), &ctx)?;

@@ -34,7 +34,8 @@ pub fn run(q: QueryCommand) -> anyhow::Result<ExitCode> {
             crate::Hinted::new(e.to_string(), hint)
         })?;
     }
-    let ctx = load(&q.trace, q.window, q.expect_devices.as_ref().map(|d| d.0.clone()), &sel)?;
+    let ctx =
+        load(&q.trace, q.window, q.expect_devices.as_ref().map(|d| d.0.clone()), &sel, spec.needs)?;
     let ev = analysis::run_spec(spec, &params, &ctx)
         .with_context(|| format!("cannot answer from trace `{}`", q.trace.display()))?;
     if q.json {
@@ -51,8 +52,9 @@ pub(super) fn load(
     window: Option<crate::scope::Window>,
     expect: Option<Vec<i64>>,
     devices: &DeviceSel,
+    needs: &[analysis::Table],
 ) -> anyhow::Result<Context> {
-    open_and_load(path, window, expect, devices).map(|(_, ctx)| ctx)
+    open_and_load(path, window, expect, devices, needs).map(|(_, ctx)| ctx)
 }
 
 /// [`load`], keeping the open trace for its schema.
@@ -61,6 +63,7 @@ pub(super) fn open_and_load(
     window: Option<crate::scope::Window>,
     expect: Option<Vec<i64>>,
     devices: &DeviceSel,
+    needs: &[analysis::Table],
 ) -> anyhow::Result<(Trace, Context)> {
     let trace =
         Trace::open(path).with_context(|| format!("cannot read trace `{}`", path.display()))?;
@@ -71,7 +74,7 @@ pub(super) fn open_and_load(
         },
         bounds: window.map(|w| (w.start_ns, w.end_ns)),
     };
-    let ctx = Context::load(&trace, &filter, expect, &mut |_| {})
+    let ctx = Context::load(&trace, &filter, expect, needs, &mut |_| {})
         .with_context(|| format!("cannot read trace `{}`", path.display()))?;
     Ok((trace, ctx))
 }
