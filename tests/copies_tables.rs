@@ -490,3 +490,68 @@ fn h100_idle_time_is_mostly_copies() {
         assert_eq!(htod.stats.busy_ns * 1000 / i.span_ns, 958);
     }
 }
+
+/// Runs the binary and parses its JSON.
+fn verdict_json(args: &[&str]) -> serde_json::Value {
+    let out = assert_cmd::Command::cargo_bin("verdict").unwrap().args(args).output().unwrap();
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// End to end, as a user runs it: `query copies`, `query overlap` (its idle split) and
+/// `inspect` on the H100 capture agree with the SQL and sweep reference, over the whole
+/// trace and in a clip window.
+#[test]
+fn the_commands_report_copies_as_the_reference_computes_them() {
+    let path = fixture("nsys-ai/h100_2gpu_1s.sqlite");
+    let p = path.to_str().unwrap();
+    let conn = open_ro(&path);
+    let copies = read_copies(&conn);
+    let kernels = read_kernels(&conn);
+    // A window inside the capture: 155.5 s to 156.0 s.
+    for (win, window) in
+        [(Win::Whole, None), (Win::Clip(155_500_000_000, 156_000_000_000), Some("155.5:156"))]
+    {
+        for device in [0, 1] {
+            let want = reference(&copies, &kernels, device, win);
+            let d = device.to_string();
+            let mut args = vec!["query", "copies", p, "--device", &d, "--json"];
+            if let Some(w) = window {
+                args.extend(["--window", w]);
+            }
+            let v = verdict_json(&args);
+            let values = &v["values"];
+            assert_eq!(values["copies"], want.total.0, "{device} {win:?}");
+            assert_eq!(values["bytes"], want.total.1, "{device} {win:?}");
+            assert_eq!(values["busy_ns"], want.total.2, "{device} {win:?}");
+            assert_eq!(values["copy_kernel_overlap_ns"], want.overlap, "{device} {win:?}");
+            let (_, idle, idle_copy, idle_none) = want.idle.unwrap();
+            assert_eq!(values["idle_ns"], idle, "{device} {win:?}");
+            assert_eq!(values["idle_copy_ns"], idle_copy, "{device} {win:?}");
+            assert_eq!(values["idle_none_ns"], idle_none, "{device} {win:?}");
+            let htod = want.kinds.get("HtoD").copied().unwrap_or_default();
+            assert_eq!(
+                (values["htod_bytes"].as_i64(), values["htod_busy_ns"].as_i64()),
+                (Some(htod.1), Some(htod.2))
+            );
+            // overlap keeps its idle ("no kernel") and splits it the same way.
+            args[1] = "overlap";
+            let o = verdict_json(&args);
+            assert_eq!(o["values"]["idle_ns"], idle, "overlap {device} {win:?}");
+            assert_eq!(o["values"]["idle_copy_ns"], idle_copy, "overlap {device} {win:?}");
+            assert_eq!(o["values"]["idle_none_ns"], idle_none, "overlap {device} {win:?}");
+        }
+    }
+    // inspect lists rows and bytes per device and kind, as GROUP BY counts them.
+    let v = verdict_json(&["inspect", p, "--json"]);
+    let mut listed = BTreeMap::new();
+    for d in v["copies"]["per_device"].as_array().unwrap() {
+        for k in d["kinds"].as_array().unwrap() {
+            listed.insert(
+                (d["device"].as_i64().unwrap(), k["kind"].as_str().unwrap().to_string()),
+                (k["count"].as_i64().unwrap(), k["bytes"].as_i64().unwrap()),
+            );
+        }
+    }
+    assert_eq!(listed, grouped(&conn));
+}

@@ -36,6 +36,13 @@ pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
             "nvtx_text": schema.nvtx_text,
             "time_base": schema.time_base,
         });
+        if let Some(c) = &ctx.copies {
+            v["copies"] = json!({
+                "memcpy_table": c.memcpy.present,
+                "memset_table": c.memset.present,
+                "per_device": c.inventory,
+            });
+        }
         print_json(&v)?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -106,6 +113,37 @@ pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
         }
         s.push('\n');
         s += &table::hang("", &listed, 2, width);
+    }
+    if let Some(c) = &ctx.copies {
+        s.push('\n');
+        if !c.memcpy.present && !c.memset.present {
+            s += &table::hang("", "copies: the export has no memcpy or memset table", 2, width);
+        } else {
+            let rows: Vec<Vec<String>> = c
+                .inventory
+                .iter()
+                .flat_map(|d| {
+                    d.kinds.iter().map(move |k| {
+                        vec![
+                            d.device.to_string(),
+                            k.label.clone(),
+                            thousands(k.count.into()),
+                            thousands(k.bytes.into()),
+                        ]
+                    })
+                })
+                .collect();
+            s += &table::render(
+                &[
+                    Column::value("device"),
+                    Column::text("copies (memcpy kind or memset)"),
+                    Column::number("rows"),
+                    Column::number("bytes"),
+                ],
+                &rows,
+                width,
+            );
+        }
     }
     s += &notes(&ev, width);
     super::emit(&s)?;
