@@ -110,7 +110,7 @@ fn spreads(set: &ClaimSet, ledger: &[LedgerEntry], context: &[LedgerEntry]) -> V
             // Shares only: a spread of totals (the identity, ~6,156 ms everywhere) says nothing.
             let share = matches!(m.unit, crate::claims::Unit::Percent | crate::claims::Unit::Ratio);
             let per_device = analysis::spec(&ev.analysis)
-                .is_some_and(|s| s.chart == Some(analysis::ChartContext::AllDevices));
+                .is_some_and(|s| s.chart_context() == Some(analysis::ChartContext::AllDevices));
             if !per_device || ev.scope.devices.len() != 1 || !share {
                 continue;
             }
@@ -297,7 +297,7 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
             let mut p = Params::new(scope.devices.clone());
             p.window = scope.window;
             p.semantics = scope.semantics;
-            if let Some(analysis::ChartContext::Top(n)) = spec.chart {
+            if let Some(analysis::ChartContext::Top(n)) = spec.chart_context() {
                 p.limit = Some(n);
             }
             let result = analysis::run_spec(spec, &p, &ctx);
@@ -332,7 +332,7 @@ fn context_scopes(queries: &[(&Scope, &Measure)]) -> Vec<(&'static analysis::Ana
     let mut out: Vec<(&'static analysis::AnalysisSpec, Scope)> = Vec::new();
     for (scope, m) in queries {
         let Some(spec) = analysis::spec(&m.analysis) else { continue };
-        let devices = match spec.chart {
+        let devices = match spec.chart_context() {
             Some(analysis::ChartContext::AllDevices) => DeviceSel::All,
             Some(analysis::ChartContext::Top(_)) => scope.devices.clone(),
             None => continue,

@@ -420,6 +420,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     cross_rank: &[],
     ratios: &[("bandwidth", "bytes / busy_ns")],
     chart: None,
+    terms: &["idle_copy"],
     run,
     table,
 };

@@ -72,6 +72,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     cross_rank: &[],
     ratios: &[],
     chart: None,
+    terms: &[],
     run,
     table,
 };

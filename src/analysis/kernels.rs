@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::{Value, json};
 
 use super::{
-    AnalysisSpec, ChartContext, Context, Evidence, Field, FieldKind, Params, QueryError, ScopeRule,
+    AnalysisSpec, ChartKind, Context, Evidence, Field, FieldKind, Params, QueryError, ScopeRule,
     Table, Unit, obj, quantiles, select,
 };
 use crate::scope::Semantics;
@@ -76,7 +76,8 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     needs: &[Table::Kernels],
     cross_rank: &[],
     ratios: &[],
-    chart: Some(ChartContext::Top(10)),
+    chart: Some(ChartKind::TopNames),
+    terms: &["kernel_time"],
     run,
     table,
 };

@@ -246,15 +246,41 @@ pub enum ScopeRule {
     WholeTrace,
 }
 
-/// The query behind an analysis's chart in the report: what the chart shows around the
-/// parts that read the analysis.
+/// The chart the report draws for an analysis, which decides the context query behind it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+pub enum ChartKind {
+    /// Stacked exclusive intervals per device, over every device of the same window (so one
+    /// device's number stands among the others): overlap.
+    Breakdown,
+    /// Per-rank start and end offsets of matched instances, from the evidence itself:
+    /// nccl-skew.
+    RankOffsets,
+    /// The top names by total time over the same devices, without the name filter: kernels.
+    TopNames,
+}
+
+/// The query behind a chart, besides the parts' own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChartContext {
-    /// The same window over every device (so one device's number stands among the others).
+    /// The same window over every device.
     AllDevices,
     /// The same devices without a name filter, the top N by total time.
     Top(usize),
+}
+
+/// Names shown in a top-names chart.
+pub const CHART_TOP: usize = 10;
+
+impl ChartKind {
+    /// The context query it needs, if any.
+    pub fn context(self) -> Option<ChartContext> {
+        match self {
+            ChartKind::Breakdown => Some(ChartContext::AllDevices),
+            ChartKind::TopNames => Some(ChartContext::Top(CHART_TOP)),
+            ChartKind::RankOffsets => None,
+        }
+    }
 }
 
 /// A trace table an analysis reads. The planner reads each needed table once per trace.
@@ -326,8 +352,11 @@ pub struct AnalysisSpec {
     /// Fields that are a ratio of other fields, with that formula: a claim that reads one is
     /// evaluated and shown through it (`wait_ns / nccl_ns`), exactly, with its fraction.
     pub ratios: &'static [(&'static str, &'static str)],
-    /// The context query the report's chart of this analysis needs, if it has a chart.
-    pub chart: Option<ChartContext>,
+    /// The chart the report draws of it, if any.
+    pub chart: Option<ChartKind>,
+    /// Keys of the definitions (`def.KEY.term`, `def.KEY.text` in the UI strings) the report's
+    /// provenance prints when the audit reads this analysis.
+    pub terms: &'static [&'static str],
     /// Computes the evidence.
     #[serde(skip)]
     pub run: RunFn,
@@ -337,6 +366,19 @@ pub struct AnalysisSpec {
 }
 
 impl AnalysisSpec {
+    /// The context query its chart needs.
+    pub fn chart_context(&self) -> Option<ChartContext> {
+        self.chart.and_then(ChartKind::context)
+    }
+
+    /// The sum of fields that equals its window field: the identity its evidence satisfies
+    /// (`compute_only + nccl_only + overlap + idle = total`), as (terms, total field).
+    pub fn identity(&self) -> Option<(&'static [&'static str], &'static str)> {
+        let total = self.fields.iter().find(|f| f.kind == FieldKind::Window)?;
+        let (terms, _) = self.sums.iter().find(|(_, k)| *k == FieldKind::Window)?;
+        Some((terms, total.name))
+    }
+
     /// A field by name.
     pub fn field(&self, name: &str) -> Option<&'static Field> {
         self.fields.iter().find(|f| f.name == name)

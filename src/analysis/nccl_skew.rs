@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::{
-    AnalysisSpec, Context, Evidence, Field, FieldKind, Params, QueryError, ScopeRule, Table, Unit,
-    obj, quantiles, select,
+    AnalysisSpec, ChartKind, Context, Evidence, Field, FieldKind, Params, QueryError, ScopeRule,
+    Table, Unit, obj, quantiles, select,
 };
 use crate::term as table;
 
@@ -101,7 +101,8 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     needs: &[Table::Kernels],
     cross_rank: CROSS_RANK,
     ratios: &[("wait_share", "wait_ns / nccl_ns")],
-    chart: None,
+    chart: Some(ChartKind::RankOffsets),
+    terms: &["matching", "wait_share", "last_arrival"],
     run,
     table,
 };

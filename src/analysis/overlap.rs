@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::intervals::{intersection_length, length, union};
 use super::{
-    AnalysisSpec, ChartContext, Context, Evidence, Field, FieldKind, Params, QueryError, ScopeRule,
+    AnalysisSpec, ChartKind, Context, Evidence, Field, FieldKind, Params, QueryError, ScopeRule,
     Table, Unit, edge_crossings, obj, select,
 };
 use crate::scope::Semantics;
@@ -102,14 +102,15 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     sums: &[
         (&["nccl_only_ns", "overlap_ns"], FieldKind::NcclBusy),
         (&["compute_only_ns", "overlap_ns"], FieldKind::ComputeBusy),
-        (&["compute_only_ns", "idle_ns", "nccl_only_ns", "overlap_ns"], FieldKind::Window),
+        (&["compute_only_ns", "nccl_only_ns", "overlap_ns", "idle_ns"], FieldKind::Window),
     ],
     params: &[],
     scope: ScopeRule::PerDevice,
     needs: &[Table::Kernels, Table::Copies],
     cross_rank: &[],
     ratios: &[],
-    chart: Some(ChartContext::AllDevices),
+    chart: Some(ChartKind::Breakdown),
+    terms: &["exposed", "overlap", "idle", "contain"],
     run,
     table,
 };

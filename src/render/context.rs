@@ -469,10 +469,6 @@ fn tr(text: &Option<Text>, lang: &str) -> Option<String> {
     text.as_ref().and_then(|t| t.get(lang).cloned())
 }
 
-fn int(v: &Value, k: &str) -> i64 {
-    v.get(k).and_then(Value::as_i64).unwrap_or(0)
-}
-
 /// The principal number of a claim for the summary: its principal part's value, else the
 /// first measured value among its other parts, else the words for "no number"; with its scope.
 fn key_number(
@@ -555,25 +551,26 @@ fn evidence_scope(
     Ok(line)
 }
 
-/// The four exclusive intervals of an overlap breakdown adding up to its total.
+/// The exclusive intervals of a breakdown adding up to its total, as its analysis declares
+/// them (`compute_only + nccl_only + overlap + idle = total`); None when a term is absent.
 fn identity_of(e: &crate::analysis::Evidence) -> Option<String> {
-    if e.analysis != "overlap" {
-        return None;
-    }
-    let v = Value::Object(e.values.clone()?);
-    Some(format!(
-        "{} + {} + {} + {} = {} ms",
-        ms(int(&v, "compute_only_ns")),
-        ms(int(&v, "nccl_only_ns")),
-        ms(int(&v, "overlap_ns")),
-        ms(int(&v, "idle_ns")),
-        ms(int(&v, "total_ns"))
-    ))
+    let (terms, total) = crate::analysis::spec(&e.analysis)?.identity()?;
+    let show = |f: &str| -> Option<String> {
+        let v = e.field(f).ok()??;
+        if v.den != 1 {
+            return None;
+        }
+        Some(ms(i64::try_from(v.num).ok()?))
+    };
+    let terms: Vec<String> = terms.iter().map(|f| show(f)).collect::<Option<_>>()?;
+    Some(format!("{} = {} ms", terms.join(" + "), show(total)?))
 }
 
 /// Per-rank waits and last arrivals of a cross-rank NCCL evidence, one line each.
 fn rank_lines(t: &Strings, e: &crate::analysis::Evidence) -> Result<Vec<String>, String> {
-    let Some(v) = e.values.as_ref().filter(|_| e.analysis == "nccl-skew") else {
+    let ranks = crate::analysis::spec(&e.analysis)
+        .is_some_and(|s| s.scope == crate::analysis::ScopeRule::Ranks);
+    let Some(v) = e.values.as_ref().filter(|_| ranks) else {
         return Ok(Vec::new());
     };
     let sep = t.get("ui.list_sep")?;
@@ -807,14 +804,8 @@ fn definitions(a: &Audit, t: &Strings) -> Result<Vec<KvCtx>, String> {
     let used: std::collections::BTreeSet<&str> =
         a.ledger.iter().filter_map(|e| e.evidence.as_ref()).map(|e| e.analysis.as_str()).collect();
     let mut keys = vec!["nccl"];
-    if used.contains("overlap") {
-        keys.extend(["exposed", "overlap", "idle", "contain"]);
-    }
-    if used.contains("kernels") {
-        keys.push("kernel_time");
-    }
-    if used.contains("nccl-skew") {
-        keys.extend(["matching", "wait_share", "last_arrival"]);
+    for spec in crate::analysis::ANALYSES.iter().filter(|s| used.contains(s.name)) {
+        keys.extend(spec.terms.iter().copied());
     }
     keys.iter()
         .map(|k| {
@@ -932,7 +923,9 @@ fn short_scope(t: &Strings, ev: &crate::analysis::Evidence, m: &Measure) -> Resu
     let list = format_device_list(devs);
     let mut bits = vec![if devs.len() == 1 {
         t.format("scope.device", &args([("device", list)]))?
-    } else if m.analysis == "overlap" {
+    } else if crate::analysis::spec(&m.analysis)
+        .is_some_and(|s| s.scope == crate::analysis::ScopeRule::PerDevice)
+    {
         t.format("scope.devices_each", &args([("devices", list)]))?
     } else {
         t.format("scope.devices_sum", &args([("n", devs.len().to_string()), ("devices", list)]))?
@@ -1405,7 +1398,11 @@ pub fn build(
         .map(|tr_| {
             let decl = set.trace(&tr_.name);
             let c = tr_.coverage.as_ref();
-            let v = c.and_then(|c| c.values.clone()).map(Value::Object).unwrap_or(Value::Null);
+            // Coverage fields, exactly, or None for a trace that could not be read.
+            let field = |f: &str| {
+                c.and_then(|c| c.field(f).ok().flatten())
+                    .and_then(|r| i64::try_from(r.num).ok().filter(|_| r.den == 1))
+            };
             TraceCtx {
                 name: tr_.name.clone(),
                 label: decl.and_then(|d| tr(&d.label, lang)),
@@ -1433,14 +1430,13 @@ pub fn build(
                     .ok()
                     .flatten()
                     .unwrap_or_default(),
-                kernels: thousands(int(&v, "kernels").into()),
-                range: range(
-                    t,
-                    int(&v, "first_start_ns"),
-                    int(&v, "last_end_ns"),
-                    c.and_then(|c| c.trace.capture_start_ns),
-                )
-                .unwrap_or_default(),
+                kernels: field("kernels").map_or_else(|| "n/a".into(), |k| thousands(k.into())),
+                range: field("first_start_ns")
+                    .zip(field("last_end_ns"))
+                    .and_then(|(a, b)| {
+                        range(t, a, b, c.and_then(|c| c.trace.capture_start_ns)).ok()
+                    })
+                    .unwrap_or_default(),
                 error: tr_.error.clone(),
                 origin: c.map(|c| origin_text(t, &c.trace)).transpose().ok().flatten().flatten(),
             }

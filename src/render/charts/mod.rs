@@ -12,6 +12,7 @@ mod overlap;
 mod skew;
 mod svg;
 
+use crate::analysis::ChartKind;
 use std::collections::BTreeMap;
 
 pub use kernels::{KernelBar, kernels_chart};
@@ -60,11 +61,17 @@ pub fn charts(a: &Audit, t: &Strings) -> Result<Vec<Chart>, String> {
         }
     };
     let mut out = Vec::new();
+    // Each chart kind is drawn for the analysis that declares it, in this order.
+    let of = |kind: ChartKind| {
+        crate::analysis::ANALYSES.iter().find(|s| s.chart == Some(kind)).map_or("", |s| s.name)
+    };
+    let (breakdown, offsets, top) =
+        (of(ChartKind::Breakdown), of(ChartKind::RankOffsets), of(ChartKind::TopNames));
 
     let mut n = 0;
-    for ev in distinct(&a.context, "overlap") {
-        // The devices overlap parts speak of, in the same trace and window, are highlighted.
-        let highlighted: Vec<i64> = evidence_of(&a.ledger, "overlap")
+    for ev in distinct(&a.context, breakdown) {
+        // The devices its parts speak of, in the same trace and window, are highlighted.
+        let highlighted: Vec<i64> = evidence_of(&a.ledger, breakdown)
             .filter(|p| {
                 p.trace.path == ev.trace.path
                     && p.window.requested_ns == ev.window.requested_ns
@@ -75,29 +82,29 @@ pub fn charts(a: &Audit, t: &Strings) -> Result<Vec<Chart>, String> {
         let Some(bars) = overlap::bars(ev, &highlighted) else { continue };
         n += 1;
         out.push(Chart {
-            file: file("overlap", n),
+            file: file(breakdown, n),
             caption: overlap::caption(&Scope::of(a, ev, t)?, ev, t)?,
             svg: overlap_chart(&bars, &labels),
         });
     }
 
     let mut n = 0;
-    for ev in distinct(&a.ledger, "nccl-skew") {
+    for ev in distinct(&a.ledger, offsets) {
         let Some(ranks) = skew::ranks(ev) else { continue };
         n += 1;
         out.push(Chart {
-            file: file("nccl-skew", n),
+            file: file(offsets, n),
             caption: skew::caption(&Scope::of(a, ev, t)?, ev, t)?,
             svg: skew_chart(&ranks, &labels),
         });
     }
 
     let mut n = 0;
-    for ev in distinct(&a.context, "kernels") {
+    for ev in distinct(&a.context, top) {
         let Some((bars, names)) = kernels::bars(ev) else { continue };
         n += 1;
         out.push(Chart {
-            file: file("kernels", n),
+            file: file(top, n),
             caption: kernels::caption(&Scope::of(a, ev, t)?, ev, bars.len(), names, t)?,
             svg: kernels_chart(&bars, &labels),
         });
