@@ -6,6 +6,7 @@
 
 mod kernels;
 pub mod names;
+pub mod nvtx;
 mod schema;
 
 use std::collections::BTreeMap;

@@ -101,6 +101,10 @@ pub enum TableRole {
     Kernel,
     /// `StringIds`.
     StringIds,
+    /// `NVTX_EVENTS`.
+    NvtxEvents,
+    /// `CUPTI_ACTIVITY_KIND_RUNTIME`.
+    Runtime,
 }
 
 /// A requirement an analysis declares: a table and the columns it reads.
@@ -218,6 +222,13 @@ impl Schema {
 
     /// Checks a requirement, naming the missing table or column.
     pub fn require(&self, req: &Requirement) -> Result<(), TraceError> {
+        let present = |t: &'static str| {
+            if self.has_table(t) {
+                Ok(t)
+            } else {
+                Err(TraceError::MissingTable { table: t.into() })
+            }
+        };
         let table = match req.table {
             TableRole::Kernel => match &self.kernel_table {
                 Some(t) => t.as_str(),
@@ -229,6 +240,8 @@ impl Schema {
                 }
                 names::STRING_IDS
             }
+            TableRole::NvtxEvents => present(names::NVTX_EVENTS)?,
+            TableRole::Runtime => present(names::RUNTIME)?,
         };
         for col in req.columns {
             if !self.has_column(table, col) {
