@@ -8,6 +8,7 @@ pub mod coverage;
 pub mod intervals;
 pub mod kernels;
 pub mod nccl_skew;
+pub mod nvtx;
 pub mod overlap;
 
 use std::collections::BTreeMap;
