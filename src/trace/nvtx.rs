@@ -274,6 +274,7 @@ impl NvtxRanges {
                 && closed_at < a
             {
                 out.retain(|r, i| !r.unterminated[i]);
+                out.closed_at_ns = None;
             }
         }
 
