@@ -3,8 +3,10 @@
 //!
 //! Pure functions over [`NvtxRanges`], [`Launches`] and a kernel scan: range durations grouped
 //! by name (ns), and per range name the kernels attributed to it (count, summed GPU time in ns,
-//! GPU span, exact share of the devices' kernel time). It reads no trace, and it counts every
-//! kernel it cannot attribute under its reason instead of dropping it.
+//! GPU span, exact share of the devices' kernel time). Its inputs come from `NVTX_EVENTS`,
+//! `CUPTI_ACTIVITY_KIND_RUNTIME` and the kernel table's `correlationId` and `globalPid`; it
+//! reads no trace itself, and counts every kernel it cannot attribute under its reason instead
+//! of dropping it.
 
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap, VecDeque};
@@ -56,7 +58,9 @@ impl NvtxError {
 }
 
 /// How range names are normalised before they are grouped, matched and reported.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, clap::ValueEnum,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum NameRule {
     /// Drops the `, seq = N` and `, op_id = N` parts that PyTorch's NVTX emission appends to
@@ -414,7 +418,9 @@ fn checked_sum(v: impl IntoIterator<Item = i64>, what: &'static str) -> Result<i
 ///
 /// The ranges of one thread are ordered by (start ascending, end descending, table order);
 /// the enclosing ranges of a launch are those with `start <= launch start < end`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, clap::ValueEnum,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Nesting {
     /// The last enclosing range in that order: the latest start; on equal starts the shorter;
