@@ -9,6 +9,7 @@ pub mod coverage;
 pub mod intervals;
 pub mod kernels;
 pub mod nccl_skew;
+pub mod nvtx;
 pub mod overlap;
 pub mod show;
 

@@ -3,6 +3,8 @@
 //! Window and device filters are pushed into the SQL so that only the rows a command needs
 //! are materialised; rows are then ordered by (device, start) so every per-device analysis
 //! reads a contiguous slice. Names are resolved through `StringIds` once per distinct id.
+//! The launch key of each row (`correlationId` and process) is read only when asked for, so
+//! a kernel-only scan reads no more columns than it needs.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -10,6 +12,7 @@ use std::ops::Range;
 use serde::Serialize;
 
 use super::names::{self, kernel as k};
+use super::nvtx::{LaunchKey, LaunchKeys, process_of};
 use super::{DeviceInventory, Requirement, TableRole, Trace, TraceError, quote_ident};
 use std::collections::BTreeMap;
 
@@ -72,6 +75,9 @@ pub struct Kernels {
     /// Whether any valid row of the whole table, filtered out or not, is an NCCL kernel: "the
     /// trace has no NCCL kernels" and "the selection has none" are different findings.
     pub nccl_in_table: bool,
+    /// Per kept row, the key of its launch record, when the scan was asked for it
+    /// ([`Kernels::load_with_launch_keys`]).
+    pub launch_keys: LaunchKeys,
 }
 
 impl Kernels {
@@ -90,16 +96,45 @@ impl Kernels {
         filter: &KernelFilter,
         progress: &mut dyn FnMut(u64),
     ) -> Result<Kernels, TraceError> {
+        Self::scan(trace, filter, false, progress)
+    }
+
+    /// Like [`Kernels::load`], and also keeps each kept row's launch key: `correlationId` and
+    /// the process of `globalPid`, to join a kernel to the API call that launched it.
+    ///
+    /// A table without those columns (older exports) loads all the same, with
+    /// [`LaunchKeys::Absent`] naming what is missing.
+    pub fn load_with_launch_keys(
+        trace: &Trace,
+        filter: &KernelFilter,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<Kernels, TraceError> {
+        Self::scan(trace, filter, true, progress)
+    }
+
+    fn scan(
+        trace: &Trace,
+        filter: &KernelFilter,
+        with_keys: bool,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<Kernels, TraceError> {
         for req in Self::REQUIRES {
             trace.schema().require(req)?;
         }
         let table = trace.kernel_table()?.to_string();
         let has_pid = trace.schema().has_column(&table, k::GLOBAL_PID);
+        let has_correlation = trace.schema().has_column(&table, k::CORRELATION_ID);
+        // Keys are read only when asked for and only when both columns exist: a kernel-only
+        // scan stays as narrow as it was, and an older table without them still loads.
+        let read_keys = with_keys && has_pid && has_correlation;
+        let mut correlation: Vec<Option<i64>> = Vec::new();
+        let mut process: Vec<Option<i64>> = Vec::new();
         // One pass over the whole table: the inventory needs every row, the analyses only the
         // rows inside the filter, which is applied here rather than in a second scan.
         let sql = format!(
-            "SELECT start, \"end\", deviceId, streamId, shortName, demangledName, {} FROM {}",
+            "SELECT start, \"end\", deviceId, streamId, shortName, demangledName, {}{} FROM {}",
             if has_pid { "globalPid" } else { "NULL" },
+            if read_keys { ", correlationId" } else { "" },
             quote_ident(&table)
         );
         let bad = |column: &str, e: rusqlite::Error| TraceError::BadValue {
@@ -139,8 +174,8 @@ impl Kernels {
                 continue;
             }
             let inv = DeviceInventory::observe(&mut inventory, device, stream, start, end);
-            let pid: Option<i64> = row.get(6).map_err(|e| bad(k::GLOBAL_PID, e))?;
-            if let Some(p) = pid.map(|g| (g >> 24) & 0xFF_FFFF)
+            let pid_raw: Option<i64> = row.get(6).map_err(|e| bad(k::GLOBAL_PID, e))?;
+            if let Some(p) = pid_raw.map(|g| (g >> 24) & 0xFF_FFFF)
                 && !inv.pids.contains(&p)
             {
                 inv.pids.push(p);
@@ -157,6 +192,11 @@ impl Kernels {
             out.stream.push(stream);
             out.short.push(intern(short));
             out.demangled.push(intern(demangled));
+            if read_keys {
+                let c: Option<i64> = row.get(7).map_err(|e| bad(k::CORRELATION_ID, e))?;
+                correlation.push(c);
+                process.push(pid_raw.map(process_of));
+            }
         }
         progress(seen);
         drop(rows);
@@ -200,13 +240,48 @@ impl Kernels {
                 d
             })
             .collect();
+        out.launch_keys = match (with_keys, read_keys) {
+            (false, _) => LaunchKeys::NotRead,
+            (true, true) => LaunchKeys::Read { correlation, process },
+            (true, false) => LaunchKeys::Absent {
+                missing: [(k::CORRELATION_ID, has_correlation), (k::GLOBAL_PID, has_pid)]
+                    .into_iter()
+                    .filter(|&(_, has)| !has)
+                    .map(|(c, _)| c.to_string())
+                    .collect(),
+            },
+        };
         out.sort();
         Ok(out)
     }
 
     /// Builds a table from rows, for tests and generators: `(device, stream, start, end, short name)`.
     pub fn from_rows(rows: &[(i64, i64, i64, i64, &str)]) -> Kernels {
+        Self::build(rows, None)
+    }
+
+    /// Builds a table from rows with their launch keys, for tests: `(device, stream, start,
+    /// end, short name)` and, per row, `(process, correlationId)` with the process as
+    /// [`process_of`] gives it (None for a NULL column value).
+    pub fn from_rows_with_launch_keys(
+        rows: &[(i64, i64, i64, i64, &str)],
+        keys: &[(Option<i64>, Option<i64>)],
+    ) -> Kernels {
+        assert_eq!(rows.len(), keys.len(), "one launch key per row");
+        Self::build(rows, Some(keys))
+    }
+
+    fn build(
+        rows: &[(i64, i64, i64, i64, &str)],
+        keys: Option<&[(Option<i64>, Option<i64>)]>,
+    ) -> Kernels {
         let mut out = Kernels::default();
+        if let Some(keys) = keys {
+            out.launch_keys = LaunchKeys::Read {
+                process: keys.iter().map(|k| k.0).collect(),
+                correlation: keys.iter().map(|k| k.1).collect(),
+            };
+        }
         let mut ids: HashMap<String, u32> = HashMap::new();
         for &(device, stream, start, end, name) in rows {
             let id = *ids.entry(name.to_string()).or_insert_with(|| {
@@ -250,6 +325,11 @@ impl Kernels {
         self.stream = permute_i64(&self.stream);
         self.short = permute_u32(&self.short);
         self.demangled = permute_u32(&self.demangled);
+        if let LaunchKeys::Read { correlation, process } = &mut self.launch_keys {
+            let permute = |v: &Vec<Option<i64>>| idx.iter().map(|&i| v[i]).collect::<Vec<_>>();
+            *correlation = permute(correlation);
+            *process = permute(process);
+        }
     }
 
     /// Number of rows.
@@ -301,5 +381,16 @@ impl Kernels {
     /// The text of a dense name id.
     pub fn name_text(&self, id: u32) -> &str {
         &self.names[id as usize]
+    }
+
+    /// The launch key of row `i`: None when the keys were not read, the table lacks the
+    /// columns, or the row holds NULL in one of them ([`Kernels::launch_keys`] says which).
+    pub fn launch_key(&self, i: usize) -> Option<LaunchKey> {
+        match &self.launch_keys {
+            LaunchKeys::Read { correlation, process } => {
+                Some(LaunchKey { process: process[i]?, correlation: correlation[i]? })
+            }
+            _ => None,
+        }
     }
 }

@@ -7,6 +7,7 @@
 pub mod copies;
 mod kernels;
 pub mod names;
+pub mod nvtx;
 mod schema;
 
 use std::collections::BTreeMap;

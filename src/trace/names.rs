@@ -25,6 +25,8 @@ pub const MEMCPY: &str = "CUPTI_ACTIVITY_KIND_MEMCPY";
 pub const MEMSET: &str = "CUPTI_ACTIVITY_KIND_MEMSET";
 /// Labels of `copyKind` (schema 3.0 and later; absent in 2021-era exports).
 pub const ENUM_MEMCPY_OPER: &str = "ENUM_CUDA_MEMCPY_OPER";
+/// CUDA runtime and driver API calls (CPU side): the launch records of kernels.
+pub const RUNTIME: &str = "CUPTI_ACTIVITY_KIND_RUNTIME";
 
 /// Column names of the kernel table that the tool reads.
 pub mod kernel {
@@ -42,6 +44,38 @@ pub mod kernel {
     pub const DEMANGLED_NAME: &str = "demangledName";
     /// Serialized process id.
     pub const GLOBAL_PID: &str = "globalPid";
+    /// Id of the API call that launched the kernel, unique only within a process.
+    pub const CORRELATION_ID: &str = "correlationId";
+}
+
+/// Column names of `NVTX_EVENTS` that the tool reads.
+pub mod nvtx {
+    /// Start timestamp (ns).
+    pub const START: &str = "start";
+    /// End timestamp (ns), NULL for marks and unterminated ranges.
+    pub const END: &str = "end";
+    /// Event type (`ENUM_NSYS_EVENT_TYPE`).
+    pub const EVENT_TYPE: &str = "eventType";
+    /// Message passed as a plain string.
+    pub const TEXT: &str = "text";
+    /// Message registered with `nvtxDomainRegisterString`, a `StringIds` reference.
+    pub const TEXT_ID: &str = "textId";
+    /// Serialized id of the thread that pushed or started the range.
+    pub const GLOBAL_TID: &str = "globalTid";
+    /// Domain handle, meaningful only together with the process; 0 is the default domain.
+    pub const DOMAIN_ID: &str = "domainId";
+}
+
+/// Column names of `CUPTI_ACTIVITY_KIND_RUNTIME` that the tool reads.
+pub mod runtime {
+    /// Start of the API call (ns).
+    pub const START: &str = "start";
+    /// End of the API call (ns).
+    pub const END: &str = "end";
+    /// Serialized id of the calling thread.
+    pub const GLOBAL_TID: &str = "globalTid";
+    /// Id shared with the GPU activity the call triggered, unique only within a process.
+    pub const CORRELATION_ID: &str = "correlationId";
 }
 
 /// Column names of the memcpy and memset tables that the tool reads.

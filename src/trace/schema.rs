@@ -105,6 +105,10 @@ pub enum TableRole {
     Memcpy,
     /// `CUPTI_ACTIVITY_KIND_MEMSET`.
     Memset,
+    /// `NVTX_EVENTS`.
+    NvtxEvents,
+    /// `CUPTI_ACTIVITY_KIND_RUNTIME`.
+    Runtime,
 }
 
 /// A requirement an analysis declares: a table and the columns it reads.
@@ -222,6 +226,13 @@ impl Schema {
 
     /// Checks a requirement, naming the missing table or column.
     pub fn require(&self, req: &Requirement) -> Result<(), TraceError> {
+        let present = |t: &'static str| {
+            if self.has_table(t) {
+                Ok(t)
+            } else {
+                Err(TraceError::MissingTable { table: t.into() })
+            }
+        };
         let table = match req.table {
             TableRole::Kernel => match &self.kernel_table {
                 Some(t) => t.as_str(),
@@ -241,6 +252,8 @@ impl Schema {
                 }
                 name
             }
+            TableRole::NvtxEvents => present(names::NVTX_EVENTS)?,
+            TableRole::Runtime => present(names::RUNTIME)?,
         };
         for col in req.columns {
             if !self.has_column(table, col) {

@@ -1,0 +1,684 @@
+//! NVTX ranges and the launch records of kernels: the CPU side that kernels are attributed to.
+//!
+//! Reads the push/pop (59) and start/end (60) ranges of `NVTX_EVENTS` with the names of their
+//! domains (75), and the rows of `CUPTI_ACTIVITY_KIND_RUNTIME` for given correlation ids, into
+//! columns with dense name ids. It computes no metric: grouping, statistics and attribution
+//! live in `analysis::nvtx`.
+
+use std::collections::{HashMap, HashSet};
+use std::ops::Range;
+
+use serde::Serialize;
+
+use super::names::{self, nvtx as n, runtime as r};
+use super::{Requirement, TableRole, Trace, TraceError, quote_ident};
+
+/// `eventType` of a push/pop range (`NvtxPushPopRange`).
+pub const PUSH_POP_RANGE: i64 = 59;
+/// `eventType` of a start/end range (`NvtxStartEndRange`).
+pub const START_END_RANGE: i64 = 60;
+/// `eventType` of a domain creation, whose text is the domain's name (`NvtxDomainCreate`).
+pub const DOMAIN_CREATE: i64 = 75;
+
+/// The process part of a serialized `globalPid` or `globalTid`: `id >> 24`, the hardware, VM
+/// and PID bits. A thread's `globalTid >> 24` equals its process's `globalPid >> 24`, which is
+/// how rows of the CPU side (`globalTid`) are matched to rows of the GPU side (`globalPid`).
+pub fn process_of(global_id: i64) -> i64 {
+    global_id >> 24
+}
+
+/// The operating-system process id in a serialized global id: `(id >> 24) & 0xFFFFFF`.
+pub fn pid_of(global_id: i64) -> i64 {
+    (global_id >> 24) & 0xFF_FFFF
+}
+
+/// The operating-system thread id in a serialized `globalTid`: `id & 0xFFFFFF`.
+pub fn tid_of(global_id: i64) -> i64 {
+    global_id & 0xFF_FFFF
+}
+
+/// What identifies the launch record of a kernel: its process and `correlationId`, which is
+/// unique only within a process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct LaunchKey {
+    /// [`process_of`] the kernel's `globalPid`.
+    pub process: i64,
+    /// `correlationId`.
+    pub correlation: i64,
+}
+
+/// The launch keys of a kernel scan, per kept row.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum LaunchKeys {
+    /// The scan was not asked for them.
+    #[default]
+    NotRead,
+    /// The kernel table lacks these columns (older exports): no kernel can be joined to its
+    /// launch.
+    Absent {
+        /// The missing columns.
+        missing: Vec<String>,
+    },
+    /// Read, aligned with the kernel rows; None where the row holds NULL.
+    Read {
+        /// `correlationId`.
+        correlation: Vec<Option<i64>>,
+        /// [`process_of`] the row's `globalPid`.
+        process: Vec<Option<i64>>,
+    },
+}
+
+/// How a range was recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RangeKind {
+    /// `nvtxRangePush`/`nvtxRangePop` (eventType 59): nested on one thread.
+    PushPop,
+    /// `nvtxRangeStart`/`nvtxRangeEnd` (eventType 60): may cross other ranges and end on
+    /// another thread.
+    StartEnd,
+}
+
+/// Where a domain's name comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DomainSource {
+    /// Domain 0, NVTX's default domain: named `default`.
+    Default,
+    /// The text of the domain's eventType-75 row in its process.
+    Registered,
+    /// No eventType-75 row for it in its process (a time-sliced or filtered export): named
+    /// `domain #N`.
+    Unnamed,
+}
+
+/// An NVTX domain of one process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Domain {
+    /// `domainId` (None where the column holds NULL).
+    pub id: Option<i64>,
+    /// [`process_of`] the `globalTid` of its ranges (None where that is NULL).
+    pub process: Option<i64>,
+    /// The name: `default`, the registered name, or `domain #N`.
+    pub name: String,
+    /// Where the name comes from.
+    pub source: DomainSource,
+}
+
+/// NVTX push/pop and start/end ranges in columns, ordered by (thread, start, end descending,
+/// table order): on one thread, an enclosing range comes before the ranges it encloses.
+///
+/// A range without an `end` (unterminated) is closed at the largest timestamp of the NVTX
+/// table, as `nsys stats` does, and flagged.
+#[derive(Debug, Clone, Default)]
+pub struct NvtxRanges {
+    /// Start (ns).
+    pub start: Vec<i64>,
+    /// End (ns); for an unterminated range, [`NvtxRanges::closed_at_ns`].
+    pub end: Vec<i64>,
+    /// Whether the row had no `end` and was closed at [`NvtxRanges::closed_at_ns`].
+    pub unterminated: Vec<bool>,
+    /// Push/pop or start/end.
+    pub kind: Vec<RangeKind>,
+    /// `globalTid` of the thread that pushed or started it (None where NULL).
+    pub global_tid: Vec<Option<i64>>,
+    /// Dense id of the name (index into the name table): `text`, else the `StringIds` value
+    /// of `textId`.
+    pub name: Vec<u32>,
+    /// Dense id of the domain (index into the domain table).
+    pub domain: Vec<u32>,
+    names: Vec<String>,
+    domains: Vec<Domain>,
+    /// Whether the trace has no `NVTX_EVENTS` table (no NVTX was captured): the ranges are
+    /// empty because there are none to read, not because none matched.
+    pub table_absent: bool,
+    /// The time bounds the ranges were read with: ranges with `end >= a` and `start <= b`
+    /// (None: all).
+    pub bounds: Option<(i64, i64)>,
+    /// The timestamp unterminated ranges were closed at: the largest `start` or `end` of the
+    /// NVTX table (None when no kept range is unterminated).
+    pub closed_at_ns: Option<i64>,
+    /// Kept ranges with neither `text` nor `textId`: named with the empty string.
+    pub untexted: u64,
+}
+
+impl NvtxRanges {
+    /// The columns every load reads (`textId` is read when present: exports before registered
+    /// strings lack it).
+    pub const REQUIRES: &'static [Requirement] = &[Requirement {
+        table: TableRole::NvtxEvents,
+        columns: &[n::START, n::END, n::EVENT_TYPE, n::TEXT, n::GLOBAL_TID, n::DOMAIN_ID],
+    }];
+
+    /// Reads the ranges, with the time bounds pushed into the SQL: only ranges with
+    /// `end >= a` and `start <= b` are read (an unterminated range is judged by its closing
+    /// time). An absent table gives no ranges and [`NvtxRanges::table_absent`].
+    pub fn load(trace: &Trace, bounds: Option<(i64, i64)>) -> Result<NvtxRanges, TraceError> {
+        let schema = trace.schema();
+        if !schema.has_table(names::NVTX_EVENTS) {
+            return Ok(NvtxRanges { table_absent: true, bounds, ..NvtxRanges::default() });
+        }
+        for req in Self::REQUIRES {
+            schema.require(req)?;
+        }
+        let has_text_id = schema.has_column(names::NVTX_EVENTS, n::TEXT_ID);
+        let text_id = if has_text_id { "textId" } else { "NULL" };
+        let table = quote_ident(names::NVTX_EVENTS);
+        let where_bounds = if bounds.is_some() {
+            " AND start <= ?2 AND (\"end\" IS NULL OR \"end\" >= ?1)"
+        } else {
+            ""
+        };
+        // `ORDER BY rowid` makes table order the last tie-break of the sort below; a plain scan
+        // already returns rows in that order, so it costs nothing.
+        let sql = format!(
+            "SELECT start, \"end\", eventType, globalTid, domainId, text, {text_id} FROM {table} \
+             WHERE eventType IN ({PUSH_POP_RANGE}, {START_END_RANGE}){where_bounds} ORDER BY rowid"
+        );
+        let bad = |column: &str, e: rusqlite::Error| TraceError::BadValue {
+            table: names::NVTX_EVENTS.into(),
+            column: column.into(),
+            detail: e.to_string(),
+        };
+        let conn = trace.conn();
+        let mut stmt = conn.prepare(&sql).map_err(TraceError::from_sqlite)?;
+        let mut rows = match bounds {
+            Some((a, b)) => stmt.query([a, b]),
+            None => stmt.query([]),
+        }
+        .map_err(TraceError::from_sqlite)?;
+
+        let mut out = NvtxRanges { bounds, ..NvtxRanges::default() };
+        let mut names = NameTable::default();
+        let mut domain_keys: HashMap<(Option<i64>, Option<i64>), u32> = HashMap::new();
+        let mut domain_list: Vec<(Option<i64>, Option<i64>)> = Vec::new();
+        // textId values and the rows that use them, resolved in one pass over the distinct ids.
+        let mut text_ids: HashMap<i64, Vec<usize>> = HashMap::new();
+        while let Some(row) = rows.next().map_err(TraceError::from_sqlite)? {
+            let start: i64 = row.get(0).map_err(|e| bad(n::START, e))?;
+            let end: Option<i64> = row.get(1).map_err(|e| bad(n::END, e))?;
+            let event_type: i64 = row.get(2).map_err(|e| bad(n::EVENT_TYPE, e))?;
+            let global_tid: Option<i64> = row.get(3).map_err(|e| bad(n::GLOBAL_TID, e))?;
+            let domain_id: Option<i64> = row.get(4).map_err(|e| bad(n::DOMAIN_ID, e))?;
+            let text: Option<String> = row.get(5).map_err(|e| bad(n::TEXT, e))?;
+            let text_id: Option<i64> = row.get(6).map_err(|e| bad(n::TEXT_ID, e))?;
+            let i = out.start.len();
+            out.start.push(start);
+            out.end.push(end.unwrap_or(i64::MIN));
+            out.unterminated.push(end.is_none());
+            out.kind.push(if event_type == PUSH_POP_RANGE {
+                RangeKind::PushPop
+            } else {
+                RangeKind::StartEnd
+            });
+            out.global_tid.push(global_tid);
+            let key = (domain_id, global_tid.map(process_of));
+            let d = *domain_keys.entry(key).or_insert_with(|| {
+                domain_list.push(key);
+                (domain_list.len() - 1) as u32
+            });
+            out.domain.push(d);
+            match (text, text_id) {
+                (Some(t), _) => out.name.push(names.intern(&t)),
+                (None, Some(id)) => {
+                    out.name.push(u32::MAX);
+                    text_ids.entry(id).or_default().push(i);
+                }
+                (None, None) => {
+                    out.untexted += 1;
+                    out.name.push(names.intern(""));
+                }
+            }
+        }
+        drop(rows);
+        drop(stmt);
+
+        if !text_ids.is_empty() {
+            schema
+                .require(&Requirement { table: TableRole::StringIds, columns: &["id", "value"] })?;
+            let mut lookup = conn
+                .prepare(&format!("SELECT value FROM {} WHERE id = ?1", names::STRING_IDS))
+                .map_err(TraceError::from_sqlite)?;
+            let mut ids: Vec<(&i64, &Vec<usize>)> = text_ids.iter().collect();
+            ids.sort_unstable_by_key(|(id, _)| **id);
+            for (id, users) in ids {
+                let value: String = match lookup.query_row([id], |r| r.get(0)) {
+                    Ok(v) => v,
+                    Err(rusqlite::Error::QueryReturnedNoRows) => {
+                        return Err(TraceError::BadValue {
+                            table: names::NVTX_EVENTS.into(),
+                            column: n::TEXT_ID.into(),
+                            detail: format!("string id {id} has no row in `StringIds`"),
+                        });
+                    }
+                    Err(e) => return Err(TraceError::from_sqlite(e)),
+                };
+                let name = names.intern(&value);
+                for &i in users {
+                    out.name[i] = name;
+                }
+            }
+        }
+
+        if out.unterminated.iter().any(|&u| u) {
+            let closed_at = max_timestamp(trace)?;
+            out.closed_at_ns = Some(closed_at);
+            for i in 0..out.start.len() {
+                if out.unterminated[i] {
+                    out.end[i] = closed_at;
+                }
+            }
+            // The SQL kept every unterminated range that starts early enough; its closing time
+            // decides whether it reaches the lower bound.
+            if let Some((a, _)) = bounds
+                && closed_at < a
+            {
+                out.retain(|r, i| !r.unterminated[i]);
+                out.closed_at_ns = None;
+            }
+        }
+
+        out.domains = name_domains(trace, &domain_list)?;
+        out.names = names.names;
+        out.sort();
+        Ok(out)
+    }
+
+    /// Builds ranges from rows, for tests: `(global_tid, start, end, name, domain id)`, with
+    /// `end` None for an unterminated range (closed at the largest timestamp of the rows) and
+    /// domains named as an export without eventType-75 rows would have them.
+    pub fn from_rows(rows: &[(i64, i64, Option<i64>, &str, i64)]) -> NvtxRanges {
+        let mut out = NvtxRanges::default();
+        let mut names = NameTable::default();
+        let mut domain_keys: HashMap<(Option<i64>, Option<i64>), u32> = HashMap::new();
+        let mut domain_list: Vec<(Option<i64>, Option<i64>)> = Vec::new();
+        let closed_at = rows.iter().map(|r| r.1.max(r.2.unwrap_or(i64::MIN))).max();
+        for &(tid, start, end, name, domain) in rows {
+            out.start.push(start);
+            out.end.push(end.or(closed_at).unwrap_or(start));
+            out.unterminated.push(end.is_none());
+            out.kind.push(RangeKind::PushPop);
+            out.global_tid.push(Some(tid));
+            out.name.push(names.intern(name));
+            let key = (Some(domain), Some(process_of(tid)));
+            let d = *domain_keys.entry(key).or_insert_with(|| {
+                domain_list.push(key);
+                (domain_list.len() - 1) as u32
+            });
+            out.domain.push(d);
+        }
+        if out.unterminated.iter().any(|&u| u) {
+            out.closed_at_ns = closed_at;
+        }
+        out.domains = domain_list.iter().map(|&(id, process)| unnamed(id, process)).collect();
+        out.names = names.names;
+        out.sort();
+        out
+    }
+
+    /// Keeps the rows for which `keep(self, row)` holds.
+    fn retain(&mut self, keep: impl Fn(&NvtxRanges, usize) -> bool) {
+        let idx: Vec<usize> = (0..self.len()).filter(|&i| keep(self, i)).collect();
+        self.permute(&idx);
+    }
+
+    fn sort(&mut self) {
+        let mut idx: Vec<usize> = (0..self.len()).collect();
+        // Stable: full ties keep table order.
+        idx.sort_by_key(|&i| (self.global_tid[i], self.start[i], std::cmp::Reverse(self.end[i])));
+        self.permute(&idx);
+    }
+
+    fn permute(&mut self, idx: &[usize]) {
+        fn p<T: Copy>(v: &[T], idx: &[usize]) -> Vec<T> {
+            idx.iter().map(|&i| v[i]).collect()
+        }
+        self.start = p(&self.start, idx);
+        self.end = p(&self.end, idx);
+        self.unterminated = p(&self.unterminated, idx);
+        self.kind = p(&self.kind, idx);
+        self.global_tid = p(&self.global_tid, idx);
+        self.name = p(&self.name, idx);
+        self.domain = p(&self.domain, idx);
+    }
+
+    /// Number of ranges.
+    pub fn len(&self) -> usize {
+        self.start.len()
+    }
+
+    /// Whether there are no ranges.
+    pub fn is_empty(&self) -> bool {
+        self.start.is_empty()
+    }
+
+    /// Kept ranges that were unterminated.
+    pub fn unterminated_count(&self) -> u64 {
+        self.unterminated.iter().filter(|&&u| u).count() as u64
+    }
+
+    /// The contiguous rows of one thread (`globalTid`).
+    pub fn thread_rows(&self, global_tid: i64) -> Range<usize> {
+        let lo = self.global_tid.partition_point(|&g| g < Some(global_tid));
+        let hi = self.global_tid.partition_point(|&g| g <= Some(global_tid));
+        lo..hi
+    }
+
+    /// The name of row `i`.
+    pub fn name_of(&self, i: usize) -> &str {
+        &self.names[self.name[i] as usize]
+    }
+
+    /// The text of a dense name id.
+    pub fn name_text(&self, id: u32) -> &str {
+        &self.names[id as usize]
+    }
+
+    /// The name table: every distinct name, indexed by dense id.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// The domain of row `i`.
+    pub fn domain_of(&self, i: usize) -> &Domain {
+        &self.domains[self.domain[i] as usize]
+    }
+
+    /// The domain table, indexed by dense id.
+    pub fn domains(&self) -> &[Domain] {
+        &self.domains
+    }
+
+    /// The process id of row `i` (None where `globalTid` is NULL).
+    pub fn pid(&self, i: usize) -> Option<i64> {
+        self.global_tid[i].map(pid_of)
+    }
+
+    /// The thread id of row `i` (None where `globalTid` is NULL).
+    pub fn tid(&self, i: usize) -> Option<i64> {
+        self.global_tid[i].map(tid_of)
+    }
+}
+
+/// Distinct strings with dense ids.
+#[derive(Default)]
+struct NameTable {
+    ids: HashMap<String, u32>,
+    names: Vec<String>,
+}
+
+impl NameTable {
+    fn intern(&mut self, s: &str) -> u32 {
+        if let Some(&id) = self.ids.get(s) {
+            return id;
+        }
+        self.names.push(s.to_string());
+        let id = (self.names.len() - 1) as u32;
+        self.ids.insert(s.to_string(), id);
+        id
+    }
+}
+
+/// The largest `start` or `end` of the whole NVTX table: where `nsys stats` closes
+/// unterminated ranges.
+fn max_timestamp(trace: &Trace) -> Result<i64, TraceError> {
+    let (s, e): (Option<i64>, Option<i64>) = trace
+        .conn()
+        .query_row(
+            &format!("SELECT max(start), max(\"end\") FROM {}", quote_ident(names::NVTX_EVENTS)),
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .map_err(TraceError::from_sqlite)?;
+    s.max(e).ok_or_else(|| TraceError::BadValue {
+        table: names::NVTX_EVENTS.into(),
+        column: n::START.into(),
+        detail: "no timestamp to close unterminated ranges at".into(),
+    })
+}
+
+fn unnamed(id: Option<i64>, process: Option<i64>) -> Domain {
+    match id {
+        Some(0) => Domain { id, process, name: "default".into(), source: DomainSource::Default },
+        Some(d) => {
+            Domain { id, process, name: format!("domain #{d}"), source: DomainSource::Unnamed }
+        }
+        None => Domain { id, process, name: "domain #NULL".into(), source: DomainSource::Unnamed },
+    }
+}
+
+/// Names the domains of the kept ranges from the eventType-75 rows of their process (the
+/// first such row by start wins).
+fn name_domains(
+    trace: &Trace,
+    keys: &[(Option<i64>, Option<i64>)],
+) -> Result<Vec<Domain>, TraceError> {
+    if keys.iter().all(|k| k.0 == Some(0)) {
+        return Ok(keys.iter().map(|&(id, p)| unnamed(id, p)).collect());
+    }
+    let has_text_id = trace.schema().has_column(names::NVTX_EVENTS, n::TEXT_ID);
+    let sql = format!(
+        "SELECT e.domainId, e.globalTid, coalesce(e.text, {}) FROM {} AS e WHERE e.eventType = \
+         {DOMAIN_CREATE} ORDER BY e.start, e.rowid",
+        if has_text_id && trace.schema().has_string_ids {
+            format!("(SELECT s.value FROM {} AS s WHERE s.id = e.textId)", names::STRING_IDS)
+        } else {
+            "NULL".into()
+        },
+        quote_ident(names::NVTX_EVENTS),
+    );
+    let conn = trace.conn();
+    let mut stmt = conn.prepare(&sql).map_err(TraceError::from_sqlite)?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, Option<i64>>(0)?,
+                r.get::<_, Option<i64>>(1)?,
+                r.get::<_, Option<String>>(2)?,
+            ))
+        })
+        .map_err(TraceError::from_sqlite)?;
+    let mut registered: HashMap<(i64, i64), String> = HashMap::new();
+    for row in rows {
+        let (id, tid, name) = row.map_err(TraceError::from_sqlite)?;
+        if let (Some(id), Some(tid), Some(name)) = (id, tid, name) {
+            registered.entry((id, process_of(tid))).or_insert(name);
+        }
+    }
+    Ok(keys
+        .iter()
+        .map(|&(id, process)| match (id, process) {
+            (Some(d), Some(p)) if d != 0 => match registered.get(&(d, p)) {
+                Some(name) => {
+                    Domain { id, process, name: name.clone(), source: DomainSource::Registered }
+                }
+                None => unnamed(id, process),
+            },
+            _ => unnamed(id, process),
+        })
+        .collect())
+}
+
+/// Launch records: rows of `CUPTI_ACTIVITY_KIND_RUNTIME` (CUDA runtime and driver API calls),
+/// read only for the launch keys asked for and indexed by [`LaunchKey`].
+#[derive(Debug, Clone, Default)]
+pub struct Launches {
+    /// Start of the API call (ns).
+    pub start: Vec<i64>,
+    /// End of the API call (ns).
+    pub end: Vec<i64>,
+    /// `globalTid` of the calling thread.
+    pub global_tid: Vec<i64>,
+    /// `correlationId`.
+    pub correlation: Vec<i64>,
+    index: HashMap<LaunchKey, u32>,
+    /// Whether the trace has no runtime table (CUDA API calls were not traced).
+    pub table_absent: bool,
+    /// Distinct keys asked for.
+    pub requested: u64,
+    /// Further rows with a key already read (the earliest call is kept).
+    pub duplicates: u64,
+}
+
+impl Launches {
+    /// The columns every load reads.
+    pub const REQUIRES: &'static [Requirement] = &[Requirement {
+        table: TableRole::Runtime,
+        columns: &[r::START, r::END, r::GLOBAL_TID, r::CORRELATION_ID],
+    }];
+
+    /// Reads the launch records of the given keys. The correlation-id range of the keys is
+    /// pushed into the SQL; rows inside it whose key was not asked for are skipped. An absent
+    /// table gives no records and [`Launches::table_absent`].
+    pub fn load(
+        trace: &Trace,
+        keys: impl IntoIterator<Item = LaunchKey>,
+    ) -> Result<Launches, TraceError> {
+        let wanted: HashSet<LaunchKey> = keys.into_iter().collect();
+        let mut out = Launches { requested: wanted.len() as u64, ..Launches::default() };
+        if !trace.schema().has_table(names::RUNTIME) {
+            out.table_absent = true;
+            return Ok(out);
+        }
+        for req in Self::REQUIRES {
+            trace.schema().require(req)?;
+        }
+        let (Some(lo), Some(hi)) = (
+            wanted.iter().map(|k| k.correlation).min(),
+            wanted.iter().map(|k| k.correlation).max(),
+        ) else {
+            return Ok(out);
+        };
+        let sql = format!(
+            "SELECT correlationId, globalTid, start, \"end\" FROM {} \
+             WHERE correlationId BETWEEN ?1 AND ?2 AND globalTid IS NOT NULL ORDER BY rowid",
+            quote_ident(names::RUNTIME)
+        );
+        let bad = |column: &str, e: rusqlite::Error| TraceError::BadValue {
+            table: names::RUNTIME.into(),
+            column: column.into(),
+            detail: e.to_string(),
+        };
+        let mut stmt = trace.conn().prepare(&sql).map_err(TraceError::from_sqlite)?;
+        let mut rows = stmt.query([lo, hi]).map_err(TraceError::from_sqlite)?;
+        while let Some(row) = rows.next().map_err(TraceError::from_sqlite)? {
+            let correlation: i64 = row.get(0).map_err(|e| bad(r::CORRELATION_ID, e))?;
+            let global_tid: i64 = row.get(1).map_err(|e| bad(r::GLOBAL_TID, e))?;
+            let key = LaunchKey { process: process_of(global_tid), correlation };
+            if !wanted.contains(&key) {
+                continue;
+            }
+            let start: i64 = row.get(2).map_err(|e| bad(r::START, e))?;
+            let end: i64 = row.get(3).map_err(|e| bad(r::END, e))?;
+            out.push(key, global_tid, start, end);
+        }
+        Ok(out)
+    }
+
+    /// Builds launch records from rows, for tests: `(global_tid, correlation id, start, end)`.
+    pub fn from_rows(rows: &[(i64, i64, i64, i64)]) -> Launches {
+        let mut out = Launches::default();
+        for &(global_tid, correlation, start, end) in rows {
+            out.push(
+                LaunchKey { process: process_of(global_tid), correlation },
+                global_tid,
+                start,
+                end,
+            );
+        }
+        out.requested = out.index.len() as u64;
+        out
+    }
+
+    fn push(&mut self, key: LaunchKey, global_tid: i64, start: i64, end: i64) {
+        match self.index.get(&key) {
+            Some(&i) => {
+                self.duplicates += 1;
+                let i = i as usize;
+                if start < self.start[i] {
+                    (self.start[i], self.end[i], self.global_tid[i]) = (start, end, global_tid);
+                }
+            }
+            None => {
+                self.index.insert(key, self.start.len() as u32);
+                self.start.push(start);
+                self.end.push(end);
+                self.global_tid.push(global_tid);
+                self.correlation.push(key.correlation);
+            }
+        }
+    }
+
+    /// The row of a launch key.
+    pub fn find(&self, key: LaunchKey) -> Option<usize> {
+        self.index.get(&key).map(|&i| i as usize)
+    }
+
+    /// Number of records.
+    pub fn len(&self) -> usize {
+        self.start.len()
+    }
+
+    /// Whether there are no records.
+    pub fn is_empty(&self) -> bool {
+        self.start.is_empty()
+    }
+
+    /// The earliest and latest call start: the bounds to read the NVTX ranges that can
+    /// enclose these calls with ([`NvtxRanges::load`]).
+    pub fn start_bounds(&self) -> Option<(i64, i64)> {
+        Some((*self.start.iter().min()?, *self.start.iter().max()?))
+    }
+
+    /// The process id of row `i`.
+    pub fn pid(&self, i: usize) -> i64 {
+        pid_of(self.global_tid[i])
+    }
+
+    /// The thread id of row `i`.
+    pub fn tid(&self, i: usize) -> i64 {
+        tid_of(self.global_tid[i])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn global_ids_decode_by_shifts() {
+        let g: i64 = (1 << 56) | (2 << 48) | (111 << 24) | 4242;
+        assert_eq!(pid_of(g), 111);
+        assert_eq!(pid_of((111 << 24) | 4242), 111);
+        assert_eq!(tid_of(g), 4242);
+        assert_eq!(process_of(g), (1 << 32) | (2 << 24) | 111);
+    }
+
+    #[test]
+    fn ranges_sort_outer_first_and_close_unterminated() {
+        let t = (7 << 24) | 1;
+        let r = NvtxRanges::from_rows(&[
+            (t, 10, Some(20), "inner", 0),
+            (t, 5, None, "open", 0),
+            (t, 10, Some(50), "outer", 0),
+        ]);
+        let names: Vec<&str> = (0..r.len()).map(|i| r.name_of(i)).collect();
+        assert_eq!(names, ["open", "outer", "inner"]);
+        assert_eq!(r.end[0], 50);
+        assert!(r.unterminated[0]);
+        assert_eq!(r.closed_at_ns, Some(50));
+        assert_eq!(r.unterminated_count(), 1);
+        assert_eq!(r.thread_rows(t), 0..3);
+        assert_eq!(r.domain_of(0).name, "default");
+    }
+
+    #[test]
+    fn launches_keep_the_earliest_duplicate() {
+        let l = Launches::from_rows(&[((5 << 24) | 9, 1, 100, 110), ((5 << 24) | 9, 1, 90, 95)]);
+        assert_eq!(l.len(), 1);
+        assert_eq!(l.duplicates, 1);
+        let i = l.find(LaunchKey { process: 5, correlation: 1 }).unwrap();
+        assert_eq!((l.start[i], l.pid(i), l.tid(i)), (90, 5, 9));
+        assert!(l.find(LaunchKey { process: 6, correlation: 1 }).is_none());
+    }
+}
