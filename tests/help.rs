@@ -22,6 +22,8 @@ fn help_texts() {
         ("query-overlap", vec!["query", "overlap"]),
         ("query-kernels", vec!["query", "kernels"]),
         ("query-nccl-skew", vec!["query", "nccl-skew"]),
+        ("query-copies", vec!["query", "copies"]),
+        ("query-nvtx", vec!["query", "nvtx"]),
         ("check", vec!["check"]),
         ("render", vec!["render"]),
         ("templates-eject", vec!["templates", "eject"]),

@@ -745,3 +745,90 @@ fn unterminated_ranges_close_at_the_last_nvtx_timestamp_and_domains_are_named() 
         [("open", 2)]
     );
 }
+
+/// End to end, as a user runs it: `verdict query nvtx` over all devices, innermost and
+/// outermost, gives per range name the kernels and kernel time of the naive reference, the
+/// same unattributed counts, and a share whose fraction is the attributed over the selected
+/// kernel time; a name filter keeps only the kernels enclosed by a matching range.
+#[test]
+fn the_nvtx_command_agrees_with_the_naive_reference() {
+    let path = util::fixture("nsys-ai/mfu_2gpu_before.sqlite");
+    let p = path.to_str().unwrap();
+    let conn = open_ro(&path);
+    let ref_kernels: Vec<Kernel> = {
+        let mut v = read_kernels(&conn);
+        v.sort_by_key(|k| (k.device, k.start, k.end));
+        v
+    };
+    let ref_ranges = read_ranges(&conn);
+    let picks: Vec<(Option<usize>, Option<usize>)> = ref_kernels
+        .iter()
+        .map(|k| match k.launch {
+            Some((tid, t)) if k.keyed => enclosing(&ref_ranges, tid, t),
+            _ => (None, None),
+        })
+        .collect();
+    for (nesting, flag) in [(Nesting::Innermost, "innermost"), (Nesting::Outermost, "outermost")] {
+        let want =
+            expected(&ref_kernels, &picks, &ref_ranges, None, nesting, NameRule::StripPytorchIds);
+        let out = assert_cmd::Command::cargo_bin("verdict")
+            .unwrap()
+            .args(["query", "nvtx", p, "--nesting", flag, "--json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let values = &v["values"];
+        assert_eq!(values["selected_kernels"], want.selected.0);
+        assert_eq!(values["selected_kernel_ns"], want.selected.1);
+        assert_eq!(values["no_launch_record"], want.no_launch, "{flag}");
+        assert_eq!(values["no_enclosing_range"], want.no_range, "{flag}");
+        let attributed: u64 = want.per_name.values().map(|r| r.0).sum();
+        let attributed_ns: i64 = want.per_name.values().map(|r| r.1).sum();
+        assert_eq!(values["kernels"], attributed, "{flag}");
+        assert_eq!(values["kernel_ns"], attributed_ns, "{flag}");
+        let share = values["kernel_share"].as_f64().unwrap();
+        assert!((share - attributed_ns as f64 / want.selected.1 as f64).abs() < 1e-12);
+        let got: PerName = v["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["kernels"].as_u64().unwrap() > 0)
+            .map(|r| {
+                let span = r["gpu_span_ns"].as_i64().unwrap();
+                let name = r["name"].as_str().unwrap().to_string();
+                let (_, _, first, last) = want.per_name[&name];
+                assert_eq!(span, last - first, "{flag} {name}");
+                (
+                    name,
+                    (r["kernels"].as_u64().unwrap(), r["kernel_ns"].as_i64().unwrap(), first, last),
+                )
+            })
+            .collect();
+        assert_eq!(got, want.per_name, "{flag}");
+    }
+    // A name filter: only ranges named exactly `aten::addmm` receive kernels, so a kernel
+    // counts when any enclosing range is an addmm, whatever lies inside it.
+    let out = assert_cmd::Command::cargo_bin("verdict")
+        .unwrap()
+        .args(["query", "nvtx", p, "--name", "aten::addmm", "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let enclosed = ref_kernels
+        .iter()
+        .filter(|k| {
+            k.keyed
+                && k.launch.is_some_and(|(tid, t)| {
+                    ref_ranges.iter().any(|r| {
+                        r.tid == Some(tid)
+                            && r.start <= t
+                            && t < r.end
+                            && strip_ids(&r.name) == "aten::addmm"
+                    })
+                })
+        })
+        .count() as u64;
+    assert!(enclosed > 0);
+    assert_eq!(v["values"]["kernels"], enclosed);
+}

@@ -292,6 +292,18 @@ pub enum Table {
     Kernels,
     /// `CUPTI_ACTIVITY_KIND_MEMCPY` and `..._MEMSET` (absent tables read as no rows).
     Copies,
+    /// `NVTX_EVENTS`, the launch records of `CUPTI_ACTIVITY_KIND_RUNTIME` and each kernel's
+    /// launch key (absent tables read as no rows).
+    Nvtx,
+}
+
+/// NVTX ranges and the launch records that tie kernels to them.
+#[derive(Debug, Clone, Default)]
+pub struct NvtxData {
+    /// The ranges (push/pop and start/end) with their names and domains.
+    pub ranges: crate::trace::nvtx::NvtxRanges,
+    /// The runtime/driver API records of the scanned kernels' launches.
+    pub launches: crate::trace::nvtx::Launches,
 }
 
 /// A parameter an analysis adopts besides window, semantics and devices. The same `set`
@@ -418,7 +430,7 @@ impl AnalysisSpec {
 
 /// Every analysis, in the order the CLI lists them.
 pub const ANALYSES: &[AnalysisSpec] =
-    &[overlap::SPEC, kernels::SPEC, nccl_skew::SPEC, copies::SPEC, coverage::SPEC];
+    &[overlap::SPEC, kernels::SPEC, nccl_skew::SPEC, copies::SPEC, nvtx::SPEC, coverage::SPEC];
 
 /// The tables a set of analyses needs, each once.
 pub fn needs<'a>(specs: impl IntoIterator<Item = &'a AnalysisSpec>) -> Vec<Table> {
@@ -494,6 +506,14 @@ pub struct Params {
     pub limit: Option<usize>,
     /// NCCL stream (nccl-skew).
     pub stream: Option<i64>,
+    /// Exact range name (nvtx).
+    pub exact: Option<String>,
+    /// NVTX domain, id or name (nvtx).
+    pub domain: Option<String>,
+    /// Innermost or outermost enclosing range (nvtx).
+    pub nesting: Option<nvtx::Nesting>,
+    /// Range name normalisation (nvtx).
+    pub normalize: Option<nvtx::NameRule>,
 }
 
 impl Params {
@@ -507,6 +527,10 @@ impl Params {
             filter: None,
             limit: None,
             stream: None,
+            exact: None,
+            domain: None,
+            nesting: None,
+            normalize: None,
         }
     }
 
@@ -544,7 +568,7 @@ pub const NAMES: Param = Param {
 pub const MATCH: Param = Param {
     name: "match",
     value_name: "TEXT",
-    help: "Keep kernels whose name contains TEXT (case-sensitive)",
+    help: "Keep names that contain TEXT (case-sensitive)",
     default: None,
     conflicts: &["regex"],
     set: |p, v| {
@@ -561,7 +585,7 @@ pub const MATCH: Param = Param {
 pub const REGEX: Param = Param {
     name: "regex",
     value_name: "RE",
-    help: "Keep kernels whose name matches the regular expression RE (Rust regex syntax)",
+    help: "Keep names that match the regular expression RE (Rust regex syntax)",
     default: None,
     conflicts: &["match"],
     set: |p, v| {
@@ -605,8 +629,79 @@ pub const STREAM: Param = Param {
     get: |p| p.stream.map(|s| s.to_string()),
 };
 
+/// `name`: keep ranges whose (normalised) name is exactly this.
+pub const NAME: Param = Param {
+    name: "name",
+    value_name: "TEXT",
+    help: "Keep ranges whose name (after normalisation) is exactly TEXT",
+    default: None,
+    conflicts: &["match", "regex"],
+    set: |p, v| {
+        p.exact = Some(v.to_string());
+        Ok(())
+    },
+    get: |p| p.exact.clone(),
+};
+
+/// `domain`: keep ranges of one NVTX domain, by id or name.
+pub const DOMAIN: Param = Param {
+    name: "domain",
+    value_name: "ID|NAME",
+    help: "Keep ranges of this NVTX domain: its id (0 is the default domain) or its name (`NCCL`, `domain #3` when unnamed)",
+    default: None,
+    conflicts: &[],
+    set: |p, v| {
+        if v.trim().is_empty() {
+            return Err("a domain is an id or a name".into());
+        }
+        p.domain = Some(v.to_string());
+        Ok(())
+    },
+    get: |p| p.domain.clone(),
+};
+
+/// `nesting`: attribute a kernel to the innermost or the outermost enclosing range.
+pub const NESTING: Param = Param {
+    name: "nesting",
+    value_name: "innermost|outermost",
+    help: "Attribute each kernel to the innermost (latest start) or the outermost (earliest start) of the kept ranges enclosing its launch",
+    default: Some("innermost"),
+    conflicts: &[],
+    set: |p, v| {
+        p.nesting = Some(match v {
+            "innermost" => nvtx::Nesting::Innermost,
+            "outermost" => nvtx::Nesting::Outermost,
+            _ => return Err(format!("`{v}` is not innermost or outermost")),
+        });
+        Ok(())
+    },
+    get: |p| p.nesting.filter(|n| *n != nvtx::Nesting::Innermost).map(|n| n.as_str().into()),
+};
+
+/// `normalize`: group PyTorch op ranges by operator, or keep names as recorded.
+pub const NORMALIZE: Param = Param {
+    name: "normalize",
+    value_name: "pytorch|none",
+    help: "pytorch: drop the `, seq = N` and `, op_id = N` parts PyTorch appends to each op range, so calls of one operator group together; none: names as recorded",
+    default: Some("pytorch"),
+    conflicts: &[],
+    set: |p, v| {
+        p.normalize = Some(match v {
+            "pytorch" => nvtx::NameRule::StripPytorchIds,
+            "none" => nvtx::NameRule::Verbatim,
+            _ => return Err(format!("`{v}` is not pytorch or none")),
+        });
+        Ok(())
+    },
+    get: |p| match p.normalize {
+        Some(nvtx::NameRule::Verbatim) => Some("none".into()),
+        _ => None,
+    },
+};
+
 /// Every parameter an analysis may adopt.
-pub const PARAMS: &[Param] = &[NAMES, MATCH, REGEX, LIMIT, STREAM];
+pub const PARAMS: &[Param] =
+    &[NAMES, MATCH, REGEX, LIMIT, STREAM, NAME, DOMAIN, NESTING, NORMALIZE];
 
 /// Where a trace's evidence comes from: identity of the file.
 #[derive(Debug, Clone, Serialize)]
@@ -638,6 +733,8 @@ pub struct Context {
     pub kernels: Kernels,
     /// The memcpy/memset rows, read with the same filter when a planned analysis needs them.
     pub copies: Option<crate::trace::Copies>,
+    /// NVTX ranges and launch records, read when a planned analysis needs them.
+    pub nvtx: Option<NvtxData>,
     /// Devices, GPUs and time ranges of the whole trace.
     pub inventory: Inventory,
     /// Devices the job should have (`--expect-devices`, or the claims file).
@@ -1083,8 +1180,15 @@ impl Context {
             },
             kernels,
             copies: None,
+            nvtx: None,
             expected_devices: None,
         }
+    }
+
+    /// The same, with NVTX ranges and launch records (the kernels should carry launch keys).
+    pub fn with_nvtx(mut self, nvtx: NvtxData) -> Context {
+        self.nvtx = Some(nvtx);
+        self
     }
 
     /// The same, with memcpy/memset rows.
@@ -1108,7 +1212,11 @@ impl Context {
         let path = trace.path().to_path_buf();
         let (kernels, sha) = std::thread::scope(|s| {
             let hasher = s.spawn(move || crate::trace::sha256_file(&path));
-            let kernels = Kernels::load(trace, filter, progress);
+            let kernels = if needs.contains(&Table::Nvtx) {
+                Kernels::load_with_launch_keys(trace, filter, progress)
+            } else {
+                Kernels::load(trace, filter, progress)
+            };
             let sha = hasher
                 .join()
                 .unwrap_or_else(|_| Err(std::io::Error::other("hashing thread panicked")));
@@ -1117,6 +1225,21 @@ impl Context {
         let kernels = kernels?;
         let copies = if needs.contains(&Table::Copies) {
             Some(crate::trace::Copies::load(trace, filter)?)
+        } else {
+            None
+        };
+        let nvtx = if needs.contains(&Table::Nvtx) {
+            let keys: Vec<_> =
+                (0..kernels.start.len()).filter_map(|i| kernels.launch_key(i)).collect();
+            let launches = crate::trace::nvtx::Launches::load(trace, keys)?;
+            // Ranges that can enclose a launch, and those in the scan's window.
+            let bounds = match (filter.bounds, launches.start_bounds()) {
+                (None, _) => None,
+                (Some(b), None) => Some(b),
+                (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
+            };
+            let ranges = crate::trace::nvtx::NvtxRanges::load(trace, bounds)?;
+            Some(NvtxData { ranges, launches })
         } else {
             None
         };
@@ -1143,6 +1266,7 @@ impl Context {
             },
             kernels,
             copies,
+            nvtx,
             inventory,
             expected_devices,
         })
@@ -1150,23 +1274,43 @@ impl Context {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// Kernels on two devices with compute and NCCL on two streams, so every analysis has
     /// something to say.
-    fn ctx() -> Context {
+    pub(crate) fn ctx() -> Context {
+        use crate::trace::nvtx::{Launches, NvtxRanges};
         use crate::trace::{Copies, CopyKind};
-        Context::from_kernels(Kernels::from_rows(&[
-            (1, 7, 0, 100, "gemm"),
-            (1, 56, 50, 150, "ncclAG"),
-            (2, 7, 10, 90, "gemm"),
-            (2, 56, 60, 160, "ncclAG"),
-        ]))
+        // One thread of process 1 launches the four kernels (correlation ids 1-4) at CPU
+        // times 0, 5, 8 and 30; `step` covers [0, 20), an op range [1, 6).
+        let gtid = (1 << 24) + 5;
+        let keys: Vec<(Option<i64>, Option<i64>)> = (1..=4).map(|c| (Some(1), Some(c))).collect();
+        Context::from_kernels(Kernels::from_rows_with_launch_keys(
+            &[
+                (1, 7, 0, 100, "gemm"),
+                (1, 56, 50, 150, "ncclAG"),
+                (2, 7, 10, 90, "gemm"),
+                (2, 56, 60, 160, "ncclAG"),
+            ],
+            &keys,
+        ))
         .with_copies(Copies::from_rows(&[
             (1, 9, 140, 200, 4096, CopyKind::HtoD),
             (1, 9, 210, 220, 64, CopyKind::Memset),
         ]))
+        .with_nvtx(NvtxData {
+            ranges: NvtxRanges::from_rows(&[
+                (gtid, 0, Some(20), "step", 0),
+                (gtid, 1, Some(6), "aten::mm, op_id = 3", 0),
+            ]),
+            launches: Launches::from_rows(&[
+                (gtid, 1, 0, 1),
+                (gtid, 2, 5, 6),
+                (gtid, 3, 8, 9),
+                (gtid, 4, 30, 31),
+            ]),
+        })
     }
 
     /// Every field an analysis declares is produced by its run (in `values`, or in every

@@ -14,7 +14,12 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
-use super::{quantiles, select};
+use serde_json::{Value, json};
+
+use super::{
+    AnalysisSpec, Context, Evidence, Field, FieldKind, Params, QueryError, ScopeRule, Table, Unit,
+    obj, quantiles, select,
+};
 use crate::formula::Rational;
 use crate::scope::{Semantics, Window};
 use crate::trace::Kernels;
@@ -319,6 +324,24 @@ pub struct RangeSummary {
     pub nvtx_table_absent: bool,
     /// One row per name, by total time descending, then count descending, then name.
     pub rows: Vec<RangeStats>,
+    /// Every counted range pooled, whatever its name: (total, min, lower median, p90, max)
+    /// in ns; None when no range counts.
+    pub pooled: Option<Pooled>,
+}
+
+/// Duration statistics of every counted range together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Pooled {
+    /// Sum of durations (ns).
+    pub total_ns: i64,
+    /// Shortest (ns).
+    pub min_ns: i64,
+    /// Lower median (ns).
+    pub median_ns: i64,
+    /// Nearest-rank 90th percentile (ns).
+    pub p90_ns: i64,
+    /// Longest (ns).
+    pub max_ns: i64,
 }
 
 /// Duration statistics of the selected ranges, grouped by normalised name.
@@ -376,6 +399,20 @@ pub fn range_stats(ranges: &NvtxRanges, params: &StatsParams) -> Result<RangeSum
             a.domains.insert(ranges.domain_of(i).name.clone());
         }
     }
+    let mut all: Vec<i64> = acc.values().flat_map(|a| a.durations.iter().copied()).collect();
+    all.sort_unstable();
+    let pooled = if all.is_empty() {
+        None
+    } else {
+        let (min_ns, median_ns, p90_ns, max_ns) = quantiles(&all);
+        Some(Pooled {
+            total_ns: checked_sum(all.iter().copied(), "range durations")?,
+            min_ns,
+            median_ns,
+            p90_ns,
+            max_ns,
+        })
+    };
     let mut rows = Vec::with_capacity(acc.len());
     for (g, mut a) in acc {
         a.durations.sort_unstable();
@@ -407,6 +444,7 @@ pub fn range_stats(ranges: &NvtxRanges, params: &StatsParams) -> Result<RangeSum
         clipped,
         nvtx_table_absent: ranges.table_absent,
         rows,
+        pooled,
     })
 }
 
@@ -840,9 +878,409 @@ pub fn attribute(
     })
 }
 
+/// The registry entry.
+pub const SPEC: AnalysisSpec = AnalysisSpec {
+    name: "nvtx",
+    summary: "NVTX ranges by name (count and duration statistics on the CPU timeline) and the GPU kernels whose launch they enclose (kernel time, GPU span, share of the devices' kernel time)",
+    fields: &[
+        f(
+            "ranges",
+            Unit::Count,
+            FieldKind::Count,
+            "kept ranges: name, domain and window as asked (CPU timeline; nested ranges each count)",
+        ),
+        f("names", Unit::Count, FieldKind::Count, "distinct kept range names, after normalisation"),
+        f(
+            "range_ns",
+            Unit::Ns,
+            FieldKind::CpuTime,
+            "sum of the kept ranges' durations (CPU time; nested ranges each count in full)",
+        ),
+        f("range_min_ns", Unit::Ns, FieldKind::CpuTime, "shortest kept range"),
+        f(
+            "range_median_ns",
+            Unit::Ns,
+            FieldKind::CpuTime,
+            "lower median duration of the kept ranges",
+        ),
+        f(
+            "range_p90_ns",
+            Unit::Ns,
+            FieldKind::CpuTime,
+            "nearest-rank 90th percentile duration of the kept ranges",
+        ),
+        f("range_max_ns", Unit::Ns, FieldKind::CpuTime, "longest kept range"),
+        f(
+            "kernels",
+            Unit::Count,
+            FieldKind::Count,
+            "kernels on the devices whose launch a kept range encloses (attributed)",
+        ),
+        f(
+            "kernel_ns",
+            Unit::Ns,
+            FieldKind::KernelTime,
+            "their summed duration (kernel time, clipped to the window under clip)",
+        ),
+        f(
+            "gpu_span_ns",
+            Unit::Ns,
+            FieldKind::Wall,
+            "first attributed kernel start to last attributed kernel end (gaps included)",
+        ),
+        f(
+            "selected_kernels",
+            Unit::Count,
+            FieldKind::Count,
+            "every kernel of the devices in the window: the population attributed",
+        ),
+        f(
+            "selected_kernel_ns",
+            Unit::Ns,
+            FieldKind::KernelTime,
+            "their summed duration: the denominator of kernel_share",
+        ),
+        f(
+            "kernel_share",
+            Unit::Ratio,
+            FieldKind::KernelTime,
+            "kernel_ns / selected_kernel_ns: the share of the devices' kernel time under the kept ranges",
+        ),
+        f(
+            "unattributed",
+            Unit::Count,
+            FieldKind::Count,
+            "selected kernels not attributed: no launch record, no enclosing kept range, or no correlation id",
+        ),
+        f(
+            "no_launch_record",
+            Unit::Count,
+            FieldKind::Count,
+            "kernels whose (process, correlationId) has no runtime/driver API record",
+        ),
+        f(
+            "no_enclosing_range",
+            Unit::Count,
+            FieldKind::Count,
+            "kernels whose launch no kept range on its thread encloses",
+        ),
+        f(
+            "no_correlation",
+            Unit::Count,
+            FieldKind::Count,
+            "kernels without correlationId or globalPid (column absent or NULL)",
+        ),
+    ],
+    sums: &[],
+    params: &[
+        super::NAME,
+        super::MATCH,
+        super::REGEX,
+        super::DOMAIN,
+        super::NESTING,
+        super::NORMALIZE,
+    ],
+    scope: ScopeRule::Summed,
+    needs: &[Table::Kernels, Table::Nvtx],
+    cross_rank: &[],
+    ratios: &[("kernel_share", "kernel_ns / selected_kernel_ns")],
+    chart: None,
+    terms: &["nvtx_attribution"],
+    run,
+    table,
+};
+
+const fn f(name: &'static str, unit: Unit, kind: FieldKind, definition: &'static str) -> Field {
+    Field { name, unit, kind, definition }
+}
+
+/// The range filter the parameters ask for.
+fn range_filter(params: &Params) -> Result<RangeFilter, QueryError> {
+    let name = match (&params.exact, &params.filter) {
+        (Some(e), _) => Some(NameMatch::Exact(e.clone())),
+        (None, Some(super::NameFilter::Substring(s))) => Some(NameMatch::Substring(s.clone())),
+        (None, Some(super::NameFilter::Regex(r))) => Some(NameMatch::Regex(r.clone())),
+        (None, None) => None,
+    };
+    let domains = params.domain.as_ref().map(|d| {
+        vec![match d.trim().parse::<i64>() {
+            Ok(id) => DomainSel::Id(id),
+            Err(_) => DomainSel::Name(d.clone()),
+        }]
+    });
+    Ok(RangeFilter { name, domains, pids: None, tids: None })
+}
+
+fn failed(e: NvtxError) -> QueryError {
+    QueryError::Failed { hint: e.hint().unwrap_or_default(), reason: e.to_string() }
+}
+
+/// Runs the analysis: range statistics and kernel attribution of the kept ranges, summed over
+/// the devices, with one row per range name.
+pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
+    let devices = ctx.resolve_devices(&params.devices)?;
+    ctx.check_window(params.window, &devices)?;
+    let data = ctx.nvtx.as_ref().ok_or_else(|| QueryError::Failed {
+        reason: "the NVTX and runtime tables were not read".into(),
+        hint: "the planner reads the tables an analysis declares; this is a defect".into(),
+    })?;
+    let filter = range_filter(params)?;
+    let rule = params.normalize.unwrap_or_default();
+    let nesting = params.nesting.unwrap_or_default();
+    let stats = range_stats(
+        &data.ranges,
+        &StatsParams {
+            filter: filter.clone(),
+            rule,
+            window: params.window,
+            semantics: params.semantics,
+        },
+    )
+    .map_err(failed)?;
+    let att = attribute(
+        &ctx.kernels,
+        &data.launches,
+        &data.ranges,
+        &AttributionParams {
+            devices: devices.clone(),
+            window: params.window,
+            semantics: params.semantics,
+            nesting,
+            rule,
+            ranges: filter,
+        },
+    )
+    .map_err(failed)?;
+    let mut ev = ctx.evidence(&SPEC, params, devices);
+    ev.parameters.insert("nesting".into(), json!(nesting.as_str()));
+    ev.parameters.insert("normalize".into(), json!(rule.as_str()));
+    let un = &att.unattributed;
+    let span = match (
+        att.rows.iter().map(|r| r.first_start_ns).min(),
+        att.rows.iter().map(|r| r.last_end_ns).max(),
+    ) {
+        (Some(a), Some(b)) => json!(b - a),
+        _ => Value::Null,
+    };
+    let pooled = stats.pooled;
+    let p = |f: fn(&Pooled) -> i64| pooled.as_ref().map_or(Value::Null, |x| json!(f(x)));
+    ev.values = Some(obj([
+        ("ranges", json!(stats.ranges)),
+        ("names", json!(stats.rows.len())),
+        ("range_ns", json!(pooled.map_or(0, |x| x.total_ns))),
+        ("range_min_ns", p(|x| x.min_ns)),
+        ("range_median_ns", p(|x| x.median_ns)),
+        ("range_p90_ns", p(|x| x.p90_ns)),
+        ("range_max_ns", p(|x| x.max_ns)),
+        ("kernels", json!(att.attributed.kernels)),
+        ("kernel_ns", json!(att.attributed.kernel_ns)),
+        ("gpu_span_ns", span),
+        ("selected_kernels", json!(att.selected.kernels)),
+        ("selected_kernel_ns", json!(att.selected.kernel_ns)),
+        (
+            "kernel_share",
+            att.attributed_share
+                .rational()
+                .map_or(Value::Null, |r| json!(r.num as f64 / r.den as f64)),
+        ),
+        ("unattributed", json!(un.total().kernels)),
+        ("no_launch_record", json!(un.no_launch_record.kernels)),
+        ("no_enclosing_range", json!(un.no_enclosing_range.kernels)),
+        (
+            "no_correlation",
+            json!(un.no_correlation_columns.kernels + un.no_correlation_value.kernels),
+        ),
+    ]));
+    // Rows: one per name, ranges and attributed kernels side by side.
+    let mut rows: Vec<serde_json::Map<String, Value>> = Vec::new();
+    let mut names: Vec<&str> = stats.rows.iter().map(|r| r.name.as_str()).collect();
+    for a in &att.rows {
+        if !names.contains(&a.name.as_str()) {
+            names.push(&a.name);
+        }
+    }
+    for name in names {
+        let r = stats.rows.iter().find(|r| r.name == name);
+        let a = att.rows.iter().find(|a| a.name == name);
+        let or_null = |v: Option<i64>| v.map_or(Value::Null, |x| json!(x));
+        rows.push(obj([
+            ("name", json!(name)),
+            ("ranges", json!(r.map_or(0, |r| r.count))),
+            ("range_ns", json!(r.map_or(0, |r| r.total_ns))),
+            ("range_min_ns", or_null(r.map(|r| r.min_ns))),
+            ("range_median_ns", or_null(r.map(|r| r.median_ns))),
+            ("range_p90_ns", or_null(r.map(|r| r.p90_ns))),
+            ("range_max_ns", or_null(r.map(|r| r.max_ns))),
+            ("variants", json!(r.map_or(0, |r| r.variants))),
+            ("domains", json!(r.map(|r| r.domains.clone()).unwrap_or_default())),
+            ("kernels", json!(a.map_or(0, |a| a.kernels))),
+            ("kernel_ns", json!(a.map_or(0, |a| a.kernel_ns))),
+            ("gpu_span_ns", or_null(a.map(|a| a.span_ns))),
+        ]));
+    }
+    ev.rows = Some(rows);
+    // Disclosures.
+    if data.ranges.table_absent {
+        ev.leave_null(
+            &[
+                "range_min_ns",
+                "range_median_ns",
+                "range_p90_ns",
+                "range_max_ns",
+                "kernel_share",
+                "gpu_span_ns",
+            ],
+            "note.nvtx_absent",
+            &[],
+            ("need.nvtx_capture", &[]),
+        );
+    } else if data.launches.table_absent {
+        ev.leave_null(
+            &["kernel_share", "gpu_span_ns"],
+            "note.runtime_absent",
+            &[],
+            ("need.runtime_capture", &[]),
+        );
+    }
+    let un_total = un.total();
+    if un_total.kernels > 0 && !data.ranges.table_absent {
+        ev.note(
+            "note.nvtx_unattributed",
+            &[
+                ("n", un_total.kernels.to_string()),
+                ("of", att.selected.kernels.to_string()),
+                (
+                    "share",
+                    crate::units::percent(un_total.kernel_ns.into(), att.selected.kernel_ns.into())
+                        .unwrap_or_else(|| "n/a".into()),
+                ),
+                ("no_launch", un.no_launch_record.kernels.to_string()),
+                ("no_range", un.no_enclosing_range.kernels.to_string()),
+                (
+                    "no_correlation",
+                    (un.no_correlation_columns.kernels + un.no_correlation_value.kernels)
+                        .to_string(),
+                ),
+            ],
+        );
+    }
+    if stats.unterminated > 0 {
+        ev.note(
+            "note.nvtx_unterminated",
+            &[
+                ("n", stats.unterminated.to_string()),
+                ("at", stats.closed_at_ns.map_or("-".into(), crate::scope::format_seconds)),
+            ],
+        );
+    }
+    if params.window.is_some() && stats.clipped > 0 {
+        ev.note("note.nvtx_clipped", &[("n", stats.clipped.to_string())]);
+    }
+    if att.duplicate_launches > 0 {
+        ev.note("note.nvtx_duplicate_launches", &[("n", att.duplicate_launches.to_string())]);
+    }
+    Ok(ev)
+}
+
+/// The terminal table of `verdict query` (below the scope lines): one row per range name, then
+/// the attribution totals.
+pub fn table(ev: &Evidence, width: usize) -> String {
+    use super::show::{count, int, share, time};
+    use crate::term::Column;
+    let rows: Vec<Vec<String>> = ev
+        .rows
+        .iter()
+        .flatten()
+        .map(|r| {
+            vec![
+                r.get("name").and_then(Value::as_str).unwrap_or("").to_string(),
+                count(r.get("ranges")),
+                time(r.get("range_ns")),
+                time(r.get("range_median_ns")),
+                time(r.get("range_p90_ns")),
+                count(r.get("kernels")),
+                time(r.get("kernel_ns")),
+                time(r.get("gpu_span_ns")),
+            ]
+        })
+        .collect();
+    let mut s = crate::term::render(
+        &[
+            Column::text("range name"),
+            Column::number("ranges"),
+            Column::number("CPU total"),
+            Column::number("median"),
+            Column::number("p90"),
+            Column::number("kernels"),
+            Column::number("kernel time"),
+            Column::number("GPU span"),
+        ],
+        &rows,
+        width,
+    );
+    if let Some(v) = &ev.values {
+        s.push('\n');
+        s += &crate::term::hang(
+            "",
+            &format!(
+                "kept ranges: {} over {} name(s), {} CPU time; kernels under them: {} of {}, {} of {} kernel time = {}; unattributed: {} (no launch record {}, no enclosing kept range {}, no correlation id {})",
+                count(v.get("ranges")),
+                count(v.get("names")),
+                time(v.get("range_ns")),
+                count(v.get("kernels")),
+                count(v.get("selected_kernels")),
+                time(v.get("kernel_ns")),
+                time(v.get("selected_kernel_ns")),
+                share(int(v.get("kernel_ns")), int(v.get("selected_kernel_ns"))),
+                count(v.get("unattributed")),
+                count(v.get("no_launch_record")),
+                count(v.get("no_enclosing_range")),
+                count(v.get("no_correlation")),
+            ),
+            2,
+            width,
+        );
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The registered analysis by hand over the shared test context: kernels launched at 0
+    /// (corr 1, under `step`), 5 (corr 2, under `step` and the op range), 8 (corr 3, `step`)
+    /// and 30 (corr 4, no range); durations 100, 100, 80, 100 ns.
+    #[test]
+    fn the_analysis_by_hand() {
+        use crate::scope::DeviceSel;
+        let ctx = crate::analysis::tests::ctx();
+        let get = |ev: &Evidence, f: &str| ev.value(f).and_then(Value::as_i64);
+        let ev = run(&Params::new(DeviceSel::All), &ctx).unwrap();
+        assert_eq!(get(&ev, "selected_kernels"), Some(4));
+        assert_eq!(get(&ev, "selected_kernel_ns"), Some(380));
+        // Innermost: step gets kernels 1 and 3 (180 ns), aten::mm kernel 2 (100 ns).
+        assert_eq!((get(&ev, "kernels"), get(&ev, "kernel_ns")), (Some(3), Some(280)));
+        assert_eq!(get(&ev, "no_enclosing_range"), Some(1));
+        let share = ev.field("kernel_share").unwrap().unwrap();
+        assert_eq!((share.num, share.den), (14, 19)); // 280 / 380
+        let row = |name: &str| {
+            ev.rows.as_ref().unwrap().iter().find(|r| r["name"] == name).cloned().unwrap()
+        };
+        assert_eq!(
+            (row("step")["kernels"].as_i64(), row("step")["kernel_ns"].as_i64()),
+            (Some(2), Some(180))
+        );
+        // The op range's PyTorch suffix is dropped by default.
+        assert_eq!(row("aten::mm")["kernel_ns"].as_i64(), Some(100));
+        assert_eq!((get(&ev, "ranges"), get(&ev, "range_ns")), (Some(2), Some(25)));
+        // Only `step` kept: every kernel it encloses is its own, whatever lies inside it.
+        let mut p = Params::new(DeviceSel::All);
+        p.exact = Some("step".into());
+        let ev = run(&p, &ctx).unwrap();
+        assert_eq!((get(&ev, "kernels"), get(&ev, "kernel_ns")), (Some(3), Some(280)));
+        assert_eq!((get(&ev, "ranges"), get(&ev, "range_median_ns")), (Some(1), Some(20)));
+    }
     use proptest::prelude::*;
 
     /// Thread 1 and 2 of process 7, thread 1 of process 8.
