@@ -1142,25 +1142,37 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
             ("need.runtime_capture", &[]),
         );
     }
-    let un_total = un.total();
-    if un_total.kernels > 0 && !data.ranges.table_absent {
+    // Kernels that no range could ever receive, and (without a filter) kernels launched
+    // outside every range; with a filter, kernels outside the ranges asked for are the point.
+    let pct = |ns: i64| {
+        crate::units::percent(ns.into(), att.selected.kernel_ns.into())
+            .unwrap_or_else(|| "n/a".into())
+    };
+    let no_corr = un.no_correlation_columns.kernels + un.no_correlation_value.kernels;
+    let unlinked = un.no_launch_record.kernels + no_corr;
+    if unlinked > 0 && !data.ranges.table_absent {
+        let ns = un.no_launch_record.kernel_ns
+            + un.no_correlation_columns.kernel_ns
+            + un.no_correlation_value.kernel_ns;
         ev.note(
-            "note.nvtx_unattributed",
+            "note.nvtx_unlinked",
             &[
-                ("n", un_total.kernels.to_string()),
+                ("n", unlinked.to_string()),
                 ("of", att.selected.kernels.to_string()),
-                (
-                    "share",
-                    crate::units::percent(un_total.kernel_ns.into(), att.selected.kernel_ns.into())
-                        .unwrap_or_else(|| "n/a".into()),
-                ),
+                ("share", pct(ns)),
                 ("no_launch", un.no_launch_record.kernels.to_string()),
-                ("no_range", un.no_enclosing_range.kernels.to_string()),
-                (
-                    "no_correlation",
-                    (un.no_correlation_columns.kernels + un.no_correlation_value.kernels)
-                        .to_string(),
-                ),
+                ("no_correlation", no_corr.to_string()),
+            ],
+        );
+    }
+    let filtered = params.exact.is_some() || params.filter.is_some() || params.domain.is_some();
+    if !filtered && un.no_enclosing_range.kernels > 0 {
+        ev.note(
+            "note.nvtx_outside",
+            &[
+                ("n", un.no_enclosing_range.kernels.to_string()),
+                ("of", att.selected.kernels.to_string()),
+                ("share", pct(un.no_enclosing_range.kernel_ns)),
             ],
         );
     }
