@@ -143,3 +143,43 @@ fn stream_56_end_skew_is_in_microseconds() {
     assert!(end.contains("median 24.7 µs") && end.ends_with("max 31.7 µs"), "{end}");
     assert!(line("wait share").ends_with("= 28.3%"));
 }
+
+/// The unfused-operator (elementwise) ranges of fixtures/day26/README.md.
+const ELEMENTWISE: &str = "^aten::(add|add_|mul|cat|gelu|gelu_backward|index_select|embedding_dense_backward|max|sub|sum|log|copy_)$";
+
+/// NVTX op attribution on device 4, against check.py: step 4 (the article's window,
+/// contain) and the whole trace; kernels enclosed by elementwise op ranges, by
+/// `recompute_forward` ranges, and the kernels with no launch record.
+#[test]
+fn device_4_op_shares_by_nvtx_attribution() {
+    let step = ["--device", "4", "--window", "39.964:46.123", "--semantics", "contain"];
+    let v = query(&[&["nvtx", TRACE, "--regex", ELEMENTWISE][..], &step].concat());
+    let vals = &v["values"];
+    assert_eq!(vals["kernels"], 258);
+    assert_eq!(vals["kernel_ns"], 278_217_535_i64);
+    assert_eq!(vals["selected_kernel_ns"], 6_773_556_994_i64);
+    assert_eq!(vals["no_launch_record"], 4);
+    let v = query(&[&["nvtx", TRACE, "--name", "recompute_forward"][..], &step].concat());
+    assert_eq!(v["values"]["kernels"], 24);
+    assert_eq!(v["values"]["kernel_ns"], 22_407_403_i64);
+    // Whole trace, device 4.
+    let v = query(&["nvtx", TRACE, "--regex", ELEMENTWISE, "--device", "4"]);
+    assert_eq!(v["values"]["kernels"], 1_552);
+    assert_eq!(v["values"]["kernel_ns"], 1_677_791_692_i64);
+    assert_eq!(v["values"]["selected_kernel_ns"], 40_645_934_450_i64);
+    assert_eq!(v["values"]["no_launch_record"], 7);
+    // Innermost without a filter: GEMM (`aten::mm`) and attention, as check.py sums them.
+    let v = query(&[&["nvtx", TRACE][..], &step].concat());
+    let row = |name: &str| {
+        v["rows"].as_array().unwrap().iter().find(|r| r["name"] == name).cloned().unwrap()
+    };
+    assert_eq!(
+        (row("aten::mm")["kernels"].as_i64(), row("aten::mm")["kernel_ns"].as_i64()),
+        (Some(245), Some(3_678_227_522))
+    );
+    let attention: i64 = ["FlashAttnFunc", "FlashAttnFuncBackward"]
+        .iter()
+        .map(|n| row(n)["kernel_ns"].as_i64().unwrap())
+        .sum();
+    assert_eq!(attention, 800_357_652);
+}

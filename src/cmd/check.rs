@@ -97,7 +97,11 @@ pub fn render(a: &Audit, t: &Strings, width: usize) -> Result<String, String> {
             if let Some(f) = &p.formula {
                 s += &line(
                     "      ",
-                    &format!("{} = {} = {}", f.symbolic, f.substituted, f.result),
+                    &crate::render::context::formula_steps(&[
+                        &f.symbolic,
+                        &f.substituted,
+                        &f.result,
+                    ]),
                     8,
                 );
             }

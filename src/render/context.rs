@@ -975,21 +975,42 @@ fn spread_text(
     )?))
 }
 
+/// Whether two steps of a formula show the same number, one with its time unit and one
+/// without (`38.78` and `38.78 ms`).
+pub fn same_number(a: &str, b: &str) -> bool {
+    let bare = |x: &str| {
+        let x = x.trim();
+        [" ms", " ns", " s"].iter().find_map(|u| x.strip_suffix(u)).unwrap_or(x).to_string()
+    };
+    bare(a) == bare(b)
+}
+
+/// Steps of a formula on one line, each distinct step once.
+pub fn formula_steps(steps: &[&str]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    for s in steps {
+        let s = s.trim().to_string();
+        match out.last_mut() {
+            Some(last) if same_number(last, &s) => *last = s,
+            _ => out.push(s),
+        }
+    }
+    out.join(" = ")
+}
+
 /// A formula on one line, each distinct step once: `count = 140`, not `count = 140 = 140`.
 fn formula_line(f: &crate::verdict::FormulaResult) -> String {
     let result = f.display.clone().unwrap_or_else(|| "n/a".into());
-    let mut steps: Vec<String> = Vec::new();
-    for s in
-        [Some(f.symbolic.clone()), f.definition.clone(), Some(f.substituted.clone()), Some(result)]
-            .into_iter()
-            .flatten()
-    {
-        let s = s.trim().to_string();
-        if steps.last() != Some(&s) {
-            steps.push(s);
-        }
-    }
-    steps.join(" = ")
+    let steps: Vec<&str> = [
+        Some(f.symbolic.as_str()),
+        f.definition.as_deref(),
+        Some(f.substituted.as_str()),
+        Some(result.as_str()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    formula_steps(&steps)
 }
 
 /// Builds the context of one language. `charts` lists the chart files written beside it,
@@ -1096,7 +1117,7 @@ pub fn build(
                         f.result,
                         t.get("kind.arithmetic")?
                     ));
-                } else if f.substituted == f.result {
+                } else if same_number(&f.substituted, &f.result) {
                     evidence_bits.push(format!("{}: {}", p.id, f.result));
                 } else {
                     evidence_bits.push(format!("{}: {} = {}", p.id, f.substituted, f.result));
