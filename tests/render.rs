@@ -12,9 +12,10 @@ const CLAIMS: &str = "claims/day26-profile-blind.yaml";
 const ID: &str = "day26-profile-blind";
 /// The example audits whose reports are committed in `out/`: claims file, report id and the
 /// profiles rendered.
-const EXAMPLES: [(&str, &str, &str); 2] = [
+const EXAMPLES: [(&str, &str, &str); 3] = [
     (CLAIMS, ID, "full,blog,brief"),
     ("claims/h100-2gpu-no-nccl.yaml", "h100-2gpu-no-nccl", "full"),
+    ("claims/day26-op-attribution.yaml", "day26-op-attribution", "full"),
 ];
 
 /// The `SOURCE_DATE_EPOCH` of the committed examples (2026-09-03 UTC), so their render date
@@ -780,6 +781,8 @@ fn pdf_commands(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut lines = text.lines();
     while let Some(l) = lines.next() {
+        // A command at the top of a page follows pdftotext's form feed.
+        let l = l.trim_start_matches('\u{c}');
         if !l.starts_with("verdict ") {
             continue;
         }
