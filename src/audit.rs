@@ -235,17 +235,23 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
     for decl in &set.traces {
         let queries = by_trace.get(&decl.name).cloned().unwrap_or_default();
         // Context for charts: every device in the windows that overlap parts look at.
-        let context_scopes = context_scopes(&queries);
+        let context_scopes = context_scopes_of(&queries);
         let filter = union_filter(
             queries.iter().map(|(s, _)| *s).chain(context_scopes.iter().map(|(_, s)| s)),
         );
         let ctx = Trace::open(&decl.resolved).and_then(|t| {
-            let needs = analysis::needs(
+            let mut needs = analysis::needs(
                 queries
                     .iter()
                     .filter_map(|(_, m)| analysis::spec(&m.analysis))
                     .chain(context_scopes.iter().map(|(s, _)| *s)),
             );
+            // A window taken from NVTX ranges needs the ranges and the launch records.
+            if queries.iter().any(|(s, _)| s.nvtx.is_some())
+                && !needs.contains(&analysis::Table::Nvtx)
+            {
+                needs.push(analysis::Table::Nvtx);
+            }
             Context::load(&t, &filter, decl.expect_devices.clone(), &needs, &mut |n| {
                 progress(&decl.name, n)
             })
@@ -269,30 +275,78 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
                 Ok(ctx)
             }
         };
+        // Windows taken from NVTX ranges, resolved once per scope on this trace.
+        let mut resolved: BTreeMap<
+            String,
+            Result<(Scope, analysis::nvtx::ResolvedWindow), String>,
+        > = BTreeMap::new();
+        if let Ok(ctx) = &ctx {
+            for (scope, _) in &queries {
+                let Some(w) = &scope.nvtx else { continue };
+                if resolved.contains_key(&scope.name) {
+                    continue;
+                }
+                let r = ctx
+                    .resolve_devices(&scope.devices)
+                    .and_then(|devices| analysis::nvtx::resolve_window(w, ctx, &devices))
+                    .map(|rw| (Scope { window: Some(rw.window), ..(*scope).clone() }, rw))
+                    .map_err(|e| {
+                        let hint = e.hint().map(|h| format!(" (hint: {h})")).unwrap_or_default();
+                        format!("{e}{hint}")
+                    });
+                resolved.insert(scope.name.clone(), r);
+            }
+        }
         // An unreadable trace keeps its queries in the ledger, failed, so the report names
         // each of them.
-        for (_, m) in queries {
+        for (scope, m) in &queries {
             let key = query_key(&set, m);
             if evidence.contains_key(&key) {
                 continue;
             }
-            let p = &m.params;
+            let mut p = m.params.clone();
             let Some(spec) = analysis::spec(&m.analysis) else { continue };
-            let result = match &ctx {
-                Err(msg) => Err(msg.clone()),
-                Ok(ctx) => analysis::run_spec(spec, p, ctx).map_err(|e| {
-                    let hint = e.hint().map(|h| format!(" (hint: {h})")).unwrap_or_default();
-                    format!("{e}{hint}")
-                }),
+            let result = match (&ctx, resolved.get(&scope.name)) {
+                (Err(msg), _) => Err(msg.clone()),
+                (Ok(_), Some(Err(msg))) => Err(msg.clone()),
+                (Ok(ctx), r) => {
+                    if let Some(Ok((s, _))) = r {
+                        p.window = s.window;
+                    }
+                    analysis::run_spec(spec, &p, ctx)
+                        .map(|mut ev| {
+                            if let (Some(Ok((_, rw))), Some(w)) = (r, &scope.nvtx) {
+                                analysis::nvtx::note_window(&mut ev, w, rw);
+                            }
+                            ev
+                        })
+                        .map_err(|e| {
+                            let hint =
+                                e.hint().map(|h| format!(" (hint: {h})")).unwrap_or_default();
+                            format!("{e}{hint}")
+                        })
+                }
             };
             ledger.push(LedgerEntry::new(
                 key.clone(),
-                command_words(spec, &decl.resolved, p, decl.expect_devices.as_deref()),
+                command_words(spec, &decl.resolved, &p, decl.expect_devices.as_deref()),
                 result.clone(),
             ));
             evidence.insert(key, result);
         }
         let Ok(ctx) = ctx else { continue };
+        // Chart context over the resolved windows.
+        let queries: Vec<(&Scope, &Measure)> = queries
+            .iter()
+            .map(|(s, m)| match resolved.get(&s.name) {
+                Some(Ok((r, _))) => (r, *m),
+                _ => (*s, *m),
+            })
+            .collect();
+        let context_scopes: Vec<_> = context_scopes_of(&queries)
+            .into_iter()
+            .filter(|(_, s)| s.nvtx.is_none() || s.window.is_some())
+            .collect();
         for (spec, scope) in &context_scopes {
             let mut p = Params::new(scope.devices.clone());
             p.window = scope.window;
@@ -328,7 +382,9 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
 /// The chart queries of one trace, as (analysis, scope), as each analysis declares them:
 /// each distinct window of a per-device analysis over all devices, and each scope of a
 /// summed analysis without its name filter.
-fn context_scopes(queries: &[(&Scope, &Measure)]) -> Vec<(&'static analysis::AnalysisSpec, Scope)> {
+fn context_scopes_of(
+    queries: &[(&Scope, &Measure)],
+) -> Vec<(&'static analysis::AnalysisSpec, Scope)> {
     let mut out: Vec<(&'static analysis::AnalysisSpec, Scope)> = Vec::new();
     for (scope, m) in queries {
         let Some(spec) = analysis::spec(&m.analysis) else { continue };

@@ -188,6 +188,8 @@ pub struct QueryCommand {
     pub devices: Option<DeviceSel>,
     /// The analysis's own parameters as given (or at their defaults), `(name, text)`.
     pub params: Vec<(&'static str, String)>,
+    /// A window taken from NVTX ranges (`--nvtx-window`, `--nvtx-index`, `--nvtx-on`).
+    pub nvtx: Option<analysis::nvtx::NvtxWindow>,
 }
 
 impl FromArgMatches for QueryCommand {
@@ -220,6 +222,23 @@ impl FromArgMatches for QueryCommand {
                 .iter()
                 .filter_map(|p| sub.get_one::<String>(p.name).map(|v| (p.name, v.clone())))
                 .collect(),
+            nvtx: match sub.get_one::<String>("nvtx-window") {
+                None => None,
+                Some(name) => {
+                    let mut keys = vec![("nvtx".to_string(), name.clone())];
+                    for k in ["index", "on"] {
+                        if let Some(v) = sub.get_one::<String>(&format!("nvtx-{k}")) {
+                            keys.push((k.to_string(), v.clone()));
+                        }
+                    }
+                    Some(analysis::nvtx::NvtxWindow::from_keys(&keys).map_err(|(m, h)| {
+                        clap::Error::raw(
+                            clap::error::ErrorKind::ValueValidation,
+                            format!("--nvtx-window: {m}\n  hint: {h}\n"),
+                        )
+                    })?)
+                }
+            },
         })
     }
 
@@ -272,6 +291,28 @@ fn query_command(a: &'static AnalysisSpec) -> clap::Command {
                 .value_parser(parse_window)
                 .help("Time window START:END in seconds on the trace's clock, parsed exactly (39.964:46.123)")
                 .long_help("Time window START:END in seconds on the trace's clock, parsed exactly (39.964:46.123).\n\nWithout it the whole trace is used."),
+        )
+        .arg(
+            Arg::new("nvtx-window")
+                .long("nvtx-window")
+                .value_name("NAME")
+                .conflicts_with("window")
+                .help("Take the window from the NVTX range NAME (`*` matches any text) on the processes of the devices")
+                .long_help("Take the window from the NVTX range NAME (`*` matches any text) on the processes that launched the devices' kernels; with several processes the window spans the chosen range of each. The evidence says which ranges it used."),
+        )
+        .arg(
+            Arg::new("nvtx-index")
+                .long("nvtx-index")
+                .value_name("N")
+                .requires("nvtx-window")
+                .help("Which matching range, from 0 in start order (needed when several match)"),
+        )
+        .arg(
+            Arg::new("nvtx-on")
+                .long("nvtx-on")
+                .value_name("cpu|gpu")
+                .requires("nvtx-window")
+                .help("cpu: the range itself; gpu: first start to last end of the kernels launched inside it"),
         )
         .arg(
             Arg::new("semantics")

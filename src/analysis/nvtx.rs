@@ -878,6 +878,263 @@ pub fn attribute(
     })
 }
 
+/// Which timeline an NVTX window is read on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Timeline {
+    /// The range's own start and end, on the CPU thread that recorded it.
+    #[default]
+    Cpu,
+    /// The GPU projection: first start to last end of the kernels launched inside the range,
+    /// on the scope's devices.
+    Gpu,
+}
+
+/// A scope's window taken from NVTX ranges: `{nvtx: "step 4"}`, `{nvtx: "ProfilerStep#*",
+/// index: 5, on: gpu}`. The ranges are those of the processes that launched the scope's
+/// kernels; with several processes, the window spans the chosen range of each.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NvtxWindow {
+    /// The range name: exact, or a pattern where `*` stands for any text.
+    pub name: String,
+    /// Which matching range, counting from 0 in start order on each process; None: the name
+    /// must match exactly one range per process.
+    pub index: Option<usize>,
+    /// CPU range or GPU projection.
+    pub on: Timeline,
+    /// Only ranges of this domain (id or name).
+    pub domain: Option<String>,
+}
+
+impl NvtxWindow {
+    /// Reads the keys of a claims file's `window:` mapping; an error is (message, hint).
+    pub fn from_keys(keys: &[(String, String)]) -> Result<NvtxWindow, (String, String)> {
+        let hint = "write `window: {nvtx: \"step 4\"}`, optionally with `index: N` (from 0, in start order), `on: cpu|gpu` and `domain: ID|NAME`".to_string();
+        let mut w =
+            NvtxWindow { name: String::new(), index: None, on: Timeline::Cpu, domain: None };
+        let mut named = false;
+        for (k, v) in keys {
+            match k.as_str() {
+                "nvtx" => {
+                    if v.trim().is_empty() {
+                        return Err(("`nvtx` names a range".into(), hint));
+                    }
+                    w.name = v.clone();
+                    named = true;
+                }
+                "index" => {
+                    w.index = Some(v.trim().parse().map_err(|_| {
+                        (format!("`index: {v}` is not a whole number from 0"), hint.clone())
+                    })?)
+                }
+                "on" => {
+                    w.on = match v.trim() {
+                        "cpu" => Timeline::Cpu,
+                        "gpu" => Timeline::Gpu,
+                        _ => return Err((format!("`on: {v}` is not cpu or gpu"), hint)),
+                    }
+                }
+                "domain" => w.domain = Some(v.clone()),
+                _ => return Err((format!("unknown key `{k}`"), hint)),
+            }
+        }
+        if !named {
+            return Err(("a window mapping needs `nvtx: NAME`".into(), hint));
+        }
+        Ok(w)
+    }
+
+    /// Whether a recorded range name matches.
+    fn matches(&self, name: &str) -> bool {
+        let parts: Vec<&str> = self.name.split('*').collect();
+        if parts.len() == 1 {
+            return name == self.name;
+        }
+        let (first, last) = (parts[0], parts[parts.len() - 1]);
+        if !name.starts_with(first) || name.len() < first.len() + last.len() {
+            return false;
+        }
+        let mut rest = &name[first.len()..];
+        for mid in &parts[1..parts.len() - 1] {
+            match rest.find(mid) {
+                Some(at) => rest = &rest[at + mid.len()..],
+                None => return false,
+            }
+        }
+        rest.ends_with(last)
+    }
+}
+
+/// An NVTX window resolved on a trace: the window and the ranges it came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ResolvedWindow {
+    /// The window on the trace's clock.
+    pub window: Window,
+    /// Per process: (pid, range start, range end) of the chosen range.
+    pub ranges: Vec<(i64, i64, i64)>,
+    /// Ranges matching the name on each process (the same count on every one).
+    pub matches: usize,
+}
+
+/// Resolves an NVTX window over the processes that launched kernels on `devices`.
+pub fn resolve_window(
+    w: &NvtxWindow,
+    ctx: &Context,
+    devices: &[i64],
+) -> Result<ResolvedWindow, QueryError> {
+    let fail = |reason: String, hint: &str| QueryError::Failed { reason, hint: hint.into() };
+    let data = ctx.nvtx.as_ref().ok_or_else(|| {
+        fail("the NVTX tables were not read".into(), "this is a defect of the planner")
+    })?;
+    let r = &data.ranges;
+    if r.table_absent {
+        return Err(fail(
+            format!("window `{}`: the trace has no NVTX_EVENTS table", w.name),
+            "capture with `nsys profile --trace=cuda,nvtx`, or give the window in seconds",
+        ));
+    }
+    let mut pids: Vec<i64> = ctx
+        .inventory
+        .devices
+        .iter()
+        .filter(|d| devices.contains(&d.device))
+        .flat_map(|d| d.pids.iter().copied())
+        .collect();
+    pids.sort_unstable();
+    pids.dedup();
+    let domain = w.domain.as_ref().map(|d| match d.trim().parse::<i64>() {
+        Ok(id) => DomainSel::Id(id),
+        Err(_) => DomainSel::Name(d.clone()),
+    });
+    let mut per: std::collections::BTreeMap<i64, Vec<usize>> = std::collections::BTreeMap::new();
+    for i in 0..r.len() {
+        let Some(pid) = r.pid(i) else { continue };
+        if !pids.contains(&pid)
+            || !w.matches(&r.names()[r.name[i] as usize])
+            || domain.as_ref().is_some_and(|d| !d.matches(r.domain_of(i)))
+        {
+            continue;
+        }
+        per.entry(pid).or_default().push(i);
+    }
+    if per.is_empty() {
+        return Err(fail(
+            format!(
+                "window `{}`: no NVTX range of that name on the processes of devices {}",
+                w.name,
+                crate::scope::format_device_list(devices)
+            ),
+            "`verdict query nvtx TRACE` lists the range names; `*` in the name matches any text",
+        ));
+    }
+    let counts: Vec<usize> = per.values().map(Vec::len).collect();
+    let matches = counts.iter().copied().min().unwrap_or(0);
+    let index = match w.index {
+        Some(k) => k,
+        None if counts.iter().all(|&c| c == 1) => 0,
+        None => {
+            return Err(fail(
+                format!(
+                    "window `{}`: {} ranges match on one process",
+                    w.name,
+                    counts.iter().max().unwrap_or(&0)
+                ),
+                "pick one with `index: N` (from 0, in start order)",
+            ));
+        }
+    };
+    if index >= matches {
+        return Err(fail(
+            format!("window `{}`: index {index} is past the {matches} matching range(s)", w.name),
+            "indices count from 0 in start order on each process",
+        ));
+    }
+    let mut chosen = Vec::new();
+    for (pid, rows) in &mut per {
+        rows.sort_by_key(|&i| (r.start[i], std::cmp::Reverse(r.end[i])));
+        chosen.push((*pid, rows[index]));
+    }
+    let ranges: Vec<(i64, i64, i64)> =
+        chosen.iter().map(|&(pid, i)| (pid, r.start[i], r.end[i])).collect();
+    let window = match w.on {
+        Timeline::Cpu => Window {
+            start_ns: ranges.iter().map(|x| x.1).min().unwrap_or(0),
+            end_ns: ranges.iter().map(|x| x.2).max().unwrap_or(0),
+        },
+        Timeline::Gpu => {
+            // Kernels whose launch one of the chosen ranges encloses: attribute to ranges of
+            // that name (outermost), keep those that landed on a chosen row.
+            let rows: Vec<usize> = chosen.iter().map(|c| c.1).collect();
+            let names: Vec<String> =
+                rows.iter().map(|&i| r.names()[r.name[i] as usize].clone()).collect();
+            let mut span: Option<(i64, i64)> = None;
+            for name in names.iter().collect::<BTreeSet<_>>() {
+                let params = AttributionParams {
+                    devices: devices.to_vec(),
+                    nesting: Nesting::Outermost,
+                    rule: NameRule::Verbatim,
+                    ranges: RangeFilter {
+                        name: Some(NameMatch::Exact(name.clone())),
+                        ..RangeFilter::default()
+                    },
+                    ..AttributionParams::default()
+                };
+                for o in attribute_each(&ctx.kernels, &data.launches, r, &params).map_err(failed)? {
+                    if let Outcome::Range(i) = o.outcome
+                        && rows.contains(&i)
+                    {
+                        span = Some(span.map_or((o.start_ns, o.end_ns), |(a, b)| {
+                            (a.min(o.start_ns), b.max(o.end_ns))
+                        }));
+                    }
+                }
+            }
+            let (a, b) = span.ok_or_else(|| {
+                fail(
+                    format!(
+                        "window `{}` on the GPU: no kernel of devices {} was launched inside it",
+                        w.name,
+                        crate::scope::format_device_list(devices)
+                    ),
+                    "use `on: cpu`, or check that the export has the CUDA runtime table",
+                )
+            })?;
+            Window { start_ns: a, end_ns: b }
+        }
+    };
+    Ok(ResolvedWindow { window, ranges, matches })
+}
+
+/// Says where a window taken from NVTX ranges comes from.
+pub fn note_window(ev: &mut Evidence, w: &NvtxWindow, rw: &ResolvedWindow) {
+    let ranges = rw
+        .ranges
+        .iter()
+        .map(|(pid, a, b)| {
+            format!(
+                "pid {pid}: {}–{} s",
+                crate::scope::format_seconds(*a),
+                crate::scope::format_seconds(*b)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    let key = match w.on {
+        Timeline::Cpu => "note.window_nvtx_cpu",
+        Timeline::Gpu => "note.window_nvtx_gpu",
+    };
+    ev.note(
+        key,
+        &[
+            ("name", w.name.clone()),
+            ("index", w.index.unwrap_or(0).to_string()),
+            ("matches", rw.matches.to_string()),
+            ("window", rw.window.to_string()),
+            ("ranges", ranges),
+        ],
+    );
+}
+
 /// The registry entry.
 pub const SPEC: AnalysisSpec = AnalysisSpec {
     name: "nvtx",

@@ -321,10 +321,12 @@ pub struct Scope {
     pub name: String,
     /// The trace it reads.
     pub trace: String,
-    /// The window, if any.
+    /// The window, if any (None for an NVTX window until the trace is read).
     pub window: Option<Window>,
     /// The window as written.
     pub window_text: Option<String>,
+    /// A window taken from NVTX ranges of the trace, resolved when the trace is read.
+    pub nvtx: Option<crate::analysis::nvtx::NvtxWindow>,
     /// The devices.
     #[serde(skip)]
     pub devices: DeviceSel,

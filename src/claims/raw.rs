@@ -82,12 +82,47 @@ pub struct RawTrace {
 pub struct RawScope {
     /// Trace name.
     pub trace: Spanned<String>,
-    /// `START:END` in seconds.
-    pub window: Option<Spanned<String>>,
+    /// `START:END` in seconds, or `{nvtx: NAME, index: N, on: cpu|gpu, domain: D}`.
+    pub window: Option<Spanned<RawWindow>>,
     /// `4`, `1-7`, `all`.
     pub devices: Option<Spanned<String>>,
     /// `clip` or `contain`.
     pub semantics: Option<Semantics>,
+}
+
+/// A scope's `window:`: seconds as text, or the keys of an NVTX window.
+#[derive(Debug)]
+pub enum RawWindow {
+    /// `START:END`.
+    Seconds(String),
+    /// The keys of a mapping, as text.
+    Keys(Vec<(String, String)>),
+}
+
+impl<'de> Deserialize<'de> for RawWindow {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<RawWindow, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = RawWindow;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("`START:END` in seconds, or a mapping with `nvtx`")
+            }
+            fn visit_str<E>(self, v: &str) -> Result<RawWindow, E> {
+                Ok(RawWindow::Seconds(v.to_string()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<RawWindow, A::Error> {
+                let mut keys = Vec::new();
+                while let Some((k, v)) = m.next_entry::<String, Scalar>()? {
+                    keys.push((k, v.0));
+                }
+                Ok(RawWindow::Keys(keys))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// `about:` of a claim.

@@ -233,8 +233,30 @@ pub fn validate(raw: RawClaimFile, path: &Path) -> Result<ClaimSet, ClaimsError>
             Scope {
                 name: name.clone(),
                 trace: s.trace.value.clone(),
-                window: s.window.as_ref().and_then(|w| c.window(w)),
-                window_text: s.window.as_ref().map(|w| w.value.clone()),
+                window: match s.window.as_ref().map(|w| (w, &w.value)) {
+                    Some((w, RawWindow::Seconds(text))) => {
+                        c.window(&Spanned::new(text.clone(), w.referenced, w.defined))
+                    }
+                    _ => None,
+                },
+                window_text: s.window.as_ref().map(|w| match &w.value {
+                    RawWindow::Seconds(t) => t.clone(),
+                    RawWindow::Keys(k) => {
+                        k.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join(", ")
+                    }
+                }),
+                nvtx: match s.window.as_ref().map(|w| (w, &w.value)) {
+                    Some((w, RawWindow::Keys(keys))) => {
+                        match crate::analysis::nvtx::NvtxWindow::from_keys(keys) {
+                            Ok(n) => Some(n),
+                            Err((msg, hint)) => {
+                                c.err(at(w), format!("scope `{name}`: window: {msg}"), Some(hint));
+                                None
+                            }
+                        }
+                    }
+                    _ => None,
+                },
                 devices,
                 semantics: s.semantics.unwrap_or_default(),
             },

@@ -34,10 +34,28 @@ pub fn run(q: QueryCommand) -> anyhow::Result<ExitCode> {
             crate::Hinted::new(e.to_string(), hint)
         })?;
     }
+    let mut needs = spec.needs.to_vec();
+    if q.nvtx.is_some() && !needs.contains(&analysis::Table::Nvtx) {
+        needs.push(analysis::Table::Nvtx);
+    }
     let ctx =
-        load(&q.trace, q.window, q.expect_devices.as_ref().map(|d| d.0.clone()), &sel, spec.needs)?;
-    let ev = analysis::run_spec(spec, &params, &ctx)
+        load(&q.trace, q.window, q.expect_devices.as_ref().map(|d| d.0.clone()), &sel, &needs)?;
+    let resolved = match &q.nvtx {
+        None => None,
+        Some(w) => {
+            let rw = ctx
+                .resolve_devices(&sel)
+                .and_then(|d| analysis::nvtx::resolve_window(w, &ctx, &d))
+                .map_err(|e| crate::Hinted::new(e.to_string(), e.hint().unwrap_or_default()))?;
+            params.window = Some(rw.window);
+            Some((w, rw))
+        }
+    };
+    let mut ev = analysis::run_spec(spec, &params, &ctx)
         .with_context(|| format!("cannot answer from trace `{}`", q.trace.display()))?;
+    if let Some((w, rw)) = &resolved {
+        analysis::nvtx::note_window(&mut ev, w, rw);
+    }
     if q.json {
         print_json(&ev)?;
     } else {

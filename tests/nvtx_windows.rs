@@ -1,0 +1,170 @@
+//! Windows taken from NVTX ranges, on the command line and in claims files: the window each
+//! resolves to is checked against SQL over the day26 fixture, and the GPU projection of step 4
+//! on device 4 gives the article's numbers (fixtures/day26/check.py).
+
+mod util;
+
+use assert_cmd::Command;
+use serde_json::Value;
+use util::open_ro;
+
+const TRACE: &str = "fixtures/day26/megatron.sqlite";
+
+fn verdict(args: &[&str]) -> std::process::Output {
+    Command::cargo_bin("verdict").unwrap().args(args).output().unwrap()
+}
+
+fn json(args: &[&str]) -> Value {
+    let out = verdict(args);
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The process that launched device 4's kernels, and its `step 4` range, by SQL.
+fn step4_of_device4() -> (i64, i64, i64) {
+    let conn = open_ro(std::path::Path::new(TRACE));
+    let pid: i64 = conn
+        .query_row(
+            "SELECT DISTINCT (globalPid >> 24) & 16777215 FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId = 4",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let (start, end): (i64, i64) = conn
+        .query_row(
+            "SELECT start, \"end\" FROM NVTX_EVENTS WHERE text = 'step 4' AND eventType = 59
+             AND (globalTid >> 24) & 16777215 = ?1",
+            [pid],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    (pid, start, end)
+}
+
+#[test]
+fn a_cpu_window_is_the_range_on_the_devices_process() {
+    let (pid, start, end) = step4_of_device4();
+    let v =
+        json(&["query", "overlap", TRACE, "--device", "4", "--nvtx-window", "step 4", "--json"]);
+    assert_eq!(v["window"]["requested_ns"], serde_json::json!([start, end]));
+    let note = v["notes"].as_array().unwrap().iter().find(|n| n["key"] == "note.window_nvtx_cpu");
+    assert!(note.unwrap()["text"].as_str().unwrap().contains(&format!("pid {pid}")));
+}
+
+#[test]
+fn the_gpu_projection_of_step_4_gives_the_articles_breakdown() {
+    // By SQL: device 4's kernels whose launch record (same process and correlationId) starts
+    // inside the step 4 range; the window is their first start to last end.
+    let (pid, start, end) = step4_of_device4();
+    let conn = open_ro(std::path::Path::new(TRACE));
+    let (lo, hi): (i64, i64) = conn
+        .query_row(
+            "SELECT min(k.start), max(k.\"end\") FROM CUPTI_ACTIVITY_KIND_KERNEL k
+             JOIN CUPTI_ACTIVITY_KIND_RUNTIME r
+               ON r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24)
+             WHERE k.deviceId = 4 AND (k.globalPid >> 24) & 16777215 = ?1
+               AND r.start >= ?2 AND r.start < ?3",
+            [pid, start, end],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    let v = json(&[
+        "query",
+        "overlap",
+        TRACE,
+        "--device",
+        "4",
+        "--nvtx-window",
+        "step *",
+        "--nvtx-index",
+        "1",
+        "--nvtx-on",
+        "gpu",
+        "--semantics",
+        "contain",
+        "--json",
+    ]);
+    assert_eq!(v["window"]["requested_ns"], serde_json::json!([lo, hi]));
+    // check.py's device-4 numbers for the article's window.
+    let vals = &v["values"];
+    assert_eq!(vals["compute_only_ns"], 4_260_443_617_i64);
+    assert_eq!(vals["nccl_only_ns"], 1_094_738_291_i64);
+    assert_eq!(vals["overlap_ns"], 709_187_543_i64);
+    assert_eq!(vals["idle_ns"], 91_379_478_i64);
+    assert_eq!(vals["total_ns"], 6_155_748_929_i64);
+}
+
+#[test]
+fn a_window_that_names_no_single_range_is_an_error_with_a_hint() {
+    for (args, says) in [
+        (vec!["--nvtx-window", "step *"], "ranges match on one process"),
+        (vec!["--nvtx-window", "step *", "--nvtx-index", "6"], "index 6 is past the 6"),
+        (vec!["--nvtx-window", "no such range"], "no NVTX range of that name"),
+    ] {
+        let out = verdict(&[&["query", "overlap", TRACE, "--device", "4"][..], &args].concat());
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says) && err.contains("hint"), "{args:?}: {err}");
+    }
+}
+
+fn claims(dir: &std::path::Path, window: &str) -> std::path::PathBuf {
+    let trace = std::fs::canonicalize(TRACE).unwrap();
+    let text = format!(
+        r#"report:
+  id: w
+  languages: [en]
+  title: {{ en: "t" }}
+traces:
+  A: {{ path: "{}" }}
+scopes:
+  s: {{ trace: A, devices: "4", semantics: contain, window: {window} }}
+claims:
+  - id: c
+    statement: {{ en: "exposed NCCL is 10-30% of step 4" }}
+    principal: p
+    parts:
+      - id: p
+        kind: observation
+        measure: {{ analysis: overlap, scope: s, value: "nccl_only_ns / total_ns", unit: "%" }}
+        condition: {{ between: ["10%", "30%"] }}
+"#,
+        trace.display()
+    );
+    let path = dir.join("c.yaml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn a_claims_scope_takes_its_window_from_a_step_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = claims(dir.path(), r#"{ nvtx: "step 4", on: gpu }"#);
+    let v = json(&["check", path.to_str().unwrap(), "--json"]);
+    let ev = &v["ledger"][0]["evidence"];
+    assert_eq!(ev["values"]["nccl_only_ns"], 1_094_738_291_i64);
+    assert_eq!(ev["values"]["total_ns"], 6_155_748_929_i64);
+    assert_eq!(v["results"][0]["verdict"], "supported");
+    // The reproducing command names the resolved window in seconds.
+    let cmd = v["ledger"][0]["command"].as_str().unwrap();
+    assert!(cmd.contains("--window 39.966143587:46.121892516"), "{cmd}");
+}
+
+#[test]
+fn a_bad_nvtx_window_in_a_claims_file_is_located() {
+    let dir = tempfile::tempdir().unwrap();
+    for (window, says) in [
+        (r#"{ nvtx: "step 4", on: tpu }"#, "`on: tpu` is not cpu or gpu"),
+        (r#"{ nvtx: "step 4", idx: 2 }"#, "unknown key `idx`"),
+        (r#"{ index: 2 }"#, "needs `nvtx: NAME`"),
+    ] {
+        let path = claims(dir.path(), window);
+        let out = verdict(&["check", path.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2), "{window}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(":8:") && err.contains(says) && err.contains("hint"),
+            "{window}: {err}"
+        );
+    }
+}
