@@ -276,10 +276,7 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
             }
         };
         // Windows taken from NVTX ranges, resolved once per scope on this trace.
-        let mut resolved: BTreeMap<
-            String,
-            Result<(Scope, analysis::nvtx::ResolvedWindow), String>,
-        > = BTreeMap::new();
+        let mut resolved: ResolvedScopes = BTreeMap::new();
         if let Ok(ctx) = &ctx {
             for (scope, _) in &queries {
                 let Some(w) = &scope.nvtx else { continue };
@@ -288,8 +285,15 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
                 }
                 let r = ctx
                     .resolve_devices(&scope.devices)
-                    .and_then(|devices| analysis::nvtx::resolve_window(w, ctx, &devices))
-                    .map(|rw| (Scope { window: Some(rw.window), ..(*scope).clone() }, rw))
+                    .and_then(|devices| analysis::nvtx::resolve_windows(w, ctx, &devices))
+                    .map(|rws| {
+                        // The scope over the first window (or the span of a set), for charts.
+                        let window = match rws.as_slice() {
+                            [one] => Some(one.window),
+                            _ => None,
+                        };
+                        (Scope { window, ..(*scope).clone() }, rws)
+                    })
                     .map_err(|e| {
                         let hint = e.hint().map(|h| format!(" (hint: {h})")).unwrap_or_default();
                         format!("{e}{hint}")
@@ -310,13 +314,17 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
                 (Err(msg), _) => Err(msg.clone()),
                 (Ok(_), Some(Err(msg))) => Err(msg.clone()),
                 (Ok(ctx), r) => {
-                    if let Some(Ok((s, _))) = r {
-                        p.window = s.window;
+                    let windows: Vec<crate::scope::Window> = match r {
+                        Some(Ok((_, rws))) => rws.iter().map(|rw| rw.window).collect(),
+                        _ => Vec::new(),
+                    };
+                    if let [one] = windows.as_slice() {
+                        p.window = Some(*one);
                     }
-                    analysis::run_spec(spec, &p, ctx)
+                    analysis::run_windows(spec, &p, ctx, &windows)
                         .map(|mut ev| {
-                            if let (Some(Ok((_, rw))), Some(w)) = (r, &scope.nvtx) {
-                                analysis::nvtx::note_window(&mut ev, w, rw);
+                            if let (Some(Ok((_, rws))), Some(w)) = (r, &scope.nvtx) {
+                                analysis::nvtx::note_windows(&mut ev, w, rws);
                             }
                             ev
                         })
@@ -327,11 +335,23 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
                         })
                 }
             };
-            ledger.push(LedgerEntry::new(
-                key.clone(),
-                command_words(spec, &decl.resolved, &p, decl.expect_devices.as_deref()),
-                result.clone(),
-            ));
+            let mut words = command_words(spec, &decl.resolved, &p, decl.expect_devices.as_deref());
+            // A set of NVTX windows is reproduced by naming the ranges, not one window.
+            if let (Some(w), Some(Ok((_, rws)))) = (&scope.nvtx, resolved.get(&scope.name))
+                && rws.len() > 1
+            {
+                words.pop();
+                words.extend(["--nvtx-window".to_string(), w.name.clone()]);
+                if let Some(i) = w.index {
+                    words.extend(["--nvtx-index".to_string(), i.to_string()]);
+                }
+                if w.on == analysis::nvtx::Timeline::Gpu {
+                    words.extend(["--nvtx-on".to_string(), "gpu".to_string()]);
+                }
+                words.extend(["--semantics".to_string(), p.semantics.to_string()]);
+                words.push("--json".to_string());
+            }
+            ledger.push(LedgerEntry::new(key.clone(), words, result.clone()));
             evidence.insert(key, result);
         }
         let Ok(ctx) = ctx else { continue };
@@ -378,6 +398,10 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
         spreads,
     }
 }
+
+/// NVTX windows resolved per scope name: the scope with its window, and every window.
+type ResolvedScopes =
+    BTreeMap<String, Result<(Scope, Vec<analysis::nvtx::ResolvedWindow>), String>>;
 
 /// The chart queries of one trace, as (analysis, scope), as each analysis declares them:
 /// each distinct window of a per-device analysis over all devices, and each scope of a

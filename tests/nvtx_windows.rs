@@ -168,3 +168,77 @@ fn a_bad_nvtx_window_in_a_claims_file_is_located() {
         );
     }
 }
+
+/// A set of windows: one sample per step, each the GPU projection of that step's range (by
+/// SQL, as above), and a claim judged on the median of its formula over the samples.
+#[test]
+fn a_set_of_step_windows_gives_one_sample_per_step_and_a_median() {
+    let conn = open_ro(std::path::Path::new(TRACE));
+    let (pid, _, _) = step4_of_device4();
+    let mut steps: Vec<(i64, i64)> = conn
+        .prepare(
+            "SELECT start, \"end\" FROM NVTX_EVENTS WHERE text LIKE 'step %' AND eventType = 59
+             AND (globalTid >> 24) & 16777215 = ?1 ORDER BY start",
+        )
+        .unwrap()
+        .query_map([pid], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    steps.sort_unstable();
+    let projections: Vec<[i64; 2]> = steps
+        .iter()
+        .map(|&(a, b)| {
+            conn.query_row(
+                "SELECT min(k.start), max(k.\"end\") FROM CUPTI_ACTIVITY_KIND_KERNEL k
+                 JOIN CUPTI_ACTIVITY_KIND_RUNTIME r
+                   ON r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24)
+                 WHERE k.deviceId = 4 AND r.start >= ?1 AND r.start < ?2",
+                [a, b],
+                |r| Ok([r.get(0)?, r.get(1)?]),
+            )
+            .unwrap()
+        })
+        .collect();
+    assert_eq!(projections.len(), 6);
+    let dir = tempfile::tempdir().unwrap();
+    let path = claims(dir.path(), r#"{ nvtx: "step *", index: all, on: gpu }"#);
+    let v = json(&["check", path.to_str().unwrap(), "--json"]);
+    let ev = &v["ledger"][0]["evidence"];
+    let windows: Vec<[i64; 2]> = ev["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| serde_json::from_value(s["window_ns"].clone()).unwrap())
+        .collect();
+    assert_eq!(windows, projections);
+    // The sample of step 4 (index 1) is the article's breakdown.
+    assert_eq!(ev["samples"][1]["values"]["nccl_only_ns"], 1_094_738_291_i64);
+    assert_eq!(ev["samples"][1]["values"]["total_ns"], 6_155_748_929_i64);
+    // The part's value is the lower median of the six per-step shares, computed here.
+    let mut shares: Vec<(i64, i64)> = ev["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["values"]["nccl_only_ns"].as_i64().unwrap(),
+                s["values"]["total_ns"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    shares.sort_by(|a, b| (a.0 as i128 * b.1 as i128).cmp(&(b.0 as i128 * a.1 as i128)));
+    let median = shares[(shares.len() - 1) / 2];
+    let part = &v["results"][0]["parts"][0];
+    let exact: [String; 2] = serde_json::from_value(part["formula"]["exact"].clone()).unwrap();
+    let (n, d): (i128, i128) = (exact[0].parse().unwrap(), exact[1].parse().unwrap());
+    assert_eq!(n * median.1 as i128, d * median.0 as i128, "median {median:?} vs {exact:?}");
+    assert_eq!(part["samples"].as_array().unwrap().len(), 6);
+    assert_eq!(v["results"][0]["verdict"], "supported");
+    // Reproduced by naming the ranges.
+    let cmd = v["ledger"][0]["command"].as_str().unwrap();
+    assert!(
+        cmd.contains("--nvtx-window 'step *' --nvtx-index all --nvtx-on gpu --semantics contain"),
+        "{cmd}"
+    );
+}

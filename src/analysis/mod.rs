@@ -821,6 +821,7 @@ impl Context {
             values: None,
             rows: None,
             notes: Vec::new(),
+            samples: Vec::new(),
         }
     }
 }
@@ -891,6 +892,20 @@ pub struct Evidence {
     pub rows: Option<Vec<Map<String, Value>>>,
     /// Disclosures that qualify the numbers (edges, unequal counts, estimates).
     pub notes: Vec<Note>,
+    /// Over a set of windows (NVTX steps): the values of each window, in window order. Then
+    /// `values` holds every declared field as null (no single window stands for the set)
+    /// and a claim's formula is evaluated on each sample.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<Sample>,
+}
+
+/// The values of one window of a set.
+#[derive(Debug, Clone, Serialize)]
+pub struct Sample {
+    /// The window, `[start, end)` in ns.
+    pub window_ns: [i64; 2],
+    /// Its values, as `values` would hold them for that window alone.
+    pub values: Map<String, Value>,
 }
 
 /// A disclosure: its i18n key and arguments, and the English text.
@@ -1035,6 +1050,50 @@ pub fn run_spec(
         }
     }
     (spec.run)(params, ctx)
+}
+
+/// Runs an analysis over one window, or over each of a set of windows: then the evidence
+/// carries one sample per window (the values of that window alone), its `values` hold every
+/// declared field as null, and its requested window spans the set.
+pub fn run_windows(
+    spec: &AnalysisSpec,
+    params: &Params,
+    ctx: &Context,
+    windows: &[crate::scope::Window],
+) -> Result<Evidence, QueryError> {
+    let [first, rest @ ..] = windows else { return run_spec(spec, params, ctx) };
+    let mut p = params.clone();
+    p.window = Some(*first);
+    let mut base = run_spec(spec, &p, ctx)?;
+    if rest.is_empty() {
+        return Ok(base);
+    }
+    let mut samples = Vec::new();
+    let mut notes: Vec<Note> = Vec::new();
+    for w in windows {
+        p.window = Some(*w);
+        let ev = run_spec(spec, &p, ctx)?;
+        let values = ev.values.clone().ok_or_else(|| QueryError::Failed {
+            reason: format!(
+                "`{}` gives one row per device: a set of windows needs one value per window",
+                spec.name
+            ),
+            hint: "name one device in the scope".into(),
+        })?;
+        for n in ev.notes {
+            if !notes.iter().any(|o| o.text == n.text) {
+                notes.push(n);
+            }
+        }
+        samples.push(Sample { window_ns: w.as_array(), values });
+    }
+    base.values = Some(spec.fields.iter().map(|f| (f.name.to_string(), Value::Null)).collect());
+    base.window.requested_ns =
+        Some([first.start_ns, windows.iter().map(|w| w.end_ns).max().unwrap_or(first.end_ns)]);
+    base.window.effective_ns = None;
+    base.notes = notes;
+    base.samples = samples;
+    Ok(base)
 }
 
 /// The command that reproduces `spec` run with `p` on `trace`, as the words the program

@@ -17,8 +17,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{
-    AnalysisSpec, Context, Evidence, Field, FieldKind, Params, QueryError, ScopeRule, Table, Unit,
-    obj, quantiles, select,
+    AnalysisSpec, Context, Evidence, Field, FieldKind, NvtxData, Params, QueryError, ScopeRule,
+    Table, Unit, obj, quantiles, select,
 };
 use crate::formula::Rational;
 use crate::scope::{Semantics, Window};
@@ -897,9 +897,9 @@ pub enum Timeline {
 pub struct NvtxWindow {
     /// The range name: exact, or a pattern where `*` stands for any text.
     pub name: String,
-    /// Which matching range, counting from 0 in start order on each process; None: the name
-    /// must match exactly one range per process.
-    pub index: Option<usize>,
+    /// Which matching ranges, counting from 0 in start order on each process; None: the name
+    /// must match exactly one range per process. Several give a set of windows.
+    pub index: Option<IndexSel>,
     /// CPU range or GPU projection.
     pub on: Timeline,
     /// Only ranges of this domain (id or name).
@@ -909,7 +909,7 @@ pub struct NvtxWindow {
 impl NvtxWindow {
     /// Reads the keys of a claims file's `window:` mapping; an error is (message, hint).
     pub fn from_keys(keys: &[(String, String)]) -> Result<NvtxWindow, (String, String)> {
-        let hint = "write `window: {nvtx: \"step 4\"}`, optionally with `index: N` (from 0, in start order), `on: cpu|gpu` and `domain: ID|NAME`".to_string();
+        let hint = "write `window: {nvtx: \"step 4\"}`, optionally with `index: N` (from 0, in start order; `A-B` or `all` for a set of windows), `on: cpu|gpu` and `domain: ID|NAME`".to_string();
         let mut w =
             NvtxWindow { name: String::new(), index: None, on: Timeline::Cpu, domain: None };
         let mut named = false;
@@ -923,8 +923,11 @@ impl NvtxWindow {
                     named = true;
                 }
                 "index" => {
-                    w.index = Some(v.trim().parse().map_err(|_| {
-                        (format!("`index: {v}` is not a whole number from 0"), hint.clone())
+                    w.index = Some(IndexSel::parse(v).ok_or_else(|| {
+                        (
+                            format!("`index: {v}` is not N, A-B (A <= B, from 0) or all"),
+                            hint.clone(),
+                        )
                     })?)
                 }
                 "on" => {
@@ -965,6 +968,51 @@ impl NvtxWindow {
     }
 }
 
+/// Which of the matching ranges a window takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IndexSel {
+    /// One, from 0 in start order.
+    One(usize),
+    /// `A-B`, both included: a set of windows.
+    Range(usize, usize),
+    /// Every matching range: a set of windows.
+    All,
+}
+
+impl IndexSel {
+    /// Reads `5`, `3-8` or `all`.
+    pub fn parse(text: &str) -> Option<IndexSel> {
+        let t = text.trim();
+        if t == "all" {
+            return Some(IndexSel::All);
+        }
+        if let Some((a, b)) = t.split_once('-') {
+            let (a, b) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+            return (a <= b).then_some(IndexSel::Range(a, b));
+        }
+        t.parse().ok().map(IndexSel::One)
+    }
+
+    fn indices(self, matches: usize) -> std::ops::RangeInclusive<usize> {
+        match self {
+            IndexSel::One(k) => k..=k,
+            IndexSel::Range(a, b) => a..=b,
+            IndexSel::All => 0..=matches.saturating_sub(1),
+        }
+    }
+}
+
+impl std::fmt::Display for IndexSel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IndexSel::One(k) => write!(f, "{k}"),
+            IndexSel::Range(a, b) => write!(f, "{a}-{b}"),
+            IndexSel::All => f.write_str("all"),
+        }
+    }
+}
+
 /// An NVTX window resolved on a trace: the window and the ranges it came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ResolvedWindow {
@@ -972,16 +1020,19 @@ pub struct ResolvedWindow {
     pub window: Window,
     /// Per process: (pid, range start, range end) of the chosen range.
     pub ranges: Vec<(i64, i64, i64)>,
-    /// Ranges matching the name on each process (the same count on every one).
+    /// Ranges matching the name on each process (the smallest count over processes).
     pub matches: usize,
+    /// Its index among them.
+    pub index: usize,
 }
 
-/// Resolves an NVTX window over the processes that launched kernels on `devices`.
-pub fn resolve_window(
+/// Resolves an NVTX window over the processes that launched kernels on `devices`: one window,
+/// or one per index of a set, in index order.
+pub fn resolve_windows(
     w: &NvtxWindow,
     ctx: &Context,
     devices: &[i64],
-) -> Result<ResolvedWindow, QueryError> {
+) -> Result<Vec<ResolvedWindow>, QueryError> {
     let fail = |reason: String, hint: &str| QueryError::Failed { reason, hint: hint.into() };
     let data = ctx.nvtx.as_ref().ok_or_else(|| {
         fail("the NVTX tables were not read".into(), "this is a defect of the planner")
@@ -1029,9 +1080,9 @@ pub fn resolve_window(
     }
     let counts: Vec<usize> = per.values().map(Vec::len).collect();
     let matches = counts.iter().copied().min().unwrap_or(0);
-    let index = match w.index {
+    let sel = match w.index {
         Some(k) => k,
-        None if counts.iter().all(|&c| c == 1) => 0,
+        None if counts.iter().all(|&c| c == 1) => IndexSel::One(0),
         None => {
             return Err(fail(
                 format!(
@@ -1043,17 +1094,36 @@ pub fn resolve_window(
             ));
         }
     };
-    if index >= matches {
+    let indices = sel.indices(matches);
+    if *indices.end() >= matches {
         return Err(fail(
-            format!("window `{}`: index {index} is past the {matches} matching range(s)", w.name),
+            format!(
+                "window `{}`: index {} is past the {matches} matching range(s)",
+                w.name,
+                indices.end()
+            ),
             "indices count from 0 in start order on each process",
         ));
     }
-    let mut chosen = Vec::new();
-    for (pid, rows) in &mut per {
+    for rows in per.values_mut() {
         rows.sort_by_key(|&i| (r.start[i], std::cmp::Reverse(r.end[i])));
-        chosen.push((*pid, rows[index]));
     }
+    indices.map(|index| one_window(w, ctx, data, devices, &per, index, matches)).collect()
+}
+
+/// The window of one index: the chosen range of each process.
+fn one_window(
+    w: &NvtxWindow,
+    ctx: &Context,
+    data: &NvtxData,
+    devices: &[i64],
+    per: &std::collections::BTreeMap<i64, Vec<usize>>,
+    index: usize,
+    matches: usize,
+) -> Result<ResolvedWindow, QueryError> {
+    let fail = |reason: String, hint: &str| QueryError::Failed { reason, hint: hint.into() };
+    let r = &data.ranges;
+    let chosen: Vec<(i64, usize)> = per.iter().map(|(pid, rows)| (*pid, rows[index])).collect();
     let ranges: Vec<(i64, i64, i64)> =
         chosen.iter().map(|&(pid, i)| (pid, r.start[i], r.end[i])).collect();
     let window = match w.on {
@@ -1102,37 +1172,54 @@ pub fn resolve_window(
             Window { start_ns: a, end_ns: b }
         }
     };
-    Ok(ResolvedWindow { window, ranges, matches })
+    Ok(ResolvedWindow { window, ranges, matches, index })
 }
 
-/// Says where a window taken from NVTX ranges comes from.
-pub fn note_window(ev: &mut Evidence, w: &NvtxWindow, rw: &ResolvedWindow) {
-    let ranges = rw
-        .ranges
-        .iter()
-        .map(|(pid, a, b)| {
-            format!(
-                "pid {pid}: {}–{} s",
-                crate::scope::format_seconds(*a),
-                crate::scope::format_seconds(*b)
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("; ");
-    let key = match w.on {
-        Timeline::Cpu => "note.window_nvtx_cpu",
-        Timeline::Gpu => "note.window_nvtx_gpu",
+/// Says where the windows taken from NVTX ranges come from: each range of one window, or
+/// the first and last of a set.
+pub fn note_windows(ev: &mut Evidence, w: &NvtxWindow, rws: &[ResolvedWindow]) {
+    let ranges = |rw: &ResolvedWindow| {
+        rw.ranges
+            .iter()
+            .map(|(pid, a, b)| {
+                format!(
+                    "pid {pid}: {}–{} s",
+                    crate::scope::format_seconds(*a),
+                    crate::scope::format_seconds(*b)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
     };
-    ev.note(
-        key,
-        &[
-            ("name", w.name.clone()),
-            ("index", w.index.unwrap_or(0).to_string()),
-            ("matches", rw.matches.to_string()),
-            ("window", rw.window.to_string()),
-            ("ranges", ranges),
-        ],
-    );
+    let timeline = match w.on {
+        Timeline::Cpu => "cpu",
+        Timeline::Gpu => "gpu",
+    };
+    match rws {
+        [] => {}
+        [rw] => ev.note(
+            &format!("note.window_nvtx_{timeline}"),
+            &[
+                ("name", w.name.clone()),
+                ("index", rw.index.to_string()),
+                ("matches", rw.matches.to_string()),
+                ("window", rw.window.to_string()),
+                ("ranges", ranges(rw)),
+            ],
+        ),
+        [first, .., last] => ev.note(
+            &format!("note.windows_nvtx_{timeline}"),
+            &[
+                ("n", rws.len().to_string()),
+                ("name", w.name.clone()),
+                ("first_index", first.index.to_string()),
+                ("last_index", last.index.to_string()),
+                ("matches", first.matches.to_string()),
+                ("first", first.window.to_string()),
+                ("last", last.window.to_string()),
+            ],
+        ),
+    }
 }
 
 /// The registry entry.

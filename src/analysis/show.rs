@@ -132,7 +132,25 @@ pub fn render(ev: &Evidence, width: usize) -> String {
     let mut s = scope_lines(ev, width);
     s.push('\n');
     if let Some(spec) = super::spec(&ev.analysis) {
-        s += &(spec.table)(ev, width);
+        if ev.samples.is_empty() {
+            s += &(spec.table)(ev, width);
+        }
+        // A set of windows: each window's table in turn.
+        for (i, sample) in ev.samples.iter().enumerate() {
+            let [a, b] = sample.window_ns;
+            s += &format!(
+                "{}window {} of {}: {}-{} s\n",
+                if i == 0 { "" } else { "\n" },
+                i + 1,
+                ev.samples.len(),
+                format_seconds(a),
+                format_seconds(b)
+            );
+            let mut one = ev.clone();
+            one.values = Some(sample.values.clone());
+            one.samples = Vec::new();
+            s += &(spec.table)(&one, width);
+        }
     }
     s += &notes(ev, width);
     s

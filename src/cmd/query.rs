@@ -43,18 +43,19 @@ pub fn run(q: QueryCommand) -> anyhow::Result<ExitCode> {
     let resolved = match &q.nvtx {
         None => None,
         Some(w) => {
-            let rw = ctx
+            let rws = ctx
                 .resolve_devices(&sel)
-                .and_then(|d| analysis::nvtx::resolve_window(w, &ctx, &d))
+                .and_then(|d| analysis::nvtx::resolve_windows(w, &ctx, &d))
                 .map_err(|e| crate::Hinted::new(e.to_string(), e.hint().unwrap_or_default()))?;
-            params.window = Some(rw.window);
-            Some((w, rw))
+            Some((w, rws))
         }
     };
-    let mut ev = analysis::run_spec(spec, &params, &ctx)
+    let windows: Vec<crate::scope::Window> =
+        resolved.iter().flat_map(|(_, rws)| rws.iter().map(|rw| rw.window)).collect();
+    let mut ev = analysis::run_windows(spec, &params, &ctx, &windows)
         .with_context(|| format!("cannot answer from trace `{}`", q.trace.display()))?;
-    if let Some((w, rw)) = &resolved {
-        analysis::nvtx::note_window(&mut ev, w, rw);
+    if let Some((w, rws)) = &resolved {
+        analysis::nvtx::note_windows(&mut ev, w, rws);
     }
     if q.json {
         print_json(&ev)?;

@@ -183,6 +183,10 @@ pub struct PartResult {
     /// The exact value in base units, for arithmetic that reads it.
     #[serde(skip)]
     pub value: Option<Rational>,
+    /// Over a set of windows: the value on each, sorted, as exact `[num, den]`; the part is
+    /// judged on their lower median.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<[String; 2]>,
 }
 
 /// One claim's result.

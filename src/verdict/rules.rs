@@ -135,6 +135,7 @@ fn blank(p: &Part, outcome: PartOutcome, reason: Finding) -> PartResult {
         reason,
         needs: p.needs.clone(),
         value: None,
+        samples: Vec::new(),
     }
 }
 
@@ -170,6 +171,9 @@ fn measured(set: &ClaimSet, claim: &Claim, p: &Part, evidence: &EvidenceMap) -> 
         r3(&about, m),
         r4(&about, m, p.condition.as_ref(), p.says.as_ref(), ev),
     ];
+    if !ev.samples.is_empty() {
+        return samples(r, p, m, ev);
+    }
     // A field that is a ratio of others (`wait_share`) is evaluated through its formula, so
     // the report shows its fraction and the value is exact.
     let definition = ratio_definition(m);
@@ -230,6 +234,60 @@ fn measured(set: &ClaimSet, claim: &Claim, p: &Part, evidence: &EvidenceMap) -> 
             return r;
         }
     };
+    judge_value(r, p, m, value)
+}
+
+/// A measure over a set of windows (NVTX steps): the formula on each window, and the part
+/// judged on their lower median, with the distribution shown.
+fn samples(mut r: PartResult, p: &Part, m: &crate::claims::Measure, ev: &Evidence) -> PartResult {
+    let definition = ratio_definition(m);
+    let expr = definition.as_ref().map_or(&m.value, |(_, e)| e);
+    let mut values: Vec<Rational> = Vec::new();
+    for s in &ev.samples {
+        let mut one = ev.clone();
+        one.values = Some(s.values.clone());
+        one.samples = Vec::new();
+        let vars: BTreeMap<String, Rational> =
+            expr.vars().into_iter().filter_map(|f| field_value(&one, &f).map(|v| (f, v))).collect();
+        if let Ok(v) = expr.eval(&vars) {
+            values.push(v);
+        }
+    }
+    values.sort_by(|a, b| a.cmp_to(*b));
+    let n = values.len();
+    if n == 0 {
+        r.outcome = PartOutcome::Unverifiable;
+        r.reason = Finding::new("part.samples_empty", &[("n", ev.samples.len().to_string())]);
+        return r;
+    }
+    let (min, median, p90, max) =
+        (values[0], values[(n - 1) / 2], values[(9 * n).div_ceil(10) - 1], values[n - 1]);
+    let shown = |v: Rational| show(v, m.unit);
+    r.formula = Some(FormulaResult {
+        symbolic: m.value_text.clone(),
+        definition: definition.map(|(text, _)| text.to_string()),
+        substituted: format!(
+            "median of {n} windows (min {}, p90 {}, max {})",
+            shown(min),
+            shown(p90),
+            shown(max)
+        ),
+        display: Some(shown(median)),
+        exact: Some([median.num.to_string(), median.den.to_string()]),
+        unit: m.unit,
+        error: None,
+    });
+    r.samples = values.iter().map(|v| [v.num.to_string(), v.den.to_string()]).collect();
+    judge_value(r, p, m, median)
+}
+
+/// Judges a measured value: the stated number, the condition, the gates and the kind.
+fn judge_value(
+    mut r: PartResult,
+    p: &Part,
+    m: &crate::claims::Measure,
+    value: Rational,
+) -> PartResult {
     r.value = Some(value);
     r.says = p.says.as_ref().map(|s| says_check(s, value));
     let failed: Vec<&str> =
@@ -470,6 +528,39 @@ claims:
         let m = set.claims[0].parts[0].measure.as_ref().unwrap();
         let map: EvidenceMap = [(query_key(set, m), Ok(ev))].into();
         judge(set, &set.claims[0], &map)
+    }
+
+    /// A set of windows by hand: shares 1/10, 3/10, 2/10 and 0/10; the lower median of the
+    /// four is 1/10, judged against `above 0%`; with every share 0 it fails.
+    #[test]
+    fn a_set_of_windows_is_judged_on_the_lower_median_of_its_samples() {
+        let set = set("overlap", "nccl_only_ns / total_ns", "%", "1");
+        let with = |shares: &[i64]| {
+            let mut ev = evidence("overlap", &[1]);
+            ev.samples = shares
+                .iter()
+                .enumerate()
+                .map(|(i, n)| {
+                    let mut values = ev.values.clone().unwrap();
+                    values.insert("nccl_only_ns".into(), (*n).into());
+                    values.insert("total_ns".into(), 10.into());
+                    crate::analysis::Sample {
+                        window_ns: [i as i64 * 10, i as i64 * 10 + 10],
+                        values,
+                    }
+                })
+                .collect();
+            judge_with(&set, ev)
+        };
+        let r = with(&[1, 3, 2, 0]);
+        let p = &r.parts[0];
+        assert_eq!(p.value, Rational::new(1, 10));
+        assert_eq!(p.samples.len(), 4);
+        assert_eq!(p.outcome, PartOutcome::Supported);
+        let f = p.formula.as_ref().unwrap();
+        assert_eq!(f.substituted, "median of 4 windows (min 0.0%, p90 30.0%, max 30.0%)");
+        let r = with(&[0, 0, 0]);
+        assert_eq!(r.parts[0].outcome, PartOutcome::NotSupported);
     }
 
     #[test]

@@ -58,6 +58,7 @@ pub(super) fn evidence(analysis: &str, values: Value) -> Evidence {
         values: Some(values),
         rows: None,
         notes: Vec::new(),
+        samples: Vec::new(),
     }
 }
 
