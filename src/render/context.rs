@@ -1484,7 +1484,11 @@ pub fn build(
             name: s.name.clone(),
             trace: s.trace.clone(),
             window: s.window.map_or_else(
-                || t.get("ui.whole_trace").unwrap_or("").to_string(),
+                || match (&s.nvtx, &s.window_text) {
+                    // A window from NVTX ranges: as written; each evidence says what it resolved to.
+                    (Some(_), Some(text)) => text.clone(),
+                    _ => t.get("ui.whole_trace").unwrap_or("").to_string(),
+                },
                 |w| {
                     format!(
                         "{}{}{} ms{}",
