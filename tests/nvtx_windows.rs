@@ -242,3 +242,39 @@ fn a_set_of_step_windows_gives_one_sample_per_step_and_a_median() {
         "{cmd}"
     );
 }
+
+/// `inspect` lists the NVTX ranges and distinct names of each process, and the devices its
+/// kernels ran on, as SQL counts them.
+#[test]
+fn inspect_counts_nvtx_ranges_per_process() {
+    let conn = open_ro(std::path::Path::new(TRACE));
+    let want: Vec<(i64, i64, i64)> = conn
+        .prepare(
+            "SELECT (e.globalTid >> 24) & 16777215, count(*), count(DISTINCT COALESCE(e.text, s.value))
+             FROM NVTX_EVENTS e LEFT JOIN StringIds s ON s.id = e.textId
+             WHERE e.eventType IN (59, 60) GROUP BY 1 ORDER BY 1",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let v = json(&["inspect", TRACE, "--json"]);
+    let got: Vec<(i64, i64, i64)> = v["nvtx"]["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["pid"].as_i64().unwrap(),
+                p["ranges"].as_i64().unwrap(),
+                p["names"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(got, want);
+    // Rank 0's process has ranges but no kernels; device 4's process is the one of step 4.
+    let (pid4, _, _) = step4_of_device4();
+    let p4 = v["nvtx"]["processes"].as_array().unwrap().iter().find(|p| p["pid"] == pid4).unwrap();
+    assert_eq!(p4["devices"], serde_json::json!([4]));
+}

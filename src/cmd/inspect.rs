@@ -25,6 +25,7 @@ pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
     )?;
     let schema = trace.schema();
     let ev = analysis::coverage::run(&Params::new(DeviceSel::All), &ctx)?;
+    let nvtx = nvtx_per_process(&trace, &ctx)?;
     if args.json {
         let mut v = serde_json::to_value(&ev)?;
         v["schema"] = json!({
@@ -36,6 +37,7 @@ pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
             "nvtx_text": schema.nvtx_text,
             "time_base": schema.time_base,
         });
+        v["nvtx"] = json!(nvtx);
         if let Some(c) = &ctx.copies {
             v["copies"] = json!({
                 "memcpy_table": c.memcpy.present,
@@ -145,7 +147,88 @@ pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
+    s.push('\n');
+    if nvtx.table_absent {
+        s += &table::hang("", "NVTX: the export has no NVTX_EVENTS table", 2, width);
+    } else {
+        let rows: Vec<Vec<String>> = nvtx
+            .processes
+            .iter()
+            .map(|p| {
+                vec![
+                    p.pid.to_string(),
+                    if p.devices.is_empty() {
+                        "none".into()
+                    } else {
+                        format_device_list(&p.devices)
+                    },
+                    thousands(p.ranges.into()),
+                    thousands(p.names.into()),
+                ]
+            })
+            .collect();
+        s += &table::render(
+            &[
+                Column::value("pid"),
+                Column::text("devices (kernels)"),
+                Column::number("NVTX ranges"),
+                Column::number("names"),
+            ],
+            &rows,
+            width,
+        );
+    }
     s += &notes(&ev, width);
     super::emit(&s)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// NVTX ranges of one process, with the devices its kernels ran on.
+#[derive(Debug, serde::Serialize)]
+struct NvtxProcess {
+    pid: i64,
+    devices: Vec<i64>,
+    ranges: u64,
+    names: u64,
+}
+
+/// NVTX ranges per process of a trace.
+#[derive(Debug, serde::Serialize)]
+struct NvtxCounts {
+    table_absent: bool,
+    processes: Vec<NvtxProcess>,
+}
+
+/// Counts the NVTX ranges (push/pop and start/end) of each process, and maps each process to
+/// the devices that ran its kernels.
+fn nvtx_per_process(
+    trace: &crate::trace::Trace,
+    ctx: &crate::analysis::Context,
+) -> anyhow::Result<NvtxCounts> {
+    let ranges = crate::trace::nvtx::NvtxRanges::load(trace, None)?;
+    let mut per: std::collections::BTreeMap<i64, (u64, std::collections::BTreeSet<u32>)> =
+        std::collections::BTreeMap::new();
+    for i in 0..ranges.len() {
+        if let Some(pid) = ranges.pid(i) {
+            let e = per.entry(pid).or_default();
+            e.0 += 1;
+            e.1.insert(ranges.name[i]);
+        }
+    }
+    let processes = per
+        .into_iter()
+        .map(|(pid, (n, names))| NvtxProcess {
+            pid,
+            devices: ctx
+                .inventory
+                .devices
+                .iter()
+                .filter(|d| d.pids.contains(&pid))
+                .map(|d| d.device)
+                .collect(),
+            ranges: n,
+            names: names.len() as u64,
+        })
+        .collect();
+    Ok(NvtxCounts { table_absent: ranges.table_absent, processes })
 }
