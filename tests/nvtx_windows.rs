@@ -278,3 +278,40 @@ fn inspect_counts_nvtx_ranges_per_process() {
     let p4 = v["nvtx"]["processes"].as_array().unwrap().iter().find(|p| p["pid"] == pid4).unwrap();
     assert_eq!(p4["devices"], serde_json::json!([4]));
 }
+
+/// Parameters that exclude each other are refused whichever declares the conflict: `name`
+/// refuses `match` and `regex`, and `match` refuses `regex`.
+#[test]
+fn exclusive_parameters_are_refused_either_way_round() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = std::fs::canonicalize(TRACE).unwrap();
+    for (params, says) in [
+        (r#"name: "step 4", match: step"#, "give `match` or `name`, not both"),
+        (r#"regex: "^step", name: "step 4""#, "give `name` or `regex`, not both"),
+        (r#"match: step, regex: "^step""#, "give `match` or `regex`, not both"),
+    ] {
+        let text = format!(
+            r#"report: {{ id: w, languages: [en], title: {{ en: t }} }}
+traces:
+  A: {{ path: "{}" }}
+scopes:
+  s: {{ trace: A, devices: "4" }}
+claims:
+  - id: c
+    statement: {{ en: "s" }}
+    principal: p
+    parts:
+      - id: p
+        kind: observation
+        measure: {{ analysis: nvtx, scope: s, value: kernel_share, unit: "%", {params} }}
+"#,
+            trace.display()
+        );
+        let path = dir.path().join("c.yaml");
+        std::fs::write(&path, text).unwrap();
+        let out = verdict(&["check", path.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2), "{params}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says) && err.contains(":13:"), "{params}: {err}");
+    }
+}

@@ -746,8 +746,13 @@ fn measurement(
             );
             continue;
         };
-        if let Some(other) = param.conflicts.iter().find(|o| m.params.iter().any(|(n, _)| n == *o))
-            && name.as_str() < *other
+        // Conflicts either way round (`name` refuses `match`), reported once per pair.
+        let conflicting = |a: &str, b: &str| {
+            spec.param(a).is_some_and(|p| p.conflicts.contains(&b))
+                || spec.param(b).is_some_and(|p| p.conflicts.contains(&a))
+        };
+        if let Some((other, _)) = m.params.iter().find(|(n, _)| conflicting(name, n))
+            && name < other
         {
             c.err(at(v), format!("{what}: give `{name}` or `{other}`, not both"), None);
             continue;

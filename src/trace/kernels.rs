@@ -344,20 +344,12 @@ impl Kernels {
 
     /// The devices present in the rows, ascending.
     pub fn devices(&self) -> Vec<i64> {
-        let mut out: Vec<i64> = Vec::new();
-        for &d in &self.device {
-            if out.last() != Some(&d) {
-                out.push(d);
-            }
-        }
-        out
+        super::devices_of(&self.device)
     }
 
     /// The contiguous row range of one device.
     pub fn device_rows(&self, device: i64) -> Range<usize> {
-        let lo = self.device.partition_point(|&d| d < device);
-        let hi = self.device.partition_point(|&d| d <= device);
-        lo..hi
+        super::device_range(&self.device, device)
     }
 
     /// Whether row `i` is an NCCL kernel (short name contains `nccl`, any case).

@@ -405,3 +405,15 @@ pub fn sha256_file(path: &Path) -> io::Result<String> {
     }
     Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
+
+/// The distinct devices of a device column sorted ascending.
+fn devices_of(sorted: &[i64]) -> Vec<i64> {
+    let mut out: Vec<i64> = sorted.to_vec();
+    out.dedup();
+    out
+}
+
+/// The contiguous rows of one device in a device column sorted ascending.
+fn device_range(sorted: &[i64], device: i64) -> std::ops::Range<usize> {
+    sorted.partition_point(|&d| d < device)..sorted.partition_point(|&d| d <= device)
+}
