@@ -182,4 +182,13 @@ fn device_4_op_shares_by_nvtx_attribution() {
         .map(|n| row(n)["kernel_ns"].as_i64().unwrap())
         .sum();
     assert_eq!(attention, 800_357_652);
+    // Ranges of one process: device 4's own `step 4` encloses its 948 step-4 kernels but the 4
+    // without a launch record; device 1's process launches none of device 4's kernels.
+    for (pid, kernels) in [("51881", 944), ("51874", 0)] {
+        let v = query(&["nvtx", TRACE, "--device", "4", "--name", "step 4", "--pid", pid]);
+        assert_eq!(
+            (v["values"]["ranges"].as_i64(), v["values"]["kernels"].as_i64()),
+            (Some(1), Some(kernels))
+        );
+    }
 }

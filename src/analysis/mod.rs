@@ -514,6 +514,10 @@ pub struct Params {
     pub nesting: Option<nvtx::Nesting>,
     /// Range name normalisation (nvtx).
     pub normalize: Option<nvtx::NameRule>,
+    /// Recording processes (nvtx).
+    pub pids: Option<Vec<i64>>,
+    /// Recording threads (nvtx).
+    pub tids: Option<Vec<i64>>,
 }
 
 impl Params {
@@ -531,6 +535,8 @@ impl Params {
             domain: None,
             nesting: None,
             normalize: None,
+            pids: None,
+            tids: None,
         }
     }
 
@@ -699,9 +705,42 @@ pub const NORMALIZE: Param = Param {
     },
 };
 
+/// Parses a list of ids (`51874`, `51874,51876`, `3-5`).
+fn id_list(v: &str) -> Result<Vec<i64>, String> {
+    crate::scope::parse_device_list(v).map_err(|e| format!("`{v}`: {e}"))
+}
+
+/// `pid`: keep ranges recorded by these processes.
+pub const PID: Param = Param {
+    name: "pid",
+    value_name: "LIST",
+    help: "Keep ranges recorded by these process ids (e.g. 51874 or 51874,51876; `verdict inspect` lists them)",
+    default: None,
+    conflicts: &[],
+    set: |p, v| {
+        p.pids = Some(id_list(v)?);
+        Ok(())
+    },
+    get: |p| p.pids.as_deref().map(crate::scope::format_device_list),
+};
+
+/// `tid`: keep ranges recorded by these threads.
+pub const TID: Param = Param {
+    name: "tid",
+    value_name: "LIST",
+    help: "Keep ranges recorded by these thread ids",
+    default: None,
+    conflicts: &[],
+    set: |p, v| {
+        p.tids = Some(id_list(v)?);
+        Ok(())
+    },
+    get: |p| p.tids.as_deref().map(crate::scope::format_device_list),
+};
+
 /// Every parameter an analysis may adopt.
 pub const PARAMS: &[Param] =
-    &[NAMES, MATCH, REGEX, LIMIT, STREAM, NAME, DOMAIN, NESTING, NORMALIZE];
+    &[NAMES, MATCH, REGEX, LIMIT, STREAM, NAME, DOMAIN, PID, TID, NESTING, NORMALIZE];
 
 /// Where a trace's evidence comes from: identity of the file.
 #[derive(Debug, Clone, Serialize)]

@@ -1321,6 +1321,8 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
         super::MATCH,
         super::REGEX,
         super::DOMAIN,
+        super::PID,
+        super::TID,
         super::NESTING,
         super::NORMALIZE,
     ],
@@ -1352,7 +1354,7 @@ fn range_filter(params: &Params) -> Result<RangeFilter, QueryError> {
             Err(_) => DomainSel::Name(d.clone()),
         }]
     });
-    Ok(RangeFilter { name, domains, pids: None, tids: None })
+    Ok(RangeFilter { name, domains, pids: params.pids.clone(), tids: params.tids.clone() })
 }
 
 fn failed(e: NvtxError) -> QueryError {
@@ -1509,7 +1511,11 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
             ],
         );
     }
-    let filtered = params.exact.is_some() || params.filter.is_some() || params.domain.is_some();
+    let filtered = params.exact.is_some()
+        || params.filter.is_some()
+        || params.domain.is_some()
+        || params.pids.is_some()
+        || params.tids.is_some();
     if !filtered && un.no_enclosing_range.kernels > 0 {
         ev.note(
             "note.nvtx_outside",
