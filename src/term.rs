@@ -210,7 +210,7 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
 /// the second half of the line when it has one; a word of more than four CJK characters fills
 /// the rest of the line, as CJK text breaks between any two characters. A lone `·` or
 /// `—` stays at the end of the line of the word before it.
-fn wrap_to(text: &str, width: impl Fn(usize) -> usize) -> Vec<String> {
+pub fn wrap_to(text: &str, width: impl Fn(usize) -> usize) -> Vec<String> {
     let mut lines: Vec<String> = Vec::new();
     for para in text.split('\n') {
         if para.width() <= width(lines.len()) {
