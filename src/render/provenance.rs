@@ -52,9 +52,22 @@ pub fn vcs_of(path: &Path) -> Option<Vcs> {
     }
     let status = git(&[os("status"), os("--porcelain"), os("--"), name]).unwrap_or_default();
     let remote = git(&[os("config"), os("--get"), os("remote.origin.url")])
-        .filter(|r| !r.is_empty())
+        .filter(|r| is_network_remote(r))
         .map(|r| strip_credentials(&r));
     Some(Vcs { short: commit[..12].to_string(), commit, modified: !status.is_empty(), remote })
+}
+
+/// Whether a remote names a repository others can reach (`https://…`, `ssh://…`,
+/// `git@host:owner/repo`), not a folder of this machine (`/srv/x`, `../x`, `file://…`), which
+/// would say nothing to a reader and change from clone to clone.
+fn is_network_remote(url: &str) -> bool {
+    match url.split_once("://") {
+        Some((scheme, rest)) => scheme != "file" && !rest.is_empty(),
+        // scp-like `user@host:path`: a colon before any slash (one letter is a drive: `C:`).
+        None => url
+            .split_once(':')
+            .is_some_and(|(host, _)| host.len() > 1 && !host.contains('/') && !host.contains('\\')),
+    }
 }
 
 /// `https://user:token@host/x` -> `https://host/x`; other forms are kept.
@@ -103,6 +116,16 @@ mod tests {
         // 365 days after 1970-01-01 is 1971-01-01.
         assert_eq!(date_of(None, now).unwrap(), "1971-01-01");
         assert!(date_of(Some("yesterday"), now).unwrap_err().contains("`yesterday`"));
+    }
+
+    #[test]
+    fn only_network_remotes_are_cited() {
+        for url in ["https://github.com/o/r.git", "ssh://git@host/o/r", "git@github.com:o/r.git"] {
+            assert!(is_network_remote(url), "{url}");
+        }
+        for url in ["/srv/repos/verdict", "../verdict", "file:///srv/verdict", "", "C:\\repo"] {
+            assert!(!is_network_remote(url), "{url}");
+        }
     }
 
     #[test]
