@@ -21,8 +21,9 @@ pub fn parser(src: &str) -> Parser<'_> {
 /// non-space character other than `u{` is an escape that shows that character, so this one rule covers
 /// markup syntax, line-start markers, comments, shorthands, auto-links, labels and references, and
 /// also keeps `"`/`'` straight instead of smart quotes. Line breaks become `#linebreak()`; tabs become
-/// spaces; other control characters are dropped. The output never ends inside an expression, so it can
-/// be followed by anything, including `.`, `(` or `[`.
+/// spaces; other control characters and bidirectional overrides are shown as escapes (`\x1b`, see
+/// [`crate::visible`]). The output never ends inside an expression, so it can be followed by
+/// anything, including `.`, `(` or `[`.
 pub fn typst_text(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + s.len() / 4);
     push_typst_text(&mut out, s);
@@ -38,50 +39,56 @@ fn push_typst_text(out: &mut String, s: &str) {
                     out.push_str("#linebreak()");
                 }
             }
-            // Typst reads all of these as line ends; two in a row would start a new paragraph.
-            '\n' | '\u{0B}' | '\u{0C}' | '\u{85}' | '\u{2028}' | '\u{2029}' => {
-                out.push_str("#linebreak()")
-            }
+            // Typst reads these as line ends; two in a row would start a new paragraph.
+            '\n' | '\u{2028}' | '\u{2029}' => out.push_str("#linebreak()"),
             '\t' => out.push(' '),
             c if c.is_ascii_punctuation() => {
                 out.push('\\');
                 out.push(c);
             }
-            c if c.is_control() => {}
-            c => out.push(c),
+            c => match crate::visible::escape(c) {
+                Some(e) => push_typst_text(out, &e),
+                None => out.push(c),
+            },
         }
     }
 }
 
 /// A fenced `sh` code block holding `s` literally: the fence is longer than any run of
-/// backticks inside it.
+/// backticks inside it. Control characters other than tab and line breaks, and bidirectional
+/// overrides, are shown as escapes (`\x1b`, see [`crate::visible`]).
 pub fn markdown_code_block(s: &str) -> String {
-    let mut longest = 0;
-    let mut run = 0;
-    for c in s.chars() {
-        run = if c == '`' { run + 1 } else { 0 };
-        longest = longest.max(run);
-    }
-    let fence = "`".repeat((longest + 1).max(3));
+    let s = code_block_text(s);
+    let fence = "`".repeat((longest_run(&s, '`') + 1).max(3));
     format!("{fence}sh\n{}\n{fence}", s.trim_end_matches('\n'))
+}
+
+/// The text of a code block: line breaks as `\n`, every other control character but tab and
+/// every bidirectional override shown as an escape.
+fn code_block_text(s: &str) -> String {
+    crate::visible::visible(&normalize_newlines(s), &['\t', '\n']).into_owned()
 }
 
 /// Plain text as the body of a Typst string literal (escape `\` and `"`, and newlines as \n), without the quotes.
 ///
-/// Other control characters become `\u{..}` escapes so the literal stays on one source line.
+/// Line breaks (`\r\n`, `\r`, `\n`) are kept as `\n` and tabs as `\t`, for code blocks; other
+/// control characters and bidirectional overrides are shown as escapes (`\x1b`, see
+/// [`crate::visible`]), so the string a raw block or a link shows never holds them. The literal
+/// stays on one source line.
 pub fn typst_string(s: &str) -> String {
+    let s = normalize_newlines(s);
     let mut out = String::with_capacity(s.len() + 8);
     for c in s.chars() {
         match c {
             '\\' => out.push_str("\\\\"),
             '"' => out.push_str("\\\""),
             '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => {
-                out.push_str(&format!("\\u{{{:x}}}", c as u32))
-            }
-            c => out.push(c),
+            '\u{2028}' | '\u{2029}' => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => match crate::visible::escape(c) {
+                Some(e) => out.push_str(&e.replace('\\', "\\\\")),
+                None => out.push(c),
+            },
         }
     }
     out
@@ -720,7 +727,7 @@ impl Sink for MdWriter {
     }
 
     fn code(&mut self, code: &str) {
-        self.core.out.push_str(&code_span(code, self.core.inline));
+        self.core.out.push_str(&markdown_code_span(code, self.core.inline));
     }
 
     fn soft_break(&mut self) {
@@ -766,8 +773,9 @@ impl Sink for MdWriter {
 
     fn code_block(&mut self, lang: &str, code: &str) {
         if self.core.inline {
-            self.core.out.push_str(&code_span(&code.replace('\n', " "), true));
+            self.core.out.push_str(&markdown_code_span(code, true));
         } else {
+            let code = &code_block_text(code);
             let fence = "`".repeat(longest_run(code, '`').max(2) + 1);
             self.core.out.push_str(&fence);
             self.core.out.push_str(lang);
@@ -860,29 +868,41 @@ fn push_md_text(out: &mut String, line: &str, line_start: bool) {
                 out.push(c);
             }
             '\t' => out.push(c),
-            c if c.is_control() => {}
-            c => out.push(c),
+            c => match crate::visible::escape(c) {
+                // The escape's backslash, escaped itself, so that `\x1b` shows as it is.
+                Some(e) => out.push_str(&e.replace('\\', "\\\\")),
+                None => out.push(c),
+            },
         }
     }
 }
 
-/// A code span outside tables, on one line: the shortest fence that holds `code`.
-pub fn markdown_code_span(code: &str) -> String {
-    code_span(&code.replace('\n', " "), false)
-}
-
-/// A code span for `code` whose backtick fence is longer than any backtick run inside it.
+/// A value as a code span on one line (the `code` filter): the fence is longer than any
+/// backtick run inside it.
 ///
-/// `cell`: `|` is escaped as `\|`, which GFM tables unescape before the span is parsed.
-fn code_span(code: &str, cell: bool) -> String {
-    let fence = "`".repeat(longest_run(code, '`') + 1);
+/// Line breaks become spaces (CommonMark reads them so inside a span, but a line that starts
+/// with `<script>` or `|` would be read as a new block before the span is seen), and other
+/// control characters and bidirectional overrides become escapes (`\x1b`, see
+/// [`crate::visible`]); a code span shows backslashes as they are. An empty value is a span
+/// holding one space, as `` ` ` `` (two backticks alone are not a span).
+///
+/// `cell` is for a table cell, where GFM splits cells at `|` even inside a code span: `|` is
+/// then written `\|`, which GFM unescapes before the span is parsed. Outside a table that
+/// backslash would show, so it is written only when asked.
+pub fn markdown_code_span(code: &str, cell: bool) -> String {
+    let code = normalize_newlines(code).replace('\n', " ");
+    let code = crate::visible::visible(&code, &['\t']);
+    if code.is_empty() {
+        return "` `".to_owned();
+    }
+    let fence = "`".repeat(longest_run(&code, '`') + 1);
     // CommonMark strips one space from each end when both are present, and a code span may not
     // start or end with its fence character, so pad in those cases.
     let pad = code.starts_with('`')
         || code.ends_with('`')
         || (code.starts_with(' ') && code.ends_with(' ') && !code.trim().is_empty());
     let pad = if pad { " " } else { "" };
-    let body = if cell { code.replace('|', "\\|") } else { code.to_owned() };
+    let body = if cell { code.replace('|', "\\|") } else { code.into_owned() };
     format!("{fence}{pad}{body}{pad}{fence}")
 }
 
@@ -1037,12 +1057,14 @@ mod tests {
         assert_eq!(typst_text("]#panic(\"x\")["), r#"\]\#panic\(\"x\"\)\["#);
         assert_eq!(typst_text("x\ny\r\nz"), "x#linebreak()y#linebreak()z");
         assert_eq!(typst_text("通訊佔步時 17.8%"), r"通訊佔步時 17\.8\%");
-        assert_eq!(typst_text("a\tb\u{1}c"), "a bc");
+        assert_eq!(typst_text("a\tb\u{1}c\u{1b}[31m\u{202e}"), r"a b\\x01c\\x1b\[31m\\u\{202e\}");
+        assert_eq!(typst_text("a\u{b}b\u{85}c"), r"a\\x0bb\\x85c");
     }
 
     #[test]
     fn typst_string_escapes_quotes_backslashes_and_newlines() {
-        assert_eq!(typst_string("a\"b\\c\nd\te\u{1}"), r#"a\"b\\c\nd\te\u{1}"#);
+        assert_eq!(typst_string("a\"b\\c\nd\te\u{1}"), r#"a\"b\\c\nd\te\\x01"#);
+        assert_eq!(typst_string("a\r\nb\rc\u{1b}\u{202e}"), r#"a\nb\nc\\x1b\\u{202e}"#);
         assert_eq!(typst_string("通訊"), "通訊");
     }
 
@@ -1346,6 +1368,52 @@ mod tests {
         assert_eq!(markdown_safe("通訊\n佔步", true), "通訊佔步");
         assert_eq!(markdown_safe("通訊\n佔步\nab\ncd", false), "通訊佔步\nab\ncd");
         assert_eq!(markdown_safe("flash_bwd_dq and $x$", true), r"flash_bwd_dq and \$x\$");
+    }
+
+    #[test]
+    fn control_characters_show_as_escapes_in_markdown() {
+        assert_eq!(markdown_text("a\u{1b}[31mb\u{7}\u{0}", true), r"a\\x1b\[31mb\\x07\\x00");
+        assert_eq!(markdown_text("abc\u{202e}fed\u{9b}", false), r"abc\\u{202e}fed\\x9b");
+        assert_eq!(markdown_safe("`a\u{1b}b` c\u{7}", true), r"`a\x1bb` c\\x07");
+        assert_eq!(markdown_code_span("a\u{1b}b\tc", false), "`a\\x1bb\tc`");
+        assert_eq!(markdown_code_block("a\u{7}\r\nb"), "```sh\na\\x07\nb\n```");
+        assert_eq!(markdown_safe("```\na\u{1b}\n```", false), "```\na\\x1b\n```");
+    }
+
+    #[test]
+    fn a_code_span_holds_any_value_on_one_line() {
+        assert_eq!(markdown_code_span("a``b", false), "```a``b```");
+        assert_eq!(markdown_code_span("`a", false), "`` `a ``");
+        assert_eq!(markdown_code_span("a|b", false), "`a|b`");
+        assert_eq!(markdown_code_span("a|b", true), r"`a\|b`");
+        assert_eq!(markdown_code_span("", false), "` `");
+        assert_eq!(
+            markdown_code_span("a\r<script>x\n<!-- c -->", false),
+            "`a <script>x <!-- c -->`"
+        );
+        for value in [
+            "a\r<script>alert(1)</script>",
+            "x\r\n<!-- c -->",
+            "``\r| a | b |",
+            "`` <img src=x onerror=y> ``",
+        ] {
+            for cell in [false, true] {
+                let md = format!("- s: {}: after", markdown_code_span(value, cell));
+                for event in parser(&md) {
+                    assert!(
+                        !matches!(
+                            event,
+                            Event::Html(_) | Event::InlineHtml(_) | Event::Start(Tag::Table(_))
+                        ),
+                        "{event:?} in {md:?}"
+                    );
+                }
+                assert!(
+                    parser(&md).any(|e| matches!(e, Event::Text(t) if t.as_ref() == ": after")),
+                    "{md:?}"
+                );
+            }
+        }
     }
 
     #[test]
