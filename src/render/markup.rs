@@ -103,8 +103,9 @@ pub fn typst_string(s: &str) -> String {
 /// Text goes through [`typst_text`], so author text can add emphasis, code and links but can never
 /// run Typst code. Headings become bold paragraphs because author text must not change the document
 /// outline; raw HTML is shown as text; images show their alt text only; tables are flattened to rows
-/// of `a | b` text. Links are kept only for `http`, `https`, `mailto` and relative targets; any other
-/// scheme (`javascript:`, `file:`…) is shown as text after the link text. A soft line break between
+/// of `a | b` text. Links are kept only for `http`, `https` and `mailto` targets; any other
+/// scheme (`javascript:`, `file:`…) and any relative target (`../x`, `/etc/passwd`, `//host`) is
+/// shown as text after the link text. A soft line break between
 /// two CJK characters is dropped rather than shown as a space.
 pub fn markdown_to_typst(src: &str, inline: bool) -> String {
     let mut w = TypstWriter { core: Core::new(inline) };
@@ -143,7 +144,8 @@ pub fn markdown_text(s: &str, cell: bool) -> String {
 /// Text goes through the same escaping as [`markdown_text`]; emphasis, strong, strikethrough, code,
 /// links, lists, block quotes and code blocks are re-emitted. Headings become bold paragraphs (author
 /// text must not change the document outline), images show their alt text only, and tables are
-/// flattened to rows of `a | b` text. Links keep only `http`, `https`, `mailto` and relative targets.
+/// flattened to rows of `a | b` text. Links keep only `http`, `https` and `mailto` targets; others are
+/// shown as text after the link text.
 ///
 /// In `inline` mode the output is one line with no HTML: paragraphs, hard line breaks and table rows
 /// are joined with ` / `, list items with `; ` (a nested list in parentheses after its parent item),
@@ -950,24 +952,34 @@ fn code_lang(kind: &CodeBlockKind<'_>) -> String {
     }
 }
 
-/// The URL a link may point to, or `None` when the scheme is not allowed or the target is empty.
+/// The URL a link may point to: an `http` or `https` address with a host, or a `mailto`; `None`
+/// for anything else, which is then shown as text.
 ///
 /// An allowlist rather than a denylist, because browsers ignore whitespace and case inside schemes
-/// (`java\tscript:`), which a denylist would have to replicate.
+/// (`java\tscript:`), which a denylist would have to replicate. Relative targets (`../x`,
+/// `/etc/passwd`, `//host/x`, `#part`) are refused too: a report is read away from the claims
+/// file (a PDF sent on, Markdown pasted into a blog), where they would point somewhere else
+/// than the author meant, or into the reader's own machine. A target holding whitespace, a
+/// control character or a bidirectional override is refused, so a kept link is exactly the
+/// address the reader sees.
 fn link_target(kind: LinkType, dest: &str) -> Option<String> {
-    if dest.trim().is_empty() {
+    if dest.is_empty() || dest.chars().any(|c| c.is_whitespace() || crate::visible::is_hidden(c)) {
         return None;
     }
     if kind == LinkType::Email {
         return Some(format!("mailto:{dest}"));
     }
-    match dest.find([':', '/', '?', '#']) {
-        Some(i) if dest[i..].starts_with(':') => {
-            let scheme = dest[..i].to_ascii_lowercase();
-            matches!(scheme.as_str(), "http" | "https" | "mailto").then(|| dest.to_owned())
+    let (scheme, rest) = dest.split_once(':')?;
+    let scheme = scheme.to_ascii_lowercase();
+    let ok = match scheme.as_str() {
+        // A host must follow: `http:/x` and `http:x` are relative in some readers.
+        "http" | "https" => {
+            rest.strip_prefix("//").is_some_and(|h| !h.is_empty() && !h.starts_with('/'))
         }
-        _ => Some(dest.to_owned()),
-    }
+        "mailto" => !rest.is_empty(),
+        _ => false,
+    };
+    ok.then(|| dest.to_owned())
 }
 
 /// The first character of the text event after `i`, if the next event is text.
@@ -1090,7 +1102,20 @@ mod tests {
             markdown_to_typst("[x](javascript:alert(1))", true),
             r"x \(javascript\:alert\(1\)\)"
         );
-        assert_eq!(markdown_to_typst("[x](docs/a.md)", true), r#"#link("docs/a.md")[x]"#);
+        assert_eq!(
+            markdown_to_typst("[x](https://e.com/a)", true),
+            r#"#link("https://e.com/a")[x]"#
+        );
+        for (src, shown) in [
+            ("[x](docs/a.md)", r"x \(docs\/a\.md\)"),
+            ("[x](/etc/passwd)", r"x \(\/etc\/passwd\)"),
+            ("[x](../a)", r"x \(\.\.\/a\)"),
+            ("[x](//host/a)", r"x \(\/\/host\/a\)"),
+            ("[x](file:///etc/passwd)", r"x \(file\:\/\/\/etc\/passwd\)"),
+            ("[x](http:/a)", r"x \(http\:\/a\)"),
+        ] {
+            assert_eq!(markdown_to_typst(src, true), shown, "{src}");
+        }
         assert_eq!(markdown_to_typst("[a]() [](http://x)", true), r#"a #link("http://x")"#);
     }
 
@@ -1368,6 +1393,28 @@ mod tests {
         assert_eq!(markdown_safe("通訊\n佔步", true), "通訊佔步");
         assert_eq!(markdown_safe("通訊\n佔步\nab\ncd", false), "通訊佔步\nab\ncd");
         assert_eq!(markdown_safe("flash_bwd_dq and $x$", true), r"flash_bwd_dq and \$x\$");
+    }
+
+    #[test]
+    fn markdown_refuses_relative_and_unsafe_links() {
+        assert_eq!(markdown_safe("[x](https://e.com/a)", true), "[x](https://e.com/a)");
+        assert_eq!(
+            markdown_safe("[m](mailto:a@b.c) <a@b.c>", true),
+            "[m](mailto:a@b.c) [a@b.c](mailto:a@b.c)"
+        );
+        for (src, shown) in [
+            ("[x](docs/a.md)", "x (docs/a.md)"),
+            ("[x](/etc/passwd)", "x (/etc/passwd)"),
+            ("[x](../a)", "x (../a)"),
+            ("[x](//host/a)", "x (//host/a)"),
+            ("[x](#part)", "x (#part)"),
+            ("[x](file:///etc/passwd)", "x (file:///etc/passwd)"),
+            ("[x](JavaScript:alert(1))", "x (JavaScript:alert(1))"),
+            ("<javascript:alert(1)>", "javascript:alert(1) (javascript:alert(1))"),
+            ("[x](https://a%0Ab)", "[x](https://a%0Ab)"),
+        ] {
+            assert_eq!(markdown_safe(src, true), shown, "{src}");
+        }
     }
 
     #[test]
