@@ -212,7 +212,7 @@ pub fn shown(text: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// Breaks `text` into lines of at most `width` display columns (a newline in `text` always
-/// breaks). See [`wrap_to`].
+/// breaks), as `wrap_to` does.
 pub fn wrap(text: &str, width: usize) -> Vec<String> {
     wrap_to(text, |_| width)
 }
