@@ -207,9 +207,32 @@ pub fn command_words(
 }
 
 /// A word as a POSIX shell reads it back: bare when safe, else single-quoted.
+///
+/// A word holding a control character or a bidirectional override (a kernel name with an ESC)
+/// is dollar-single-quoted instead (`$'a\x1bb'`, POSIX.1-2024, bash, zsh), its bytes written
+/// as `\xHH`: the command then shows no raw control character and still gives the program
+/// the same word.
 pub fn shell_quote(s: &str) -> String {
     if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:,".contains(c)) {
         s.to_string()
+    } else if s.chars().any(crate::visible::is_hidden) {
+        let mut out = String::from("$'");
+        for c in s.chars() {
+            match c {
+                '\\' | '\'' => {
+                    out.push('\\');
+                    out.push(c);
+                }
+                c if crate::visible::is_hidden(c) => {
+                    for b in c.to_string().bytes() {
+                        out.push_str(&format!("\\x{b:02x}"));
+                    }
+                }
+                c => out.push(c),
+            }
+        }
+        out.push('\'');
+        out
     } else {
         format!("'{}'", s.replace('\'', "'\\''"))
     }

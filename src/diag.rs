@@ -28,15 +28,18 @@ pub fn hints(err: &anyhow::Error) -> Vec<String> {
     out
 }
 
-/// Prints `error: ...` with its causes on one line, then each hint.
+/// Prints `error: ...` with its causes on one line, then each hint. A message quotes names
+/// from the claims file and the trace, so control characters in it are shown as escapes
+/// ([`crate::term::shown`]).
 pub fn print(err: &anyhow::Error) {
+    use crate::term::shown;
     if let Some(e) = err.downcast_ref::<crate::claims::ClaimsError>() {
-        eprintln!("error: {e}");
+        eprintln!("error: {}", shown(&e.to_string()));
         return;
     }
     let chain: Vec<String> = err.chain().map(|c| c.to_string()).collect();
-    eprintln!("error: {}", chain.join(": "));
+    eprintln!("error: {}", shown(&chain.join(": ")));
     for h in hints(err) {
-        eprintln!("  hint: {h}");
+        eprintln!("  hint: {}", shown(&h));
     }
 }

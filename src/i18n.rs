@@ -1,8 +1,9 @@
 //! UI strings in every language, from `templates/i18n/*.toml` (embedded, overridable), and
 //! the [`Finding`]: a sentence as a key with arguments, rendered in any language.
 //!
-//! A missing key is an error, never a silent fallback to another language. A leaf module:
-//! analyses, verdicts and renderers all use it.
+//! A missing key is an error, never a silent fallback to another language. Analyses, verdicts
+//! and renderers all use it; it uses nothing of theirs but the Markdown code spans of
+//! [`crate::render::markup`], for arguments quoted in backticks.
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -105,17 +106,44 @@ impl Strings {
 
     /// A string with `{name}` arguments substituted. An argument that is a list (items
     /// joined by [`LIST_SEP`]) is joined with this language's `ui.list_sep`.
+    ///
+    /// The strings are Markdown. An argument quoted in backticks in the string (`` `{formula}` ``)
+    /// becomes a code span whose fence is longer than any backtick run in the value, so a
+    /// part id, a formula or an NVTX name holding backticks stays one span (issue 12). The
+    /// string is read once: a value holding `{name}` is not substituted again.
     pub fn format(&self, key: &str, args: &BTreeMap<String, String>) -> Result<String, String> {
-        let mut s = self.get(key)?.to_string();
-        for (k, v) in args {
+        let template = self.get(key)?;
+        let mut out = String::with_capacity(template.len());
+        let mut rest = template;
+        while let Some(open) = rest.find('{') {
+            out.push_str(&rest[..open]);
+            let after = &rest[open + 1..];
+            let Some((name, tail)) = after.split_once('}').filter(|(n, _)| args.contains_key(*n))
+            else {
+                out.push('{');
+                rest = after;
+                continue;
+            };
+            let v = &args[name];
             let v = if v.contains(LIST_SEP) {
                 v.replace(LIST_SEP, self.get("ui.list_sep")?)
             } else {
                 v.clone()
             };
-            s = s.replace(&format!("{{{k}}}"), &v);
+            match tail.strip_prefix('`') {
+                Some(tail) if out.ends_with('`') => {
+                    out.pop();
+                    out.push_str(&crate::render::markup::markdown_code_span(&v, false));
+                    rest = tail;
+                }
+                _ => {
+                    out.push_str(&v);
+                    rest = tail;
+                }
+            }
         }
-        Ok(s)
+        out.push_str(rest);
+        Ok(out)
     }
 
     /// A finding in this language; quantity keys in arguments are translated too.
@@ -150,6 +178,30 @@ mod tests {
         let a: Vec<&String> = en.keys().collect();
         let b: Vec<&String> = zh.keys().collect();
         assert_eq!(a, b);
+    }
+
+    #[test]
+    fn arguments_in_backticks_stay_one_code_span_and_are_not_substituted_again() {
+        let en = Strings::load("en").unwrap();
+        let args = |v: &[(&str, &str)]| -> BTreeMap<String, String> {
+            v.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        assert_eq!(
+            en.format("claim.supported", &args(&[("part", "share")])).unwrap(),
+            "`share` is supported with comparable scope"
+        );
+        assert_eq!(
+            en.format("claim.supported", &args(&[("part", "a`` <b>x</b> ``c")])).unwrap(),
+            "```a`` <b>x</b> ``c``` is supported with comparable scope"
+        );
+        assert_eq!(
+            en.format("claim.others_open", &args(&[("part", "{parts}"), ("parts", "x")])).unwrap(),
+            "`{parts}` is supported, but x stay open"
+        );
+        assert_eq!(
+            en.format("claim.others_open", &args(&[("part", "p")])).unwrap(),
+            "`p` is supported, but {parts} stay open"
+        );
     }
 
     #[test]

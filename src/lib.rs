@@ -21,6 +21,7 @@ pub mod term;
 pub mod trace;
 pub mod units;
 pub mod verdict;
+pub mod visible;
 
 /// An error message with a hint, for errors that have no domain type of their own.
 #[derive(Debug, thiserror::Error)]

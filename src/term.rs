@@ -2,7 +2,9 @@
 //! numbers stay whole and right-aligned, and prose lines with a hanging indent.
 //!
 //! Every width is in display columns (`unicode-width`: a CJK character takes two), so columns
-//! line up in every language. This module lays text out; it formats no number.
+//! line up in every language. Control characters in the text (an ESC in a kernel name, a BEL
+//! in a claim) are shown as escapes (`\x1b`), never sent to the terminal (issue 12). This
+//! module lays text out; it formats no number.
 
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
@@ -81,10 +83,12 @@ pub fn render(columns: &[Column], rows: &[Vec<String>], width: usize) -> String 
     fn cell(r: &[String], i: usize) -> &str {
         r.get(i).map_or("", String::as_str)
     }
+    let rows: Vec<Vec<String>> =
+        rows.iter().map(|r| r.iter().map(|c| shown(c).into_owned()).collect()).collect();
     let widest = |s: &str| s.split('\n').map(UnicodeWidthStr::width).max().unwrap_or(0);
     let mut natural: Vec<usize> = columns.iter().map(|c| widest(c.title)).collect();
     let mut cells_max = vec![0; columns.len()];
-    for r in rows {
+    for r in &rows {
         for i in 0..columns.len() {
             cells_max[i] = cells_max[i].max(widest(cell(r, i)));
             natural[i] = natural[i].max(cells_max[i]);
@@ -186,6 +190,7 @@ pub fn display_width(s: &str) -> usize {
 /// to `width`; every line ends with a newline. Each line keeps at least ten display columns
 /// for the text, overflowing a narrower width.
 pub fn hang(first: &str, text: &str, indent: usize, width: usize) -> String {
+    let (first, text) = (&*shown(first), &*shown(text));
     let room = |used: usize| width.saturating_sub(used).max(MIN_TEXT);
     let (first_room, rest_room) = (room(first.width()), room(indent));
     let lines = wrap_to(text, |k| if k == 0 { first_room } else { rest_room });
@@ -199,8 +204,15 @@ pub fn hang(first: &str, text: &str, indent: usize, width: usize) -> String {
     out
 }
 
+/// Text as the terminal may receive it: line breaks kept, every other control character
+/// (tab and carriage return included: they would move the cursor off the layout) and every
+/// bidirectional override shown as an escape (`\x1b`, see [`crate::visible`]).
+pub fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    crate::visible::visible(text, &['\n'])
+}
+
 /// Breaks `text` into lines of at most `width` display columns (a newline in `text` always
-/// breaks). See [`wrap_to`].
+/// breaks), as `wrap_to` does.
 pub fn wrap(text: &str, width: usize) -> Vec<String> {
     wrap_to(text, |_| width)
 }
@@ -311,6 +323,20 @@ mod tests {
 
     fn sp(n: usize) -> String {
         " ".repeat(n)
+    }
+
+    #[test]
+    fn control_characters_reach_the_terminal_as_escapes() {
+        let t = render(
+            &[Column::text("name"), Column::number("count")],
+            &rows(&[&["k\u{1b}[2Jx\u{7}", "1"], &["a\tb\rc", "2"]]),
+            100,
+        );
+        assert_eq!(
+            t,
+            "name           count\n-------------  -----\nk\\x1b[2Jx\\x07      1\na\\x09b\\x0dc        2\n"
+        );
+        assert_eq!(hang("\u{9b}- ", "x\u{202e}y\nz", 2, 100), "\\x9b- x\\u{202e}y\n  z\n");
     }
 
     #[test]

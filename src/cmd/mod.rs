@@ -30,23 +30,42 @@ fn exit_code(a: &crate::audit::Audit, ok: ExitCode) -> ExitCode {
     let mut unreadable = false;
     for t in a.unreadable_traces() {
         unreadable = true;
-        eprintln!("error: {}", t.error.as_deref().unwrap_or(""));
+        eprintln!("error: {}", table::shown(t.error.as_deref().unwrap_or("")));
         eprintln!(
             "  hint: the claims that read trace `{}` are not evaluated; fix its path under `traces` in the claims file (relative to that file), or the file itself",
-            t.name
+            table::shown(&t.name)
         );
     }
     if unreadable { ExitCode::from(2) } else { ok }
 }
 
 /// Prints a value as pretty JSON on stdout.
+///
+/// JSON escapes the C0 controls itself but lets DEL, C1 controls and bidirectional overrides
+/// through raw; they can only stand inside strings, where `\u` escapes mean the same value, so
+/// they are written that way and the terminal never receives them.
 fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
-    emit(&(serde_json::to_string_pretty(value)? + "\n"))
+    let json = serde_json::to_string_pretty(value)?;
+    let mut out = String::with_capacity(json.len() + 1);
+    for c in json.chars() {
+        if crate::visible::is_hidden(c) && c != '\n' {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out.push('\n');
+    emit(&out)
 }
 
 /// Writes to stdout; a reader that closed the pipe early (`| head`) ends output quietly.
+///
+/// The last guard of issue 12: whatever a command built, no control character but the line
+/// break reaches the terminal ([`table::shown`]); the tables and prose have shown them already,
+/// so their widths are right.
 fn emit(text: &str) -> anyhow::Result<()> {
     use std::io::Write;
+    let text = table::shown(text);
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
@@ -71,7 +90,7 @@ fn progress() -> Progress {
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
     );
     Box::new(move |name, rows| {
-        bar.set_prefix(name.to_string());
+        bar.set_prefix(table::shown(name).into_owned());
         bar.set_message(crate::units::thousands(rows.into()));
         bar.tick();
     })

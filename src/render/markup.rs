@@ -21,8 +21,9 @@ pub fn parser(src: &str) -> Parser<'_> {
 /// non-space character other than `u{` is an escape that shows that character, so this one rule covers
 /// markup syntax, line-start markers, comments, shorthands, auto-links, labels and references, and
 /// also keeps `"`/`'` straight instead of smart quotes. Line breaks become `#linebreak()`; tabs become
-/// spaces; other control characters are dropped. The output never ends inside an expression, so it can
-/// be followed by anything, including `.`, `(` or `[`.
+/// spaces; other control characters and bidirectional overrides are shown as escapes (`\x1b`, see
+/// [`crate::visible`]). The output never ends inside an expression, so it can be followed by
+/// anything, including `.`, `(` or `[`.
 pub fn typst_text(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + s.len() / 4);
     push_typst_text(&mut out, s);
@@ -38,50 +39,56 @@ fn push_typst_text(out: &mut String, s: &str) {
                     out.push_str("#linebreak()");
                 }
             }
-            // Typst reads all of these as line ends; two in a row would start a new paragraph.
-            '\n' | '\u{0B}' | '\u{0C}' | '\u{85}' | '\u{2028}' | '\u{2029}' => {
-                out.push_str("#linebreak()")
-            }
+            // Typst reads these as line ends; two in a row would start a new paragraph.
+            '\n' | '\u{2028}' | '\u{2029}' => out.push_str("#linebreak()"),
             '\t' => out.push(' '),
             c if c.is_ascii_punctuation() => {
                 out.push('\\');
                 out.push(c);
             }
-            c if c.is_control() => {}
-            c => out.push(c),
+            c => match crate::visible::escape(c) {
+                Some(e) => push_typst_text(out, &e),
+                None => out.push(c),
+            },
         }
     }
 }
 
 /// A fenced `sh` code block holding `s` literally: the fence is longer than any run of
-/// backticks inside it.
+/// backticks inside it. Control characters other than tab and line breaks, and bidirectional
+/// overrides, are shown as escapes (`\x1b`, see [`crate::visible`]).
 pub fn markdown_code_block(s: &str) -> String {
-    let mut longest = 0;
-    let mut run = 0;
-    for c in s.chars() {
-        run = if c == '`' { run + 1 } else { 0 };
-        longest = longest.max(run);
-    }
-    let fence = "`".repeat((longest + 1).max(3));
+    let s = code_block_text(s);
+    let fence = "`".repeat((longest_run(&s, '`') + 1).max(3));
     format!("{fence}sh\n{}\n{fence}", s.trim_end_matches('\n'))
+}
+
+/// The text of a code block: line breaks as `\n`, every other control character but tab and
+/// every bidirectional override shown as an escape.
+fn code_block_text(s: &str) -> String {
+    crate::visible::visible(&normalize_newlines(s), &['\t', '\n']).into_owned()
 }
 
 /// Plain text as the body of a Typst string literal (escape `\` and `"`, and newlines as \n), without the quotes.
 ///
-/// Other control characters become `\u{..}` escapes so the literal stays on one source line.
+/// Line breaks (`\r\n`, `\r`, `\n`) are kept as `\n` and tabs as `\t`, for code blocks; other
+/// control characters and bidirectional overrides are shown as escapes (`\x1b`, see
+/// [`crate::visible`]), so the string a raw block or a link shows never holds them. The literal
+/// stays on one source line.
 pub fn typst_string(s: &str) -> String {
+    let s = normalize_newlines(s);
     let mut out = String::with_capacity(s.len() + 8);
     for c in s.chars() {
         match c {
             '\\' => out.push_str("\\\\"),
             '"' => out.push_str("\\\""),
             '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => {
-                out.push_str(&format!("\\u{{{:x}}}", c as u32))
-            }
-            c => out.push(c),
+            '\u{2028}' | '\u{2029}' => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => match crate::visible::escape(c) {
+                Some(e) => out.push_str(&e.replace('\\', "\\\\")),
+                None => out.push(c),
+            },
         }
     }
     out
@@ -96,8 +103,9 @@ pub fn typst_string(s: &str) -> String {
 /// Text goes through [`typst_text`], so author text can add emphasis, code and links but can never
 /// run Typst code. Headings become bold paragraphs because author text must not change the document
 /// outline; raw HTML is shown as text; images show their alt text only; tables are flattened to rows
-/// of `a | b` text. Links are kept only for `http`, `https`, `mailto` and relative targets; any other
-/// scheme (`javascript:`, `file:`…) is shown as text after the link text. A soft line break between
+/// of `a | b` text. Links are kept only for `http`, `https` and `mailto` targets; any other
+/// scheme (`javascript:`, `file:`…) and any relative target (`../x`, `/etc/passwd`, `//host`) is
+/// shown as text after the link text. A soft line break between
 /// two CJK characters is dropped rather than shown as a space.
 pub fn markdown_to_typst(src: &str, inline: bool) -> String {
     let mut w = TypstWriter { core: Core::new(inline) };
@@ -136,7 +144,8 @@ pub fn markdown_text(s: &str, cell: bool) -> String {
 /// Text goes through the same escaping as [`markdown_text`]; emphasis, strong, strikethrough, code,
 /// links, lists, block quotes and code blocks are re-emitted. Headings become bold paragraphs (author
 /// text must not change the document outline), images show their alt text only, and tables are
-/// flattened to rows of `a | b` text. Links keep only `http`, `https`, `mailto` and relative targets.
+/// flattened to rows of `a | b` text. Links keep only `http`, `https` and `mailto` targets; others are
+/// shown as text after the link text.
 ///
 /// In `inline` mode the output is one line with no HTML: paragraphs, hard line breaks and table rows
 /// are joined with ` / `, list items with `; ` (a nested list in parentheses after its parent item),
@@ -720,7 +729,7 @@ impl Sink for MdWriter {
     }
 
     fn code(&mut self, code: &str) {
-        self.core.out.push_str(&code_span(code, self.core.inline));
+        self.core.out.push_str(&markdown_code_span(code, self.core.inline));
     }
 
     fn soft_break(&mut self) {
@@ -766,8 +775,9 @@ impl Sink for MdWriter {
 
     fn code_block(&mut self, lang: &str, code: &str) {
         if self.core.inline {
-            self.core.out.push_str(&code_span(&code.replace('\n', " "), true));
+            self.core.out.push_str(&markdown_code_span(code, true));
         } else {
+            let code = &code_block_text(code);
             let fence = "`".repeat(longest_run(code, '`').max(2) + 1);
             self.core.out.push_str(&fence);
             self.core.out.push_str(lang);
@@ -860,29 +870,41 @@ fn push_md_text(out: &mut String, line: &str, line_start: bool) {
                 out.push(c);
             }
             '\t' => out.push(c),
-            c if c.is_control() => {}
-            c => out.push(c),
+            c => match crate::visible::escape(c) {
+                // The escape's backslash, escaped itself, so that `\x1b` shows as it is.
+                Some(e) => out.push_str(&e.replace('\\', "\\\\")),
+                None => out.push(c),
+            },
         }
     }
 }
 
-/// A code span outside tables, on one line: the shortest fence that holds `code`.
-pub fn markdown_code_span(code: &str) -> String {
-    code_span(&code.replace('\n', " "), false)
-}
-
-/// A code span for `code` whose backtick fence is longer than any backtick run inside it.
+/// A value as a code span on one line (the `code` filter): the fence is longer than any
+/// backtick run inside it.
 ///
-/// `cell`: `|` is escaped as `\|`, which GFM tables unescape before the span is parsed.
-fn code_span(code: &str, cell: bool) -> String {
-    let fence = "`".repeat(longest_run(code, '`') + 1);
+/// Line breaks become spaces (CommonMark reads them so inside a span, but a line that starts
+/// with `<script>` or `|` would be read as a new block before the span is seen), and other
+/// control characters and bidirectional overrides become escapes (`\x1b`, see
+/// [`crate::visible`]); a code span shows backslashes as they are. An empty value is a span
+/// holding one space, as `` ` ` `` (two backticks alone are not a span).
+///
+/// `cell` is for a table cell, where GFM splits cells at `|` even inside a code span: `|` is
+/// then written `\|`, which GFM unescapes before the span is parsed. Outside a table that
+/// backslash would show, so it is written only when asked.
+pub fn markdown_code_span(code: &str, cell: bool) -> String {
+    let code = normalize_newlines(code).replace('\n', " ");
+    let code = crate::visible::visible(&code, &['\t']);
+    if code.is_empty() {
+        return "` `".to_owned();
+    }
+    let fence = "`".repeat(longest_run(&code, '`') + 1);
     // CommonMark strips one space from each end when both are present, and a code span may not
     // start or end with its fence character, so pad in those cases.
     let pad = code.starts_with('`')
         || code.ends_with('`')
         || (code.starts_with(' ') && code.ends_with(' ') && !code.trim().is_empty());
     let pad = if pad { " " } else { "" };
-    let body = if cell { code.replace('|', "\\|") } else { code.to_owned() };
+    let body = if cell { code.replace('|', "\\|") } else { code.into_owned() };
     format!("{fence}{pad}{body}{pad}{fence}")
 }
 
@@ -930,24 +952,34 @@ fn code_lang(kind: &CodeBlockKind<'_>) -> String {
     }
 }
 
-/// The URL a link may point to, or `None` when the scheme is not allowed or the target is empty.
+/// The URL a link may point to: an `http` or `https` address with a host, or a `mailto`; `None`
+/// for anything else, which is then shown as text.
 ///
 /// An allowlist rather than a denylist, because browsers ignore whitespace and case inside schemes
-/// (`java\tscript:`), which a denylist would have to replicate.
+/// (`java\tscript:`), which a denylist would have to replicate. Relative targets (`../x`,
+/// `/etc/passwd`, `//host/x`, `#part`) are refused too: a report is read away from the claims
+/// file (a PDF sent on, Markdown pasted into a blog), where they would point somewhere else
+/// than the author meant, or into the reader's own machine. A target holding whitespace, a
+/// control character or a bidirectional override is refused, so a kept link is exactly the
+/// address the reader sees.
 fn link_target(kind: LinkType, dest: &str) -> Option<String> {
-    if dest.trim().is_empty() {
+    if dest.is_empty() || dest.chars().any(|c| c.is_whitespace() || crate::visible::is_hidden(c)) {
         return None;
     }
     if kind == LinkType::Email {
         return Some(format!("mailto:{dest}"));
     }
-    match dest.find([':', '/', '?', '#']) {
-        Some(i) if dest[i..].starts_with(':') => {
-            let scheme = dest[..i].to_ascii_lowercase();
-            matches!(scheme.as_str(), "http" | "https" | "mailto").then(|| dest.to_owned())
+    let (scheme, rest) = dest.split_once(':')?;
+    let scheme = scheme.to_ascii_lowercase();
+    let ok = match scheme.as_str() {
+        // A host must follow: `http:/x` and `http:x` are relative in some readers.
+        "http" | "https" => {
+            rest.strip_prefix("//").is_some_and(|h| !h.is_empty() && !h.starts_with('/'))
         }
-        _ => Some(dest.to_owned()),
-    }
+        "mailto" => !rest.is_empty(),
+        _ => false,
+    };
+    ok.then(|| dest.to_owned())
 }
 
 /// The first character of the text event after `i`, if the next event is text.
@@ -1037,12 +1069,14 @@ mod tests {
         assert_eq!(typst_text("]#panic(\"x\")["), r#"\]\#panic\(\"x\"\)\["#);
         assert_eq!(typst_text("x\ny\r\nz"), "x#linebreak()y#linebreak()z");
         assert_eq!(typst_text("通訊佔步時 17.8%"), r"通訊佔步時 17\.8\%");
-        assert_eq!(typst_text("a\tb\u{1}c"), "a bc");
+        assert_eq!(typst_text("a\tb\u{1}c\u{1b}[31m\u{202e}"), r"a b\\x01c\\x1b\[31m\\u\{202e\}");
+        assert_eq!(typst_text("a\u{b}b\u{85}c"), r"a\\x0bb\\x85c");
     }
 
     #[test]
     fn typst_string_escapes_quotes_backslashes_and_newlines() {
-        assert_eq!(typst_string("a\"b\\c\nd\te\u{1}"), r#"a\"b\\c\nd\te\u{1}"#);
+        assert_eq!(typst_string("a\"b\\c\nd\te\u{1}"), r#"a\"b\\c\nd\te\\x01"#);
+        assert_eq!(typst_string("a\r\nb\rc\u{1b}\u{202e}"), r#"a\nb\nc\\x1b\\u{202e}"#);
         assert_eq!(typst_string("通訊"), "通訊");
     }
 
@@ -1068,7 +1102,20 @@ mod tests {
             markdown_to_typst("[x](javascript:alert(1))", true),
             r"x \(javascript\:alert\(1\)\)"
         );
-        assert_eq!(markdown_to_typst("[x](docs/a.md)", true), r#"#link("docs/a.md")[x]"#);
+        assert_eq!(
+            markdown_to_typst("[x](https://e.com/a)", true),
+            r#"#link("https://e.com/a")[x]"#
+        );
+        for (src, shown) in [
+            ("[x](docs/a.md)", r"x \(docs\/a\.md\)"),
+            ("[x](/etc/passwd)", r"x \(\/etc\/passwd\)"),
+            ("[x](../a)", r"x \(\.\.\/a\)"),
+            ("[x](//host/a)", r"x \(\/\/host\/a\)"),
+            ("[x](file:///etc/passwd)", r"x \(file\:\/\/\/etc\/passwd\)"),
+            ("[x](http:/a)", r"x \(http\:\/a\)"),
+        ] {
+            assert_eq!(markdown_to_typst(src, true), shown, "{src}");
+        }
         assert_eq!(markdown_to_typst("[a]() [](http://x)", true), r#"a #link("http://x")"#);
     }
 
@@ -1346,6 +1393,74 @@ mod tests {
         assert_eq!(markdown_safe("通訊\n佔步", true), "通訊佔步");
         assert_eq!(markdown_safe("通訊\n佔步\nab\ncd", false), "通訊佔步\nab\ncd");
         assert_eq!(markdown_safe("flash_bwd_dq and $x$", true), r"flash_bwd_dq and \$x\$");
+    }
+
+    #[test]
+    fn markdown_refuses_relative_and_unsafe_links() {
+        assert_eq!(markdown_safe("[x](https://e.com/a)", true), "[x](https://e.com/a)");
+        assert_eq!(
+            markdown_safe("[m](mailto:a@b.c) <a@b.c>", true),
+            "[m](mailto:a@b.c) [a@b.c](mailto:a@b.c)"
+        );
+        for (src, shown) in [
+            ("[x](docs/a.md)", "x (docs/a.md)"),
+            ("[x](/etc/passwd)", "x (/etc/passwd)"),
+            ("[x](../a)", "x (../a)"),
+            ("[x](//host/a)", "x (//host/a)"),
+            ("[x](#part)", "x (#part)"),
+            ("[x](file:///etc/passwd)", "x (file:///etc/passwd)"),
+            ("[x](JavaScript:alert(1))", "x (JavaScript:alert(1))"),
+            ("<javascript:alert(1)>", "javascript:alert(1) (javascript:alert(1))"),
+            ("[x](https://a%0Ab)", "[x](https://a%0Ab)"),
+        ] {
+            assert_eq!(markdown_safe(src, true), shown, "{src}");
+        }
+    }
+
+    #[test]
+    fn control_characters_show_as_escapes_in_markdown() {
+        assert_eq!(markdown_text("a\u{1b}[31mb\u{7}\u{0}", true), r"a\\x1b\[31mb\\x07\\x00");
+        assert_eq!(markdown_text("abc\u{202e}fed\u{9b}", false), r"abc\\u{202e}fed\\x9b");
+        assert_eq!(markdown_safe("`a\u{1b}b` c\u{7}", true), r"`a\x1bb` c\\x07");
+        assert_eq!(markdown_code_span("a\u{1b}b\tc", false), "`a\\x1bb\tc`");
+        assert_eq!(markdown_code_block("a\u{7}\r\nb"), "```sh\na\\x07\nb\n```");
+        assert_eq!(markdown_safe("```\na\u{1b}\n```", false), "```\na\\x1b\n```");
+    }
+
+    #[test]
+    fn a_code_span_holds_any_value_on_one_line() {
+        assert_eq!(markdown_code_span("a``b", false), "```a``b```");
+        assert_eq!(markdown_code_span("`a", false), "`` `a ``");
+        assert_eq!(markdown_code_span("a|b", false), "`a|b`");
+        assert_eq!(markdown_code_span("a|b", true), r"`a\|b`");
+        assert_eq!(markdown_code_span("", false), "` `");
+        assert_eq!(
+            markdown_code_span("a\r<script>x\n<!-- c -->", false),
+            "`a <script>x <!-- c -->`"
+        );
+        for value in [
+            "a\r<script>alert(1)</script>",
+            "x\r\n<!-- c -->",
+            "``\r| a | b |",
+            "`` <img src=x onerror=y> ``",
+        ] {
+            for cell in [false, true] {
+                let md = format!("- s: {}: after", markdown_code_span(value, cell));
+                for event in parser(&md) {
+                    assert!(
+                        !matches!(
+                            event,
+                            Event::Html(_) | Event::InlineHtml(_) | Event::Start(Tag::Table(_))
+                        ),
+                        "{event:?} in {md:?}"
+                    );
+                }
+                assert!(
+                    parser(&md).any(|e| matches!(e, Event::Text(t) if t.as_ref() == ": after")),
+                    "{md:?}"
+                );
+            }
+        }
     }
 
     #[test]

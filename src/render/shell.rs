@@ -181,6 +181,28 @@ mod tests {
         assert_eq!(shell_words(&text), argv);
     }
 
+    #[test]
+    fn a_word_with_control_characters_shows_none_and_bash_reads_it_back() {
+        let argv = words(&["verdict", "--match", "a\u{1b}[31mb'c\\\u{7}\u{202e}\u{9b}", "--json"]);
+        let text = layout(&argv, 92);
+        assert_eq!(text, r"verdict --match $'a\x1b[31mb\'c\\\x07\xe2\x80\xae\xc2\x9b' --json");
+        // Dollar-single quotes are POSIX.1-2024; the `sh` of older systems may lack them.
+        let Ok(out) = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(format!("printf '%s\\0' {text}"))
+            .output()
+        else {
+            eprintln!("skipping the read-back: no bash");
+            return;
+        };
+        let back: Vec<String> = String::from_utf8(out.stdout)
+            .unwrap()
+            .split_terminator('\0')
+            .map(str::to_string)
+            .collect();
+        assert_eq!(back, argv);
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
         #[test]

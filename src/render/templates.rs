@@ -3,7 +3,8 @@
 //!
 //! Every value a template prints is escaped for its format unless it went through one of the
 //! author-text filters (`md`, `md_inline`, `typmd`, `typmd_inline`), which convert Markdown
-//! safely themselves.
+//! safely themselves, or a filter that makes a literal of its own kind (`code`, `shell_block`,
+//! `typstr`). All of them show control characters as escapes (`\x1b`). Issue 12.
 
 use std::path::Path;
 
@@ -55,6 +56,20 @@ impl Filter<String, String> for Safe {
     }
 }
 
+/// The `code` filter: a value as a Markdown code span; `code(cell=true)` inside a table cell.
+struct Code;
+
+impl Filter<String, tera::TeraResult<String>> for Code {
+    fn call(&self, value: String, kwargs: Kwargs, _: &State) -> tera::TeraResult<String> {
+        let cell = kwargs.get::<bool>("cell")?.unwrap_or(false);
+        Ok(markup::markdown_code_span(&value, cell))
+    }
+
+    fn is_safe(&self) -> bool {
+        true
+    }
+}
+
 fn escape_md(s: &str, w: &mut dyn std::io::Write) -> std::io::Result<()> {
     w.write_all(markup::markdown_text(s, true).as_bytes())
 }
@@ -88,7 +103,7 @@ pub fn tera(format: Format, overrides: Option<&Path>) -> Result<Tera, String> {
             tera.set_escape_fn(escape_md);
             tera.register_filter("md", Safe(|s| markup::markdown_safe(s, false)));
             tera.register_filter("md_inline", Safe(|s| markup::markdown_safe(s, true)));
-            tera.register_filter("code", Safe(markup::markdown_code_span));
+            tera.register_filter("code", Code);
             tera.register_filter("shell_block", Safe(markup::markdown_code_block));
         }
         Format::Typst => {
@@ -130,4 +145,23 @@ pub fn eject(dir: &Path) -> Result<Vec<String>, String> {
         written.push(p.display().to_string());
     }
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_markdown_value_is_literal_and_code_spans_hold_any_value() {
+        let tera = tera(Format::Markdown, None).unwrap();
+        let mut ctx = tera::Context::new();
+        ctx.insert("v", "a``b|c\r<script>\u{1b}");
+        let out = tera
+            .render_str("{{ v }} / {{ v | code }} / {{ v | code(cell=true) }}", &ctx, true)
+            .unwrap();
+        assert_eq!(
+            out,
+            "a\\`\\`b\\|c &lt;script&gt;\\\\x1b / ```a``b|c <script>\\x1b``` / ```a``b\\|c <script>\\x1b```"
+        );
+    }
 }

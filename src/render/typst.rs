@@ -242,7 +242,7 @@ pub fn compile(
     if !output.status.success() || stderr.contains("unknown font family") {
         return Err(crate::Hinted::new(
             format!("typst failed on `{}`: {}", typ.display(), stderr.trim()),
-            "the generated Typst source is kept beside it; a custom template (--templates) may be at fault",
+            "the generated Typst source is kept beside it: with --templates, check the custom templates; with the built-in ones, this is a bug in verdict, to report with that file",
         ));
     }
     std::fs::rename(&out_tmp, pdf).map_err(|e| {

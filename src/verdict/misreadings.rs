@@ -36,12 +36,14 @@ pub fn applicable(set: &ClaimSet, results: &[ClaimResult], evidence: &EvidenceMa
             .parts
             .iter()
             .find(|o| o.kind == Kind::Observation && o.outcome == PartOutcome::Supported)
-            .and_then(|o| Some(format!("`{}` = {}", o.id, o.formula.as_ref()?.display.clone()?)));
+            .and_then(|o| {
+                Some(format!("{} = {}", code(&o.id), o.formula.as_ref()?.display.clone()?))
+            });
         out.push(Finding::new(
             "mis.presence",
             &[
                 ("part", format!("{}/{}", r.id, p.id)),
-                ("observed", observed.unwrap_or_else(|| format!("`{}`", p.id))),
+                ("observed", observed.unwrap_or_else(|| code(&p.id))),
             ],
         ));
     }
@@ -80,7 +82,7 @@ pub fn applicable(set: &ClaimSet, results: &[ClaimResult], evidence: &EvidenceMa
             if let Some((_, den)) = part.measure.as_ref().and_then(|m| m.value.as_ratio()) {
                 let den = den.to_string();
                 if !shares.iter().any(|(d, _)| *d == den) {
-                    shares.push((den, format!("`{}` = {}", p.id, shown(p))));
+                    shares.push((den, format!("{} = {}", code(&p.id), shown(p))));
                 }
             }
         }
@@ -131,7 +133,7 @@ pub fn applicable(set: &ClaimSet, results: &[ClaimResult], evidence: &EvidenceMa
     }
     let hedged: Vec<String> = parts()
         .filter(|(_, p)| p.kind == Kind::Causal && p.outcome == PartOutcome::Unverifiable)
-        .map(|(r, _)| format!("`{}`", r.id))
+        .map(|(r, _)| code(&r.id))
         .collect();
     if !hedged.is_empty() {
         out.push(Finding::new(
@@ -143,6 +145,12 @@ pub fn applicable(set: &ClaimSet, results: &[ClaimResult], evidence: &EvidenceMa
 }
 
 /// The first gate finding with `key` that did not fail.
+/// An id as a Markdown code span that holds it whatever backticks it has: the findings are
+/// Markdown.
+fn code(id: &str) -> String {
+    crate::render::markup::markdown_code_span(id, false)
+}
+
 fn gate_note<'a>(results: &'a [ClaimResult], key: &str) -> Option<&'a Finding> {
     results
         .iter()

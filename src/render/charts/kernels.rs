@@ -109,7 +109,9 @@ pub fn kernels_chart(bars: &[KernelBar], l: &Labels) -> String {
     grid(&mut out, PLOT_X, PLOT_W, TOP - 2.0, plot_bottom + 4.0, &ticks);
     x_axis(&mut out, PLOT_X, PLOT_W, plot_bottom + 4.0, &ticks, &l.kernel_axis);
 
-    let names: Vec<&str> = bars.iter().map(|b| b.name.as_str()).collect();
+    // Shortened as shown, escapes included, so that a label fits its room.
+    let shown: Vec<_> = bars.iter().map(|b| crate::visible::visible(&b.name, &[])).collect();
+    let names: Vec<&str> = shown.iter().map(|n| n.as_ref()).collect();
     let labels = shorten(&names, NAME_MAX);
     for (i, (bar, label)) in bars.iter().zip(&labels).enumerate() {
         let y = TOP + ROW_H * i as f64;

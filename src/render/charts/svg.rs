@@ -257,10 +257,12 @@ pub(super) fn f2(v: f64) -> String {
     if s == "-0.00" { "0.00".to_string() } else { s }
 }
 
-/// Escapes the five XML special characters.
+/// Escapes the five XML special characters, and shows control characters and bidirectional
+/// overrides as escapes (`\x1b`, see [`crate::visible`]): XML 1.0 forbids most C0 controls
+/// even as character references, so one in a kernel name would make the whole chart invalid.
 pub(super) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
+    for c in crate::visible::visible(s, &[]).chars() {
         match c {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
@@ -316,6 +318,7 @@ mod tests {
     #[test]
     fn text_is_escaped() {
         assert_eq!(esc("<>&\"'"), "&lt;&gt;&amp;&quot;&apos;");
+        assert_eq!(esc("a\u{1b}[31m\u{7}\u{202e}"), "a\\x1b[31m\\x07\\u{202e}");
         let mut out = String::new();
         text(&mut out, 1.0, 2.0, "start", 10.0, PLAIN, "a<b");
         assert_eq!(
