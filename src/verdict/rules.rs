@@ -332,13 +332,25 @@ fn arithmetic(p: &Part, done: &[PartResult], claim: &Claim) -> PartResult {
     let Some(f) = &p.formula else { return r };
     let unit = p.unit.unwrap_or(Unit::Ratio);
     let mut vars = BTreeMap::new();
+    let mut unmeasured = Vec::new();
     for v in f.vars() {
+        let part = claim.parts.iter().find(|q| q.id == v);
         let from_result = done.iter().find(|d| d.id == v).and_then(|d| d.value);
+        // A measured part enters with its measured value only: its stated number is what the
+        // measurement checks, never a stand-in when the measurement is missing.
         let from_says =
-            claim.parts.iter().find(|q| q.id == v).and_then(|q| q.says.as_ref()).map(|s| s.value);
-        if let Some(x) = from_result.or(from_says) {
-            vars.insert(v, x);
+            part.filter(|q| q.measure.is_none()).and_then(|q| q.says.as_ref()).map(|s| s.value);
+        match from_result.or(from_says) {
+            Some(x) => {
+                vars.insert(v, x);
+            }
+            None if part.is_some_and(|q| q.measure.is_some()) => unmeasured.push(v),
+            None => {}
         }
+    }
+    if !unmeasured.is_empty() {
+        r.reason = Finding::new("part.arithmetic_unmeasured", &[("parts", unmeasured.join(", "))]);
+        return r;
     }
     let unit_of = |id: &str| {
         claim.parts.iter().find(|q| q.id == id).and_then(|q| q.unit).unwrap_or(Unit::Ratio)
@@ -561,6 +573,44 @@ claims:
         assert_eq!(f.substituted, "median of 4 windows (min 0.0%, p90 30.0%, max 30.0%)");
         let r = with(&[0, 0, 0]);
         assert_eq!(r.parts[0].outcome, PartOutcome::NotSupported);
+    }
+
+    /// Arithmetic over a measured part whose query failed is not evaluated: the part's stated
+    /// number never stands in for the missing measurement.
+    #[test]
+    fn arithmetic_over_a_missing_measurement_is_not_evaluated() {
+        let trace = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/nsys-ai/mock.sqlite");
+        let yaml = format!(
+            r#"report: {{ id: t, languages: [en], title: {{ en: t }} }}
+traces:
+  A: {{ path: "{trace}" }}
+scopes:
+  s: {{ trace: A, devices: "1" }}
+claims:
+  - id: c
+    statement: {{ en: "exposed" }}
+    principal: share
+    parts:
+      - id: share
+        kind: observation
+        measure: {{ analysis: overlap, scope: s, value: "nccl_only_ns / total_ns", unit: "%" }}
+        says: "17.8%"
+      - id: bound
+        kind: arithmetic
+        formula: "1 / (1 - share)"
+        unit: x
+        says: "1.216x"
+"#
+        );
+        let raw = crate::claims::load::parse(&yaml).unwrap();
+        let set = crate::claims::validate::validate(raw, std::path::Path::new("c.yaml")).unwrap();
+        let m = set.claims[0].parts[0].measure.as_ref().unwrap();
+        let map: EvidenceMap = [(query_key(&set, m), Err("cannot read trace".to_string()))].into();
+        let r = judge(&set, &set.claims[0], &map);
+        let bound = r.parts.iter().find(|p| p.id == "bound").unwrap();
+        assert_eq!(bound.outcome, PartOutcome::NotEvaluated);
+        assert_eq!(bound.reason.key, "part.arithmetic_unmeasured");
+        assert!(bound.value.is_none());
     }
 
     #[test]
