@@ -187,6 +187,12 @@ impl Quantity {
     }
 }
 
+/// The interval `[value - tolerance, value + tolerance]` of an `approx` condition, exactly;
+/// None when a bound does not fit exact arithmetic (validation refuses such a condition).
+pub fn approx_bounds(value: &Quantity, tolerance: &Quantity) -> Option<(Rational, Rational)> {
+    Some((value.value.checked_sub(tolerance.value)?, value.value.checked_add(tolerance.value)?))
+}
+
 /// What a claim speaks about, for gates R1-R4.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct About {

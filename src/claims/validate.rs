@@ -131,6 +131,32 @@ impl Checker {
     }
 }
 
+/// A formula for an error message: in backticks, cut after 60 characters so that a formula
+/// refused for its length does not flood the terminal.
+fn shown_formula(text: &str) -> String {
+    const SHOWN: usize = 60;
+    match text.char_indices().nth(SHOWN) {
+        None => format!("`{text}`"),
+        Some((cut, _)) => {
+            format!("`{}…` ({} characters)", &text[..cut], text.chars().count())
+        }
+    }
+}
+
+/// What to do about a formula that does not parse.
+fn formula_hint(e: &crate::formula::ParseError) -> String {
+    use crate::formula::{MAX_FORMULA_CHARS, MAX_NESTING, MAX_OPERANDS};
+    if e.message.contains("(the limit)") {
+        format!(
+            "a formula holds at most {} characters and {MAX_OPERANDS} numbers and names, nested at most {MAX_NESTING} deep; split it into arithmetic parts that name each other",
+            crate::units::thousands(MAX_FORMULA_CHARS as i128)
+        )
+    } else {
+        "write names, numbers, + - * / and parentheses, with spaces around `-` (docs/claims.md)"
+            .to_string()
+    }
+}
+
 /// Validates the raw file; `path` locates relative trace paths.
 pub fn validate(raw: RawClaimFile, path: &Path) -> Result<ClaimSet, ClaimsError> {
     let file = path.display().to_string();
@@ -510,13 +536,8 @@ fn part(
             }
             Err(e) => c.err(
                 at(f),
-                format!(
-                    "{what}: formula `{}`: {} (at character {})",
-                    f.value,
-                    e.message,
-                    e.offset + 1
-                ),
-                None,
+                format!("{what}: formula {}: {} (at character {})", shown_formula(&f.value), e.message, e.offset + 1),
+                Some(formula_hint(&e)),
             ),
         }
     } else if kind == Kind::Arithmetic {
@@ -688,12 +709,12 @@ fn measurement(
             c.err(
                 at(m.value),
                 format!(
-                    "{what}: formula `{}`: {} (at character {})",
-                    m.value.value,
+                    "{what}: formula {}: {} (at character {})",
+                    shown_formula(&m.value.value),
                     e.message,
                     e.offset + 1
                 ),
-                None,
+                Some(formula_hint(&e)),
             );
             return None;
         }
