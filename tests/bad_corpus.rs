@@ -1,0 +1,250 @@
+//! The bad-input corpus of `fixtures/bad/` (issue 12), run through the `verdict` binary.
+//!
+//! Each committed file is one class of broken or hostile input with its expected exit code and
+//! message; a refusal is exit 2 with one `error:` line, its position (YAML) or table and column
+//! (trace), a `hint:`, nothing on stdout, no panic and nothing written, and its stderr is kept as
+//! a snapshot with temporary folders shown as `[TMP]`. Inputs that cannot be committed (a named
+//! pipe, a device, files of megabytes, a trace with a live write-ahead log) are built here, in a
+//! temporary folder, from the committed ones. `fixtures/bad/README.md` lists every class.
+
+mod util;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use util::{manifest_dir, run_in, snapshot_with};
+
+/// A file of the corpus, by path relative to `fixtures/bad/`.
+fn bad(rel: &str) -> PathBuf {
+    let p = manifest_dir().join("fixtures/bad").join(rel);
+    assert!(p.is_file(), "{} is missing", p.display());
+    p
+}
+
+/// What a run printed, with its exit code.
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `verdict args` in `dir`: never a panic, never a signal (a stack overflow is SIGABRT,
+/// exit 134 from a shell).
+fn run_at(dir: &Path, args: &[&str]) -> Run {
+    let out = run_in(Some(dir), args);
+    let run = Run {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    assert!(!run.stderr.contains("panicked"), "{args:?} panicked:\n{}", run.stderr);
+    assert!(run.code.is_some(), "{args:?} was killed by a signal:\n{}", run.stderr);
+    run
+}
+
+/// Runs `verdict args` in `dir` and checks a refusal: exit 2, nothing on stdout, one `error:`
+/// line first, a non-empty `hint:`, every needle somewhere in stderr, nothing written in `dir`.
+/// Returns stderr with `dir` shown as `[TMP]`.
+fn refused(dir: &Path, args: &[&str], needles: &[&str]) -> String {
+    let before = snapshot_with(dir, false);
+    let run = run_at(dir, args);
+    let stderr = &run.stderr;
+    assert_eq!(run.code, Some(2), "{args:?}: exit code; stderr:\n{stderr}");
+    assert!(run.stdout.is_empty(), "{args:?} printed on stdout:\n{}", run.stdout);
+    assert!(stderr.starts_with("error: "), "{args:?}: stderr starts with `error:`:\n{stderr}");
+    let errors = stderr.lines().filter(|l| l.trim_start().starts_with("error:")).count();
+    assert_eq!(errors, 1, "{args:?}: one error line:\n{stderr}");
+    assert!(
+        stderr.lines().any(|l| l.trim_start().strip_prefix("hint:").is_some_and(|h| !h.trim().is_empty())),
+        "{args:?}: a `hint:` line:\n{stderr}"
+    );
+    for n in needles {
+        assert!(stderr.contains(n), "{args:?}: stderr names `{n}`:\n{stderr}");
+    }
+    assert_eq!(snapshot_with(dir, false), before, "{args:?} wrote into {}", dir.display());
+    normalise(stderr, dir)
+}
+
+/// `text` with `dir` (and its canonical form) shown as `[TMP]`.
+fn normalise(text: &str, dir: &Path) -> String {
+    let mut out = text.to_string();
+    for d in [dir.canonicalize().ok(), Some(dir.to_path_buf())].into_iter().flatten() {
+        out = out.replace(&*d.to_string_lossy(), "[TMP]");
+    }
+    out
+}
+
+/// A claims file of the corpus refused by `check` and by `render`, run from the crate root
+/// under its repository path: the one problem's position is `line:column`, its message holds
+/// every needle. Returns the stderr of `check` (those of both commands must be the same).
+fn refused_claims(rel: &str, line_col: &str, needles: &[&str]) -> String {
+    let path = format!("fixtures/bad/{rel}");
+    bad(rel);
+    let out = tempfile::tempdir().unwrap();
+    let root = manifest_dir();
+    let check = refused(&root, &["check", &path], needles);
+    let render = refused(&root, &["render", &path, "--out", util::s(out.path())], needles);
+    assert_eq!(check, render, "{rel}: check and render refuse alike");
+    assert!(
+        std::fs::read_dir(out.path()).unwrap().next().is_none(),
+        "{rel}: render wrote into --out"
+    );
+    let mut lines = check.lines();
+    assert_eq!(lines.next(), Some(format!("error: 1 problem in `{path}`").as_str()), "{check}");
+    let located = lines.next().unwrap_or_default();
+    assert!(located.starts_with(&format!("{path}:{line_col}: ")), "{rel}: position:\n{check}");
+    check
+}
+
+/// A copy of a corpus claims file in a temporary folder, with `from` replaced by `to` and
+/// the day26 trace path made absolute. Returns the folder and the file's name in it.
+fn variant(rel: &str, from: &str, to: &str) -> (tempfile::TempDir, String) {
+    let text = std::fs::read_to_string(bad(rel)).unwrap();
+    assert!(text.contains(from), "{rel} holds `{from}`");
+    let trace = manifest_dir().join("fixtures/day26/megatron.sqlite");
+    let text = text
+        .replace(from, to)
+        .replace("../../day26/megatron.sqlite", util::s(&trace));
+    let dir = tempfile::tempdir().unwrap();
+    let name = Path::new(rel).file_name().unwrap().to_string_lossy().into_owned();
+    std::fs::write(dir.path().join(&name), text).unwrap();
+    (dir, name)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Formulas: limits with a located error, never a stack overflow.
+
+/// The formula of a corpus file between the quotes after `key: "`.
+fn formula_in(rel: &str, key: &str) -> String {
+    let text = std::fs::read_to_string(bad(rel)).unwrap();
+    let start = text.find(&format!("{key}: \"")).unwrap() + key.len() + 3;
+    let len = text[start..].find('"').unwrap();
+    text[start..start + len].to_string()
+}
+
+#[test]
+fn formula_nested_parentheses() {
+    let rel = "claims/formula-nested-parentheses.yaml";
+    let small = formula_in(rel, "formula");
+    assert_eq!(small, format!("{}share{}", "(".repeat(33), ")".repeat(33)));
+    let stderr = refused_claims(
+        rel,
+        "24:18",
+        &["part `nested`", "nest deeper than 32 levels (the limit) (at character 33)"],
+    );
+    insta::assert_snapshot!("formula-nested-parentheses", stderr);
+
+    // 10,000 levels: refused for its length, where the stack overflowed before.
+    let huge = format!("{}share{}", "(".repeat(10_000), ")".repeat(10_000));
+    let (dir, name) = variant(rel, &small, &huge);
+    refused(
+        dir.path(),
+        &["check", &name],
+        &[&format!("{name}:24:18: "), "20005 characters", "longer than 1,000 characters (the limit) (at character 1001)"],
+    );
+}
+
+#[test]
+fn formula_many_terms() {
+    let rel = "claims/formula-many-terms.yaml";
+    let small = formula_in(rel, "formula");
+    assert_eq!(small, vec!["share"; 65].join(" + "));
+    // "share + " is 8 characters: the 65th term starts at character 8 * 64 + 1.
+    let stderr = refused_claims(
+        rel,
+        "24:18",
+        &["part `many`", "more than 64 numbers and names (the limit) (at character 513)"],
+    );
+    insta::assert_snapshot!("formula-many-terms", stderr);
+
+    let huge = vec!["1"; 100_000].join("+");
+    let (dir, name) = variant(rel, &small, &huge);
+    refused(
+        dir.path(),
+        &["check", &name],
+        &[&format!("{name}:24:18: "), "longer than 1,000 characters (the limit) (at character 1001)"],
+    );
+}
+
+#[test]
+fn formula_minus_signs() {
+    let rel = "claims/formula-minus-signs.yaml";
+    let small = formula_in(rel, "value");
+    assert_eq!(small, format!("{}nccl_only_ns / total_ns", "-".repeat(33)));
+    let stderr = refused_claims(
+        rel,
+        "20:59",
+        &["part `share`", "nest deeper than 32 levels (the limit) (at character 33)"],
+    );
+    insta::assert_snapshot!("formula-minus-signs", stderr);
+
+    let huge = format!("{}nccl_only_ns / total_ns", "-".repeat(100_000));
+    let (dir, name) = variant(rel, &small, &huge);
+    refused(
+        dir.path(),
+        &["check", &name],
+        &[&format!("{name}:20:59: "), "longer than 1,000 characters (the limit) (at character 1001)"],
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conditions: exact at any size.
+
+/// Reduces a fraction of positive integers.
+fn reduced(num: i128, den: i128) -> (i128, i128) {
+    let (mut a, mut b) = (num, den);
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    (num / a, den / a)
+}
+
+#[test]
+fn condition_extreme_bounds() {
+    // The measured share, from SQL and a brute-force sweep: device 4's kernels inside
+    // 39.964-46.123 s (contain), NCCL by short name, over the span of the kept kernels.
+    let conn = util::open_ro(&manifest_dir().join("fixtures/day26/megatron.sqlite"));
+    let mut stmt = conn
+        .prepare(
+            "SELECT k.start, k.\"end\", lower(s.value) LIKE '%nccl%'
+             FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName
+             WHERE k.deviceId = 4 AND k.start >= 39964000000 AND k.\"end\" <= 46123000000",
+        )
+        .unwrap();
+    let kernels: Vec<(i64, i64, bool)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let (_, nccl_only, _) = util::sweep(&kernels);
+    let span = kernels.iter().map(|k| k.1).max().unwrap() - kernels.iter().map(|k| k.0).min().unwrap();
+    let (num, den) = reduced(nccl_only.into(), span.into());
+    // The premise: 2e-30 is 1 / (5e29); cross-multiplying it with the share overflows i128,
+    // and so does 1e27 (99999999999999999999999999999%) against the span.
+    assert!(num.checked_mul(5 * 10_i128.pow(29)).is_none());
+    assert!(99_999_999_999_999_999_999_999_999_999_i128.checked_mul(den).is_none());
+    assert!(num > 0 && num < den, "a share strictly between 0 and 1");
+
+    let rel = "claims/condition-extreme-bounds.yaml";
+    bad(rel);
+    let run = run_at(&manifest_dir(), &["check", &format!("fixtures/bad/{rel}"), "--json"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let audit: Value = serde_json::from_str(&run.stdout).unwrap();
+    let results = audit["results"].as_array().unwrap();
+    let expected = [
+        ("above-tiny", "supported"),
+        ("below-tiny", "not_supported"),
+        ("at-most-huge", "supported"),
+        ("at-least-huge", "not_supported"),
+    ];
+    assert_eq!(results.len(), expected.len());
+    for (r, (id, verdict)) in results.iter().zip(expected) {
+        assert_eq!(r["id"], id);
+        let part = &r["parts"][0];
+        assert_eq!(part["formula"]["exact"], serde_json::json!([num.to_string(), den.to_string()]), "{id}");
+        assert_eq!(r["verdict"], verdict, "{id}: {r:#}");
+        assert_eq!(part["outcome"], verdict, "{id}");
+        assert_eq!(part["condition"]["satisfied"], verdict == "supported", "{id}");
+    }
+}
