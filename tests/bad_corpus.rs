@@ -248,3 +248,46 @@ fn condition_extreme_bounds() {
         assert_eq!(part["condition"]["satisfied"], verdict == "supported", "{id}");
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Validation: bounds no value can satisfy, an empty trace path, a part that reads itself.
+
+#[test]
+fn between_reversed() {
+    let stderr = refused_claims(
+        "claims/between-reversed.yaml",
+        "20:20",
+        &["`between` bounds are reversed (30% is above 10%)", "between: [10%, 30%]"],
+    );
+    insta::assert_snapshot!("between-reversed", stderr);
+}
+
+#[test]
+fn negative_tolerance() {
+    let stderr = refused_claims(
+        "claims/negative-tolerance.yaml",
+        "20:20",
+        &["`approx` tolerance `-0.1 pp` is negative", "write 0.1 pp"],
+    );
+    insta::assert_snapshot!("negative-tolerance", stderr);
+}
+
+#[test]
+fn empty_trace_path() {
+    let stderr = refused_claims(
+        "claims/empty-trace-path.yaml",
+        "8:14",
+        &["trace `A`: the path is empty", "relative to the claims file's folder"],
+    );
+    insta::assert_snapshot!("empty-trace-path", stderr);
+}
+
+#[test]
+fn self_reference() {
+    let stderr = refused_claims(
+        "claims/self-reference.yaml",
+        "23:23",
+        &["part `reading`: `from` names the part itself"],
+    );
+    insta::assert_snapshot!("self-reference", stderr);
+}

@@ -219,7 +219,13 @@ pub fn validate(raw: RawClaimFile, path: &Path) -> Result<ClaimSet, ClaimsError>
     let mut traces = Vec::new();
     for (name, t) in &raw.traces {
         let resolved = base.join(&t.path.value);
-        if !resolved.exists() {
+        if t.path.value.trim().is_empty() {
+            c.err(
+                at(&t.path),
+                format!("trace `{name}`: the path is empty"),
+                Some("give the `.sqlite` file's path, relative to the claims file's folder".into()),
+            );
+        } else if !resolved.exists() {
             c.err(
                 at(&t.path),
                 format!(
@@ -571,7 +577,13 @@ fn part(
         condition(c, cond, unit.unwrap_or(Unit::Count), &what)
     });
     for f in &rp.from {
-        if !part_names.contains(&f.value.as_str()) {
+        if f.value == *pid {
+            c.err(
+                at(f),
+                format!("{what}: `from` names the part itself"),
+                Some("an interpretation reads other parts: name the observations it rests on".into()),
+            );
+        } else if !part_names.contains(&f.value.as_str()) {
             c.err(
                 at(f),
                 format!("{what}: `from` names `{}`, which is not a part of this claim", f.value),
@@ -868,7 +880,16 @@ fn condition(
             c.err(pos, format!("{what}: `between` takes two values [low, high]"), None);
             return None;
         }
-        Condition::Between(q(&b[0])?, q(&b[1])?)
+        let (lo, hi) = (q(&b[0])?, q(&b[1])?);
+        if lo.value.cmp_to(hi.value) == std::cmp::Ordering::Greater {
+            c.err(
+                pos,
+                format!("{what}: `between` bounds are reversed ({} is above {})", lo.text, hi.text),
+                Some(format!("write the lower bound first: between: [{}, {}]", hi.text, lo.text)),
+            );
+            return None;
+        }
+        Condition::Between(lo, hi)
     } else if let Some(x) = &r.at_least {
         Condition::AtLeast(q(x)?)
     } else if let Some(x) = &r.at_most {
@@ -878,7 +899,30 @@ fn condition(
     } else if let Some(x) = &r.below {
         Condition::Below(q(x)?)
     } else if let Some(a) = &r.approx {
-        Condition::Approx(q(&a.value)?, q(&a.tolerance)?)
+        let (value, tolerance) = (q(&a.value)?, q(&a.tolerance)?);
+        if tolerance.value.num < 0 {
+            c.err(
+                pos,
+                format!("{what}: `approx` tolerance `{}` is negative", tolerance.text),
+                Some(format!(
+                    "a tolerance is a distance either side of the value: write {}",
+                    tolerance.text.trim_start_matches(['-', ' '])
+                )),
+            );
+            return None;
+        }
+        if approx_bounds(&value, &tolerance).is_none() {
+            c.err(
+                pos,
+                format!(
+                    "{what}: `approx` {} ± {} is out of the exact range",
+                    value.text, tolerance.text
+                ),
+                Some("write the value and its tolerance with fewer digits".into()),
+            );
+            return None;
+        }
+        Condition::Approx(value, tolerance)
     } else if r.exists == Some(false) {
         c.err(
             pos,
