@@ -291,3 +291,141 @@ fn self_reference() {
     );
     insta::assert_snapshot!("self-reference", stderr);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Claims files: what is not a regular file is refused before it is read; the limits on size,
+// YAML values and claims have their own messages.
+
+/// Runs `verdict args` in `dir` like [`refused`], but fails instead of waiting forever when
+/// the run blocks (reading a named pipe blocks until a writer comes).
+fn refused_within(dir: &Path, args: &[&str], needles: &[&str], secs: u64) -> String {
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("verdict"))
+        .args(args)
+        .current_dir(dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("{args:?} still runs after {secs} s: it blocks on its input");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    refused(dir, args, needles)
+}
+
+#[test]
+fn claims_path_that_is_not_a_regular_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let made = std::process::Command::new("mkfifo").arg(d.join("pipe.yaml")).status().unwrap();
+    assert!(made.success(), "mkfifo");
+    std::fs::create_dir(d.join("folder.yaml")).unwrap();
+    let mut all = String::new();
+    for (path, kind) in [
+        ("pipe.yaml", "a named pipe (FIFO)"),
+        ("folder.yaml", "a directory"),
+        ("/dev/null", "a character device"),
+    ] {
+        for command in ["check", "render"] {
+            let stderr = refused_within(
+                d,
+                &[command, path],
+                &[&format!("error: claims file `{path}` is {kind}, not a regular file"), "hint: pass"],
+                30,
+            );
+            assert_eq!(stderr.lines().count(), 2, "one error line and its hint:\n{stderr}");
+            if command == "check" {
+                all += &stderr;
+            }
+        }
+    }
+    insta::assert_snapshot!("claims-path-not-a-file", all);
+}
+
+#[test]
+fn claims_file_over_the_size_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    // 16 MiB and one byte, sparse: refused from its size, before a byte is read.
+    let f = std::fs::File::create(dir.path().join("huge.yaml")).unwrap();
+    f.set_len(16 * 1024 * 1024 + 1).unwrap();
+    drop(f);
+    let stderr = refused(
+        dir.path(),
+        &["check", "huge.yaml"],
+        &["claims file `huge.yaml` is 16,777,217 bytes; the limit is 16,777,216 bytes (16 MiB)"],
+    );
+    insta::assert_snapshot!("claims-file-too-large", stderr);
+}
+
+/// A claims file of `n` claims over the mock trace: each claim one observation of the
+/// kernel count, about 28 YAML values.
+fn many_claims(n: usize) -> String {
+    let trace = manifest_dir().join("fixtures/nsys-ai/mock.sqlite");
+    let mut text = format!(
+        "report: {{ id: many, languages: [en], title: {{ en: many }} }}\n\
+         traces:\n  A: {{ path: \"{}\" }}\n\
+         scopes:\n  all: {{ trace: A }}\n\
+         claims:\n",
+        trace.display()
+    );
+    for i in 0..n {
+        text += &format!(
+            "  - id: c{i}\n    statement: {{ en: \"the trace has kernels\" }}\n    parts:\n      \
+             - id: n\n        kind: observation\n        \
+             measure: {{ analysis: kernels, scope: all, value: \"count\" }}\n        \
+             condition: {{ between: [\"1\", \"1000000\"] }}\n"
+        );
+    }
+    text
+}
+
+#[test]
+fn claims_count_within_and_over_the_limit() {
+    // 9,000 claims are past the YAML parser's default budget of 250,000 values, which refused
+    // files of about 3,300 claims of the usual size as a YAML syntax error.
+    let text = many_claims(9_000);
+    let default = serde_saphyr::from_str::<Value>(&text).expect_err("the default budget");
+    assert!(format!("{default}").contains("Nodes"), "{default}");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("many.yaml"), &text).unwrap();
+    let run = run_at(dir.path(), &["check", "many.yaml", "--json"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let audit: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(audit["summary"]["counts"]["supported"], 9_000);
+
+    // One claim over the limit: refused at that claim's id, with the counts.
+    let text = many_claims(10_001);
+    let line = text.lines().position(|l| l == "  - id: c10000").unwrap() + 1;
+    std::fs::write(dir.path().join("too-many.yaml"), &text).unwrap();
+    let stderr = refused(
+        dir.path(),
+        &["check", "too-many.yaml"],
+        &[
+            &format!("too-many.yaml:{line}:9: the file has 10,001 claims; the limit is 10,000"),
+            "split the claims into several files",
+        ],
+    );
+    insta::assert_snapshot!("claims-count-over-the-limit", stderr);
+}
+
+#[test]
+fn claims_file_over_the_yaml_value_limit() {
+    // Two million and one values in one list: the parser's budget, named as such rather than
+    // reported as a syntax error.
+    let mut text = many_claims(1);
+    let values = vec!["1"; 2_000_001].join(",");
+    text = text.replace("[\"1\", \"1000000\"]", &format!("[{values}]"));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("values.yaml"), &text).unwrap();
+    let stderr = refused(
+        dir.path(),
+        &["check", "values.yaml"],
+        &["the file holds more than 2,000,000 YAML values (scalars, lists and mappings), the limit"],
+    );
+    assert!(!stderr.contains("syntax"), "not a syntax error:\n{stderr}");
+}
