@@ -604,7 +604,8 @@ mod tests {
     fn the_largest_formula_within_the_limits_evaluates_and_shows() {
         // 32 levels of nesting around a chain of 64 operands: the deepest tree the limits allow.
         let chain = vec!["1"; MAX_OPERANDS].join(" - ");
-        let text = format!("{}{chain}{}", "-(".repeat(MAX_NESTING / 2), ")".repeat(MAX_NESTING / 2));
+        let text =
+            format!("{}{chain}{}", "-(".repeat(MAX_NESTING / 2), ")".repeat(MAX_NESTING / 2));
         assert!(text.chars().count() <= MAX_FORMULA_CHARS);
         let e = Expr::parse(&text).unwrap();
         // 1 - 63 = -62, negated 16 times.

@@ -56,7 +56,9 @@ fn refused(dir: &Path, args: &[&str], needles: &[&str]) -> String {
     let errors = stderr.lines().filter(|l| l.trim_start().starts_with("error:")).count();
     assert_eq!(errors, 1, "{args:?}: one error line:\n{stderr}");
     assert!(
-        stderr.lines().any(|l| l.trim_start().strip_prefix("hint:").is_some_and(|h| !h.trim().is_empty())),
+        stderr
+            .lines()
+            .any(|l| l.trim_start().strip_prefix("hint:").is_some_and(|h| !h.trim().is_empty())),
         "{args:?}: a `hint:` line:\n{stderr}"
     );
     for n in needles {
@@ -103,9 +105,7 @@ fn variant(rel: &str, from: &str, to: &str) -> (tempfile::TempDir, String) {
     let text = std::fs::read_to_string(bad(rel)).unwrap();
     assert!(text.contains(from), "{rel} holds `{from}`");
     let trace = manifest_dir().join("fixtures/day26/megatron.sqlite");
-    let text = text
-        .replace(from, to)
-        .replace("../../day26/megatron.sqlite", util::s(&trace));
+    let text = text.replace(from, to).replace("../../day26/megatron.sqlite", util::s(&trace));
     let dir = tempfile::tempdir().unwrap();
     let name = Path::new(rel).file_name().unwrap().to_string_lossy().into_owned();
     std::fs::write(dir.path().join(&name), text).unwrap();
@@ -141,7 +141,11 @@ fn formula_nested_parentheses() {
     refused(
         dir.path(),
         &["check", &name],
-        &[&format!("{name}:24:18: "), "20005 characters", "longer than 1,000 characters (the limit) (at character 1001)"],
+        &[
+            &format!("{name}:24:18: "),
+            "20005 characters",
+            "longer than 1,000 characters (the limit) (at character 1001)",
+        ],
     );
 }
 
@@ -163,7 +167,10 @@ fn formula_many_terms() {
     refused(
         dir.path(),
         &["check", &name],
-        &[&format!("{name}:24:18: "), "longer than 1,000 characters (the limit) (at character 1001)"],
+        &[
+            &format!("{name}:24:18: "),
+            "longer than 1,000 characters (the limit) (at character 1001)",
+        ],
     );
 }
 
@@ -184,7 +191,10 @@ fn formula_minus_signs() {
     refused(
         dir.path(),
         &["check", &name],
-        &[&format!("{name}:20:59: "), "longer than 1,000 characters (the limit) (at character 1001)"],
+        &[
+            &format!("{name}:20:59: "),
+            "longer than 1,000 characters (the limit) (at character 1001)",
+        ],
     );
 }
 
@@ -218,7 +228,8 @@ fn condition_extreme_bounds() {
         .collect::<Result<_, _>>()
         .unwrap();
     let (_, nccl_only, _) = util::sweep(&kernels);
-    let span = kernels.iter().map(|k| k.1).max().unwrap() - kernels.iter().map(|k| k.0).min().unwrap();
+    let span =
+        kernels.iter().map(|k| k.1).max().unwrap() - kernels.iter().map(|k| k.0).min().unwrap();
     let (num, den) = reduced(nccl_only.into(), span.into());
     // The premise: 2e-30 is 1 / (5e29); cross-multiplying it with the share overflows i128,
     // and so does 1e27 (99999999999999999999999999999%) against the span.
@@ -242,7 +253,11 @@ fn condition_extreme_bounds() {
     for (r, (id, verdict)) in results.iter().zip(expected) {
         assert_eq!(r["id"], id);
         let part = &r["parts"][0];
-        assert_eq!(part["formula"]["exact"], serde_json::json!([num.to_string(), den.to_string()]), "{id}");
+        assert_eq!(
+            part["formula"]["exact"],
+            serde_json::json!([num.to_string(), den.to_string()]),
+            "{id}"
+        );
         assert_eq!(r["verdict"], verdict, "{id}: {r:#}");
         assert_eq!(part["outcome"], verdict, "{id}");
         assert_eq!(part["condition"]["satisfied"], verdict == "supported", "{id}");
@@ -335,7 +350,10 @@ fn claims_path_that_is_not_a_regular_file() {
             let stderr = refused_within(
                 d,
                 &[command, path],
-                &[&format!("error: claims file `{path}` is {kind}, not a regular file"), "hint: pass"],
+                &[
+                    &format!("error: claims file `{path}` is {kind}, not a regular file"),
+                    "hint: pass",
+                ],
                 30,
             );
             assert_eq!(stderr.lines().count(), 2, "one error line and its hint:\n{stderr}");
@@ -425,7 +443,9 @@ fn claims_file_over_the_yaml_value_limit() {
     let stderr = refused(
         dir.path(),
         &["check", "values.yaml"],
-        &["the file holds more than 2,000,000 YAML values (scalars, lists and mappings), the limit"],
+        &[
+            "the file holds more than 2,000,000 YAML values (scalars, lists and mappings), the limit",
+        ],
     );
     assert!(!stderr.contains("syntax"), "not a syntax error:\n{stderr}");
 }

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use super::raw::RawClaimFile;
 use super::validate::validate;
-use super::{ClaimsError, ClaimSet, Problem};
+use super::{ClaimSet, ClaimsError, Problem};
 use crate::units::thousands;
 
 /// The largest claims file, in bytes (16 MiB).
@@ -66,7 +66,12 @@ fn read(path: &Path) -> Result<String, (String, String)> {
                 "check the path; it is relative to the current folder".into(),
             ));
         }
-        Err(e) => return Err((format!("cannot read claims file `{file}` ({e})"), "check the path and its permissions".into())),
+        Err(e) => {
+            return Err((
+                format!("cannot read claims file `{file}` ({e})"),
+                "check the path and its permissions".into(),
+            ));
+        }
     };
     // Checked before opening: opening a named pipe blocks until a writer comes, and a device
     // reads as an endless or empty stream, never as the file the user meant.
@@ -94,13 +99,14 @@ fn read(path: &Path) -> Result<String, (String, String)> {
     if meta.len() > MAX_FILE_BYTES {
         return Err(too_large(meta.len()));
     }
-    let f = std::fs::File::open(path)
-        .map_err(|e| (format!("cannot read claims file `{file}` ({e})"), "check its permissions".to_string()))?;
+    let f = std::fs::File::open(path).map_err(|e| {
+        (format!("cannot read claims file `{file}` ({e})"), "check its permissions".to_string())
+    })?;
     // The file may have grown since it was measured: read one byte past the limit at most.
     let mut bytes = Vec::new();
-    f.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| (format!("cannot read claims file `{file}` ({e})"), "check the path".to_string()))?;
+    f.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(|e| {
+        (format!("cannot read claims file `{file}` ({e})"), "check the path".to_string())
+    })?;
     if bytes.len() as u64 > MAX_FILE_BYTES {
         return Err(too_large(bytes.len() as u64));
     }

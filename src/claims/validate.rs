@@ -542,7 +542,12 @@ fn part(
             }
             Err(e) => c.err(
                 at(f),
-                format!("{what}: formula {}: {} (at character {})", shown_formula(&f.value), e.message, e.offset + 1),
+                format!(
+                    "{what}: formula {}: {} (at character {})",
+                    shown_formula(&f.value),
+                    e.message,
+                    e.offset + 1
+                ),
                 Some(formula_hint(&e)),
             ),
         }
@@ -581,7 +586,9 @@ fn part(
             c.err(
                 at(f),
                 format!("{what}: `from` names the part itself"),
-                Some("an interpretation reads other parts: name the observations it rests on".into()),
+                Some(
+                    "an interpretation reads other parts: name the observations it rests on".into(),
+                ),
             );
         } else if !part_names.contains(&f.value.as_str()) {
             c.err(
