@@ -449,3 +449,171 @@ fn claims_file_over_the_yaml_value_limit() {
     );
     assert!(!stderr.contains("syntax"), "not a syntax error:\n{stderr}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Traces: the state a SQLite reader would see, or a refusal.
+
+/// Every command that reads a trace, on `path`.
+fn every_command(path: &str) -> Vec<Vec<&str>> {
+    vec![
+        vec!["inspect", path, "--json"],
+        vec!["query", "overlap", path, "--all-devices", "--json"],
+        vec!["query", "kernels", path],
+        vec!["query", "nccl-skew", path, "--json"],
+        vec!["query", "copies", path, "--all-devices"],
+    ]
+}
+
+/// The statements of a corpus `.sql` file above and below its marker line (`-- MARKER`).
+fn sql_parts(rel: &str, marker: &str) -> (String, String) {
+    let text = std::fs::read_to_string(bad(rel)).unwrap();
+    let (above, below) = text.split_once(&format!("-- {marker}\n")).expect(marker);
+    (above.to_string(), below.to_string())
+}
+
+/// A writable connection to a new database file.
+fn create(path: &Path) -> rusqlite::Connection {
+    rusqlite::Connection::open(path).unwrap()
+}
+
+/// Kernel rows as a SQLite reader sees them: a normal connection on a copy of the folder, so
+/// that rolling back a journal or reading a write-ahead log changes nothing under test.
+fn kernels_seen_by_a_reader(dir: &Path, name: &str) -> i64 {
+    let copy = tempfile::tempdir().unwrap();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_file() {
+            std::fs::copy(e.path(), copy.path().join(e.file_name())).unwrap();
+        }
+    }
+    let conn = rusqlite::Connection::open(copy.path().join(name)).unwrap();
+    conn.query_row("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL", [], |r| r.get(0)).unwrap()
+}
+
+/// Kernel rows in the file alone (immutable: no journal, no write-ahead log).
+fn kernels_in_the_file_alone(path: &Path) -> i64 {
+    util::open_ro(path)
+        .query_row("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL", [], |r| r.get(0))
+        .unwrap()
+}
+
+/// The kernel count `verdict query kernels --json` reports.
+fn kernels_reported(dir: &Path, name: &str) -> i64 {
+    let v = util::run_json_in(Some(dir), &["query", "kernels", name, "--json"]);
+    util::int(&v["values"], "count")
+}
+
+#[test]
+fn uncheckpointed_wal() {
+    let (committed, later) = sql_parts("traces/uncheckpointed-wal.sql", "after the checkpoint");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let writer = create(&d.join("t.sqlite"));
+    writer.execute_batch(&committed).unwrap();
+    writer
+        .execute_batch("PRAGMA wal_checkpoint(TRUNCATE); PRAGMA wal_autocheckpoint = 0;")
+        .unwrap();
+    writer.execute_batch(&later).unwrap();
+    // The premise: readers see the log's rows, the file alone does not hold them.
+    assert_eq!(kernels_seen_by_a_reader(d, "t.sqlite"), 4);
+    assert_eq!(kernels_in_the_file_alone(&d.join("t.sqlite")), 1);
+    let wal_len = std::fs::metadata(d.join("t.sqlite-wal")).unwrap().len();
+    let needles = [
+        "`t.sqlite` has a write-ahead log beside it (`t.sqlite-wal`",
+        "whose changes are not in the file",
+        "PRAGMA wal_checkpoint(TRUNCATE)",
+    ];
+    let mut first = String::new();
+    for args in every_command("t.sqlite") {
+        let stderr = refused(d, &args, &needles);
+        assert!(stderr.contains(&format!("{wal_len} bytes")), "{stderr}");
+        if first.is_empty() {
+            first = stderr.replace(&wal_len.to_string(), "[N]");
+        }
+    }
+    insta::assert_snapshot!("uncheckpointed-wal", first);
+
+    // An audit names it too, and exits 2: its claims are not evaluated from another state.
+    std::fs::write(
+        d.join("claims.yaml"),
+        "report: { id: w, languages: [en], title: { en: w } }\n\
+         traces:\n  A: { path: t.sqlite }\nscopes:\n  all: { trace: A }\nclaims:\n  \
+         - id: c\n    statement: { en: kernels ran }\n    parts:\n      - id: n\n        \
+         kind: observation\n        measure: { analysis: kernels, scope: all, value: count }\n        \
+         condition: { at_least: \"1\" }\n",
+    )
+    .unwrap();
+    let audit = run_at(d, &["check", "claims.yaml"]);
+    assert_eq!(audit.code, Some(2), "{}", audit.stderr);
+    assert!(
+        audit.stderr.contains("has a write-ahead log beside it (`t.sqlite-wal`"),
+        "{}",
+        audit.stderr
+    );
+    assert!(audit.stdout.contains("not evaluated"), "{}", audit.stdout);
+    std::fs::remove_file(d.join("claims.yaml")).unwrap();
+
+    // The log copied aside with the file, no writer and no shared-memory file: the same.
+    let aside = tempfile::tempdir().unwrap();
+    for f in ["t.sqlite", "t.sqlite-wal"] {
+        std::fs::copy(d.join(f), aside.path().join(f)).unwrap();
+    }
+    refused(aside.path(), &["query", "kernels", "t.sqlite", "--json"], &needles);
+
+    // Closing the writer checkpoints the log into the file: then the file is what readers see.
+    drop(writer);
+    assert!(!d.join("t.sqlite-wal").exists());
+    assert_eq!(kernels_reported(d, "t.sqlite"), 4);
+    // An empty log changes nothing and is no reason to refuse.
+    std::fs::write(d.join("t.sqlite-wal"), b"").unwrap();
+    assert_eq!(kernels_reported(d, "t.sqlite"), 4);
+}
+
+#[test]
+fn hot_journal() {
+    let (committed, interrupted) =
+        sql_parts("traces/hot-journal.sql", "in the interrupted transaction");
+    let dir = tempfile::tempdir().unwrap();
+    let crash = tempfile::tempdir().unwrap();
+    let writer = create(&dir.path().join("t.sqlite"));
+    writer.execute_batch(&committed).unwrap();
+    writer.execute_batch("PRAGMA cache_size = 1; BEGIN;").unwrap();
+    writer.execute_batch(&interrupted).unwrap();
+    // A crash now: the file with some uncommitted pages, and the journal that undoes them.
+    for f in ["t.sqlite", "t.sqlite-journal"] {
+        std::fs::copy(dir.path().join(f), crash.path().join(f)).unwrap();
+    }
+    writer.execute_batch("ROLLBACK").unwrap();
+    drop(writer);
+    let c = crash.path();
+    assert_eq!(kernels_seen_by_a_reader(c, "t.sqlite"), 50);
+    assert_ne!(kernels_in_the_file_alone(&c.join("t.sqlite")), 50, "the file holds a torn state");
+    let needles = [
+        "`t.sqlite` has a hot rollback journal beside it (`t.sqlite-journal`",
+        "a write to it was interrupted or is under way",
+        "roll the journal back",
+    ];
+    let mut first = String::new();
+    for args in every_command("t.sqlite") {
+        let stderr = refused(c, &args, &needles);
+        if first.is_empty() {
+            let len = std::fs::metadata(c.join("t.sqlite-journal")).unwrap().len();
+            first = stderr.replace(&len.to_string(), "[N]");
+        }
+    }
+    insta::assert_snapshot!("hot-journal", first);
+
+    // What the hint says: a SQLite reader rolls the journal back; then the file is the state.
+    let conn = rusqlite::Connection::open(c.join("t.sqlite")).unwrap();
+    conn.execute_batch("PRAGMA quick_check").unwrap();
+    drop(conn);
+    assert!(!c.join("t.sqlite-journal").exists());
+    assert_eq!(kernels_reported(c, "t.sqlite"), 50);
+
+    // Journals that are not hot: empty (journal_mode=TRUNCATE) or with a zeroed header
+    // (journal_mode=PERSIST). SQLite ignores both, and so does verdict.
+    std::fs::write(c.join("t.sqlite-journal"), b"").unwrap();
+    assert_eq!(kernels_reported(c, "t.sqlite"), 50);
+    std::fs::write(c.join("t.sqlite-journal"), [0u8; 512]).unwrap();
+    assert_eq!(kernels_reported(c, "t.sqlite"), 50);
+}

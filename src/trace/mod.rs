@@ -3,6 +3,10 @@
 //! Owns opening (read-only, immutable: no journal, lock or index is ever written beside the
 //! file), the schema probe, the inventory of devices and streams, and the one columnar scan of
 //! the kernel table that every analysis of a command shares. It computes no metric.
+//!
+//! Immutable mode reads the file alone, so a trace whose committed state is not the file alone
+//! (a write-ahead log or a hot rollback journal beside it) is refused rather than read in a
+//! state no other SQLite reader sees.
 
 pub mod copies;
 mod kernels;
@@ -47,6 +51,32 @@ pub enum TraceError {
         expected: u64,
         /// Bytes on disk.
         actual: u64,
+    },
+    /// A non-empty write-ahead log lies beside the file: SQLite readers see its changes, the
+    /// file alone does not hold them.
+    #[error(
+        "`{path}` has a write-ahead log beside it (`{wal}`, {bytes} bytes) whose changes are not in the file"
+    )]
+    Wal {
+        /// The trace.
+        path: PathBuf,
+        /// The `-wal` file.
+        wal: PathBuf,
+        /// Its size.
+        bytes: u64,
+    },
+    /// A hot rollback journal lies beside the file: a write was interrupted (or is under way)
+    /// and SQLite readers would roll the file back first.
+    #[error(
+        "`{path}` has a hot rollback journal beside it (`{journal}`, {bytes} bytes): a write to it was interrupted or is under way"
+    )]
+    HotJournal {
+        /// The trace.
+        path: PathBuf,
+        /// The `-journal` file.
+        journal: PathBuf,
+        /// Its size.
+        bytes: u64,
     },
     /// SQLite reports corruption.
     #[error("the database is corrupt ({0})")]
@@ -118,6 +148,16 @@ impl TraceError {
             TraceError::BadValue { .. } => {
                 "nsys writes an integer there; the file was altered or written by another tool: re-export it with `nsys export --type sqlite`".into()
             }
+            TraceError::Wal { path, .. } => format!(
+                "checkpoint it into the file with `sqlite3 {} 'PRAGMA wal_checkpoint(TRUNCATE)'`, or copy the database with `sqlite3 {} '.backup COPY.sqlite'` and pass the copy; the trace is read as the file alone, which is not what SQLite readers see",
+                path.display(),
+                path.display()
+            ),
+            TraceError::HotJournal { path, .. } => format!(
+                "once no program writes it, let SQLite roll the journal back with `sqlite3 {} 'PRAGMA quick_check'`, or copy the database with `sqlite3 {} '.backup COPY.sqlite'` and pass the copy; the trace is read as the file alone, which is not what SQLite readers see",
+                path.display(),
+                path.display()
+            ),
             _ => return None,
         })
     }
@@ -142,6 +182,7 @@ impl Trace {
     /// Opens a trace read-only and probes its schema.
     pub fn open(path: &Path) -> Result<Trace, TraceError> {
         check_file(path)?;
+        check_side_files(path)?;
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
             | OpenFlags::SQLITE_OPEN_URI
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
@@ -360,6 +401,41 @@ fn check_file(path: &Path) -> Result<(), TraceError> {
         let expected = pages * page_size;
         if meta.len() < expected {
             return Err(TraceError::Truncated { path: path.into(), expected, actual: meta.len() });
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a trace whose committed state is not the file alone. SQLite readers apply a
+/// non-empty `TRACE-wal` and roll back a hot `TRACE-journal` (one that exists, is not empty and
+/// whose header is not zeroed: SQLite's `hasHotJournal` rule) before they read; opened
+/// immutable, the file would be read without them, in a state no other reader sees. A journal
+/// that belongs to a write under way is refused too (without locks it cannot be told from an
+/// interrupted one), and so is a journal whose super-journal is gone, which SQLite would
+/// ignore: a refusal with a hint, never a different state.
+fn check_side_files(path: &Path) -> Result<(), TraceError> {
+    let beside = |suffix: &str| {
+        let mut p = path.as_os_str().to_owned();
+        p.push(suffix);
+        PathBuf::from(p)
+    };
+    let wal = beside("-wal");
+    if let Ok(m) = std::fs::metadata(&wal)
+        && m.is_file()
+        && m.len() > 0
+    {
+        return Err(TraceError::Wal { path: path.into(), wal, bytes: m.len() });
+    }
+    let journal = beside("-journal");
+    if let Ok(m) = std::fs::metadata(&journal)
+        && m.is_file()
+        && m.len() > 0
+    {
+        let mut first = [0u8; 1];
+        read_up_to(&mut File::open(&journal)?, &mut first)?;
+        // journal_mode=PERSIST zeroes the header of a finished journal and leaves the file.
+        if first[0] != 0 {
+            return Err(TraceError::HotJournal { path: path.into(), journal, bytes: m.len() });
         }
     }
     Ok(())
