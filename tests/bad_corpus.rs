@@ -617,3 +617,38 @@ fn hot_journal() {
     std::fs::write(c.join("t.sqlite-journal"), [0u8; 512]).unwrap();
     assert_eq!(kernels_reported(c, "t.sqlite"), 50);
 }
+
+#[test]
+fn gpu_table_with_device_id() {
+    let sql = std::fs::read_to_string(bad("traces/gpu-device-id.sql")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    create(&d.join("t.sqlite")).execute_batch(&sql).unwrap();
+    for args in every_command("t.sqlite") {
+        let run = run_at(d, &args);
+        assert_eq!(run.code, Some(0), "{args:?}:\n{}", run.stderr);
+    }
+    let inspect = util::run_json_in(Some(d), &["inspect", "t.sqlite", "--json"]);
+    let text = inspect.to_string();
+    let listed: Vec<i64> = inspect["values"]["listed_gpus"]
+        .as_array()
+        .unwrap_or_else(|| panic!("listed_gpus in {text}"))
+        .iter()
+        .map(|g| g["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(listed, [0, 1]);
+    assert_eq!(inspect["values"]["listed_without_kernels"], serde_json::json!([1]));
+    let overlap =
+        util::run_json_in(Some(d), &["query", "overlap", "t.sqlite", "--all-devices", "--json"]);
+    assert_eq!(overlap["scope"]["missing_devices"], serde_json::json!([1]));
+
+    // With neither `id` nor `deviceId` the GPU list is left out, and the coverage says so.
+    let conn = create(&d.join("t.sqlite"));
+    conn.execute_batch("ALTER TABLE TARGET_INFO_GPU RENAME COLUMN deviceId TO gpu").unwrap();
+    drop(conn);
+    let inspect = util::run_json_in(Some(d), &["inspect", "t.sqlite", "--json"]);
+    assert_eq!(inspect["values"]["listed_gpus"], Value::Null);
+    let notes: Vec<&str> =
+        inspect["notes"].as_array().unwrap().iter().map(|n| n["key"].as_str().unwrap()).collect();
+    assert!(notes.contains(&"note.no_gpu_table"), "{notes:?}");
+}

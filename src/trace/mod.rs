@@ -250,18 +250,37 @@ impl Trace {
     }
 
     fn listed_gpus(&self) -> Result<Option<Vec<ListedGpu>>, TraceError> {
-        if !self.schema.has_table(names::TARGET_INFO_GPU) {
+        let table = names::TARGET_INFO_GPU;
+        // Current exports name the GPU id `id`; 2020-era ones `deviceId`. A table with neither
+        // lists no GPU: reported as absent (coverage notes it), never as an error that would
+        // stop the kernels from being read.
+        let Some(id_col) = [names::gpu::ID, names::gpu::DEVICE_ID]
+            .into_iter()
+            .find(|c| self.schema.has_column(table, c))
+        else {
             return Ok(None);
-        }
+        };
         let name_col =
-            if self.schema.has_column(names::TARGET_INFO_GPU, "name") { "name" } else { "NULL" };
-        let sql = format!("SELECT id, {name_col} FROM {} ORDER BY id", names::TARGET_INFO_GPU);
+            if self.schema.has_column(table, names::gpu::NAME) { "name" } else { "NULL" };
+        let sql = format!(
+            "SELECT {id}, {name_col} FROM {table} ORDER BY {id}",
+            id = quote_ident(id_col),
+            table = quote_ident(table)
+        );
         let mut stmt = self.conn.prepare(&sql).map_err(TraceError::from_sqlite)?;
-        let rows = stmt
-            .query_map([], |r| Ok(ListedGpu { id: r.get(0)?, name: r.get(1)? }))
-            .map_err(TraceError::from_sqlite)?;
-        let mut out: Vec<ListedGpu> =
-            rows.collect::<Result<_, _>>().map_err(TraceError::from_sqlite)?;
+        let bad = |column: &str, e: rusqlite::Error| TraceError::BadValue {
+            table: table.into(),
+            column: column.into(),
+            detail: e.to_string(),
+        };
+        let mut rows = stmt.query([]).map_err(TraceError::from_sqlite)?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next().map_err(TraceError::from_sqlite)? {
+            out.push(ListedGpu {
+                id: r.get(0).map_err(|e| bad(id_col, e))?,
+                name: r.get(1).map_err(|e| bad(names::gpu::NAME, e))?,
+            });
+        }
         out.dedup_by_key(|g| g.id);
         Ok(Some(out))
     }
