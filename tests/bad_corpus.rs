@@ -652,3 +652,64 @@ fn gpu_table_with_device_id() {
         inspect["notes"].as_array().unwrap().iter().map(|n| n["key"].as_str().unwrap()).collect();
     assert!(notes.contains(&"note.no_gpu_table"), "{notes:?}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Timestamps and sums of nanoseconds: an error naming what, never a wrapped total.
+
+/// A trace in `dir` built from a corpus `.sql` file.
+fn trace_from(dir: &Path, rel: &str) -> PathBuf {
+    let path = dir.join("t.sqlite");
+    create(&path).execute_batch(&std::fs::read_to_string(bad(rel)).unwrap()).unwrap();
+    path
+}
+
+#[test]
+fn kernel_extreme_timestamps() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let path = trace_from(d, "traces/kernel-extreme-timestamps.sql");
+    let needle = "`CUPTI_ACTIVITY_KIND_KERNEL.start` holds -9223372036854775807 ns, outside ±4,611,686,018,427,387,904 ns (2^62)";
+    let mut first = String::new();
+    for args in every_command("t.sqlite").into_iter().chain([vec!["query", "nvtx", "t.sqlite"]]) {
+        let stderr = refused(d, &args, &[needle, "re-export it"]);
+        if first.is_empty() {
+            first = stderr;
+        }
+    }
+    insta::assert_snapshot!("kernel-extreme-timestamps", first);
+
+    // The same bound on the other tables with timestamps, each named.
+    let conn = create(&path);
+    conn.execute_batch(
+        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 3000, \"end\" = 4000 WHERE start < 0;
+         CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER NOT NULL, \"end\" INTEGER NOT NULL,
+             deviceId INTEGER NOT NULL, streamId INTEGER NOT NULL, bytes INTEGER NOT NULL,
+             copyKind INTEGER NOT NULL);
+         INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (1000, 9223372036854775807, 0, 7, 64, 1);",
+    )
+    .unwrap();
+    refused(
+        d,
+        &["query", "copies", "t.sqlite", "--all-devices"],
+        &["`CUPTI_ACTIVITY_KIND_MEMCPY.end` holds 9223372036854775807 ns"],
+    );
+    conn.execute_batch(
+        "DROP TABLE CUPTI_ACTIVITY_KIND_MEMCPY;
+         CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, \"end\" INTEGER, eventType INTEGER NOT NULL,
+             text TEXT, globalTid INTEGER, domainId INTEGER);
+         INSERT INTO NVTX_EVENTS VALUES (-4611686018427387904, 2000, 59, 'step', 1, 0);",
+    )
+    .unwrap();
+    drop(conn);
+    refused(
+        d,
+        &["query", "nvtx", "t.sqlite"],
+        &["`NVTX_EVENTS.start` holds -4611686018427387904 ns"],
+    );
+    // One nanosecond inside the bound is read.
+    let conn = create(&path);
+    conn.execute_batch("UPDATE NVTX_EVENTS SET start = -4611686018427387903").unwrap();
+    drop(conn);
+    let nvtx = util::run_json_in(Some(d), &["query", "nvtx", "t.sqlite", "--json"]);
+    assert_eq!(nvtx["analysis"], "nvtx");
+}

@@ -105,6 +105,18 @@ pub enum TraceError {
         /// What was found.
         detail: String,
     },
+    /// A timestamp outside ±[`MAX_TIMESTAMP_NS`].
+    #[error(
+        "`{table}.{column}` holds {ns} ns, outside ±4,611,686,018,427,387,904 ns (2^62), the range durations are computed in"
+    )]
+    OutOfRange {
+        /// The table.
+        table: String,
+        /// The column.
+        column: String,
+        /// The value.
+        ns: i64,
+    },
     /// Any other SQLite error.
     #[error("sqlite error ({0})")]
     Sqlite(String),
@@ -148,6 +160,9 @@ impl TraceError {
             TraceError::BadValue { .. } => {
                 "nsys writes an integer there; the file was altered or written by another tool: re-export it with `nsys export --type sqlite`".into()
             }
+            TraceError::OutOfRange { .. } => {
+                "nsys writes ns since the capture started (or since 1970 with `--ts-normalize`), far inside this range: the file was altered or written by another tool; re-export it with `nsys export --type sqlite`".into()
+            }
             TraceError::Wal { path, .. } => format!(
                 "checkpoint it into the file with `sqlite3 {} 'PRAGMA wal_checkpoint(TRUNCATE)'`, or copy the database with `sqlite3 {} '.backup COPY.sqlite'` and pass the copy; the trace is read as the file alone, which is not what SQLite readers see",
                 path.display(),
@@ -177,6 +192,22 @@ impl std::fmt::Debug for Trace {
 }
 
 const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
+
+/// The largest magnitude of a timestamp the tool reads, in ns: 2^62, about 146 years either
+/// side of the clock's zero (nsys writes ns since the session start, or UTC-epoch ns, about
+/// 1.8e18 in 2026). Within it the difference of any two timestamps fits an i64, so every
+/// duration, span and union length is exact; a timestamp outside is a bad value, never
+/// wrapped or clamped.
+pub const MAX_TIMESTAMP_NS: i64 = 1 << 62;
+
+/// Checks that a timestamp read from `table.column` lies strictly within
+/// ±[`MAX_TIMESTAMP_NS`].
+pub(crate) fn check_timestamp(table: &str, column: &str, ns: i64) -> Result<i64, TraceError> {
+    if ns.unsigned_abs() < MAX_TIMESTAMP_NS.unsigned_abs() {
+        return Ok(ns);
+    }
+    Err(TraceError::OutOfRange { table: table.into(), column: column.into(), ns })
+}
 
 impl Trace {
     /// Opens a trace read-only and probes its schema.
@@ -499,4 +530,26 @@ pub fn sha256_file(path: &Path) -> io::Result<String> {
         hasher.update(&buf[..n]);
     }
     Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_timestamp_bound_is_what_its_message_says() {
+        assert_eq!(MAX_TIMESTAMP_NS, 4_611_686_018_427_387_904);
+        let e = check_timestamp("T", "start", MAX_TIMESTAMP_NS).unwrap_err();
+        assert!(e.to_string().contains(&format!(
+            "outside ±{} ns (2^62)",
+            crate::units::thousands(MAX_TIMESTAMP_NS.into())
+        )));
+        assert!(check_timestamp("T", "start", -MAX_TIMESTAMP_NS).is_err());
+        assert!(check_timestamp("T", "start", i64::MIN).is_err());
+        // Inside the bound, the difference of any two timestamps fits an i64.
+        let (lo, hi) = (-MAX_TIMESTAMP_NS + 1, MAX_TIMESTAMP_NS - 1);
+        assert_eq!(check_timestamp("T", "start", lo).unwrap(), lo);
+        assert_eq!(check_timestamp("T", "end", hi).unwrap(), hi);
+        assert!(hi.checked_sub(lo).is_some() && lo.checked_sub(hi).is_some());
+    }
 }
