@@ -713,3 +713,59 @@ fn kernel_extreme_timestamps() {
     let nvtx = util::run_json_in(Some(d), &["query", "nvtx", "t.sqlite", "--json"]);
     assert_eq!(nvtx["analysis"], "nvtx");
 }
+
+#[test]
+fn kernel_time_overflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    trace_from(d, "traces/kernel-time-overflow.sql");
+    let long = 2 * 4_611_686_018_427_387_903_i64;
+    assert!(long.checked_add(long).is_none(), "two of them overflow i64");
+    let mut all = String::new();
+    for (args, what) in [
+        (vec!["query", "kernels", "t.sqlite", "--json"], "the kernel time of the matching kernels"),
+        (
+            vec!["query", "kernels", "t.sqlite", "--device", "1"],
+            "the kernel time of the matching kernels",
+        ),
+        (vec!["query", "nccl-skew", "t.sqlite", "--json"], "the NCCL kernel time"),
+        (vec!["query", "nvtx", "t.sqlite"], "the sum of kernel durations"),
+    ] {
+        let stderr =
+            refused(d, &args, &[&format!("{what} overflows 64-bit nanoseconds"), "re-export"]);
+        all += &stderr;
+    }
+    insta::assert_snapshot!("kernel-time-overflow", all);
+
+    // Wall time is a union: it fits, and matches a sweep over the rows.
+    let conn = util::open_ro(&d.join("t.sqlite"));
+    let overlap =
+        util::run_json_in(Some(d), &["query", "overlap", "t.sqlite", "--all-devices", "--json"]);
+    for row in overlap["rows"].as_array().unwrap() {
+        let device = util::int(row, "device");
+        let mut stmt = conn
+            .prepare(
+                "SELECT k.start, k.\"end\", s.value LIKE '%nccl%' FROM CUPTI_ACTIVITY_KIND_KERNEL k
+                 JOIN StringIds s ON s.id = k.shortName WHERE k.deviceId = ?1",
+            )
+            .unwrap();
+        let rows: Vec<(i64, i64, bool)> = stmt
+            .query_map([device], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let (compute_only, nccl_only, both) = util::sweep(&rows);
+        let span =
+            rows.iter().map(|r| r.1).max().unwrap() - rows.iter().map(|r| r.0).min().unwrap();
+        assert_eq!(span, long);
+        assert_eq!(util::int(row, "total_ns"), span, "device {device}");
+        assert_eq!(util::int(row, "compute_only_ns"), compute_only, "device {device}");
+        assert_eq!(util::int(row, "nccl_only_ns"), nccl_only, "device {device}");
+        assert_eq!(util::int(row, "overlap_ns"), both, "device {device}");
+        assert_eq!(
+            util::int(row, "idle_ns"),
+            span - compute_only - nccl_only - both,
+            "device {device}"
+        );
+    }
+}
