@@ -769,3 +769,46 @@ fn kernel_time_overflow() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn every_corpus_file_is_tested_and_listed() {
+    // Each file is run by the test of its name (underscores for dashes) and has its row in
+    // the corpus README.
+    let root = manifest_dir().join("fixtures/bad");
+    let mut files = Vec::new();
+    for sub in ["claims", "traces"] {
+        for e in std::fs::read_dir(root.join(sub)).unwrap() {
+            files.push(format!("{sub}/{}", e.unwrap().file_name().to_string_lossy()));
+        }
+    }
+    files.sort();
+    assert_eq!(
+        files,
+        [
+            "claims/between-reversed.yaml",
+            "claims/condition-extreme-bounds.yaml",
+            "claims/empty-trace-path.yaml",
+            "claims/formula-many-terms.yaml",
+            "claims/formula-minus-signs.yaml",
+            "claims/formula-nested-parentheses.yaml",
+            "claims/negative-tolerance.yaml",
+            "claims/self-reference.yaml",
+            "traces/gpu-device-id.sql",
+            "traces/hot-journal.sql",
+            "traces/kernel-extreme-timestamps.sql",
+            "traces/kernel-time-overflow.sql",
+            "traces/uncheckpointed-wal.sql",
+        ]
+    );
+    let this = std::fs::read_to_string(manifest_dir().join("tests/bad_corpus.rs")).unwrap();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    for f in &files {
+        let stem = Path::new(f).file_stem().unwrap().to_string_lossy().replace('-', "_");
+        let test = if stem == "gpu_device_id" { "gpu_table_with_device_id".into() } else { stem };
+        assert!(this.contains(&format!("fn {test}()")), "{f}: a test `{test}`");
+        assert!(this.contains(&format!("\"{f}\"")), "{f}: the test reads it");
+        assert!(readme.contains(&format!("| `{f}` |")), "{f}: a row in fixtures/bad/README.md");
+    }
+}
