@@ -712,6 +712,20 @@ fn kernel_extreme_timestamps() {
     drop(conn);
     let nvtx = util::run_json_in(Some(d), &["query", "nvtx", "t.sqlite", "--json"]);
     assert_eq!(nvtx["analysis"], "nvtx");
+    // A row outside the window is not read, but the largest timestamp closes unterminated
+    // ranges: it is checked too.
+    let conn = create(&path);
+    conn.execute_batch(
+        "INSERT INTO NVTX_EVENTS VALUES (1500, NULL, 59, 'open', 1, 0),
+             (9223372036854775807, NULL, 59, 'late', 1, 0);",
+    )
+    .unwrap();
+    drop(conn);
+    refused(
+        d,
+        &["query", "nvtx", "t.sqlite", "--window", "0:0.000005"],
+        &["`NVTX_EVENTS.start` holds 9223372036854775807 ns"],
+    );
 }
 
 #[test]

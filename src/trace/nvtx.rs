@@ -434,11 +434,13 @@ fn max_timestamp(trace: &Trace) -> Result<i64, TraceError> {
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .map_err(TraceError::from_sqlite)?;
-    s.max(e).ok_or_else(|| TraceError::BadValue {
+    let last = s.max(e).ok_or_else(|| TraceError::BadValue {
         table: names::NVTX_EVENTS.into(),
         column: n::START.into(),
         detail: "no timestamp to close unterminated ranges at".into(),
-    })
+    })?;
+    // Read over every row, including those outside the bounds that the scan checked.
+    check_timestamp(names::NVTX_EVENTS, if e >= s { n::END } else { n::START }, last)
 }
 
 fn unnamed(id: Option<i64>, process: Option<i64>) -> Domain {
