@@ -18,17 +18,19 @@ pub fn thousands(v: i128) -> String {
 }
 
 /// Formats `num / den` with `places` decimals, rounding half away from zero, with thousands
-/// separators. `None` when `den` is zero.
+/// separators. `None` when `den` is zero or the scaled value does not fit 128 bits.
 pub fn decimal(num: i128, den: i128, places: u32) -> Option<String> {
     if den == 0 {
         return None;
     }
-    let (num, den) = if den < 0 { (-num, -den) } else { (num, den) };
-    let scale = 10_i128.pow(places);
-    let scaled = num.checked_mul(scale)?;
-    let q = (scaled.abs() * 2 + den) / (2 * den);
-    let neg = scaled < 0 && q != 0;
-    let int = q / scale;
+    // Magnitudes in u128, so that no sign flip or rounding step can overflow.
+    let neg_value = (num < 0) != (den < 0);
+    let scale = 10_u128.checked_pow(places)?;
+    let (n, d) = (num.unsigned_abs().checked_mul(scale)?, den.unsigned_abs());
+    let (q, r) = (n / d, n % d);
+    let q = if r >= d - r { q.checked_add(1)? } else { q };
+    let neg = neg_value && q != 0;
+    let int = i128::try_from(q / scale).ok()?;
     let frac = q % scale;
     let mut s = thousands(int);
     if places > 0 {
@@ -70,7 +72,7 @@ pub fn us(ns: i64) -> String {
 
 /// A ratio as a percentage with one decimal: `(1094740000, 6155750000)` -> `17.8%`.
 pub fn percent(num: i128, den: i128) -> Option<String> {
-    decimal(num * 100, den, 1).map(|s| format!("{s}%"))
+    decimal(num.checked_mul(100)?, den, 1).map(|s| format!("{s}%"))
 }
 
 /// A ratio with three decimals: `(1, 822/1000)` -> `1.217`.
@@ -126,6 +128,14 @@ mod tests {
         assert_eq!(decimal(-4, 1000, 2).unwrap(), "0.00");
         assert_eq!(decimal(1, 3, 0).unwrap(), "0");
         assert!(percent(1, 0).is_none());
+        // At the ends of the range: exact, or None, never a wrapped or panicking value.
+        assert_eq!(decimal(i128::MAX, 1, 0).unwrap(), thousands(i128::MAX));
+        assert_eq!(decimal(i128::MAX, -1, 0).unwrap(), format!("-{}", thousands(i128::MAX)));
+        assert!(decimal(i128::MAX, 1, 2).is_none());
+        assert!(decimal(i128::MIN, -1, 0).is_none());
+        assert_eq!(decimal(i128::MIN, i128::MIN, 0).unwrap(), "1");
+        assert_eq!(decimal(1, i128::MAX, 3).unwrap(), "0.000");
+        assert!(percent(i128::MAX, 1).is_none());
     }
 
     #[test]

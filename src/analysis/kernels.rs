@@ -94,13 +94,15 @@ struct Group {
     per_device: BTreeMap<i64, i64>,
 }
 
-fn stats(g: &Group) -> serde_json::Map<String, Value> {
+/// The statistics of a group, with its total for sorting; `what` names the group in the error
+/// of a total that does not fit 64 bits.
+fn stats(g: &Group, what: &str) -> Result<(serde_json::Map<String, Value>, i64), QueryError> {
     let mut d = g.durations.clone();
     d.sort_unstable();
     let (min, median, _, max) = quantiles(&d);
-    let total: i64 = d.iter().sum();
+    let total = super::checked_sum(d.iter().copied(), what)?;
     let count = d.len() as i64;
-    obj([
+    let values = obj([
         ("count", json!(count)),
         ("total_ns", json!(total)),
         ("mean_ns", json!(if count > 0 { total / count } else { 0 })),
@@ -113,7 +115,8 @@ fn stats(g: &Group) -> serde_json::Map<String, Value> {
                 g.per_device.iter().map(|(k, v)| (k.to_string(), *v)).collect::<BTreeMap<_, _>>()
             ),
         ),
-    ])
+    ]);
+    Ok((values, total))
 }
 
 /// Runs the analysis.
@@ -139,10 +142,17 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
             *all.per_device.entry(d).or_default() += 1;
         }
     }
+    // All the matching kernels first: when a name's total overflows, so does this one, and the
+    // error names the same sum whatever the order of the names.
+    let (mut values, _) = stats(&all, "kernel time of the matching kernels")?;
     let mut named: Vec<(&str, serde_json::Map<String, Value>, i64)> = groups
         .iter()
-        .map(|(id, g)| (k.name_text(*id), stats(g), g.durations.iter().sum::<i64>()))
-        .collect();
+        .map(|(id, g)| {
+            let name = k.name_text(*id);
+            let (s, total) = stats(g, &format!("kernel time of `{name}`"))?;
+            Ok((name, s, total))
+        })
+        .collect::<Result<_, QueryError>>()?;
     named.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(b.0)));
     let total_names = named.len();
 
@@ -153,7 +163,6 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
         "match".into(),
         params.filter.as_ref().map_or(Value::Null, |f| json!(f.describe())),
     );
-    let mut values = stats(&all);
     values.insert("names".into(), json!(total_names));
     values.insert("devices_with_match".into(), json!(all.per_device.len()));
     ev.values = Some(values);

@@ -82,6 +82,26 @@ pub enum QueryError {
     },
 }
 
+/// What to do about a sum of nanoseconds that does not fit 64 bits.
+pub(crate) const OVERFLOW_HINT: &str = "the durations add up to more than 292 years, far beyond what nsys records: the trace was altered or written by another tool; re-export it with `nsys export --type sqlite`";
+
+/// The sum of `values`, checked: a total past `i64::MAX` is a failure naming `what`, never a
+/// wrapped (negative) or clamped number.
+pub(crate) fn checked_sum(
+    values: impl IntoIterator<Item = i64>,
+    what: &str,
+) -> Result<i64, QueryError> {
+    values.into_iter().try_fold(0i64, |acc, v| acc.checked_add(v)).ok_or_else(|| overflow(what))
+}
+
+/// The failure of a sum of nanoseconds that does not fit 64 bits.
+pub(crate) fn overflow(what: &str) -> QueryError {
+    QueryError::Failed {
+        reason: format!("the {what} overflows 64-bit nanoseconds"),
+        hint: OVERFLOW_HINT.into(),
+    }
+}
+
 impl QueryError {
     /// A hint on what to do about it.
     pub fn hint(&self) -> Option<String> {

@@ -157,7 +157,7 @@ pub struct Skew {
 }
 
 /// Matches the k-th NCCL kernels of every rank.
-pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Skew {
+pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, QueryError> {
     let k = &ctx.kernels;
     let per_rank: Vec<Vec<usize>> = ranks
         .iter()
@@ -189,10 +189,15 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Skew {
         let rows: Vec<usize> = per_rank.iter().map(|v| v[j]).collect();
         let durs: Vec<i64> = rows.iter().map(|&i| k.end[i] - k.start[i]).collect();
         let transfer = durs.iter().copied().min().unwrap_or(0);
-        for (r, d) in durs.iter().enumerate() {
-            out.nccl += d;
-            out.wait += d - transfer;
-            out.rank_wait[r] += d - transfer;
+        for (r, &d) in durs.iter().enumerate() {
+            // Each duration and wait fits (timestamps are bounded when read); their sums are
+            // checked.
+            let add = |acc: i64, x: i64, what: &str| {
+                acc.checked_add(x).ok_or_else(|| super::overflow(what))
+            };
+            out.nccl = add(out.nccl, d, "NCCL kernel time")?;
+            out.wait = add(out.wait, d - transfer, "NCCL wait time")?;
+            out.rank_wait[r] = add(out.rank_wait[r], d - transfer, "NCCL wait time of a rank")?;
         }
         let starts = rows.iter().map(|&i| k.start[i]);
         let ends = rows.iter().map(|&i| k.end[i]);
@@ -213,14 +218,14 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Skew {
             out.name_mismatches += 1;
         }
     }
-    out
+    Ok(out)
 }
 
 /// Runs the analysis.
 pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     let ranks = ctx.resolve_devices(&params.devices)?;
     ctx.check_window(params.window, &ranks)?;
-    let s = compute(ctx, &ranks, params);
+    let s = compute(ctx, &ranks, params)?;
     let mut ev = ctx.evidence(&SPEC, params, ranks.clone());
     ev.scope.streams = params.stream.map(|s| vec![s]);
     ev.parameters.insert("stream".into(), params.stream.map_or(Value::Null, |s| json!(s)));
@@ -429,7 +434,7 @@ mod tests {
         ]));
         let mut p = Params::new(DeviceSel::All);
         p.stream = Some(56);
-        let s = compute(&ctx, &[1, 2, 3], &p);
+        let s = compute(&ctx, &[1, 2, 3], &p).unwrap();
         assert_eq!(s.matched, 2);
         assert_eq!(s.counts, vec![2, 2, 3]);
         assert_eq!(s.nccl, 900 + 600 + 300 + 500 + 510 + 400);

@@ -57,7 +57,7 @@ impl NvtxError {
             NvtxError::BadRegex { .. } => {
                 "the pattern uses Rust regex syntax; escape special characters, or match a plain substring".into()
             }
-            NvtxError::Overflow { .. } => return None,
+            NvtxError::Overflow { .. } => super::OVERFLOW_HINT.into(),
         })
     }
 }

@@ -165,7 +165,9 @@ pub fn breakdown(ctx: &Context, device: i64, params: &Params) -> Breakdown {
         compute_only: cl - overlap,
         nccl_only: nl - overlap,
         overlap,
-        idle: total - (cl + nl - overlap),
+        // |C ∪ N| as |C| + |N \ C|: both parts and their sum lie within the span, whereas
+        // |C| + |N| may not fit 64 bits.
+        idle: total - (cl + (nl - overlap)),
         total,
         compute_kernels,
         nccl_kernels,

@@ -187,6 +187,12 @@ impl Quantity {
     }
 }
 
+/// The interval `[value - tolerance, value + tolerance]` of an `approx` condition, exactly;
+/// None when a bound does not fit exact arithmetic (validation refuses such a condition).
+pub fn approx_bounds(value: &Quantity, tolerance: &Quantity) -> Option<(Rational, Rational)> {
+    Some((value.value.checked_sub(tolerance.value)?, value.value.checked_add(tolerance.value)?))
+}
+
 /// What a claim speaks about, for gates R1-R4.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct About {
@@ -568,6 +574,16 @@ pub struct ClaimsError {
 
 impl fmt::Display for ClaimsError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let [p] = self.problems.as_slice()
+            && p.line == 0
+        {
+            // The file itself cannot be read: one line that names it, then the hint.
+            f.write_str(&p.message)?;
+            if let Some(h) = &p.hint {
+                write!(f, "\n  hint: {h}")?;
+            }
+            return Ok(());
+        }
         let n = self.problems.len();
         write!(f, "{} problem{} in `{}`", n, if n == 1 { "" } else { "s" }, self.file)?;
         for p in &self.problems {

@@ -131,6 +131,32 @@ impl Checker {
     }
 }
 
+/// A formula for an error message: in backticks, cut after 60 characters so that a formula
+/// refused for its length does not flood the terminal.
+fn shown_formula(text: &str) -> String {
+    const SHOWN: usize = 60;
+    match text.char_indices().nth(SHOWN) {
+        None => format!("`{text}`"),
+        Some((cut, _)) => {
+            format!("`{}…` ({} characters)", &text[..cut], text.chars().count())
+        }
+    }
+}
+
+/// What to do about a formula that does not parse.
+fn formula_hint(e: &crate::formula::ParseError) -> String {
+    use crate::formula::{MAX_FORMULA_CHARS, MAX_NESTING, MAX_OPERANDS};
+    if e.message.contains("(the limit)") {
+        format!(
+            "a formula holds at most {} characters and {MAX_OPERANDS} numbers and names, nested at most {MAX_NESTING} deep; split it into arithmetic parts that name each other",
+            crate::units::thousands(MAX_FORMULA_CHARS as i128)
+        )
+    } else {
+        "write names, numbers, + - * / and parentheses, with spaces around `-` (docs/claims.md)"
+            .to_string()
+    }
+}
+
 /// Validates the raw file; `path` locates relative trace paths.
 pub fn validate(raw: RawClaimFile, path: &Path) -> Result<ClaimSet, ClaimsError> {
     let file = path.display().to_string();
@@ -193,7 +219,13 @@ pub fn validate(raw: RawClaimFile, path: &Path) -> Result<ClaimSet, ClaimsError>
     let mut traces = Vec::new();
     for (name, t) in &raw.traces {
         let resolved = base.join(&t.path.value);
-        if !resolved.exists() {
+        if t.path.value.trim().is_empty() {
+            c.err(
+                at(&t.path),
+                format!("trace `{name}`: the path is empty"),
+                Some("give the `.sqlite` file's path, relative to the claims file's folder".into()),
+            );
+        } else if !resolved.exists() {
             c.err(
                 at(&t.path),
                 format!(
@@ -511,12 +543,12 @@ fn part(
             Err(e) => c.err(
                 at(f),
                 format!(
-                    "{what}: formula `{}`: {} (at character {})",
-                    f.value,
+                    "{what}: formula {}: {} (at character {})",
+                    shown_formula(&f.value),
                     e.message,
                     e.offset + 1
                 ),
-                None,
+                Some(formula_hint(&e)),
             ),
         }
     } else if kind == Kind::Arithmetic {
@@ -550,7 +582,15 @@ fn part(
         condition(c, cond, unit.unwrap_or(Unit::Count), &what)
     });
     for f in &rp.from {
-        if !part_names.contains(&f.value.as_str()) {
+        if f.value == *pid {
+            c.err(
+                at(f),
+                format!("{what}: `from` names the part itself"),
+                Some(
+                    "an interpretation reads other parts: name the observations it rests on".into(),
+                ),
+            );
+        } else if !part_names.contains(&f.value.as_str()) {
             c.err(
                 at(f),
                 format!("{what}: `from` names `{}`, which is not a part of this claim", f.value),
@@ -688,12 +728,12 @@ fn measurement(
             c.err(
                 at(m.value),
                 format!(
-                    "{what}: formula `{}`: {} (at character {})",
-                    m.value.value,
+                    "{what}: formula {}: {} (at character {})",
+                    shown_formula(&m.value.value),
                     e.message,
                     e.offset + 1
                 ),
-                None,
+                Some(formula_hint(&e)),
             );
             return None;
         }
@@ -852,7 +892,16 @@ fn condition(
             c.err(pos, format!("{what}: `between` takes two values [low, high]"), None);
             return None;
         }
-        Condition::Between(q(&b[0])?, q(&b[1])?)
+        let (lo, hi) = (q(&b[0])?, q(&b[1])?);
+        if lo.value.cmp_to(hi.value) == std::cmp::Ordering::Greater {
+            c.err(
+                pos,
+                format!("{what}: `between` bounds are reversed ({} is above {})", lo.text, hi.text),
+                Some(format!("write the lower bound first: between: [{}, {}]", hi.text, lo.text)),
+            );
+            return None;
+        }
+        Condition::Between(lo, hi)
     } else if let Some(x) = &r.at_least {
         Condition::AtLeast(q(x)?)
     } else if let Some(x) = &r.at_most {
@@ -862,7 +911,30 @@ fn condition(
     } else if let Some(x) = &r.below {
         Condition::Below(q(x)?)
     } else if let Some(a) = &r.approx {
-        Condition::Approx(q(&a.value)?, q(&a.tolerance)?)
+        let (value, tolerance) = (q(&a.value)?, q(&a.tolerance)?);
+        if tolerance.value.num < 0 {
+            c.err(
+                pos,
+                format!("{what}: `approx` tolerance `{}` is negative", tolerance.text),
+                Some(format!(
+                    "a tolerance is a distance either side of the value: write {}",
+                    tolerance.text.trim_start_matches(['-', ' '])
+                )),
+            );
+            return None;
+        }
+        if approx_bounds(&value, &tolerance).is_none() {
+            c.err(
+                pos,
+                format!(
+                    "{what}: `approx` {} ± {} is out of the exact range",
+                    value.text, tolerance.text
+                ),
+                Some("write the value and its tolerance with fewer digits".into()),
+            );
+            return None;
+        }
+        Condition::Approx(value, tolerance)
     } else if r.exists == Some(false) {
         c.err(
             pos,

@@ -13,7 +13,9 @@ use std::ops::Range;
 use serde::{Serialize, Serializer};
 
 use super::names::{self, copy as c, enums};
-use super::{KernelFilter, Requirement, TableRole, Trace, TraceError, quote_ident};
+use super::{
+    KernelFilter, Requirement, TableRole, Trace, TraceError, check_timestamp, quote_ident,
+};
 
 /// What a row of the memcpy or memset table did.
 ///
@@ -385,6 +387,8 @@ impl Copies {
         while let Some(row) = rows.next().map_err(TraceError::from_sqlite)? {
             let start: i64 = row.get(0).map_err(|e| bad(c::START, e.to_string()))?;
             let end: i64 = row.get(1).map_err(|e| bad(c::END, e.to_string()))?;
+            check_timestamp(table, c::START, start)?;
+            check_timestamp(table, c::END, end)?;
             let device: i64 = row.get(2).map_err(|e| bad(c::DEVICE, e.to_string()))?;
             let stream: i64 = row.get(3).map_err(|e| bad(c::STREAM, e.to_string()))?;
             let bytes: i64 = row.get(4).map_err(|e| bad(c::BYTES, e.to_string()))?;

@@ -13,7 +13,9 @@ use serde::Serialize;
 
 use super::names::{self, kernel as k};
 use super::nvtx::{LaunchKey, LaunchKeys, process_of};
-use super::{DeviceInventory, Requirement, TableRole, Trace, TraceError, quote_ident};
+use super::{
+    DeviceInventory, Requirement, TableRole, Trace, TraceError, check_timestamp, quote_ident,
+};
 use std::collections::BTreeMap;
 
 /// Which kernel name to group and match by.
@@ -163,6 +165,8 @@ impl Kernels {
         while let Some(row) = rows.next().map_err(TraceError::from_sqlite)? {
             let start: i64 = row.get(0).map_err(|e| bad(k::START, e))?;
             let end: i64 = row.get(1).map_err(|e| bad(k::END, e))?;
+            check_timestamp(&table, k::START, start)?;
+            check_timestamp(&table, k::END, end)?;
             let device: i64 = row.get(2).map_err(|e| bad(k::DEVICE, e))?;
             let stream: i64 = row.get(3).map_err(|e| bad(k::STREAM, e))?;
             seen += 1;

@@ -3,6 +3,10 @@
 //! Owns opening (read-only, immutable: no journal, lock or index is ever written beside the
 //! file), the schema probe, the inventory of devices and streams, and the one columnar scan of
 //! the kernel table that every analysis of a command shares. It computes no metric.
+//!
+//! Immutable mode reads the file alone, so a trace whose committed state is not the file alone
+//! (a write-ahead log or a hot rollback journal beside it) is refused rather than read in a
+//! state no other SQLite reader sees.
 
 pub mod copies;
 mod kernels;
@@ -48,6 +52,32 @@ pub enum TraceError {
         /// Bytes on disk.
         actual: u64,
     },
+    /// A non-empty write-ahead log lies beside the file: SQLite readers see its changes, the
+    /// file alone does not hold them.
+    #[error(
+        "`{path}` has a write-ahead log beside it (`{wal}`, {bytes} bytes) whose changes are not in the file"
+    )]
+    Wal {
+        /// The trace.
+        path: PathBuf,
+        /// The `-wal` file.
+        wal: PathBuf,
+        /// Its size.
+        bytes: u64,
+    },
+    /// A hot rollback journal lies beside the file: a write was interrupted (or is under way)
+    /// and SQLite readers would roll the file back first.
+    #[error(
+        "`{path}` has a hot rollback journal beside it (`{journal}`, {bytes} bytes): a write to it was interrupted or is under way"
+    )]
+    HotJournal {
+        /// The trace.
+        path: PathBuf,
+        /// The `-journal` file.
+        journal: PathBuf,
+        /// Its size.
+        bytes: u64,
+    },
     /// SQLite reports corruption.
     #[error("the database is corrupt ({0})")]
     Corrupt(String),
@@ -74,6 +104,18 @@ pub enum TraceError {
         column: String,
         /// What was found.
         detail: String,
+    },
+    /// A timestamp outside ±[`MAX_TIMESTAMP_NS`].
+    #[error(
+        "`{table}.{column}` holds {ns} ns, outside ±4,611,686,018,427,387,904 ns (2^62), the range durations are computed in"
+    )]
+    OutOfRange {
+        /// The table.
+        table: String,
+        /// The column.
+        column: String,
+        /// The value.
+        ns: i64,
     },
     /// Any other SQLite error.
     #[error("sqlite error ({0})")]
@@ -118,6 +160,19 @@ impl TraceError {
             TraceError::BadValue { .. } => {
                 "nsys writes an integer there; the file was altered or written by another tool: re-export it with `nsys export --type sqlite`".into()
             }
+            TraceError::OutOfRange { .. } => {
+                "nsys writes ns since the capture started (or since 1970 with `--ts-normalize`), far inside this range: the file was altered or written by another tool; re-export it with `nsys export --type sqlite`".into()
+            }
+            TraceError::Wal { path, .. } => format!(
+                "checkpoint it into the file with `sqlite3 {} 'PRAGMA wal_checkpoint(TRUNCATE)'`, or copy the database with `sqlite3 {} '.backup COPY.sqlite'` and pass the copy; the trace is read as the file alone, which is not what SQLite readers see",
+                path.display(),
+                path.display()
+            ),
+            TraceError::HotJournal { path, .. } => format!(
+                "once no program writes it, let SQLite roll the journal back with `sqlite3 {} 'PRAGMA quick_check'`, or copy the database with `sqlite3 {} '.backup COPY.sqlite'` and pass the copy; the trace is read as the file alone, which is not what SQLite readers see",
+                path.display(),
+                path.display()
+            ),
             _ => return None,
         })
     }
@@ -138,10 +193,27 @@ impl std::fmt::Debug for Trace {
 
 const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
+/// The largest magnitude of a timestamp the tool reads, in ns: 2^62, about 146 years either
+/// side of the clock's zero (nsys writes ns since the session start, or UTC-epoch ns, about
+/// 1.8e18 in 2026). Within it the difference of any two timestamps fits an i64, so every
+/// duration, span and union length is exact; a timestamp outside is a bad value, never
+/// wrapped or clamped.
+pub const MAX_TIMESTAMP_NS: i64 = 1 << 62;
+
+/// Checks that a timestamp read from `table.column` lies strictly within
+/// ±[`MAX_TIMESTAMP_NS`].
+pub(crate) fn check_timestamp(table: &str, column: &str, ns: i64) -> Result<i64, TraceError> {
+    if ns.unsigned_abs() < MAX_TIMESTAMP_NS.unsigned_abs() {
+        return Ok(ns);
+    }
+    Err(TraceError::OutOfRange { table: table.into(), column: column.into(), ns })
+}
+
 impl Trace {
     /// Opens a trace read-only and probes its schema.
     pub fn open(path: &Path) -> Result<Trace, TraceError> {
         check_file(path)?;
+        check_side_files(path)?;
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
             | OpenFlags::SQLITE_OPEN_URI
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
@@ -209,18 +281,37 @@ impl Trace {
     }
 
     fn listed_gpus(&self) -> Result<Option<Vec<ListedGpu>>, TraceError> {
-        if !self.schema.has_table(names::TARGET_INFO_GPU) {
+        let table = names::TARGET_INFO_GPU;
+        // Current exports name the GPU id `id`; 2020-era ones `deviceId`. A table with neither
+        // lists no GPU: reported as absent (coverage notes it), never as an error that would
+        // stop the kernels from being read.
+        let Some(id_col) = [names::gpu::ID, names::gpu::DEVICE_ID]
+            .into_iter()
+            .find(|c| self.schema.has_column(table, c))
+        else {
             return Ok(None);
-        }
+        };
         let name_col =
-            if self.schema.has_column(names::TARGET_INFO_GPU, "name") { "name" } else { "NULL" };
-        let sql = format!("SELECT id, {name_col} FROM {} ORDER BY id", names::TARGET_INFO_GPU);
+            if self.schema.has_column(table, names::gpu::NAME) { "name" } else { "NULL" };
+        let sql = format!(
+            "SELECT {id}, {name_col} FROM {table} ORDER BY {id}",
+            id = quote_ident(id_col),
+            table = quote_ident(table)
+        );
         let mut stmt = self.conn.prepare(&sql).map_err(TraceError::from_sqlite)?;
-        let rows = stmt
-            .query_map([], |r| Ok(ListedGpu { id: r.get(0)?, name: r.get(1)? }))
-            .map_err(TraceError::from_sqlite)?;
-        let mut out: Vec<ListedGpu> =
-            rows.collect::<Result<_, _>>().map_err(TraceError::from_sqlite)?;
+        let bad = |column: &str, e: rusqlite::Error| TraceError::BadValue {
+            table: table.into(),
+            column: column.into(),
+            detail: e.to_string(),
+        };
+        let mut rows = stmt.query([]).map_err(TraceError::from_sqlite)?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next().map_err(TraceError::from_sqlite)? {
+            out.push(ListedGpu {
+                id: r.get(0).map_err(|e| bad(id_col, e))?,
+                name: r.get(1).map_err(|e| bad(names::gpu::NAME, e))?,
+            });
+        }
         out.dedup_by_key(|g| g.id);
         Ok(Some(out))
     }
@@ -365,6 +456,41 @@ fn check_file(path: &Path) -> Result<(), TraceError> {
     Ok(())
 }
 
+/// Refuses a trace whose committed state is not the file alone. SQLite readers apply a
+/// non-empty `TRACE-wal` and roll back a hot `TRACE-journal` (one that exists, is not empty and
+/// whose header is not zeroed: SQLite's `hasHotJournal` rule) before they read; opened
+/// immutable, the file would be read without them, in a state no other reader sees. A journal
+/// that belongs to a write under way is refused too (without locks it cannot be told from an
+/// interrupted one), and so is a journal whose super-journal is gone, which SQLite would
+/// ignore: a refusal with a hint, never a different state.
+fn check_side_files(path: &Path) -> Result<(), TraceError> {
+    let beside = |suffix: &str| {
+        let mut p = path.as_os_str().to_owned();
+        p.push(suffix);
+        PathBuf::from(p)
+    };
+    let wal = beside("-wal");
+    if let Ok(m) = std::fs::metadata(&wal)
+        && m.is_file()
+        && m.len() > 0
+    {
+        return Err(TraceError::Wal { path: path.into(), wal, bytes: m.len() });
+    }
+    let journal = beside("-journal");
+    if let Ok(m) = std::fs::metadata(&journal)
+        && m.is_file()
+        && m.len() > 0
+    {
+        let mut first = [0u8; 1];
+        read_up_to(&mut File::open(&journal)?, &mut first)?;
+        // journal_mode=PERSIST zeroes the header of a finished journal and leaves the file.
+        if first[0] != 0 {
+            return Err(TraceError::HotJournal { path: path.into(), journal, bytes: m.len() });
+        }
+    }
+    Ok(())
+}
+
 fn read_up_to(f: &mut File, buf: &mut [u8]) -> io::Result<usize> {
     let mut n = 0;
     while n < buf.len() {
@@ -416,4 +542,26 @@ fn devices_of(sorted: &[i64]) -> Vec<i64> {
 /// The contiguous rows of one device in a device column sorted ascending.
 fn device_range(sorted: &[i64], device: i64) -> std::ops::Range<usize> {
     sorted.partition_point(|&d| d < device)..sorted.partition_point(|&d| d <= device)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_timestamp_bound_is_what_its_message_says() {
+        assert_eq!(MAX_TIMESTAMP_NS, 4_611_686_018_427_387_904);
+        let e = check_timestamp("T", "start", MAX_TIMESTAMP_NS).unwrap_err();
+        assert!(e.to_string().contains(&format!(
+            "outside ±{} ns (2^62)",
+            crate::units::thousands(MAX_TIMESTAMP_NS.into())
+        )));
+        assert!(check_timestamp("T", "start", -MAX_TIMESTAMP_NS).is_err());
+        assert!(check_timestamp("T", "start", i64::MIN).is_err());
+        // Inside the bound, the difference of any two timestamps fits an i64.
+        let (lo, hi) = (-MAX_TIMESTAMP_NS + 1, MAX_TIMESTAMP_NS - 1);
+        assert_eq!(check_timestamp("T", "start", lo).unwrap(), lo);
+        assert_eq!(check_timestamp("T", "end", hi).unwrap(), hi);
+        assert!(hi.checked_sub(lo).is_some() && lo.checked_sub(hi).is_some());
+    }
 }

@@ -48,6 +48,16 @@ pub mod kernel {
     pub const CORRELATION_ID: &str = "correlationId";
 }
 
+/// Column names of `TARGET_INFO_GPU` that the tool reads.
+pub mod gpu {
+    /// GPU id, the activity tables' `deviceId` (exports from 2021 on).
+    pub const ID: &str = "id";
+    /// The same id in 2020-era exports, which have no `id` column.
+    pub const DEVICE_ID: &str = "deviceId";
+    /// Marketing name.
+    pub const NAME: &str = "name";
+}
+
 /// Column names of `NVTX_EVENTS` that the tool reads.
 pub mod nvtx {
     /// Start timestamp (ns).

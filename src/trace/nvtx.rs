@@ -11,7 +11,7 @@ use std::ops::Range;
 use serde::Serialize;
 
 use super::names::{self, nvtx as n, runtime as r};
-use super::{Requirement, TableRole, Trace, TraceError, quote_ident};
+use super::{Requirement, TableRole, Trace, TraceError, check_timestamp, quote_ident};
 
 /// `eventType` of a push/pop range (`NvtxPushPopRange`).
 pub const PUSH_POP_RANGE: i64 = 59;
@@ -197,6 +197,10 @@ impl NvtxRanges {
         while let Some(row) = rows.next().map_err(TraceError::from_sqlite)? {
             let start: i64 = row.get(0).map_err(|e| bad(n::START, e))?;
             let end: Option<i64> = row.get(1).map_err(|e| bad(n::END, e))?;
+            check_timestamp(names::NVTX_EVENTS, n::START, start)?;
+            if let Some(e) = end {
+                check_timestamp(names::NVTX_EVENTS, n::END, e)?;
+            }
             let event_type: i64 = row.get(2).map_err(|e| bad(n::EVENT_TYPE, e))?;
             let global_tid: Option<i64> = row.get(3).map_err(|e| bad(n::GLOBAL_TID, e))?;
             let domain_id: Option<i64> = row.get(4).map_err(|e| bad(n::DOMAIN_ID, e))?;
@@ -430,11 +434,13 @@ fn max_timestamp(trace: &Trace) -> Result<i64, TraceError> {
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .map_err(TraceError::from_sqlite)?;
-    s.max(e).ok_or_else(|| TraceError::BadValue {
+    let last = s.max(e).ok_or_else(|| TraceError::BadValue {
         table: names::NVTX_EVENTS.into(),
         column: n::START.into(),
         detail: "no timestamp to close unterminated ranges at".into(),
-    })
+    })?;
+    // Read over every row, including those outside the bounds that the scan checked.
+    check_timestamp(names::NVTX_EVENTS, if e >= s { n::END } else { n::START }, last)
 }
 
 fn unnamed(id: Option<i64>, process: Option<i64>) -> Domain {
@@ -570,6 +576,8 @@ impl Launches {
             }
             let start: i64 = row.get(2).map_err(|e| bad(r::START, e))?;
             let end: i64 = row.get(3).map_err(|e| bad(r::END, e))?;
+            check_timestamp(names::RUNTIME, r::START, start)?;
+            check_timestamp(names::RUNTIME, r::END, end)?;
             out.push(key, global_tid, start, end);
         }
         Ok(out)

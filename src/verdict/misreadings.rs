@@ -97,10 +97,10 @@ pub fn applicable(set: &ClaimSet, results: &[ClaimResult], evidence: &EvidenceMa
         p.kind == Kind::Arithmetic && p.formula.as_ref().is_some_and(|f| f.unit == Unit::Times)
     }) && let Some(x) = p.value
         && x.num > 0
+        && let one = Rational::int(1)
+        && let Some(step) = one.checked_div(x).and_then(|r| one.checked_sub(r))
+        && let Some(gain) = x.checked_sub(one)
     {
-        let one = Rational::int(1);
-        let step = one.checked_sub(one.checked_div(x).unwrap_or(one)).unwrap_or(one);
-        let gain = x.checked_sub(one).unwrap_or(one);
         out.push(Finding::new(
             "mis.step_vs_throughput",
             &[

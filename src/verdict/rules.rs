@@ -23,16 +23,20 @@ pub fn show(v: Rational, unit: Unit) -> String {
 
 /// Shows a base-unit value in a unit with a given number of decimals.
 pub fn show_at(v: Rational, unit: Unit, places: u32) -> String {
-    let d = |num: i128, den: i128| decimal(num, den, places).unwrap_or_else(|| "n/a".into());
+    // A value whose scaling does not fit shows as `n/a`, never as a wrapped number.
+    let d = |num: Option<i128>, den: Option<i128>| {
+        num.zip(den).and_then(|(n, d)| decimal(n, d, places)).unwrap_or_else(|| "n/a".into())
+    };
+    let (num, den) = (Some(v.num), Some(v.den));
     match unit {
-        Unit::Percent => format!("{}%", d(v.num * 100, v.den)),
-        Unit::PercentagePoints => format!("{} pp", d(v.num * 100, v.den)),
-        Unit::Ms => format!("{} ms", d(v.num, v.den * 1_000_000)),
-        Unit::Ns => format!("{} ns", d(v.num, v.den)),
-        Unit::S => format!("{} s", d(v.num, v.den * 1_000_000_000)),
-        Unit::Count => d(v.num, v.den),
-        Unit::Times => format!("{}x", d(v.num, v.den)),
-        Unit::Ratio => d(v.num, v.den),
+        Unit::Percent => format!("{}%", d(v.num.checked_mul(100), den)),
+        Unit::PercentagePoints => format!("{} pp", d(v.num.checked_mul(100), den)),
+        Unit::Ms => format!("{} ms", d(num, v.den.checked_mul(1_000_000))),
+        Unit::Ns => format!("{} ns", d(num, den)),
+        Unit::S => format!("{} s", d(num, v.den.checked_mul(1_000_000_000))),
+        Unit::Count => d(num, den),
+        Unit::Times => format!("{}x", d(num, den)),
+        Unit::Ratio => d(num, den),
     }
 }
 
@@ -68,11 +72,13 @@ fn field_value(ev: &Evidence, field: &str) -> Option<Rational> {
     ev.field(field).ok().flatten()
 }
 
-fn check_condition(c: &Condition, v: Rational) -> (bool, Finding) {
+/// Whether `v` satisfies the condition, exactly; None when the condition's own bounds do not
+/// fit exact arithmetic (validation refuses such an `approx`, so this is a guard, not a path).
+fn check_condition(c: &Condition, v: Rational) -> Option<(bool, Finding)> {
     use std::cmp::Ordering::*;
     let ge = |q: &Quantity| v.cmp_to(q.value) != Less;
     let le = |q: &Quantity| v.cmp_to(q.value) != Greater;
-    match c {
+    Some(match c {
         Condition::Between(a, b) => (
             ge(a) && le(b),
             Finding::new("cond.between", &[("lo", a.text.clone()), ("hi", b.text.clone())]),
@@ -86,14 +92,16 @@ fn check_condition(c: &Condition, v: Rational) -> (bool, Finding) {
             (v.cmp_to(a.value) == Less, Finding::new("cond.below", &[("x", a.text.clone())]))
         }
         Condition::Approx(a, t) => {
-            let diff = v.checked_sub(a.value).map(|d| if d.num < 0 { d.negated() } else { d });
+            // |v - a| <= t as a - t <= v <= a + t: the bounds are the author's numbers, and the
+            // comparisons are exact whatever the measured value's denominator.
+            let (lo, hi) = crate::claims::approx_bounds(a, t)?;
             (
-                diff.is_some_and(|d| d.cmp_to(t.value) != Greater),
+                v.cmp_to(lo) != Less && v.cmp_to(hi) != Greater,
                 Finding::new("cond.approx", &[("x", a.text.clone()), ("tol", t.text.clone())]),
             )
         }
         Condition::Exists => (v.num > 0, Finding::new("cond.exists", &[])),
-    }
+    })
 }
 
 /// Shows a value next to a condition: with more decimals when the usual rounding would make
@@ -293,7 +301,13 @@ fn judge_value(
     let failed: Vec<&str> =
         r.gates.iter().filter(|g| g.status == GateStatus::Fail).map(|g| g.gate).collect();
     if let Some(c) = &p.condition {
-        let (ok, finding) = check_condition(c, value);
+        let Some((ok, finding)) = check_condition(c, value) else {
+            r.reason = Finding::new(
+                "part.formula_failed",
+                &[("error", "the condition's bounds overflow exact arithmetic".to_string())],
+            );
+            return r;
+        };
         r.condition = Some(ConditionResult { finding, satisfied: ok });
     }
     if !failed.is_empty() {
@@ -496,6 +510,38 @@ mod tests {
     use crate::analysis::{Context, Params};
     use crate::scope::DeviceSel;
     use crate::trace::Kernels;
+
+    fn q(text: &str) -> Quantity {
+        Quantity::parse(text, Unit::Ratio).unwrap()
+    }
+
+    #[test]
+    fn conditions_are_exact_where_cross_multiplying_overflows() {
+        // Issue 12: day26's exposed share against bounds whose denominators are near 1e30.
+        let share = Rational::new(1_094_738_291, 6_155_748_929).unwrap();
+        let tiny = Quantity::parse("0.0000000000000000000000000002%", Unit::Percent).unwrap();
+        let huge = Quantity::parse("99999999999999999999999999999%", Unit::Percent).unwrap();
+        assert!(share.num.checked_mul(tiny.value.den).is_none());
+        assert!(huge.value.num.checked_mul(share.den).is_none());
+        let holds = |c: Condition| check_condition(&c, share).unwrap().0;
+        assert!(holds(Condition::Above(tiny.clone())));
+        assert!(holds(Condition::AtLeast(tiny.clone())));
+        assert!(!holds(Condition::Below(tiny.clone())));
+        assert!(!holds(Condition::AtMost(tiny.clone())));
+        assert!(holds(Condition::AtMost(huge.clone())));
+        assert!(holds(Condition::Between(tiny.clone(), huge.clone())));
+        assert!(!holds(Condition::Between(huge.clone(), huge)));
+
+        // |v - a| = 1 / (1e20 (1e20 + 1)), about 1e-40: within 1e-26, although v - a itself
+        // needs a denominator of about 1e40.
+        let v = Rational::new(1, 10_i128.pow(20) + 1).unwrap();
+        let a = q("0.00000000000000000001");
+        assert!(v.checked_sub(a.value).is_none());
+        let approx = |t: &str| check_condition(&Condition::Approx(a.clone(), q(t)), v).unwrap().0;
+        assert!(approx("0.00000000000000000000000001"));
+        assert!(!approx("0"));
+        assert!(approx("0.00000000000000000001"));
+    }
 
     /// A claims file over one scope `s` (devices 1, or as given) with one claim `c` whose
     /// principal part `p` measures `value` of `analysis` above 0.
