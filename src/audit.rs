@@ -41,6 +41,9 @@ pub struct TraceEntry {
     pub coverage: Option<Evidence>,
     /// Why the trace could not be read.
     pub error: Option<String>,
+    /// What to do about it, when the reason has its own hint (a WAL beside the trace, say).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
 }
 
 /// The evidence ledger: what `check --json` prints and `render` writes.
@@ -288,13 +291,20 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
                     path,
                     coverage: None,
                     error: Some(msg.clone()),
+                    hint: e.hint(),
                 });
                 Err(msg)
             }
             Ok(mut ctx) => {
                 ctx.trace.path = path.clone();
                 let coverage = analysis::coverage::run(&Params::new(DeviceSel::All), &ctx).ok();
-                traces.push(TraceEntry { name: decl.name.clone(), path, coverage, error: None });
+                traces.push(TraceEntry {
+                    name: decl.name.clone(),
+                    path,
+                    coverage,
+                    error: None,
+                    hint: None,
+                });
                 Ok(ctx)
             }
         };

@@ -551,6 +551,8 @@ fn uncheckpointed_wal() {
         audit.stderr
     );
     assert!(audit.stdout.contains("not evaluated"), "{}", audit.stdout);
+    // The trace's own hint (checkpoint it), not only "fix its path".
+    assert!(audit.stderr.contains("PRAGMA wal_checkpoint(TRUNCATE)"), "{}", audit.stderr);
     std::fs::remove_file(d.join("claims.yaml")).unwrap();
 
     // The log copied aside with the file, no writer and no shared-memory file: the same.

@@ -31,6 +31,9 @@ fn exit_code(a: &crate::audit::Audit, ok: ExitCode) -> ExitCode {
     for t in a.unreadable_traces() {
         unreadable = true;
         eprintln!("error: {}", table::shown(t.error.as_deref().unwrap_or("")));
+        if let Some(h) = &t.hint {
+            eprintln!("  hint: {}", table::shown(h));
+        }
         eprintln!(
             "  hint: the claims that read trace `{}` are not evaluated; fix its path under `traces` in the claims file (relative to that file), or the file itself",
             table::shown(&t.name)
