@@ -79,6 +79,8 @@ fn options() -> verdict::render::report::Options {
         timestamp: 0,
         profiles: vec![verdict::render::report::Profile::Full],
         render_date: Some("2026-09-03".into()),
+        lock_timeout: std::time::Duration::ZERO,
+        interrupt: Default::default(),
     }
 }
 
