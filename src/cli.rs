@@ -122,6 +122,12 @@ pub struct RenderArgs {
     /// Exit 1 when the audit fails, as `check --strict` does; the report is written anyway.
     #[arg(long)]
     pub strict: bool,
+    /// How long to wait for another render into the same output folder to finish.
+    ///
+    /// Renders into one folder take turns (a lock file in it); past this many seconds of
+    /// waiting, the render fails and writes nothing. 0 fails at once.
+    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+    pub lock_timeout: u64,
 }
 
 /// `templates` subcommands.

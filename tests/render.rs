@@ -79,6 +79,8 @@ fn options() -> verdict::render::report::Options {
         timestamp: 0,
         profiles: vec![verdict::render::report::Profile::Full],
         render_date: Some("2026-09-03".into()),
+        lock_timeout: std::time::Duration::ZERO,
+        interrupt: Default::default(),
     }
 }
 
@@ -235,11 +237,32 @@ fn committed_examples_are_current() {
             let name = p.file_name().unwrap().to_string_lossy().to_string();
             let old =
                 committed_file(&name).unwrap_or_else(|| panic!("out/{name} is not committed"));
+            let new = std::fs::read(&p).unwrap();
+            // Without typst the manifest lacks the PDFs and PNGs: the rest must be the same.
+            let same = if name == format!("{id}.manifest.json") && !pdf {
+                manifest_without_typst(&old) == manifest_without_typst(&new)
+            } else {
+                old == new
+            };
             assert!(
-                old == std::fs::read(&p).unwrap(),
+                same,
                 "out/{name} drifted: run `SOURCE_DATE_EPOCH={EXAMPLE_EPOCH} cargo run --release -- render {claims} --profile {profiles}`"
             );
             rendered.push(name);
+        }
+        // The committed manifest names the committed files as they are.
+        let manifest: serde_json::Value =
+            serde_json::from_slice(&committed_file(&format!("{id}.manifest.json")).unwrap())
+                .unwrap();
+        for f in manifest["files"].as_array().unwrap() {
+            let name = f["name"].as_str().unwrap();
+            let bytes = committed_file(name).unwrap();
+            assert_eq!(f["bytes"], bytes.len(), "out/{name}");
+            assert_eq!(
+                f["sha256"],
+                util::sha256_hex(&bytes),
+                "out/{name} differs from its manifest"
+            );
         }
         // Every committed file was rendered again (the PDFs only where typst is here).
         let mut expected: Vec<String> = committed_names()
@@ -259,6 +282,15 @@ fn committed_examples_are_current() {
             "skipping: the committed PDFs and PNGs were not compared (no typst with the CJK font)"
         );
     }
+}
+
+/// A manifest without its PDF and PNG entries, which only a machine with typst renders.
+fn manifest_without_typst(bytes: &[u8]) -> serde_json::Value {
+    let mut m: serde_json::Value = serde_json::from_slice(bytes).unwrap();
+    m["files"].as_array_mut().unwrap().retain(|f| {
+        !f["name"].as_str().is_some_and(|n| n.ends_with(".pdf") || n.ends_with(".png"))
+    });
+    m
 }
 
 #[test]

@@ -1,8 +1,10 @@
 //! `verdict render` and `verdict templates eject`.
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use crate::cli::{OutputFormat, RenderArgs, TemplatesCommand};
+use crate::render::interrupt::{Interrupt, Interrupted};
 use crate::render::report::{self, Pdf};
 use crate::render::templates;
 use crate::{audit, claims};
@@ -39,18 +41,61 @@ pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
                 "set it to seconds since 1970-01-01 UTC (`date +%s`), or unset it",
             )
         })?),
+        lock_timeout: Duration::from_secs(args.lock_timeout),
+        interrupt: Interrupt::default(),
     };
     let mut progress = super::progress();
     let audit = audit::run(set, &mut *progress);
     drop(progress);
-    let rendered = report::render(&audit, &opts)?;
+    // Caught from here on: before, nothing in `--out` is touched and a signal ends the process
+    // at once; from now on the render stops where it can clean up after itself.
+    let opts = report::Options {
+        interrupt: Interrupt::catch()
+            .map_err(|e| anyhow::anyhow!("cannot catch SIGINT and SIGTERM ({e})"))?,
+        ..opts
+    };
+    let rendered = match report::render(&audit, &opts, &mut |m| eprintln!("{m}")) {
+        Ok(r) => r,
+        Err(e) => {
+            if let Some(stop) = e.downcast_ref::<Interrupted>() {
+                eprintln!(
+                    "error: {stop}: the render into `{}` stopped; its temporary folder is removed and the report set there is as it was",
+                    args.out.display()
+                );
+                return Ok(end_by(stop.signal));
+            }
+            return Err(e);
+        }
+    };
     let mut s = String::new();
     for p in &rendered.written {
         s += &format!("wrote {}\n", p.display());
     }
     super::emit(&s)?;
+    for p in &rendered.leftovers {
+        eprintln!("removed `{}`: a temporary folder of a render that was killed", p.display());
+    }
+    for p in &rendered.removed {
+        eprintln!(
+            "removed `{}`: a file of report `{}` this render did not write",
+            p.display(),
+            audit.claims.report.id
+        );
+    }
+    for (p, why) in &rendered.not_removed {
+        eprintln!(
+            "warning: cannot remove `{}`, a file of report `{}` this render did not write ({why})\n  hint: it is not in `{}`; remove it by hand",
+            p.display(),
+            audit.claims.report.id,
+            crate::render::set::manifest_name(&audit.claims.report.id)
+        );
+    }
     if let Some(why) = &rendered.pdf_skipped {
         eprintln!("warning: {}\n  hint: {}", why.message, why.hint);
+    }
+    // A signal during the moves is answered now that the set is whole.
+    if let Some(sig) = opts.interrupt.signal() {
+        return Ok(end_by(sig));
     }
     let ok = if args.strict && super::check::failed(&audit) {
         ExitCode::from(1)
@@ -58,6 +103,13 @@ pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
         ExitCode::SUCCESS
     };
     Ok(super::exit_code(&audit, ok))
+}
+
+/// Ends the process as the signal would have, now that the render cleaned up: a shell sees
+/// `SIGTERM`, not an exit status. 128 + the signal where that fails, as shells report it.
+fn end_by(signal: i32) -> ExitCode {
+    let _ = signal_hook::low_level::emulate_default_handler(signal);
+    ExitCode::from(u8::try_from(128 + signal).unwrap_or(2))
 }
 
 /// The PDF creation timestamp: `SOURCE_DATE_EPOCH` (whole seconds), else 0.

@@ -1,12 +1,15 @@
 //! Turning an audit into documents: context, templates, markup conversion, charts, i18n,
-//! and the typst run that makes the PDF.
+//! the typst run that makes the PDF, and the report set those files form in `--out`.
 
 pub mod charts;
 pub mod context;
 pub use crate::i18n;
+pub mod interrupt;
+pub mod lock;
 pub mod markup;
 pub mod provenance;
 pub mod report;
+pub mod set;
 pub mod shell;
 pub mod templates;
 pub mod typst;

@@ -2,16 +2,17 @@
 //! ledger and the charts (SVG, and PNG through typst).
 //!
 //! Every text output is rendered in memory first, so a template error writes nothing; files
-//! are then written atomically. The PNG charts and the PDF come last: without typst the
-//! Markdown still lands.
+//! are then written into a temporary folder and moved into place as one set (`set.rs`). The
+//! PNG charts and the PDF come last: without typst the Markdown still lands.
 
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 use super::charts::{self, Chart};
 use super::i18n::Strings;
+use super::interrupt::Interrupt;
 use super::templates::{self, Format};
-use super::{context, typst, write};
+use super::{context, lock, set, typst};
 use crate::audit::Audit;
 
 /// Whether `render` writes an output that needs typst: the PDF, or the PNG charts.
@@ -28,10 +29,16 @@ pub enum Pdf {
 /// The files a render wrote, and why the PDF or the PNG charts were left out when they were.
 #[derive(Debug)]
 pub struct Written {
-    /// Every file written, in order.
+    /// Every file of the set, in order; the manifest last.
     pub written: Vec<PathBuf>,
     /// Why no PDF or PNG was written although one was wanted (with `Pdf::IfAvailable`).
     pub pdf_skipped: Option<crate::Hinted>,
+    /// Files of the same report id that this render did not write, removed.
+    pub removed: Vec<PathBuf>,
+    /// Such files that could not be removed, with why.
+    pub not_removed: Vec<(PathBuf, String)>,
+    /// Temporary folders of renders that were killed outright, removed.
+    pub leftovers: Vec<PathBuf>,
 }
 
 /// Where the Markdown's images are served from (`render --image-base`): an `http://` or
@@ -99,6 +106,10 @@ pub struct Options {
     pub profiles: Vec<Profile>,
     /// The render date shown in the report (`YYYY-MM-DD`).
     pub render_date: Option<String>,
+    /// How long to wait for another render into the same folder before failing.
+    pub lock_timeout: std::time::Duration,
+    /// Where a signal that stops the render is recorded.
+    pub interrupt: Interrupt,
 }
 
 /// Which sections a report holds, for which reader.
@@ -241,12 +252,16 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     s
 }
 
-/// Renders everything the options ask for; returns the files written.
+/// Renders everything the options ask for, as one report set; returns the files written.
 ///
 /// The typst toolchain is checked before anything is written: when the PDF or the PNG charts
 /// are `Pdf::Required`, a missing typst or font is an error that leaves no file behind;
-/// otherwise every other file is written and the reason is returned.
-pub fn render(a: &Audit, opts: &Options) -> anyhow::Result<Written> {
+/// otherwise every other file is written and the reason is returned. Every file is rendered in
+/// memory or in a temporary folder in `--out` first, under the folder's lock (`on_wait` hears
+/// when another render holds it); only a complete set is moved into place, with its manifest
+/// last, and the files of the same report id it does not hold are removed then. A failure or an
+/// interrupt before that leaves the folder as it was.
+pub fn render(a: &Audit, opts: &Options, on_wait: &mut dyn FnMut(&str)) -> anyhow::Result<Written> {
     let id = &a.claims.report.id;
     for l in &opts.langs {
         a.claims.require_language(l)?;
@@ -284,48 +299,57 @@ pub fn render(a: &Audit, opts: &Options) -> anyhow::Result<Written> {
         }
     }
     let ledger = serde_json::to_string_pretty(a)? + "\n";
+    let claims_sha256 = super::provenance::file_sha256(Path::new(&a.claims.file)).ok();
+    let interrupt = &opts.interrupt;
+    interrupt.check()?;
     std::fs::create_dir_all(&opts.out)
         .map_err(|e| anyhow::anyhow!("cannot create `{}` ({e})", opts.out.display()))?;
-    let mut written = Vec::new();
-    let mut put = |name: &str, bytes: &[u8]| -> anyhow::Result<PathBuf> {
-        let p = opts.out.join(name);
-        write::atomic(&p, bytes)
-            .map_err(|e| anyhow::anyhow!("cannot write `{}` ({e})", p.display()))?;
-        written.push(p.clone());
-        Ok(p)
-    };
-    put(&format!("{id}.evidence.json"), ledger.as_bytes())?;
+    let lock = lock::acquire(&opts.out, opts.lock_timeout, interrupt, on_wait)?;
+    let leftovers = set::remove_leftovers(&opts.out);
+    let mut stage = set::Stage::new(&opts.out)?;
+    stage.put(&format!("{id}.evidence.json"), ledger.as_bytes())?;
     let mut typs = Vec::new();
     let mut pngs = Vec::new();
     let mut charted = std::collections::BTreeSet::new();
     for (lang, profile, r) in &texts {
+        interrupt.check()?;
         let stem = profile.stem(id, lang);
         for c in &r.charts {
             // Every profile of a language shares its charts: written once.
             if !charted.insert(c.file.clone()) {
                 continue;
             }
-            put(&c.file, c.svg.as_bytes())?;
+            stage.put(&c.file, c.svg.as_bytes())?;
             if opts.png != Pdf::No {
-                pngs.push((c.file.as_str(), opts.out.join(c.png_file())));
+                pngs.push((c.file.as_str(), c.png_file()));
             }
         }
         if opts.markdown {
-            put(&format!("{stem}.md"), r.md.as_bytes())?;
+            stage.put(&format!("{stem}.md"), r.md.as_bytes())?;
         }
         if opts.pdf != Pdf::No {
-            // The Typst source lands even without typst: it compiles elsewhere as it is.
-            typs.push((stem.clone(), put(&format!("{stem}.typ"), r.typ.as_bytes())?));
+            // The Typst source is written even without typst: it compiles elsewhere as it is.
+            stage.put(&format!("{stem}.typ"), r.typ.as_bytes())?;
+            typs.push(stem);
         }
     }
     if let Some(bin) = typst_bin {
-        typst::rasterise(&bin, &opts.out, &pngs)?;
-        written.extend(pngs.into_iter().map(|(_, p)| p));
-        for (stem, typ) in typs {
-            let pdf = opts.out.join(format!("{stem}.pdf"));
-            typst::compile(&bin, &opts.out, &typ, &pdf, opts.timestamp)?;
-            written.push(pdf);
+        typst::rasterise(&bin, stage.path(), &pngs, interrupt)?;
+        for (_, png) in &pngs {
+            stage.add(png);
+        }
+        for stem in typs {
+            typst::compile(&bin, stage.path(), &opts.out, &stem, opts.timestamp, interrupt)?;
+            stage.add(&format!("{stem}.pdf"));
         }
     }
-    Ok(Written { written, pdf_skipped })
+    let manifest = stage.manifest(id, claims_sha256, opts.render_date.clone())?;
+    stage.put(&set::manifest_name(id), manifest.to_json().as_bytes())?;
+    interrupt.check()?;
+    // From the first move on, the set is finished whatever comes: a signal now is answered
+    // once the set is in place.
+    let written = stage.commit()?;
+    let (removed, not_removed) = set::remove_stale(&opts.out, id, &written);
+    drop(lock);
+    Ok(Written { written, pdf_skipped, removed, not_removed, leftovers })
 }

@@ -3,10 +3,15 @@
 //!
 //! typst exits 0 and draws tofu when a font is missing, so the font is checked first; the
 //! creation timestamp is fixed so the same inputs give the same PDF bytes. PNG charts go through
-//! the same typst and fonts as the PDF, so they look like its figures.
+//! the same typst and fonts as the PDF, so they look like its figures. typst runs inside a
+//! render's temporary folder, in a process group of its own that an interrupt kills whole.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+use super::interrupt::Interrupt;
 
 /// The font family the PDF templates use.
 pub const CJK_FONT: &str = "Noto Sans CJK TC";
@@ -155,51 +160,52 @@ pub fn png_document(svgs: &[&str]) -> String {
     s
 }
 
-/// Rasterises SVG charts already written in `root` to PNG: `charts` pairs each SVG's file name
-/// with the PNG to write. One typst run renders them all as the pages of one document into a
-/// temporary folder in `root`; each page is then renamed into place, so a PNG is either whole
-/// or absent. The bytes depend only on the SVG, typst and its fonts.
-pub fn rasterise(bin: &Path, root: &Path, charts: &[(&str, PathBuf)]) -> Result<(), crate::Hinted> {
+/// Rasterises SVG charts already in a render's temporary folder `stage` to PNG: `charts` pairs
+/// each SVG's file name with the PNG's. One typst run renders them all as the pages of one
+/// document in a folder of its own inside `stage`, and each page is then renamed to its PNG.
+/// The bytes depend only on the SVG, typst and its fonts.
+pub fn rasterise(
+    bin: &Path,
+    stage: &Path,
+    charts: &[(&str, String)],
+    interrupt: &Interrupt,
+) -> anyhow::Result<()> {
     if charts.is_empty() {
         return Ok(());
     }
-    let tmp = temp_dir(root, ".verdict-png")?;
-    let typ = tmp.path().join("charts.typ");
+    let pages = stage.join(PAGES);
     let svgs: Vec<&str> = charts.iter().map(|(svg, _)| *svg).collect();
-    std::fs::write(&typ, png_document(&svgs)).map_err(|e| {
-        crate::Hinted::new(
-            format!("cannot write `{}` ({e})", typ.display()),
-            "check that the output folder is writable",
-        )
-    })?;
-    let output = Command::new(bin)
-        .arg("compile")
-        .arg("--root")
-        .arg(root)
-        .arg("--format")
-        .arg("png")
-        .arg("--ppi")
+    std::fs::create_dir(&pages)
+        .and_then(|()| std::fs::write(pages.join("charts.typ"), png_document(&svgs)))
+        .map_err(|e| {
+            crate::Hinted::new(
+                format!("cannot write the PNG charts' document in `{}` ({e})", pages.display()),
+                "check that the output folder is writable",
+            )
+        })?;
+    let mut cmd = Command::new(program(bin));
+    cmd.current_dir(stage)
+        .args(["compile", "--root", ".", "--format", "png", "--ppi"])
         .arg(PNG_PPI.to_string())
-        .arg("--diagnostic-format")
-        .arg("short")
-        .arg(&typ)
-        .arg(tmp.path().join("{p}.png"))
-        .output()
-        .map_err(|e| crate::Hinted::new(format!("cannot run typst ({e})"), INSTALL_TYPST))?;
+        .args(["--diagnostic-format", "short"])
+        .arg(format!("{PAGES}/charts.typ"))
+        .arg(format!("{PAGES}/{{p}}.png"));
+    let output = run(&mut cmd, interrupt)?;
     if !output.status.success() {
         return Err(crate::Hinted::new(
             format!(
                 "typst failed to rasterise the charts: {}",
                 String::from_utf8_lossy(&output.stderr).trim()
             ),
-            "the SVG charts are written; `--format md,pdf` renders without PNG",
-        ));
+            "nothing in the output folder was changed; `--format md,pdf` renders without PNG",
+        )
+        .into());
     }
     for (i, (svg, png)) in charts.iter().enumerate() {
-        let page = tmp.path().join(format!("{}.png", i + 1));
-        std::fs::rename(&page, png).map_err(|e| {
+        let page = pages.join(format!("{}.png", i + 1));
+        std::fs::rename(&page, stage.join(png)).map_err(|e| {
             crate::Hinted::new(
-                format!("cannot write `{}` from `{svg}` ({e})", png.display()),
+                format!("typst wrote no page for `{svg}` ({e})"),
                 "check that the output folder is writable",
             )
         })?;
@@ -207,48 +213,132 @@ pub fn rasterise(bin: &Path, root: &Path, charts: &[(&str, PathBuf)]) -> Result<
     Ok(())
 }
 
-fn temp_dir(root: &Path, prefix: &str) -> Result<tempfile::TempDir, crate::Hinted> {
-    tempfile::Builder::new().prefix(prefix).tempdir_in(root).map_err(|e| {
-        crate::Hinted::new(
-            format!("cannot create a temporary folder in `{}` ({e})", root.display()),
-            "check that the output folder is writable",
+/// The folder in a render's temporary folder where typst rasterises the charts.
+const PAGES: &str = ".pages";
+
+/// Compiles `STEM.typ` in a render's temporary folder `stage` to `STEM.pdf` beside it, with a
+/// fixed creation timestamp. `out` is only named in errors, where the PDF was to go.
+pub fn compile(
+    bin: &Path,
+    stage: &Path,
+    out: &Path,
+    stem: &str,
+    timestamp: i64,
+    interrupt: &Interrupt,
+) -> anyhow::Result<()> {
+    let typ = format!("{stem}.typ");
+    let mut cmd = Command::new(program(bin));
+    // Run in the folder, so typst's diagnostics name the file as the set does (`ID.en.typ`).
+    cmd.current_dir(stage)
+        .args(["compile", "--root", ".", "--creation-timestamp"])
+        .arg(timestamp.to_string())
+        .args(["--diagnostic-format", "short"])
+        .arg(&typ)
+        .arg(format!("{stem}.pdf"));
+    let output = run(&mut cmd, interrupt)?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() || stderr.contains("unknown font family") {
+        let source = std::fs::read_to_string(stage.join(&typ)).unwrap_or_default();
+        return Err(crate::Hinted::new(
+            format!(
+                "typst failed on `{typ}`, the Typst source of `{}`: {}",
+                out.join(format!("{stem}.pdf")).display(),
+                quote_lines(stderr.trim(), &typ, &source)
+            ),
+            "nothing in the output folder was changed; with --templates, check the custom templates; with the built-in ones, this is a bug in verdict, to report with this message",
         )
+        .into());
+    }
+    Ok(())
+}
+
+/// typst's short diagnostics, each followed by the source line it names in `file` (the source
+/// is not kept when the PDF fails, so the line is shown here).
+fn quote_lines(diagnostics: &str, file: &str, source: &str) -> String {
+    let mut s = String::new();
+    for d in diagnostics.lines() {
+        if !s.is_empty() {
+            s.push('\n');
+        }
+        s.push_str(d);
+        let line = d
+            .strip_prefix(file)
+            .and_then(|r| r.strip_prefix(':'))
+            .and_then(|r| r.split(':').next())
+            .and_then(|n| n.parse::<usize>().ok());
+        if let Some(n) = line
+            && let Some(text) = source.lines().nth(n.wrapping_sub(1))
+        {
+            s += &format!("\n  {n} | {text}");
+        }
+    }
+    s
+}
+
+/// The typst to run from another folder: a path with folders is made absolute, a bare name is
+/// looked up on PATH.
+fn program(bin: &Path) -> std::path::PathBuf {
+    if bin.components().count() > 1 {
+        std::path::absolute(bin).unwrap_or_else(|_| bin.to_path_buf())
+    } else {
+        bin.to_path_buf()
+    }
+}
+
+/// How often a running typst is checked for an exit or an interrupt.
+const POLL: Duration = Duration::from_millis(20);
+
+/// Runs typst to its end, in a process group of its own: on an interrupt the whole group is
+/// killed (typst, or whatever a `TYPST_BIN` wrapper started), so nothing goes on writing.
+fn run(cmd: &mut Command, interrupt: &Interrupt) -> anyhow::Result<Output> {
+    interrupt.check()?;
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        // Its own group: a terminal's Ctrl-C reaches verdict alone, which then ends the group.
+        cmd.process_group(0);
+    }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| crate::Hinted::new(format!("cannot run typst ({e})"), INSTALL_TYPST))?;
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
+    loop {
+        if let Some(status) = child.try_wait()? {
+            let join = |h: std::thread::JoinHandle<Vec<u8>>| h.join().unwrap_or_default();
+            return Ok(Output { status, stdout: join(stdout), stderr: join(stderr) });
+        }
+        if let Err(stop) = interrupt.check() {
+            kill_group(&mut child);
+            // Reaped only now: until then the group's id cannot be reused by another process.
+            let _ = child.wait();
+            return Err(stop.into());
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// Reads a pipe to its end on a thread of its own, so a full pipe never stalls typst.
+fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(mut p) = pipe {
+            let _ = p.read_to_end(&mut buf);
+        }
+        buf
     })
 }
 
-/// Compiles `typ` (inside `root`) to `pdf`, atomically, with a fixed creation timestamp.
-pub fn compile(
-    bin: &Path,
-    root: &Path,
-    typ: &Path,
-    pdf: &Path,
-    timestamp: i64,
-) -> Result<(), crate::Hinted> {
-    let tmp = temp_dir(root, ".verdict-pdf")?;
-    let out_tmp = tmp.path().join("out.pdf");
-    let output = Command::new(bin)
-        .arg("compile")
-        .arg("--root")
-        .arg(root)
-        .arg("--creation-timestamp")
-        .arg(timestamp.to_string())
-        .arg("--diagnostic-format")
-        .arg("short")
-        .arg(typ)
-        .arg(&out_tmp)
-        .output()
-        .map_err(|e| crate::Hinted::new(format!("cannot run typst ({e})"), INSTALL_TYPST))?;
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    if !output.status.success() || stderr.contains("unknown font family") {
-        return Err(crate::Hinted::new(
-            format!("typst failed on `{}`: {}", typ.display(), stderr.trim()),
-            "the generated Typst source is kept beside it: with --templates, check the custom templates; with the built-in ones, this is a bug in verdict, to report with that file",
-        ));
+/// Kills the child's process group (the child itself off Unix).
+fn kill_group(child: &mut Child) {
+    #[cfg(unix)]
+    if let Ok(pid) = libc::pid_t::try_from(child.id()) {
+        // SAFETY: kill(2) takes plain integers; a negative pid names the process group, which
+        // the child leads and which lives on while the child is not reaped.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
     }
-    std::fs::rename(&out_tmp, pdf).map_err(|e| {
-        crate::Hinted::new(
-            format!("cannot write `{}` ({e})", pdf.display()),
-            "check that the output folder is writable",
-        )
-    })
+    let _ = child.kill();
 }

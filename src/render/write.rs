@@ -1,7 +1,7 @@
-//! Atomic file writes: a temporary file in the target folder, then a rename.
-//!
-//! A reader never sees a half-written report, and a failed run leaves no partial file. The
-//! file gets the mode any other program's output would: 0666 less the process umask.
+//! File writes with the mode any other program's output would get: 0666 less the process
+//! umask. [`atomic`] writes a temporary file in the target folder, then renames it, so a reader
+//! never sees a half-written file; [`create`] writes a new file in a folder nobody else reads
+//! (a render's temporary folder, whose files are renamed into place later and keep that mode).
 
 use std::io::Write;
 use std::path::Path;
@@ -22,6 +22,14 @@ pub fn atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     tmp.flush()?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
+}
+
+/// Writes `bytes` to a new file at `path`; an existing file is an error, never overwritten.
+pub fn create(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    // `OpenOptions` asks for 0666 on Unix, which the kernel reduces by the umask.
+    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(path)?;
+    f.write_all(bytes)?;
+    f.flush()
 }
 
 #[cfg(all(test, unix))]
@@ -48,6 +56,12 @@ mod tests {
         // Replacing a file keeps that rule too.
         super::atomic(&p, b"y").unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"y");
+        assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o666 & !umask());
+        // A file created in a render's temporary folder, then renamed over the report, too.
+        let staged = dir.path().join("staged.md");
+        super::create(&staged, b"z").unwrap();
+        assert!(super::create(&staged, b"again").is_err(), "create overwrote a file");
+        std::fs::rename(&staged, &p).unwrap();
         assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o666 & !umask());
     }
 }
