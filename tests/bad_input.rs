@@ -352,3 +352,27 @@ fn a_closed_stdout_does_not_panic() {
     assert!(!stderr.contains("panicked"), "panicked on a closed stdout:\n{stderr}");
     assert_ne!(out.status.code(), Some(101), "exit code 101 is a panic");
 }
+
+/// `render` refuses a templates folder that does not exist and a negative
+/// `SOURCE_DATE_EPOCH` (typst cannot stamp a PDF before 1970) before writing anything.
+#[test]
+fn render_refuses_a_missing_templates_folder_and_a_negative_epoch() {
+    let claims = util::manifest_dir().join("claims/h100-2gpu-no-nccl.yaml");
+    for (env, args, needle) in [
+        (None, vec!["--templates", "no-such-folder"], "templates folder `no-such-folder`"),
+        (Some("-1"), vec![], "SOURCE_DATE_EPOCH is `-1`"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cmd = assert_cmd::Command::cargo_bin("verdict").unwrap();
+        cmd.current_dir(dir.path()).arg("render").arg(&claims).args(["--out", "out"]).args(&args);
+        if let Some(e) = env {
+            cmd.env("SOURCE_DATE_EPOCH", e);
+        }
+        let out = cmd.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.starts_with("error: ") && stderr.contains(needle), "{stderr}");
+        assert!(stderr.contains("hint:"), "{stderr}");
+        assert!(!dir.path().join("out").exists(), "{needle}: wrote into --out");
+    }
+}

@@ -25,6 +25,15 @@ pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
             named(OutputFormat::Png),
         )
     };
+    if let Some(dir) = &args.templates
+        && !dir.is_dir()
+    {
+        return Err(crate::Hinted::new(
+            format!("the templates folder `{}` does not exist or is not a folder", dir.display()),
+            "write one with `verdict templates eject DIR`, or leave out --templates for the built-in templates",
+        )
+        .into());
+    }
     let opts = report::Options {
         langs,
         markdown,
@@ -116,9 +125,11 @@ fn end_by(signal: i32) -> ExitCode {
 fn source_date_epoch() -> anyhow::Result<i64> {
     match std::env::var("SOURCE_DATE_EPOCH") {
         Err(_) => Ok(0),
-        Ok(s) => s.trim().parse().map_err(|_| {
+        // Seconds since 1970 as the reproducible-builds convention defines it: a whole
+        // number, not negative (typst refuses a negative timestamp).
+        Ok(s) => s.trim().parse::<i64>().ok().filter(|t| *t >= 0).ok_or_else(|| {
             crate::Hinted::new(
-                format!("SOURCE_DATE_EPOCH is `{s}`, not a whole number of seconds"),
+                format!("SOURCE_DATE_EPOCH is `{s}`, not a whole number of seconds from 0"),
                 "set it to seconds since 1970-01-01 UTC (`date +%s`), or unset it",
             )
             .into()
