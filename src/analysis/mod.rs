@@ -526,6 +526,8 @@ pub struct Params {
     pub limit: Option<usize>,
     /// NCCL stream (nccl-skew).
     pub stream: Option<i64>,
+    /// Each rank's own NCCL stream, found per rank (nccl-skew).
+    pub stream_auto: bool,
     /// Exact range name (nvtx).
     pub exact: Option<String>,
     /// NVTX domain, id or name (nvtx).
@@ -551,6 +553,7 @@ impl Params {
             filter: None,
             limit: None,
             stream: None,
+            stream_auto: false,
             exact: None,
             domain: None,
             nesting: None,
@@ -641,18 +644,25 @@ pub const LIMIT: Param = Param {
     get: |p| p.limit.filter(|l| *l != kernels::DEFAULT_LIMIT).map(|l| l.to_string()),
 };
 
-/// `stream`: only the NCCL kernels of one stream.
+/// `stream`: only the NCCL kernels of one stream, or of each rank's own NCCL stream.
 pub const STREAM: Param = Param {
     name: "stream",
-    value_name: "S",
-    help: "Match only the NCCL kernels of this stream (default: all NCCL kernels of each rank)",
+    value_name: "S|auto",
+    help: "Match only the NCCL kernels of stream S, or with `auto` of each rank's stream that carries the most of its NCCL kernels (disclosed per rank); default: all NCCL kernels of each rank",
     default: None,
     conflicts: &[],
     set: |p, v| {
-        p.stream = Some(v.trim().parse().map_err(|_| format!("`{v}` is not an integer"))?);
+        if v.trim() == "auto" {
+            p.stream = None;
+            p.stream_auto = true;
+            return Ok(());
+        }
+        p.stream =
+            Some(v.trim().parse().map_err(|_| format!("`{v}` is not an integer or `auto`"))?);
+        p.stream_auto = false;
         Ok(())
     },
-    get: |p| p.stream.map(|s| s.to_string()),
+    get: |p| if p.stream_auto { Some("auto".into()) } else { p.stream.map(|s| s.to_string()) },
 };
 
 /// `name`: keep ranges whose (normalised) name is exactly this.

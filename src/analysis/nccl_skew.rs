@@ -150,6 +150,8 @@ pub struct Skew {
     pub last_arrivals: Vec<i64>,
     /// Instances with differing names.
     pub name_mismatches: i64,
+    /// Per rank, the stream its kernels were taken from (None: every stream).
+    pub streams: Vec<Option<i64>>,
     /// Per rank, per instance: start minus the instance's earliest start.
     pub start_offsets: Vec<Vec<i64>>,
     /// Per rank, per instance: end minus the instance's earliest end.
@@ -159,20 +161,35 @@ pub struct Skew {
 /// Matches the k-th NCCL kernels of every rank.
 pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, QueryError> {
     let k = &ctx.kernels;
+    let mut streams = Vec::with_capacity(ranks.len());
     let per_rank: Vec<Vec<usize>> = ranks
         .iter()
         .map(|&d| {
-            select(k, k.device_rows(d), params.window, params.semantics, false)
-                .into_iter()
-                .map(|(i, _, _)| i)
-                .filter(|&i| k.is_nccl(i) && params.stream.is_none_or(|s| k.stream[i] == s))
-                .collect()
+            let nccl: Vec<usize> =
+                select(k, k.device_rows(d), params.window, params.semantics, false)
+                    .into_iter()
+                    .map(|(i, _, _)| i)
+                    .filter(|&i| k.is_nccl(i))
+                    .collect();
+            // `auto`: the stream with the most of this rank's NCCL kernels (ties: the lowest).
+            let stream = if params.stream_auto {
+                let mut per: std::collections::BTreeMap<i64, usize> = BTreeMap::new();
+                for &i in &nccl {
+                    *per.entry(k.stream[i]).or_default() += 1;
+                }
+                per.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))).map(|(s, _)| *s)
+            } else {
+                params.stream
+            };
+            streams.push(stream);
+            nccl.into_iter().filter(|&i| stream.is_none_or(|s| k.stream[i] == s)).collect()
         })
         .collect();
     let counts: Vec<i64> = per_rank.iter().map(|v| v.len() as i64).collect();
     let matched = per_rank.iter().map(Vec::len).min().unwrap_or(0);
     let mut out = Skew {
         ranks: ranks.to_vec(),
+        streams,
         counts,
         matched,
         nccl: 0,
@@ -227,8 +244,37 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     ctx.check_window(params.window, &ranks)?;
     let s = compute(ctx, &ranks, params)?;
     let mut ev = ctx.evidence(&SPEC, params, ranks.clone());
-    ev.scope.streams = params.stream.map(|s| vec![s]);
-    ev.parameters.insert("stream".into(), params.stream.map_or(Value::Null, |s| json!(s)));
+    if params.stream_auto {
+        let mut all: Vec<i64> = s.streams.iter().flatten().copied().collect();
+        all.sort_unstable();
+        all.dedup();
+        ev.scope.streams = Some(all);
+        ev.parameters.insert("stream".into(), json!("auto"));
+        let per: BTreeMap<String, Value> = s
+            .ranks
+            .iter()
+            .zip(&s.streams)
+            .map(|(r, st)| (r.to_string(), st.map_or(Value::Null, |x| json!(x))))
+            .collect();
+        ev.parameters.insert("rank_streams".into(), json!(per));
+        ev.note(
+            "note.stream_auto",
+            &[(
+                "streams",
+                s.ranks
+                    .iter()
+                    .zip(&s.streams)
+                    .map(|(r, st)| {
+                        format!("{r}: {}", st.map_or("none".to_string(), |x| x.to_string()))
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            )],
+        );
+    } else {
+        ev.scope.streams = params.stream.map(|s| vec![s]);
+        ev.parameters.insert("stream".into(), params.stream.map_or(Value::Null, |s| json!(s)));
+    }
     ev.window.effective_ns = super::effective_window(ctx, &ranks, params);
 
     let mut starts = s.start_skews.clone();

@@ -1,0 +1,70 @@
+//! `nccl-skew --stream auto`: each rank's own NCCL stream. On the 2-GPU capture every process
+//! has its own NCCL stream (7 and 15), so one stream id matches nothing while `auto` matches
+//! every instance; the numbers are checked against SQL and a pairing written here.
+
+mod util;
+
+use util::{fixture, open_ro};
+
+fn skew(args: &[&str]) -> serde_json::Value {
+    let path = fixture("nsys-ai/mfu_2gpu_before.sqlite");
+    let out = assert_cmd::Command::cargo_bin("verdict")
+        .unwrap()
+        .args(["query", "nccl-skew", path.to_str().unwrap(), "--json"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn each_rank_uses_the_stream_that_carries_its_nccl_kernels() {
+    let conn = open_ro(&fixture("nsys-ai/mfu_2gpu_before.sqlite"));
+    // Per device, its NCCL kernels on its busiest NCCL stream, in start order.
+    let mut per_device: Vec<Vec<(i64, i64)>> = Vec::new();
+    let mut streams = Vec::new();
+    for device in [0, 1] {
+        let stream: i64 = conn
+            .query_row(
+                "SELECT k.streamId FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName
+                 WHERE k.deviceId = ?1 AND lower(s.value) LIKE '%nccl%'
+                 GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1",
+                [device],
+                |r| r.get(0),
+            )
+            .unwrap();
+        streams.push(stream);
+        let rows = conn
+            .prepare(
+                "SELECT k.start, k.\"end\" FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName
+                 WHERE k.deviceId = ?1 AND k.streamId = ?2 AND lower(s.value) LIKE '%nccl%'
+                 ORDER BY k.start, k.\"end\"",
+            )
+            .unwrap()
+            .query_map([device, stream], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        per_device.push(rows);
+    }
+    assert_eq!(streams, [7, 15]);
+    let matched = per_device.iter().map(Vec::len).min().unwrap();
+    let (mut nccl, mut wait) = (0i64, 0i64);
+    for j in 0..matched {
+        let d: Vec<i64> = per_device.iter().map(|r| r[j].1 - r[j].0).collect();
+        let min = *d.iter().min().unwrap();
+        nccl += d.iter().sum::<i64>();
+        wait += d.iter().map(|x| x - min).sum::<i64>();
+    }
+    let v = skew(&["--stream", "auto"]);
+    assert_eq!(v["values"]["matched"], matched as i64);
+    assert_eq!(v["values"]["nccl_ns"], nccl);
+    assert_eq!(v["values"]["wait_ns"], wait);
+    assert_eq!(v["parameters"]["rank_streams"], serde_json::json!({"0": 7, "1": 15}));
+    assert_eq!(v["scope"]["streams"], serde_json::json!([7, 15]));
+    // One stream id for both ranks matches no instance, and says so by a null, not a 0.
+    let v = skew(&["--stream", "7"]);
+    assert_eq!(v["values"]["matched"], 0);
+    assert!(v["values"]["wait_ns"].is_null());
+}
