@@ -480,6 +480,9 @@ fn end<S: Sink>(sink: &mut S, tag: TagEnd) {
         }
         TagEnd::BlockQuote(_) => {
             sink.block_quote_end();
+            // The quote's marker is written even when the quote is empty: what follows needs
+            // its gap, or it would start on the marker's line, inside the quote.
+            sink.core().fresh = false;
             sink.close_block();
         }
         TagEnd::CodeBlock => {
@@ -1549,6 +1552,12 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_block_after_an_empty_quote_stays_out_of_it() {
+        let md = markdown_safe(">\n    <!--", false);
+        assert!(!parser(&md).any(|e| matches!(e, Event::Html(_) | Event::InlineHtml(_))), "{md:?}");
     }
 
     // Random text built from the characters that matter to CommonMark, GFM and HTML.

@@ -224,7 +224,10 @@ mod tests {
         };
         let svg = skew_chart(&[r], &en());
         // max 7 ms -> step 1 ms, axis 0..7 ms.
-        assert_eq!(Axis::nice(7 * MS, MIN_STEP_NS), Axis { max_ns: 7 * MS, step_ns: MS });
+        assert_eq!(
+            Axis::nice(7 * MS, MIN_STEP_NS),
+            Axis { max_ns: (7 * MS).into(), step_ns: MS.into() }
+        );
         assert_eq!(attr_of(&svg, "class=\"start\"", "width"), 226.29); // 4/7 * 396
         assert_eq!(attr_of(&svg, "class=\"end\"", "width"), 1.13); // 0.02/7 * 396
         // Whisker cap at p90 = 7 ms, the end of the axis.

@@ -197,12 +197,15 @@ pub(super) fn x_axis(
 }
 
 /// A linear axis from 0 to `max_ns` with a tick every `step_ns`, labelled in ms.
+///
+/// In `i128`, because the axis ends at a whole number of steps past the largest value, which
+/// for a value near `i64::MAX` does not fit an `i64`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Axis {
     /// End of the axis, a whole number of steps.
-    pub max_ns: i64,
+    pub max_ns: i128,
     /// Distance between ticks.
-    pub step_ns: i64,
+    pub step_ns: i128,
 }
 
 impl Axis {
@@ -210,13 +213,13 @@ impl Axis {
     ///
     /// All in integer ns, so that the tick labels are exact decimals of a ms.
     pub fn nice(max_ns: i64, min_step_ns: i64) -> Axis {
-        let min_step = min_step_ns.max(1);
-        let max = if max_ns > 0 { max_ns } else { min_step };
-        let intervals = |step: i64| (max + step - 1) / step;
+        let min_step = i128::from(min_step_ns.max(1));
+        let max = if max_ns > 0 { i128::from(max_ns) } else { min_step };
+        let intervals = |step: i128| (max + step - 1) / step;
         let mut step = min_step;
         let mut k = 0;
         while intervals(step) > 8 {
-            step = min_step * [2, 5, 10][k % 3] * 10_i64.pow((k / 3) as u32);
+            step = min_step * [2, 5, 10][k % 3] * 10_i128.pow((k / 3) as u32);
             k += 1;
         }
         Axis { max_ns: intervals(step) * step, step_ns: step }
@@ -233,7 +236,7 @@ impl Axis {
         (0..=self.max_ns / self.step_ns)
             .map(|i| {
                 let v = self.step_ns * i;
-                let label = units::decimal(i128::from(v), 1_000_000, places).unwrap_or_default();
+                let label = units::decimal(v, 1_000_000, places).unwrap_or_default();
                 (v as f64 / self.max_ns as f64, label)
             })
             .collect()
@@ -281,13 +284,14 @@ mod tests {
 
     #[test]
     fn nice_axis_steps() {
-        let ms = 1_000_000;
-        assert_eq!(Axis::nice(15 * ms, 10_000), Axis { max_ns: 16 * ms, step_ns: 2 * ms });
-        assert_eq!(Axis::nice(24_000 * ms, ms), Axis { max_ns: 25_000 * ms, step_ns: 5_000 * ms });
-        assert_eq!(Axis::nice(30_000, 10_000), Axis { max_ns: 30_000, step_ns: 10_000 });
-        assert_eq!(Axis::nice(70_000, 10_000), Axis { max_ns: 70_000, step_ns: 10_000 });
-        assert_eq!(Axis::nice(0, 10_000), Axis { max_ns: 10_000, step_ns: 10_000 });
-        assert_eq!(Axis::nice(-5, ms), Axis { max_ns: ms, step_ns: ms });
+        let ms: i64 = 1_000_000;
+        let axis = |max: i64, step: i64| Axis { max_ns: max.into(), step_ns: step.into() };
+        assert_eq!(Axis::nice(15 * ms, 10_000), axis(16 * ms, 2 * ms));
+        assert_eq!(Axis::nice(24_000 * ms, ms), axis(25_000 * ms, 5_000 * ms));
+        assert_eq!(Axis::nice(30_000, 10_000), axis(30_000, 10_000));
+        assert_eq!(Axis::nice(70_000, 10_000), axis(70_000, 10_000));
+        assert_eq!(Axis::nice(0, 10_000), axis(10_000, 10_000));
+        assert_eq!(Axis::nice(-5, ms), axis(ms, ms));
     }
 
     #[test]
@@ -306,6 +310,14 @@ mod tests {
         assert_eq!(a.ticks()[7], (1.0, "7".to_string()));
         assert_eq!(a.scale(3_500_000, 100.0), 50.0);
         assert_eq!(a.scale(9_000_000, 100.0), 100.0);
+    }
+
+    #[test]
+    fn an_axis_past_the_largest_i64_does_not_overflow() {
+        let a = Axis::nice(i64::MAX, 1_000_000);
+        assert!(a.max_ns >= i128::from(i64::MAX) && a.max_ns / a.step_ns <= 8, "{a:?}");
+        assert_eq!(a.ticks().last().map(|t| t.0), Some(1.0));
+        assert_eq!(a.scale(i64::MAX, 100.0), a.scale(i64::MAX, 100.0).min(100.0));
     }
 
     #[test]
