@@ -128,6 +128,13 @@ pub struct RenderArgs {
     /// waiting, the render fails and writes nothing. 0 fails at once.
     #[arg(long, value_name = "SECONDS", default_value_t = 300)]
     pub lock_timeout: u64,
+    /// Remove the files of this report that the render did not write.
+    ///
+    /// Another language, profile or format of an earlier run (a PDF when typst is missing
+    /// now, say). Without it such files are kept and named on stderr: they are not in the
+    /// new `ID.manifest.json`.
+    #[arg(long)]
+    pub clean: bool,
 }
 
 /// `templates` subcommands.

@@ -80,6 +80,7 @@ fn options() -> verdict::render::report::Options {
         profiles: vec![verdict::render::report::Profile::Full],
         render_date: Some("2026-09-03".into()),
         lock_timeout: std::time::Duration::ZERO,
+        clean: false,
         interrupt: Default::default(),
     }
 }

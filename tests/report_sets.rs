@@ -422,7 +422,7 @@ fn a_render_waits_for_the_lock_and_fails_clearly_after_its_timeout() {
 }
 
 #[test]
-fn files_of_the_report_that_a_render_did_not_write_are_removed_and_named() {
+fn files_of_the_report_that_a_render_did_not_write_are_named_and_removed_with_clean() {
     let dir = tempfile::tempdir().unwrap();
     let typst = fake_typst(dir.path());
     let claims = util::manifest_dir().join(CLAIMS);
@@ -453,10 +453,34 @@ fn files_of_the_report_that_a_render_did_not_write_are_removed_and_named() {
     std::fs::create_dir(&folder).unwrap();
     let first = report_files(&out_dir);
 
-    // English only, the full report only, Markdown only: no PDF could be made here.
+    // Without --clean, files of the report this render does not write are kept and named.
     let out = render_cmd(&claims, &out_dir, &typst, "ok", &["--lang", "en", "--format", "md"])
         .output()
         .unwrap();
+    let err = ok(&out);
+    let kept = report_files(&out_dir);
+    let stale: Vec<&String> = kept
+        .iter()
+        .filter(|f| {
+            first.contains(f)
+                && !check_manifest(&out_dir).contains(f)
+                && !others.contains(f)
+                && **f != format!("{ID}.manifest.json")
+                && **f != format!("{ID}.zh-TW.brief.md")
+        })
+        .collect();
+    assert!(stale.contains(&&format!("{ID}.zh-TW.md")), "{stale:?}");
+    assert!(first.iter().all(|f| kept.contains(f)), "a file was removed without --clean: {err}");
+    for f in &stale {
+        assert!(err.contains(&format!("kept `{}", out_dir.join(f).display())), "{f}: {err}");
+    }
+    assert_eq!(err.matches("from an earlier run").count(), stale.len(), "{err}");
+
+    // English only, the full report only, Markdown only: no PDF could be made here; --clean.
+    let out =
+        render_cmd(&claims, &out_dir, &typst, "ok", &["--lang", "en", "--format", "md", "--clean"])
+            .output()
+            .unwrap();
     let err = ok(&out);
     let mut listed = check_manifest(&out_dir);
     listed.push(format!("{ID}.manifest.json"));

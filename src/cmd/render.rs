@@ -51,6 +51,7 @@ pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
             )
         })?),
         lock_timeout: Duration::from_secs(args.lock_timeout),
+        clean: args.clean,
         interrupt: Interrupt::default(),
     };
     let mut progress = super::progress();
@@ -89,6 +90,14 @@ pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
             "removed `{}`: a file of report `{}` this render did not write",
             p.display(),
             audit.claims.report.id
+        );
+    }
+    for p in &rendered.kept {
+        eprintln!(
+            "kept `{}`: a file of report `{}` from an earlier run, not in `{}` (`--clean` removes such files)",
+            p.display(),
+            audit.claims.report.id,
+            crate::render::set::manifest_name(&audit.claims.report.id)
         );
     }
     for (p, why) in &rendered.not_removed {

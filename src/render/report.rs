@@ -33,8 +33,10 @@ pub struct Written {
     pub written: Vec<PathBuf>,
     /// Why no PDF or PNG was written although one was wanted (with `Pdf::IfAvailable`).
     pub pdf_skipped: Option<crate::Hinted>,
-    /// Files of the same report id that this render did not write, removed.
+    /// Files of the same report id that this render did not write, removed (`clean`).
     pub removed: Vec<PathBuf>,
+    /// Such files kept, without `clean`: from an earlier run, not in the new manifest.
+    pub kept: Vec<PathBuf>,
     /// Such files that could not be removed, with why.
     pub not_removed: Vec<(PathBuf, String)>,
     /// Temporary folders of renders that were killed outright, removed.
@@ -108,6 +110,8 @@ pub struct Options {
     pub render_date: Option<String>,
     /// How long to wait for another render into the same folder before failing.
     pub lock_timeout: std::time::Duration,
+    /// Remove the files of the report that this render did not write (else only name them).
+    pub clean: bool,
     /// Where a signal that stops the render is recorded.
     pub interrupt: Interrupt,
 }
@@ -349,7 +353,12 @@ pub fn render(a: &Audit, opts: &Options, on_wait: &mut dyn FnMut(&str)) -> anyho
     // From the first move on, the set is finished whatever comes: a signal now is answered
     // once the set is in place.
     let written = stage.commit()?;
-    let (removed, not_removed) = set::remove_stale(&opts.out, id, &written);
+    let (removed, not_removed, kept) = if opts.clean {
+        let (r, n) = set::remove_stale(&opts.out, id, &written);
+        (r, n, Vec::new())
+    } else {
+        (Vec::new(), Vec::new(), set::stale_files(&opts.out, id, &written))
+    };
     drop(lock);
-    Ok(Written { written, pdf_skipped, removed, not_removed, leftovers })
+    Ok(Written { written, pdf_skipped, removed, not_removed, kept, leftovers })
 }

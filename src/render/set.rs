@@ -5,7 +5,8 @@
 //! Each move is a `rename(2)` in the same folder, so every file is either its old or its new
 //! version, never partial. While the moves run (a few dozen renames), a reader can see new and
 //! old files side by side; a set whose files all match its manifest is complete and from one
-//! run. Files of the same report id that the run did not write are removed after the moves.
+//! run. Files of the same report id that the run did not write are named after the moves, and
+//! removed with `--clean`.
 //! This module never touches a file outside that naming ([`is_report_file`]).
 
 use std::path::{Path, PathBuf};
@@ -207,6 +208,21 @@ fn is_chart_number(n: &str) -> bool {
         && n.parse::<u64>().is_ok_and(|n| n >= 2)
 }
 
+/// The files of report `id` in `out` that are not in `keep` (the set just moved into place),
+/// sorted: only regular files named as [`is_report_file`] says.
+pub fn stale_files(out: &Path, id: &str, keep: &[PathBuf]) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(out) else { return Vec::new() };
+    let mut stale: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter(|e| e.file_name().to_str().is_some_and(|n| is_report_file(n, id)))
+        .map(|e| e.path())
+        .filter(|p| !keep.iter().any(|k| k.file_name() == p.file_name()))
+        .collect();
+    stale.sort();
+    stale
+}
+
 /// Removes the files of report `id` in `out` that are not in `keep` (the set just moved into
 /// place): another language, profile or format of an earlier run. Only regular files named as
 /// [`is_report_file`] says are touched. Returns the files removed, and those that could not be,
@@ -218,16 +234,7 @@ pub fn remove_stale(
 ) -> (Vec<PathBuf>, Vec<(PathBuf, String)>) {
     let mut removed = Vec::new();
     let mut failed = Vec::new();
-    let Ok(entries) = std::fs::read_dir(out) else { return (removed, failed) };
-    let mut stale: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-        .filter(|e| e.file_name().to_str().is_some_and(|n| is_report_file(n, id)))
-        .map(|e| e.path())
-        .filter(|p| !keep.iter().any(|k| k.file_name() == p.file_name()))
-        .collect();
-    stale.sort();
-    for p in stale {
+    for p in stale_files(out, id, keep) {
         match std::fs::remove_file(&p) {
             Ok(()) => removed.push(p),
             Err(e) => failed.push((p, e.to_string())),
