@@ -199,14 +199,16 @@ pub fn normalize(p: &Path) -> PathBuf {
 }
 
 /// The `verdict query` command that reproduces the evidence of `analysis` run with `p`
-/// (`verdict inspect` for whole-trace analyses), as the words the program receives.
+/// (`verdict inspect` for whole-trace analyses; a set of NVTX windows named by its ranges),
+/// as the words the program receives.
 pub fn command_words(
     spec: &analysis::AnalysisSpec,
     trace: &Path,
     p: &Params,
     expect: Option<&[i64]>,
+    windows: Option<&analysis::nvtx::NvtxWindow>,
 ) -> Vec<String> {
-    analysis::command_words(spec, &normalize(trace).display().to_string(), p, expect)
+    analysis::command_words(spec, &normalize(trace).display().to_string(), p, expect, windows)
 }
 
 /// A word as a POSIX shell reads it back: bare when safe, else single-quoted.
@@ -266,18 +268,13 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
             queries.iter().map(|(s, _)| *s).chain(context_scopes.iter().map(|(_, s)| s)),
         );
         let ctx = Trace::open(&decl.resolved).and_then(|t| {
-            let mut needs = analysis::needs(
+            let needs = analysis::needs(
                 queries
                     .iter()
                     .filter_map(|(_, m)| analysis::spec(&m.analysis))
                     .chain(context_scopes.iter().map(|(s, _)| *s)),
+                queries.iter().any(|(s, _)| s.nvtx.is_some()),
             );
-            // A window taken from NVTX ranges needs the ranges and the launch records.
-            if queries.iter().any(|(s, _)| s.nvtx.is_some())
-                && !needs.contains(&analysis::Table::Nvtx)
-            {
-                needs.push(analysis::Table::Nvtx);
-            }
             Context::load(&t, &filter, decl.expect_devices.clone(), &needs, &mut |n| {
                 progress(&decl.name, n)
             })
@@ -319,6 +316,7 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
                 let r = ctx
                     .resolve_devices(&scope.devices)
                     .and_then(|devices| analysis::nvtx::resolve_windows(w, ctx, &devices))
+                    .map_err(|e| e.with_hint())
                     .map(|rws| {
                         // The scope over the first window (or the span of a set), for charts.
                         let window = match rws.as_slice() {
@@ -326,10 +324,6 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
                             _ => None,
                         };
                         (Scope { window, ..(*scope).clone() }, rws)
-                    })
-                    .map_err(|e| {
-                        let hint = e.hint().map(|h| format!(" (hint: {h})")).unwrap_or_default();
-                        format!("{e}{hint}")
                     });
                 resolved.insert(scope.name.clone(), r);
             }
@@ -346,44 +340,28 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
             let result = match (&ctx, resolved.get(&scope.name)) {
                 (Err(msg), _) => Err(msg.clone()),
                 (Ok(_), Some(Err(msg))) => Err(msg.clone()),
-                (Ok(ctx), r) => {
-                    let windows: Vec<crate::scope::Window> = match r {
-                        Some(Ok((_, rws))) => rws.iter().map(|rw| rw.window).collect(),
-                        _ => Vec::new(),
-                    };
-                    if let [one] = windows.as_slice() {
-                        p.window = Some(*one);
+                (Ok(ctx), Some(Ok((_, rws)))) => {
+                    // One window is reproduced by its seconds, a set by naming its ranges.
+                    if let [one] = rws.as_slice() {
+                        p.window = Some(one.window);
                     }
-                    analysis::run_windows(spec, &p, ctx, &windows)
-                        .map(|mut ev| {
-                            if let (Some(Ok((_, rws))), Some(w)) = (r, &scope.nvtx) {
-                                analysis::nvtx::note_windows(&mut ev, w, rws);
-                            }
-                            ev
-                        })
-                        .map_err(|e| {
-                            let hint =
-                                e.hint().map(|h| format!(" (hint: {h})")).unwrap_or_default();
-                            format!("{e}{hint}")
-                        })
+                    let w = scope.nvtx.as_ref().expect("resolved scopes have an NVTX window");
+                    analysis::run_nvtx_windows(spec, &p, ctx, w, rws).map_err(|e| e.with_hint())
                 }
+                (Ok(ctx), None) => analysis::run_spec(spec, &p, ctx).map_err(|e| e.with_hint()),
             };
-            let mut words = command_words(spec, &decl.resolved, &p, decl.expect_devices.as_deref());
-            // A set of NVTX windows is reproduced by naming the ranges, not one window.
-            if let (Some(w), Some(Ok((_, rws)))) = (&scope.nvtx, resolved.get(&scope.name))
-                && rws.len() > 1
-            {
-                words.pop();
-                words.extend(["--nvtx-window".to_string(), w.name.clone()]);
-                if let Some(i) = w.index {
-                    words.extend(["--nvtx-index".to_string(), i.to_string()]);
-                }
-                if w.on == analysis::nvtx::Timeline::Gpu {
-                    words.extend(["--nvtx-on".to_string(), "gpu".to_string()]);
-                }
-                words.extend(["--semantics".to_string(), p.semantics.to_string()]);
-                words.push("--json".to_string());
-            }
+            let set_of_windows = resolved
+                .get(&scope.name)
+                .and_then(|r| r.as_ref().ok())
+                .filter(|(_, rws)| rws.len() > 1)
+                .and(scope.nvtx.as_ref());
+            let words = command_words(
+                spec,
+                &decl.resolved,
+                &p,
+                decl.expect_devices.as_deref(),
+                set_of_windows,
+            );
             ledger.push(LedgerEntry::new(key.clone(), words, result.clone()));
             evidence.insert(key, result);
         }
@@ -410,7 +388,7 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
             let result = analysis::run_spec(spec, &p, &ctx);
             context.push(LedgerEntry::new(
                 format!("{}/{}/{}", decl.name, spec.name, scope.name),
-                command_words(spec, &decl.resolved, &p, None),
+                command_words(spec, &decl.resolved, &p, None, None),
                 result.map_err(|e| e.to_string()),
             ));
         }

@@ -103,6 +103,14 @@ pub(crate) fn overflow(what: &str) -> QueryError {
 }
 
 impl QueryError {
+    /// The message with its hint, on one line, as the ledger records a failed query.
+    pub fn with_hint(&self) -> String {
+        match self.hint() {
+            Some(h) => format!("{self} (hint: {h})"),
+            None => self.to_string(),
+        }
+    }
+
     /// A hint on what to do about it.
     pub fn hint(&self) -> Option<String> {
         Some(match self {
@@ -452,9 +460,13 @@ impl AnalysisSpec {
 pub const ANALYSES: &[AnalysisSpec] =
     &[overlap::SPEC, kernels::SPEC, nccl_skew::SPEC, copies::SPEC, nvtx::SPEC, coverage::SPEC];
 
-/// The tables a set of analyses needs, each once.
-pub fn needs<'a>(specs: impl IntoIterator<Item = &'a AnalysisSpec>) -> Vec<Table> {
-    let mut out: Vec<Table> = Vec::new();
+/// The tables a set of analyses needs, each once, and NVTX when a window is taken from NVTX
+/// ranges.
+pub fn needs<'a>(
+    specs: impl IntoIterator<Item = &'a AnalysisSpec>,
+    nvtx_windows: bool,
+) -> Vec<Table> {
+    let mut out: Vec<Table> = if nvtx_windows { vec![Table::Nvtx] } else { Vec::new() };
     for s in specs {
         for t in s.needs {
             if !out.contains(t) {
@@ -1132,16 +1144,17 @@ pub fn run_windows(
 ) -> Result<Evidence, QueryError> {
     let [first, rest @ ..] = windows else { return run_spec(spec, params, ctx) };
     let mut p = params.clone();
-    p.window = Some(*first);
-    let mut base = run_spec(spec, &p, ctx)?;
+    let mut runs = Vec::with_capacity(windows.len());
+    for w in windows {
+        p.window = Some(*w);
+        runs.push(run_spec(spec, &p, ctx)?);
+    }
     if rest.is_empty() {
-        return Ok(base);
+        return Ok(runs.remove(0));
     }
     let mut samples = Vec::new();
     let mut notes: Vec<Note> = Vec::new();
-    for w in windows {
-        p.window = Some(*w);
-        let ev = run_spec(spec, &p, ctx)?;
+    for (w, ev) in windows.iter().zip(&runs) {
         let values = ev.values.clone().ok_or_else(|| QueryError::Failed {
             reason: format!(
                 "`{}` gives one row per device: a set of windows needs one value per window",
@@ -1149,13 +1162,15 @@ pub fn run_windows(
             ),
             hint: "name one device in the scope".into(),
         })?;
-        for n in ev.notes {
+        for n in &ev.notes {
             if !notes.iter().any(|o| o.text == n.text) {
-                notes.push(n);
+                notes.push(n.clone());
             }
         }
         samples.push(Sample { window_ns: w.as_array(), values });
     }
+    // The first window's evidence, every value but its samples' left null.
+    let mut base = runs.remove(0);
     base.values = Some(spec.fields.iter().map(|f| (f.name.to_string(), Value::Null)).collect());
     base.window.requested_ns =
         Some([first.start_ns, windows.iter().map(|w| w.end_ns).max().unwrap_or(first.end_ns)]);
@@ -1165,6 +1180,22 @@ pub fn run_windows(
     Ok(base)
 }
 
+/// Runs an analysis over the windows an NVTX window resolved to, and says in the evidence
+/// which ranges they came from: the one path of `verdict query --nvtx-window` and of a claims
+/// scope with an NVTX window.
+pub fn run_nvtx_windows(
+    spec: &AnalysisSpec,
+    params: &Params,
+    ctx: &Context,
+    w: &nvtx::NvtxWindow,
+    resolved: &[nvtx::ResolvedWindow],
+) -> Result<Evidence, QueryError> {
+    let windows: Vec<crate::scope::Window> = resolved.iter().map(|r| r.window).collect();
+    let mut ev = run_windows(spec, params, ctx, &windows)?;
+    nvtx::note_windows(&mut ev, w, resolved);
+    Ok(ev)
+}
+
 /// The command that reproduces `spec` run with `p` on `trace`, as the words the program
 /// receives: `verdict query NAME TRACE ...`, or `verdict inspect` for whole-trace analyses.
 pub fn command_words(
@@ -1172,6 +1203,7 @@ pub fn command_words(
     trace: &str,
     p: &Params,
     expect: Option<&[i64]>,
+    windows: Option<&nvtx::NvtxWindow>,
 ) -> Vec<String> {
     let mut c: Vec<String> = Vec::new();
     let mut add = |words: &[&str]| c.extend(words.iter().map(|w| w.to_string()));
@@ -1186,8 +1218,20 @@ pub fn command_words(
     add(&["verdict", "query", spec.name, trace]);
     c.extend(spec.device_words(&p.devices));
     let mut add = |words: &[&str]| c.extend(words.iter().map(|w| w.to_string()));
-    if let Some(w) = p.window {
-        add(&["--window", &w.to_string(), "--semantics", &p.semantics.to_string()]);
+    match (p.window, windows) {
+        (Some(w), _) => add(&["--window", &w.to_string(), "--semantics", &p.semantics.to_string()]),
+        // A set of windows from NVTX ranges, named as the ranges.
+        (None, Some(n)) => {
+            add(&["--nvtx-window", &n.name]);
+            if let Some(i) = n.index {
+                add(&["--nvtx-index", &i.to_string()]);
+            }
+            if n.on == nvtx::Timeline::Gpu {
+                add(&["--nvtx-on", "gpu"]);
+            }
+            add(&["--semantics", &p.semantics.to_string()]);
+        }
+        (None, None) => {}
     }
     for param in spec.params {
         if let Some(v) = (param.get)(p) {
@@ -1492,7 +1536,7 @@ pub(crate) mod tests {
         let mut p = Params::new(DeviceSel::All);
         p.set(&kernels::SPEC, "regex", "^flash").unwrap();
         assert_eq!(
-            command_words(&kernels::SPEC, "t.sqlite", &p, None),
+            command_words(&kernels::SPEC, "t.sqlite", &p, None, None),
             [
                 "verdict",
                 "query",

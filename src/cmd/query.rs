@@ -34,29 +34,20 @@ pub fn run(q: QueryCommand) -> anyhow::Result<ExitCode> {
             crate::Hinted::new(e.to_string(), hint)
         })?;
     }
-    let mut needs = spec.needs.to_vec();
-    if q.nvtx.is_some() && !needs.contains(&analysis::Table::Nvtx) {
-        needs.push(analysis::Table::Nvtx);
-    }
+    let needs = analysis::needs([spec], q.nvtx.is_some());
     let ctx =
         load(&q.trace, q.window, q.expect_devices.as_ref().map(|d| d.0.clone()), &sel, &needs)?;
-    let resolved = match &q.nvtx {
-        None => None,
+    let ev = match &q.nvtx {
+        None => analysis::run_spec(spec, &params, &ctx),
         Some(w) => {
             let rws = ctx
                 .resolve_devices(&sel)
                 .and_then(|d| analysis::nvtx::resolve_windows(w, &ctx, &d))
                 .map_err(|e| crate::Hinted::new(e.to_string(), e.hint().unwrap_or_default()))?;
-            Some((w, rws))
+            analysis::run_nvtx_windows(spec, &params, &ctx, w, &rws)
         }
-    };
-    let windows: Vec<crate::scope::Window> =
-        resolved.iter().flat_map(|(_, rws)| rws.iter().map(|rw| rw.window)).collect();
-    let mut ev = analysis::run_windows(spec, &params, &ctx, &windows)
-        .with_context(|| format!("cannot answer from trace `{}`", q.trace.display()))?;
-    if let Some((w, rws)) = &resolved {
-        analysis::nvtx::note_windows(&mut ev, w, rws);
     }
+    .with_context(|| format!("cannot answer from trace `{}`", q.trace.display()))?;
     if q.json {
         print_json(&ev)?;
     } else {

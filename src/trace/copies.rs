@@ -264,6 +264,29 @@ struct DeviceTally {
     kinds: BTreeMap<CopyKind, (i64, i64)>,
 }
 
+/// Counts one row into the inventory of its device; None when its device's byte sum of that
+/// kind would overflow.
+fn tally_row(
+    tally: &mut BTreeMap<i64, DeviceTally>,
+    device: i64,
+    start: i64,
+    end: i64,
+    kind: CopyKind,
+    bytes: i64,
+) -> Option<()> {
+    let t = tally.entry(device).or_insert_with(|| DeviceTally {
+        first: start,
+        last: end,
+        kinds: BTreeMap::new(),
+    });
+    t.first = t.first.min(start);
+    t.last = t.last.max(end);
+    let (count, sum) = t.kinds.entry(kind).or_default();
+    *count += 1;
+    *sum = sum.checked_add(bytes)?;
+    Some(())
+}
+
 impl Copies {
     /// The columns each table must have when it exists. An absent table is not an error.
     pub const REQUIRES: &'static [Requirement] = &[
@@ -309,24 +332,7 @@ impl Copies {
             t.rows = rows;
             t.skipped_invalid = skipped;
         }
-        out.inventory = tally
-            .into_iter()
-            .map(|(device, t)| CopyInventory {
-                device,
-                first_start_ns: t.first,
-                last_end_ns: t.last,
-                kinds: t
-                    .kinds
-                    .into_iter()
-                    .map(|(kind, (count, bytes))| KindTally {
-                        kind,
-                        label: out.label(kind).into_owned(),
-                        count,
-                        bytes,
-                    })
-                    .collect(),
-            })
-            .collect();
+        out.inventory = out.inventory_of(tally);
         out.sort();
         Ok(out)
     }
@@ -406,16 +412,7 @@ impl Copies {
                 CopyKind::Memset
             };
             valid += 1;
-            let t = tally.entry(device).or_insert_with(|| DeviceTally {
-                first: start,
-                last: end,
-                kinds: BTreeMap::new(),
-            });
-            t.first = t.first.min(start);
-            t.last = t.last.max(end);
-            let (count, sum) = t.kinds.entry(kind).or_default();
-            *count += 1;
-            *sum = sum.checked_add(bytes).ok_or_else(|| {
+            tally_row(tally, device, start, end, kind, bytes).ok_or_else(|| {
                 bad(c::BYTES, format!("the sum over device {device} overflows 64 bits"))
             })?;
             let keep: bool = row.get(6).map_err(TraceError::from_sqlite)?;
@@ -450,18 +447,21 @@ impl Copies {
             out.kind.push(kind);
             let t = if kind == CopyKind::Memset { &mut out.memset } else { &mut out.memcpy };
             t.rows += 1;
-            let d = tally.entry(device).or_insert_with(|| DeviceTally {
-                first: start,
-                last: end,
-                kinds: BTreeMap::new(),
-            });
-            d.first = d.first.min(start);
-            d.last = d.last.max(end);
-            let e = d.kinds.entry(kind).or_default();
-            e.0 += 1;
-            e.1 = e.1.saturating_add(bytes);
+            if tally_row(&mut tally, device, start, end, kind, bytes).is_none() {
+                // Test rows may overflow a sum on purpose: the inventory saturates.
+                if let Some(e) = tally.get_mut(&device).and_then(|t| t.kinds.get_mut(&kind)) {
+                    e.1 = i64::MAX;
+                }
+            }
         }
-        out.inventory = tally
+        out.inventory = out.inventory_of(tally);
+        out.sort();
+        out
+    }
+
+    /// The per-device inventory of the tallies, kinds labelled as this export labels them.
+    fn inventory_of(&self, tally: BTreeMap<i64, DeviceTally>) -> Vec<CopyInventory> {
+        tally
             .into_iter()
             .map(|(device, t)| CopyInventory {
                 device,
@@ -472,15 +472,13 @@ impl Copies {
                     .into_iter()
                     .map(|(kind, (count, bytes))| KindTally {
                         kind,
-                        label: kind.built_in_label().into_owned(),
+                        label: self.label(kind).into_owned(),
                         count,
                         bytes,
                     })
                     .collect(),
             })
-            .collect();
-        out.sort();
-        out
+            .collect()
     }
 
     fn sort(&mut self) {

@@ -25,25 +25,23 @@ pub fn field_quantity(analysis: &str, field: &str) -> Option<Q> {
 
 fn expr_quantity(analysis: &str, e: &Expr) -> Option<Q> {
     let spec = crate::analysis::spec(analysis)?;
+    // A sum the analysis declares as a quantity of its own (`nccl_only + overlap`).
     if let Some(vars) = e.sum_of_vars() {
         let mut set: Vec<&str> = vars.iter().map(String::as_str).collect();
         set.sort_unstable();
-        // A sum the analysis declares as a quantity of its own (`nccl_only + overlap`).
-        for (terms, kind) in spec.sums {
+        let declared = spec.sums.iter().find(|(terms, _)| {
             let mut t: Vec<&str> = terms.to_vec();
             t.sort_unstable();
-            if t == set {
-                return Some(*kind);
-            }
+            t == set
+        });
+        if let Some((_, kind)) = declared {
+            return Some(*kind);
         }
-        let mut qs: Vec<Q> = vars.iter().map(|v| spec.kind(v)).collect::<Option<Vec<_>>>()?;
-        qs.dedup();
-        return if qs.len() == 1 { Some(qs[0]) } else { None };
     }
-    let vars = e.vars();
-    let mut qs: Vec<Q> = vars.iter().map(|v| spec.kind(v)).collect::<Option<Vec<_>>>()?;
-    qs.dedup();
-    if qs.len() == 1 { Some(qs[0]) } else { None }
+    // Otherwise the one kind every field of the formula shares, if they share one.
+    let kinds: Vec<Q> = e.vars().iter().map(|v| spec.kind(v)).collect::<Option<_>>()?;
+    let first = *kinds.first()?;
+    kinds.iter().all(|k| *k == first).then_some(first)
 }
 
 fn gate(gate: &'static str, status: GateStatus, key: &str, args: &[(&str, String)]) -> Gate {

@@ -65,6 +65,11 @@ fn ratio_definition(m: &crate::claims::Measure) -> Option<(&'static str, Expr)> 
     Some((*text, Expr::parse(text).ok()?))
 }
 
+/// The values of a formula's fields that the evidence has (null and unknown ones left out).
+fn vars_of(expr: &Expr, ev: &Evidence) -> BTreeMap<String, Rational> {
+    expr.vars().into_iter().filter_map(|f| field_value(ev, &f).map(|v| (f, v))).collect()
+}
+
 fn field_value(ev: &Evidence, field: &str) -> Option<Rational> {
     // A null field is a quantity that does not exist here: never rebuilt, never a 0. An
     // undeclared or missing field stays out of the variables, and evaluating the formula
@@ -186,8 +191,7 @@ fn measured(set: &ClaimSet, claim: &Claim, p: &Part, evidence: &EvidenceMap) -> 
     // the report shows its fraction and the value is exact.
     let definition = ratio_definition(m);
     let expr = definition.as_ref().map_or(&m.value, |(_, e)| e);
-    let vars: BTreeMap<String, Rational> =
-        expr.vars().into_iter().filter_map(|f| field_value(ev, &f).map(|v| (f, v))).collect();
+    let vars = vars_of(expr, ev);
     let mut nulls: Vec<String> = m.value.vars();
     nulls.extend(expr.vars());
     nulls.retain(|f| ev.value(f).is_some_and(Value::is_null));
@@ -255,9 +259,7 @@ fn samples(mut r: PartResult, p: &Part, m: &crate::claims::Measure, ev: &Evidenc
         let mut one = ev.clone();
         one.values = Some(s.values.clone());
         one.samples = Vec::new();
-        let vars: BTreeMap<String, Rational> =
-            expr.vars().into_iter().filter_map(|f| field_value(&one, &f).map(|v| (f, v))).collect();
-        if let Ok(v) = expr.eval(&vars) {
+        if let Ok(v) = expr.eval(&vars_of(expr, &one)) {
             values.push(v);
         }
     }
