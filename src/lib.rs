@@ -3,7 +3,8 @@
 //!
 //! Data flows one way: [`trace`] reads the export (read-only), [`analysis`] computes evidence
 //! that discloses its window, devices and denominators, and the commands in [`cmd`] print it.
-//! [`scope`] holds windows and device selections, [`units`] the exact display of numbers.
+//! [`scope`] holds windows and device selections, [`units`] the exact display of numbers,
+//! [`stats`] the two-sample statistics (rank test, shift intervals, bootstrap) of a comparison.
 
 #![warn(missing_docs)]
 
@@ -17,6 +18,7 @@ pub mod formula;
 pub mod i18n;
 pub mod render;
 pub mod scope;
+pub mod stats;
 pub mod term;
 pub mod trace;
 pub mod units;
