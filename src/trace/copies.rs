@@ -13,6 +13,7 @@ use std::ops::Range;
 use serde::{Serialize, Serializer};
 
 use super::names::{self, copy as c, enums};
+use super::remap::Remap;
 use super::{
     KernelFilter, Requirement, TableRole, Trace, TraceError, check_timestamp, quote_ident,
 };
@@ -228,7 +229,7 @@ pub struct CopyInventory {
 }
 
 /// Memcpy and memset rows in columns, ordered by (device, start, end).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Copies {
     /// Start (ns).
     pub start: Vec<i64>,
@@ -451,6 +452,64 @@ impl Copies {
                 // Test rows may overflow a sum on purpose: the inventory saturates.
                 if let Some(e) = tally.get_mut(&device).and_then(|t| t.kinds.get_mut(&kind)) {
                     e.1 = i64::MAX;
+                }
+            }
+        }
+        out.inventory = out.inventory_of(tally);
+        out.sort();
+        out
+    }
+
+    /// Joins the copies of the files of a trace set, given in file order, each with its
+    /// [`Remap`]: times shifted onto the set's clock, devices renumbered as ranks, rows in the
+    /// order of [`Copies`].
+    ///
+    /// `filter` is the set's, stored as given. Row counts add up and a table is present when
+    /// any file has it. The labels are the first file's, with the codes it lacks taken from
+    /// later files (which makes them the export's); the inventory is labelled with them. The
+    /// inventories of devices that two files map to one rank are combined, byte sums
+    /// saturating. No parts give an empty table.
+    pub fn merge(parts: Vec<(Copies, Remap)>, filter: KernelFilter) -> Copies {
+        let mut out = Copies { filter, ..Copies::default() };
+        let mut tally: BTreeMap<i64, DeviceTally> = BTreeMap::new();
+        for (n, (part, remap)) in parts.into_iter().enumerate() {
+            if n == 0 {
+                out.memcpy.table = part.memcpy.table;
+                out.memset.table = part.memset.table;
+                out.labels = part.labels;
+                out.label_source = part.label_source;
+            } else {
+                for (code, label) in part.labels {
+                    if let std::collections::btree_map::Entry::Vacant(e) = out.labels.entry(code) {
+                        e.insert(label);
+                        out.label_source = LabelSource::Export;
+                    }
+                }
+            }
+            for (into, t) in [(&mut out.memcpy, part.memcpy), (&mut out.memset, part.memset)] {
+                into.present |= t.present;
+                into.rows = into.rows.saturating_add(t.rows);
+                into.skipped_invalid = into.skipped_invalid.saturating_add(t.skipped_invalid);
+            }
+            out.start.extend(part.start.iter().map(|&t| remap.time(t)));
+            out.end.extend(part.end.iter().map(|&t| remap.time(t)));
+            out.device.extend(part.device.iter().map(|&d| remap.device(d)));
+            out.stream.extend(part.stream);
+            out.bytes.extend(part.bytes);
+            out.kind.extend(part.kind);
+            for inv in part.inventory {
+                let (first, last) = (remap.time(inv.first_start_ns), remap.time(inv.last_end_ns));
+                let t = tally.entry(remap.device(inv.device)).or_insert_with(|| DeviceTally {
+                    first,
+                    last,
+                    kinds: BTreeMap::new(),
+                });
+                t.first = t.first.min(first);
+                t.last = t.last.max(last);
+                for k in inv.kinds {
+                    let (count, sum) = t.kinds.entry(k.kind).or_default();
+                    *count = count.saturating_add(k.count);
+                    *sum = sum.saturating_add(k.bytes);
                 }
             }
         }
@@ -704,5 +763,169 @@ mod tests {
             matches!(&err, TraceError::BadValue { table, column, .. } if table == names::MEMSET && column == "bytes"),
             "{err}"
         );
+    }
+
+    /// A device's inventory: (device, first, last, (kind, label, rows, bytes)).
+    type InventoryRow<'a> = (i64, i64, i64, Vec<(CopyKind, &'a str, i64, i64)>);
+
+    fn remap_a() -> Remap {
+        Remap { shift_ns: 1000, devices: BTreeMap::from([(0, 1), (1, 0)]), file_tag: 1 }
+    }
+
+    fn remap_b() -> Remap {
+        Remap { shift_ns: 1100, devices: BTreeMap::from([(0, 2)]), file_tag: 2 }
+    }
+
+    /// File A: devices 0 and 1, its own label for HtoD.
+    fn part_a() -> Copies {
+        let mut a = Copies::from_rows(&[
+            (0, 7, 300, 400, 10, CopyKind::HtoD),
+            (0, 7, 100, 200, 20, CopyKind::DtoD),
+            (1, 2, 150, 160, 64, CopyKind::Memset),
+        ]);
+        a.labels = BTreeMap::from([(1, "H2D A".to_string())]);
+        a.label_source = LabelSource::Export;
+        a.memcpy.skipped_invalid = 1;
+        a
+    }
+
+    /// File B: device 0 too, labels for HtoD and DtoD, no memset table.
+    fn part_b() -> Copies {
+        let mut b = Copies::from_rows(&[
+            (0, 3, 50, 80, 5, CopyKind::Memset),
+            (0, 3, 50, 80, 5, CopyKind::HtoD),
+        ]);
+        b.labels = BTreeMap::from([(1, "H2D B".to_string()), (8, "D2D B".to_string())]);
+        b.label_source = LabelSource::Export;
+        b.memcpy.skipped_invalid = 2;
+        b.memset.present = false;
+        b
+    }
+
+    #[test]
+    fn merging_one_part_with_the_identity_gives_it_back() {
+        let sql = format!(
+            "{MEMCPY_DDL}{MEMSET_DDL}
+             CREATE TABLE ENUM_CUDA_MEMCPY_OPER (id INTEGER PRIMARY KEY, name TEXT, label TEXT);
+             INSERT INTO ENUM_CUDA_MEMCPY_OPER VALUES (1, 'CUDA_MEMCPY_KIND_HTOD', 'H2D label');
+             INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES
+                 (300, 400, 1, 7, 10, 1), (100, 200, 1, 7, 20, 8), (0, 0, 1, 7, 5, 1);
+             INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (150, 160, 1, 7, 0, 64);"
+        );
+        let (_d, trace) = trace_from_sql(&sql);
+        let f = KernelFilter { devices: Some(vec![1]), bounds: Some((160, 450)) };
+        let loaded = Copies::load(&trace, &f).unwrap();
+        let m = Copies::merge(vec![(loaded.clone(), Remap::identity())], f);
+        assert_eq!(m, loaded);
+        let built = Copies::from_rows(&[(2, 1, 5, 9, 3, CopyKind::HtoD)]);
+        let m = Copies::merge(vec![(built.clone(), Remap::identity())], KernelFilter::default());
+        assert_eq!(m, built);
+        let empty = Copies::merge(Vec::new(), KernelFilter::default());
+        assert!(empty.is_empty() && !empty.memcpy.present && empty.inventory.is_empty());
+    }
+
+    #[test]
+    fn two_files_sharing_a_device_id_stay_apart() {
+        let f = KernelFilter { devices: Some(vec![0, 1, 2]), bounds: None };
+        let m = Copies::merge(vec![(part_a(), remap_a()), (part_b(), remap_b())], f.clone());
+        // A's device 1 is rank 0, its device 0 rank 1; B's device 0 is rank 2.
+        assert_eq!(m.device, [0, 1, 1, 2, 2]);
+        assert_eq!(m.start, [1150, 1100, 1300, 1150, 1150]);
+        assert_eq!(m.end, [1160, 1200, 1400, 1180, 1180]);
+        assert_eq!(m.stream, [2, 7, 7, 3, 3]);
+        assert_eq!(m.bytes, [64, 20, 10, 5, 5]);
+        // B's two rows tie up to the kind: memcpy kinds before memset.
+        assert_eq!(
+            m.kind,
+            [CopyKind::Memset, CopyKind::DtoD, CopyKind::HtoD, CopyKind::HtoD, CopyKind::Memset]
+        );
+        assert_eq!(m.filter, f);
+        assert_eq!((m.memcpy.table, m.memset.table), (names::MEMCPY, names::MEMSET));
+        assert_eq!((m.memcpy.present, m.memcpy.rows, m.memcpy.skipped_invalid), (true, 3, 3));
+        // B has no memset table, A has one.
+        assert_eq!((m.memset.present, m.memset.rows, m.memset.skipped_invalid), (true, 2, 0));
+        // A's label for HtoD wins; DtoD, which A does not label, takes B's.
+        assert_eq!(m.label_source, LabelSource::Export);
+        assert_eq!(m.label(CopyKind::HtoD), "H2D A");
+        assert_eq!(m.label(CopyKind::DtoD), "D2D B");
+        assert_eq!(m.label(CopyKind::DtoH), "Device-to-Host");
+        let inv: Vec<InventoryRow> = m
+            .inventory
+            .iter()
+            .map(|d| {
+                let kinds =
+                    d.kinds.iter().map(|k| (k.kind, k.label.as_str(), k.count, k.bytes)).collect();
+                (d.device, d.first_start_ns, d.last_end_ns, kinds)
+            })
+            .collect();
+        assert_eq!(
+            inv,
+            [
+                (0, 1150, 1160, vec![(CopyKind::Memset, "Memset", 1, 64)]),
+                (
+                    1,
+                    1100,
+                    1400,
+                    vec![(CopyKind::HtoD, "H2D A", 1, 10), (CopyKind::DtoD, "D2D B", 1, 20)]
+                ),
+                (
+                    2,
+                    1150,
+                    1180,
+                    vec![(CopyKind::HtoD, "H2D A", 1, 5), (CopyKind::Memset, "Memset", 1, 5)]
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn labels_of_a_later_file_fill_a_first_file_without_any() {
+        let first = Copies::from_rows(&[]);
+        let m = Copies::merge(
+            vec![(first, Remap::identity()), (part_b(), remap_b())],
+            KernelFilter::default(),
+        );
+        assert_eq!(m.label_source, LabelSource::Export);
+        assert_eq!(m.label(CopyKind::HtoD), "H2D B");
+        let m = Copies::merge(
+            vec![(Copies::from_rows(&[]), Remap::identity()), (Copies::default(), remap_b())],
+            KernelFilter::default(),
+        );
+        assert_eq!(m.label_source, LabelSource::BuiltIn);
+    }
+
+    #[test]
+    fn merging_in_steps_gives_the_rows_of_one_merge() {
+        let mut c = Copies::from_rows(&[(4, 1, 0, 10, 8, CopyKind::Unknown(11))]);
+        c.labels = BTreeMap::from([(11, "U C".to_string()), (1, "H2D C".to_string())]);
+        let remap_c = Remap { shift_ns: 1140, devices: BTreeMap::from([(4, 1)]), file_tag: 3 };
+        let f = KernelFilter::default();
+        let ab = Copies::merge(vec![(part_a(), remap_a()), (part_b(), remap_b())], f.clone());
+        let stepwise =
+            Copies::merge(vec![(ab, Remap::identity()), (c.clone(), remap_c.clone())], f.clone());
+        let once =
+            Copies::merge(vec![(part_a(), remap_a()), (part_b(), remap_b()), (c, remap_c)], f);
+        assert_eq!(stepwise, once);
+        // C's device 4 joins A's device 0 on rank 1.
+        assert_eq!(once.device, [0, 1, 1, 1, 2, 2]);
+        assert_eq!(once.start, [1150, 1100, 1140, 1300, 1150, 1150]);
+        assert_eq!(once.kind[2], CopyKind::Unknown(11));
+        assert_eq!(
+            (once.label(CopyKind::Unknown(11)), once.label(CopyKind::HtoD)),
+            ("U C".into(), "H2D A".into())
+        );
+        let d = &once.inventory[1];
+        assert_eq!((d.device, d.first_start_ns, d.last_end_ns), (1, 1100, 1400));
+        let kinds: Vec<(CopyKind, &str, i64, i64)> =
+            d.kinds.iter().map(|k| (k.kind, k.label.as_str(), k.count, k.bytes)).collect();
+        assert_eq!(
+            kinds,
+            [
+                (CopyKind::HtoD, "H2D A", 1, 10),
+                (CopyKind::DtoD, "D2D B", 1, 20),
+                (CopyKind::Unknown(11), "U C", 1, 8)
+            ]
+        );
+        assert_eq!((once.memcpy.rows, once.memset.rows), (4, 2));
     }
 }

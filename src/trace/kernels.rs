@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use super::names::{self, kernel as k};
 use super::nvtx::{LaunchKey, LaunchKeys, process_of};
+use super::remap::Remap;
 use super::{
     DeviceInventory, Requirement, TableRole, Trace, TraceError, check_timestamp, quote_ident,
 };
@@ -316,9 +317,78 @@ impl Kernels {
         out
     }
 
+    /// Joins the tables of the files of a trace set, given in file order, each with its
+    /// [`Remap`]: times shifted onto the set's clock, devices renumbered as ranks, the
+    /// processes of the launch keys tagged with their file, names re-interned into one table
+    /// (equal strings, one id), rows in the order of [`Kernels`] (full ties keep file order).
+    ///
+    /// `filter` is the set's, stored as given. Counters add up; the inventories of devices
+    /// that two files map to one rank are combined (OS pids are kept as they are). The
+    /// launch keys are [`LaunchKeys::Read`] when every part read them and
+    /// [`LaunchKeys::Absent`], the missing columns united, when any part's table lacks them;
+    /// parts that read them mixed with parts that did not is a caller error, taken as
+    /// [`LaunchKeys::NotRead`]. No parts give an empty table.
+    pub fn merge(parts: Vec<(Kernels, Remap)>, filter: KernelFilter) -> Kernels {
+        let mut out = Kernels { filter, ..Kernels::default() };
+        out.launch_keys = merged_key_kind(parts.iter().map(|(p, _)| &p.launch_keys));
+        let mut ids: HashMap<String, u32> = HashMap::new();
+        let mut inventory: BTreeMap<i64, DeviceInventory> = BTreeMap::new();
+        for (part, remap) in parts {
+            let local: Vec<u32> = part
+                .names
+                .into_iter()
+                .map(|name| match ids.get(&name) {
+                    Some(&id) => id,
+                    None => {
+                        out.nccl.push(name.to_ascii_lowercase().contains("nccl"));
+                        out.names.push(name.clone());
+                        let id = (out.names.len() - 1) as u32;
+                        ids.insert(name, id);
+                        id
+                    }
+                })
+                .collect();
+            out.start.extend(part.start.iter().map(|&t| remap.time(t)));
+            out.end.extend(part.end.iter().map(|&t| remap.time(t)));
+            out.device.extend(part.device.iter().map(|&d| remap.device(d)));
+            out.stream.extend(part.stream);
+            out.short.extend(part.short.iter().map(|&i| local[i as usize]));
+            out.demangled.extend(part.demangled.iter().map(|&i| local[i as usize]));
+            out.skipped_invalid = out.skipped_invalid.saturating_add(part.skipped_invalid);
+            out.nccl_in_table |= part.nccl_in_table;
+            for d in part.inventory {
+                let d = DeviceInventory {
+                    device: remap.device(d.device),
+                    first_start_ns: remap.time(d.first_start_ns),
+                    last_end_ns: remap.time(d.last_end_ns),
+                    ..d
+                };
+                match inventory.get_mut(&d.device) {
+                    Some(into) => combine(into, d),
+                    None => {
+                        inventory.insert(d.device, d);
+                    }
+                }
+            }
+            if let (
+                LaunchKeys::Read { correlation, process },
+                LaunchKeys::Read { correlation: c, process: p },
+            ) = (&mut out.launch_keys, part.launch_keys)
+            {
+                correlation.extend(c);
+                process.extend(p.into_iter().map(|p| p.map(|p| remap.process(p))));
+            }
+        }
+        out.inventory = inventory.into_values().collect();
+        out.sort();
+        out
+    }
+
     fn sort(&mut self) {
         let mut idx: Vec<usize> = (0..self.start.len()).collect();
-        idx.sort_unstable_by_key(|&i| {
+        // Stable: rows tied on the whole key keep their order, so that merging the files of a
+        // set in one step or in several gives the same rows.
+        idx.sort_by_key(|&i| {
             (self.device[i], self.start[i], self.end[i], self.stream[i], self.short[i])
         });
         let permute_i64 = |v: &Vec<i64>| idx.iter().map(|&i| v[i]).collect::<Vec<_>>();
@@ -388,5 +458,270 @@ impl Kernels {
             }
             _ => None,
         }
+    }
+}
+
+/// What the launch keys of merged parts become, with no keys yet: any part's table without
+/// the columns makes them absent (the missing columns united, in order of first mention);
+/// otherwise read when every part read them, else not read.
+fn merged_key_kind<'a>(keys: impl Iterator<Item = &'a LaunchKeys> + Clone) -> LaunchKeys {
+    let mut missing: Option<Vec<String>> = None;
+    for k in keys.clone() {
+        if let LaunchKeys::Absent { missing: m } = k {
+            let all = missing.get_or_insert_with(Vec::new);
+            for c in m {
+                if !all.contains(c) {
+                    all.push(c.clone());
+                }
+            }
+        }
+    }
+    if let Some(missing) = missing {
+        return LaunchKeys::Absent { missing };
+    }
+    let (mut read, mut not_read) = (0usize, 0usize);
+    for k in keys {
+        match k {
+            LaunchKeys::Read { .. } => read += 1,
+            _ => not_read += 1,
+        }
+    }
+    debug_assert!(read == 0 || not_read == 0, "merging kernels with and without launch keys");
+    if read > 0 && not_read == 0 {
+        LaunchKeys::Read { correlation: Vec::new(), process: Vec::new() }
+    } else {
+        LaunchKeys::NotRead
+    }
+}
+
+/// Adds the inventory of a device of another file that maps to the same rank.
+fn combine(into: &mut DeviceInventory, d: DeviceInventory) {
+    into.kernels = into.kernels.saturating_add(d.kernels);
+    into.first_start_ns = into.first_start_ns.min(d.first_start_ns);
+    into.last_end_ns = into.last_end_ns.max(d.last_end_ns);
+    for (stream, n) in d.streams {
+        let count = into.streams.entry(stream).or_default();
+        *count = count.saturating_add(n);
+    }
+    into.pids.extend(d.pids);
+    into.pids.sort_unstable();
+    into.pids.dedup();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::nvtx::Launches;
+
+    /// Every field, private ones included (the inventory has no `PartialEq`).
+    fn assert_same(a: &Kernels, b: &Kernels) {
+        assert_eq!(
+            (&a.start, &a.end, &a.device, &a.stream),
+            (&b.start, &b.end, &b.device, &b.stream)
+        );
+        assert_eq!((&a.short, &a.demangled), (&b.short, &b.demangled));
+        assert_eq!((&a.names, &a.nccl), (&b.names, &b.nccl));
+        assert_eq!((a.skipped_invalid, &a.filter), (b.skipped_invalid, &b.filter));
+        assert_eq!((a.nccl_in_table, &a.launch_keys), (b.nccl_in_table, &b.launch_keys));
+        let inv = |k: &Kernels| {
+            k.inventory
+                .iter()
+                .map(|d| {
+                    (
+                        d.device,
+                        d.kernels,
+                        d.first_start_ns,
+                        d.last_end_ns,
+                        d.streams.clone(),
+                        d.pids.clone(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(inv(a), inv(b));
+    }
+
+    /// A device's inventory: (device, kernels, first, last, (stream, kernels), pids).
+    type InventoryRow = (i64, i64, i64, i64, Vec<(i64, i64)>, Vec<i64>);
+
+    /// The process of the kernels of both files: one pid (4242) with the same hardware bits.
+    const PROCESS: i64 = (1 << 32) | 4242;
+
+    /// File A: devices 0 and 1, launches 1-3 of [`PROCESS`].
+    fn part_a() -> Kernels {
+        let mut a = Kernels::from_rows_with_launch_keys(
+            &[
+                (0, 7, 100, 150, "gemm"),
+                (0, 7, 200, 260, "ncclAllReduce"),
+                (1, 9, 120, 130, "gemm"),
+            ],
+            &[(Some(PROCESS), Some(1)), (Some(PROCESS), Some(2)), (Some(PROCESS), Some(3))],
+        );
+        a.skipped_invalid = 2;
+        a.inventory[0].pids = vec![4242];
+        a
+    }
+
+    /// File B: device 0 too, launches 1-2 of the same process key.
+    fn part_b() -> Kernels {
+        let mut b = Kernels::from_rows_with_launch_keys(
+            &[(0, 3, 60, 90, "softmax"), (0, 3, 10, 40, "ncclAllReduce")],
+            &[(Some(PROCESS), Some(2)), (Some(PROCESS), Some(1))],
+        );
+        b.skipped_invalid = 3;
+        b.inventory[0].pids = vec![4242];
+        b
+    }
+
+    fn remap_a() -> Remap {
+        Remap { shift_ns: 1000, devices: BTreeMap::from([(0, 1), (1, 0)]), file_tag: 1 }
+    }
+
+    fn remap_b() -> Remap {
+        Remap { shift_ns: 1050, devices: BTreeMap::from([(0, 2)]), file_tag: 2 }
+    }
+
+    #[test]
+    fn merging_one_part_with_the_identity_gives_it_back() {
+        let a = part_a();
+        let m = Kernels::merge(vec![(a.clone(), Remap::identity())], a.filter.clone());
+        assert_same(&m, &a);
+        let plain = Kernels::from_rows(&[(3, 1, 5, 6, "x"), (3, 1, 5, 6, "x"), (2, 1, 9, 9, "y")]);
+        let m = Kernels::merge(vec![(plain.clone(), Remap::identity())], KernelFilter::default());
+        assert_same(&m, &plain);
+        assert_eq!(m.launch_keys, LaunchKeys::NotRead);
+    }
+
+    #[test]
+    fn two_files_sharing_a_pid_and_a_device_id_stay_apart() {
+        let f = KernelFilter { devices: None, bounds: Some((0, 5000)) };
+        let m = Kernels::merge(vec![(part_a(), remap_a()), (part_b(), remap_b())], f.clone());
+        // A's device 1 is rank 0, its device 0 rank 1; B's device 0 is rank 2.
+        assert_eq!(m.device, [0, 1, 1, 2, 2]);
+        assert_eq!(m.start, [1120, 1100, 1200, 1060, 1110]);
+        assert_eq!(m.end, [1130, 1150, 1260, 1090, 1140]);
+        assert_eq!(m.stream, [9, 7, 7, 3, 3]);
+        let names: Vec<&str> = (0..m.len()).map(|i| m.name(i, NameStyle::Short)).collect();
+        assert_eq!(names, ["gemm", "gemm", "ncclAllReduce", "ncclAllReduce", "softmax"]);
+        // One id per string across the files: A's names first, then B's new one.
+        assert_eq!(m.short, [0, 0, 1, 1, 2]);
+        assert_eq!(m.demangled, m.short);
+        assert_eq!((m.name_text(1), m.name_text(2)), ("ncclAllReduce", "softmax"));
+        let nccl: Vec<bool> = (0..m.len()).map(|i| m.is_nccl(i)).collect();
+        assert_eq!(nccl, [false, false, true, true, false]);
+        assert!(m.nccl_in_table);
+        assert_eq!(m.skipped_invalid, 5);
+        assert_eq!(m.filter, f);
+        assert_eq!(m.devices(), [0, 1, 2]);
+        assert_eq!(m.device_rows(1), 1..3);
+        let (ta, tb) = ((1 << 24) | 4242, (2 << 24) | 4242);
+        let keys: Vec<Option<(i64, i64)>> =
+            (0..m.len()).map(|i| m.launch_key(i).map(|k| (k.process, k.correlation))).collect();
+        assert_eq!(
+            keys,
+            [Some((ta, 3)), Some((ta, 1)), Some((ta, 2)), Some((tb, 1)), Some((tb, 2))]
+        );
+        let inv: Vec<InventoryRow> = m
+            .inventory
+            .iter()
+            .map(|d| {
+                let streams = d.streams.iter().map(|(&s, &n)| (s, n)).collect();
+                (d.device, d.kernels, d.first_start_ns, d.last_end_ns, streams, d.pids.clone())
+            })
+            .collect();
+        assert_eq!(
+            inv,
+            [
+                (0, 1, 1120, 1130, vec![(9, 1)], vec![]),
+                (1, 2, 1100, 1260, vec![(7, 2)], vec![4242]),
+                (2, 2, 1060, 1140, vec![(3, 2)], vec![4242]),
+            ]
+        );
+
+        // The launches of both files, merged with the same remaps: each kernel finds its own.
+        let (ga, gb) = ((1 << 56) | (4242 << 24) | 17, (1 << 56) | (4242 << 24) | 99);
+        let la = Launches::from_rows(&[(ga, 1, 90, 95), (ga, 3, 110, 112)]);
+        let lb = Launches::from_rows(&[(gb, 1, 5, 8), (gb, 2, 20, 30)]);
+        let l = Launches::merge(vec![(la, remap_a()), (lb, remap_b())]);
+        let found = |row: usize| m.launch_key(row).and_then(|k| l.find(k)).map(|i| l.start[i]);
+        // Rank 1's gemm is A's launch 1 (90 + 1000); rank 2's first kernel B's (5 + 1050).
+        assert_eq!(found(1), Some(1090));
+        assert_eq!(found(0), Some(1110));
+        assert_eq!(found(3), Some(1055));
+        assert_eq!(found(4), Some(1070));
+        // A has no launch 2: B's launch 2, same pid and correlation id, is not taken for it.
+        assert_eq!(found(2), None);
+        assert_eq!(l.find(LaunchKey { process: PROCESS, correlation: 1 }), None);
+    }
+
+    #[test]
+    fn merging_in_steps_gives_the_rows_of_one_merge() {
+        let c = Kernels::from_rows_with_launch_keys(
+            &[(5, 1, 0, 10, "gemm"), (5, 1, 0, 10, "layernorm")],
+            &[(Some(PROCESS), Some(1)), (Some(PROCESS), None)],
+        );
+        let remap_c = Remap { shift_ns: 1100, devices: BTreeMap::from([(5, 1)]), file_tag: 3 };
+        let f = KernelFilter::default();
+        let ab = Kernels::merge(vec![(part_a(), remap_a()), (part_b(), remap_b())], f.clone());
+        let stepwise =
+            Kernels::merge(vec![(ab, Remap::identity()), (c.clone(), remap_c.clone())], f.clone());
+        let once = Kernels::merge(
+            vec![(part_a(), remap_a()), (part_b(), remap_b()), (c, remap_c)],
+            f.clone(),
+        );
+        assert_same(&stepwise, &once);
+        // C's rows join rank 1 at 1100-1110, before A's gemm there (ties broken by name id).
+        assert_eq!(once.device, [0, 1, 1, 1, 1, 2, 2]);
+        assert_eq!(once.start, [1120, 1100, 1100, 1100, 1200, 1060, 1110]);
+        let names: Vec<&str> = (0..once.len()).map(|i| once.name(i, NameStyle::Short)).collect();
+        assert_eq!(
+            names,
+            ["gemm", "gemm", "layernorm", "gemm", "ncclAllReduce", "ncclAllReduce", "softmax"]
+        );
+        assert_eq!(once.launch_key(2), None);
+        assert_eq!(
+            once.launch_key(1),
+            Some(LaunchKey { process: (3 << 24) | 4242, correlation: 1 })
+        );
+        // C's device 5 and A's device 0 share rank 1: one combined entry.
+        let d = &once.inventory[1];
+        assert_eq!((d.device, d.kernels, d.first_start_ns, d.last_end_ns), (1, 4, 1100, 1260));
+        assert_eq!(d.streams, BTreeMap::from([(1, 2), (7, 2)]));
+        assert_eq!(d.pids, [4242]);
+    }
+
+    #[test]
+    fn launch_keys_absent_in_any_part_are_absent_and_not_read_stays_not_read() {
+        let mut a = part_a();
+        a.launch_keys = LaunchKeys::Absent { missing: vec!["correlationId".into()] };
+        let mut b = part_b();
+        b.launch_keys = LaunchKeys::Absent { missing: vec!["globalPid".into()] };
+        let mut c = part_b();
+        c.launch_keys = LaunchKeys::Absent { missing: vec!["correlationId".into()] };
+        let parts = vec![
+            (a, remap_a()),
+            (part_b(), remap_b()),
+            (b, Remap::identity()),
+            (c, Remap::identity()),
+        ];
+        let m = Kernels::merge(parts, KernelFilter::default());
+        assert_eq!(
+            m.launch_keys,
+            LaunchKeys::Absent { missing: vec!["correlationId".into(), "globalPid".into()] }
+        );
+        assert_eq!(m.launch_key(0), None);
+        let plain = |name| Kernels::from_rows(&[(0, 0, 1, 2, name)]);
+        let m = Kernels::merge(
+            vec![(plain("a"), Remap::identity()), (plain("b"), Remap::identity())],
+            KernelFilter::default(),
+        );
+        assert_eq!(m.launch_keys, LaunchKeys::NotRead);
+        assert!(!m.nccl_in_table);
+        // Same device, same rank: one entry, counts added.
+        assert_eq!(m.inventory.len(), 1);
+        assert_eq!((m.inventory[0].kernels, m.inventory[0].streams[&0]), (2, 2));
+        let empty = Kernels::merge(Vec::new(), KernelFilter::default());
+        assert!(empty.is_empty() && empty.inventory.is_empty());
+        assert_eq!(empty.launch_keys, LaunchKeys::NotRead);
     }
 }

@@ -11,6 +11,7 @@ use std::ops::Range;
 use serde::Serialize;
 
 use super::names::{self, nvtx as n, runtime as r};
+use super::remap::Remap;
 use super::{Requirement, TableRole, Trace, TraceError, check_timestamp, quote_ident};
 
 /// `eventType` of a push/pop range (`NvtxPushPopRange`).
@@ -110,7 +111,7 @@ pub struct Domain {
 ///
 /// A range without an `end` (unterminated) is closed at the largest timestamp of the NVTX
 /// table, as `nsys stats` does, and flagged.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct NvtxRanges {
     /// Start (ns).
     pub start: Vec<i64>,
@@ -320,6 +321,65 @@ impl NvtxRanges {
         out
     }
 
+    /// Joins the ranges of the files of a trace set, given in file order, each with its
+    /// [`Remap`]: times shifted onto the set's clock, threads and the processes of domains
+    /// tagged with their file, names and domains re-interned into one table each (equal
+    /// strings, one id; equal domains once tagged, one id), rows in the order of
+    /// [`NvtxRanges`] (full ties keep file order).
+    ///
+    /// The table is absent when it is absent from every file; the bounds are the hull of the
+    /// shifted bounds (None when a file was read without); untexted ranges add up. An
+    /// unterminated range keeps the closing time of its own file, and
+    /// [`NvtxRanges::closed_at_ns`] is the latest of them. No parts give no ranges.
+    pub fn merge(parts: Vec<(NvtxRanges, Remap)>) -> NvtxRanges {
+        if parts.is_empty() {
+            return NvtxRanges::default();
+        }
+        let shifted_bounds: Option<Vec<(i64, i64)>> = parts
+            .iter()
+            .map(|(p, remap)| p.bounds.map(|(a, b)| (remap.time(a), remap.time(b))))
+            .collect();
+        let mut out = NvtxRanges {
+            table_absent: parts.iter().all(|(p, _)| p.table_absent),
+            bounds: shifted_bounds
+                .and_then(|v| Some((v.iter().map(|b| b.0).min()?, v.iter().map(|b| b.1).max()?))),
+            closed_at_ns: parts
+                .iter()
+                .filter_map(|(p, remap)| p.closed_at_ns.map(|t| remap.time(t)))
+                .max(),
+            ..NvtxRanges::default()
+        };
+        let mut names = NameTable::default();
+        let mut domain_ids: HashMap<(Option<i64>, Option<i64>, String, DomainSource), u32> =
+            HashMap::new();
+        for (part, remap) in parts {
+            let name_ids: Vec<u32> = part.names.iter().map(|s| names.intern(s)).collect();
+            let domain_map: Vec<u32> = part
+                .domains
+                .into_iter()
+                .map(|d| {
+                    let d = Domain { process: d.process.map(|p| remap.process(p)), ..d };
+                    let key = (d.id, d.process, d.name.clone(), d.source);
+                    *domain_ids.entry(key).or_insert_with(|| {
+                        out.domains.push(d);
+                        (out.domains.len() - 1) as u32
+                    })
+                })
+                .collect();
+            out.start.extend(part.start.iter().map(|&t| remap.time(t)));
+            out.end.extend(part.end.iter().map(|&t| remap.time(t)));
+            out.unterminated.extend(part.unterminated);
+            out.kind.extend(part.kind);
+            out.global_tid.extend(part.global_tid.iter().map(|g| g.map(|g| remap.global_id(g))));
+            out.name.extend(part.name.iter().map(|&i| name_ids[i as usize]));
+            out.domain.extend(part.domain.iter().map(|&i| domain_map[i as usize]));
+            out.untexted = out.untexted.saturating_add(part.untexted);
+        }
+        out.names = names.names;
+        out.sort();
+        out
+    }
+
     /// Keeps the rows for which `keep(self, row)` holds.
     fn retain(&mut self, keep: impl Fn(&NvtxRanges, usize) -> bool) {
         let idx: Vec<usize> = (0..self.len()).filter(|&i| keep(self, i)).collect();
@@ -507,7 +567,7 @@ fn name_domains(
 
 /// Launch records: rows of `CUPTI_ACTIVITY_KIND_RUNTIME` (CUDA runtime and driver API calls),
 /// read only for the launch keys asked for and indexed by [`LaunchKey`].
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Launches {
     /// Start of the API call (ns).
     pub start: Vec<i64>,
@@ -598,10 +658,36 @@ impl Launches {
         out
     }
 
+    /// Joins the launch records of the files of a trace set, given in file order, each with
+    /// its [`Remap`]: times shifted onto the set's clock and threads tagged with their file,
+    /// rows in file order, indexed by their tagged keys (the keys of the kernels merged with
+    /// the same remaps).
+    ///
+    /// The table is absent when it is absent from every file; keys asked for and duplicates
+    /// add up. Two files whose keys meet (same remap tag) keep the earliest call, as one file
+    /// does, and count a duplicate. No parts give no records.
+    pub fn merge(parts: Vec<(Launches, Remap)>) -> Launches {
+        let mut out = Launches {
+            table_absent: !parts.is_empty() && parts.iter().all(|(p, _)| p.table_absent),
+            ..Launches::default()
+        };
+        for (part, remap) in parts {
+            out.requested = out.requested.saturating_add(part.requested);
+            out.duplicates = out.duplicates.saturating_add(part.duplicates);
+            let rows =
+                part.start.iter().zip(&part.end).zip(&part.global_tid).zip(&part.correlation);
+            for (((&start, &end), &global_tid), &correlation) in rows {
+                let key = LaunchKey { process: remap.process(process_of(global_tid)), correlation };
+                out.push(key, remap.global_id(global_tid), remap.time(start), remap.time(end));
+            }
+        }
+        out
+    }
+
     fn push(&mut self, key: LaunchKey, global_tid: i64, start: i64, end: i64) {
         match self.index.get(&key) {
             Some(&i) => {
-                self.duplicates += 1;
+                self.duplicates = self.duplicates.saturating_add(1);
                 let i = i as usize;
                 if start < self.start[i] {
                     (self.start[i], self.end[i], self.global_tid[i]) = (start, end, global_tid);
@@ -688,5 +774,178 @@ mod tests {
         let i = l.find(LaunchKey { process: 5, correlation: 1 }).unwrap();
         assert_eq!((l.start[i], l.pid(i), l.tid(i)), (90, 5, 9));
         assert!(l.find(LaunchKey { process: 6, correlation: 1 }).is_none());
+    }
+
+    /// The thread of both files: one pid (4242) and tid (17), same hardware bits.
+    const THREAD: i64 = (1 << 56) | (4242 << 24) | 17;
+
+    fn remap(shift_ns: i64, file_tag: i64) -> Remap {
+        Remap { shift_ns, devices: Default::default(), file_tag }
+    }
+
+    /// File A: an unterminated range in domain 1, two ranges in the default domain.
+    fn ranges_a() -> NvtxRanges {
+        let mut a = NvtxRanges::from_rows(&[
+            (THREAD, 10, Some(20), "step", 0),
+            (THREAD, 5, None, "open", 1),
+            (THREAD, 10, Some(50), "outer", 0),
+        ]);
+        a.bounds = Some((0, 100));
+        a.untexted = 1;
+        a
+    }
+
+    /// File B: the same thread id, names shared with A in another order.
+    fn ranges_b() -> NvtxRanges {
+        let mut b = NvtxRanges::from_rows(&[
+            (THREAD, 0, Some(30), "outer", 0),
+            (THREAD, 15, None, "step", 0),
+        ]);
+        b.bounds = Some((-10, 40));
+        b.untexted = 2;
+        b
+    }
+
+    #[test]
+    fn merging_ranges_with_the_identity_gives_them_back() {
+        let a = ranges_a();
+        assert_eq!(NvtxRanges::merge(vec![(a.clone(), Remap::identity())]), a);
+        let absent = NvtxRanges { table_absent: true, bounds: Some((1, 2)), ..Default::default() };
+        assert_eq!(NvtxRanges::merge(vec![(absent.clone(), Remap::identity())]), absent);
+        assert_eq!(NvtxRanges::merge(Vec::new()), NvtxRanges::default());
+    }
+
+    #[test]
+    fn ranges_of_two_files_sharing_a_thread_id_stay_apart() {
+        let m = NvtxRanges::merge(vec![(ranges_a(), remap(1000, 1)), (ranges_b(), remap(990, 2))]);
+        let (ta, tb) = ((1 << 48) | (4242 << 24) | 17, (2 << 48) | (4242 << 24) | 17);
+        assert_eq!(m.global_tid, [Some(ta), Some(ta), Some(ta), Some(tb), Some(tb)]);
+        assert_eq!(m.start, [1005, 1010, 1010, 990, 1005]);
+        // Unterminated ranges keep the closing time of their file: 50 + 1000 and 30 + 990.
+        assert_eq!(m.end, [1050, 1050, 1020, 1020, 1020]);
+        assert_eq!(m.unterminated, [true, false, false, false, true]);
+        let names: Vec<&str> = (0..m.len()).map(|i| m.name_of(i)).collect();
+        assert_eq!(names, ["open", "outer", "step", "outer", "step"]);
+        assert_eq!(m.names(), ["step", "open", "outer"]);
+        assert_eq!(m.name, [1, 2, 0, 2, 0]);
+        // The default domain of each file's process is its own.
+        assert_eq!(m.domain, [1, 0, 0, 2, 2]);
+        let domains: Vec<(Option<i64>, Option<i64>, &str)> =
+            m.domains().iter().map(|d| (d.id, d.process, d.name.as_str())).collect();
+        assert_eq!(
+            domains,
+            [
+                (Some(0), Some((1 << 24) | 4242), "default"),
+                (Some(1), Some((1 << 24) | 4242), "domain #1"),
+                (Some(0), Some((2 << 24) | 4242), "default"),
+            ]
+        );
+        // The untagged thread, above both tags, has no rows.
+        assert_eq!(
+            (m.thread_rows(ta), m.thread_rows(tb), m.thread_rows(THREAD)),
+            (0..3, 3..5, 5..5)
+        );
+        assert_eq!((m.pid(4), m.tid(4)), (Some(4242), Some(17)));
+        assert_eq!(m.bounds, Some((980, 1100)));
+        assert_eq!(m.closed_at_ns, Some(1050));
+        assert_eq!((m.untexted, m.unterminated_count(), m.table_absent), (3, 2, false));
+    }
+
+    #[test]
+    fn ranges_of_one_thread_in_two_parts_interleave_and_ties_keep_file_order() {
+        let t = (7 << 24) | 1;
+        let x = NvtxRanges::from_rows(&[(t, 10, Some(20), "x", 0)]);
+        let y = NvtxRanges::from_rows(&[(t, 10, Some(20), "y", 0), (t, 5, Some(30), "z", 0)]);
+        let xy =
+            NvtxRanges::merge(vec![(x.clone(), Remap::identity()), (y.clone(), Remap::identity())]);
+        let names: Vec<&str> = (0..xy.len()).map(|i| xy.name_of(i)).collect();
+        assert_eq!(names, ["z", "x", "y"]);
+        assert_eq!(xy.domains().len(), 1);
+        assert_eq!(xy.domain, [0, 0, 0]);
+        // One file read without bounds: the set has none.
+        assert_eq!(xy.bounds, None);
+        let yx = NvtxRanges::merge(vec![(y, Remap::identity()), (x, Remap::identity())]);
+        let names: Vec<&str> = (0..yx.len()).map(|i| yx.name_of(i)).collect();
+        assert_eq!(names, ["z", "y", "x"]);
+        let mut a = ranges_a();
+        a.table_absent = true;
+        let absent = NvtxRanges { table_absent: true, ..Default::default() };
+        let m = NvtxRanges::merge(vec![(a.clone(), remap(0, 1)), (absent.clone(), remap(0, 2))]);
+        assert!(m.table_absent);
+        let m = NvtxRanges::merge(vec![(absent, remap(0, 1)), (ranges_b(), remap(0, 2))]);
+        assert!(!m.table_absent);
+    }
+
+    #[test]
+    fn merging_ranges_in_steps_gives_the_ranges_of_one_merge() {
+        let mut c = NvtxRanges::from_rows(&[((4242 << 24) | 17, 1, Some(2), "third", 0)]);
+        c.bounds = Some((0, 5));
+        let ab = NvtxRanges::merge(vec![(ranges_a(), remap(1000, 1)), (ranges_b(), remap(990, 2))]);
+        let stepwise = NvtxRanges::merge(vec![(ab, Remap::identity()), (c.clone(), remap(7, 3))]);
+        let once = NvtxRanges::merge(vec![
+            (ranges_a(), remap(1000, 1)),
+            (ranges_b(), remap(990, 2)),
+            (c, remap(7, 3)),
+        ]);
+        assert_eq!(stepwise, once);
+        assert_eq!(once.start[5], 8);
+        assert_eq!(once.name_of(5), "third");
+        assert_eq!(once.domain_of(5).process, Some((3 << 24) | 4242));
+        assert_eq!(once.bounds, Some((7, 1100)));
+        assert_eq!(once.names(), ["step", "open", "outer", "third"]);
+    }
+
+    #[test]
+    fn launches_of_two_files_sharing_a_process_are_found_by_their_tagged_keys() {
+        let la = Launches::from_rows(&[
+            (THREAD, 1, 100, 110),
+            (THREAD, 2, 120, 130),
+            (THREAD, 1, 90, 95),
+        ]);
+        let lb = Launches::from_rows(&[(THREAD, 1, 50, 60)]);
+        assert_eq!(Launches::merge(vec![(la.clone(), Remap::identity())]), la);
+        let m = Launches::merge(vec![(la.clone(), remap(1000, 1)), (lb.clone(), remap(2000, 2))]);
+        let (ta, tb) = ((1 << 48) | (4242 << 24) | 17, (2 << 48) | (4242 << 24) | 17);
+        assert_eq!(m.start, [1090, 1120, 2050]);
+        assert_eq!(m.end, [1095, 1130, 2060]);
+        assert_eq!(m.global_tid, [ta, ta, tb]);
+        assert_eq!(m.correlation, [1, 2, 1]);
+        assert_eq!((m.requested, m.duplicates, m.table_absent), (3, 1, false));
+        let (pa, pb) = ((1 << 24) | 4242, (2 << 24) | 4242);
+        assert_eq!(m.find(LaunchKey { process: pa, correlation: 1 }), Some(0));
+        assert_eq!(m.find(LaunchKey { process: pa, correlation: 2 }), Some(1));
+        assert_eq!(m.find(LaunchKey { process: pb, correlation: 1 }), Some(2));
+        // B has no launch 2 of its own, and the untagged key finds nothing.
+        assert_eq!(m.find(LaunchKey { process: pb, correlation: 2 }), None);
+        assert_eq!(m.find(LaunchKey { process: (1 << 32) | 4242, correlation: 1 }), None);
+        assert_eq!((m.pid(2), m.tid(2)), (4242, 17));
+        assert_eq!(m.start_bounds(), Some((1090, 2050)));
+
+        // Untagged, the keys meet: the earliest call is kept, a duplicate counted.
+        let same =
+            Launches::merge(vec![(la.clone(), Remap::identity()), (lb.clone(), Remap::identity())]);
+        assert_eq!(
+            (same.start, same.end, same.correlation),
+            (vec![50, 120], vec![60, 130], vec![1, 2])
+        );
+        assert_eq!((same.requested, same.duplicates), (3, 2));
+
+        let lc = Launches::from_rows(&[((4242 << 24) | 3, 5, 1, 2)]);
+        let ab = Launches::merge(vec![(la.clone(), remap(1000, 1)), (lb.clone(), remap(2000, 2))]);
+        let stepwise = Launches::merge(vec![(ab, Remap::identity()), (lc.clone(), remap(10, 3))]);
+        let once =
+            Launches::merge(vec![(la, remap(1000, 1)), (lb, remap(2000, 2)), (lc, remap(10, 3))]);
+        assert_eq!(stepwise, once);
+        assert_eq!(once.find(LaunchKey { process: (3 << 24) | 4242, correlation: 5 }), Some(3));
+        assert_eq!(once.start[3], 11);
+
+        let absent = Launches { table_absent: true, requested: 4, ..Default::default() };
+        let m = Launches::merge(vec![(absent.clone(), remap(0, 1)), (absent.clone(), remap(0, 2))]);
+        assert!(m.table_absent && m.is_empty());
+        assert_eq!(m.requested, 8);
+        let m =
+            Launches::merge(vec![(absent, remap(0, 1)), (Launches::from_rows(&[]), remap(0, 2))]);
+        assert!(!m.table_absent);
+        assert!(!Launches::merge(Vec::new()).table_absent);
     }
 }
