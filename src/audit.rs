@@ -198,17 +198,38 @@ pub fn normalize(p: &Path) -> PathBuf {
     if out.is_empty() { PathBuf::from(".") } else { out.iter().collect() }
 }
 
-/// The `verdict query` command that reproduces the evidence of `analysis` run with `p`
-/// (`verdict inspect` for whole-trace analyses; a set of NVTX windows named by its ranges),
-/// as the words the program receives.
+/// The `verdict query` command that reproduces the evidence of `analysis` run with `p` on
+/// a declared trace (`verdict inspect` for whole-trace analyses; a set of NVTX windows named
+/// by its ranges; a trace set by its files, in order), as the words the program receives.
 pub fn command_words(
     spec: &analysis::AnalysisSpec,
-    trace: &Path,
+    decl: &crate::claims::TraceDecl,
     p: &Params,
-    expect: Option<&[i64]>,
     windows: Option<&analysis::nvtx::NvtxWindow>,
 ) -> Vec<String> {
-    analysis::command_words(spec, &normalize(trace).display().to_string(), p, expect, windows)
+    let (traces, expect) = match &decl.set {
+        None => (
+            vec![normalize(&decl.resolved).display().to_string()],
+            decl.expect_devices
+                .as_deref()
+                .map_or(analysis::Expect::Nothing, analysis::Expect::Devices),
+        ),
+        Some(files) => (
+            files.iter().map(|f| normalize(f).display().to_string()).collect(),
+            decl.expect_ranks.map_or(analysis::Expect::Nothing, analysis::Expect::Ranks),
+        ),
+    };
+    analysis::command_words(spec, &traces, p, expect, windows)
+}
+
+/// How a declared trace is named in the audit: its file, or its set's folder and size.
+fn trace_path(decl: &crate::claims::TraceDecl) -> String {
+    match &decl.set {
+        None => normalize(&decl.resolved).display().to_string(),
+        Some(files) => {
+            analysis::set::set_path(&files.iter().map(|f| normalize(f)).collect::<Vec<_>>())
+        }
+    }
 }
 
 /// A word as a POSIX shell reads it back: bare when safe, else single-quoted.
@@ -267,33 +288,46 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
         let filter = union_filter(
             queries.iter().map(|(s, _)| *s).chain(context_scopes.iter().map(|(_, s)| s)),
         );
-        let ctx = Trace::open(&decl.resolved).and_then(|t| {
-            let needs = analysis::needs(
-                queries
-                    .iter()
-                    .filter_map(|(_, m)| analysis::spec(&m.analysis))
-                    .chain(context_scopes.iter().map(|(s, _)| *s)),
-                queries.iter().any(|(s, _)| s.nvtx.is_some()),
-            );
-            Context::load(&t, &filter, decl.expect_devices.clone(), &needs, &mut |n| {
-                progress(&decl.name, n)
-            })
-        });
-        let path = normalize(&decl.resolved).display().to_string();
+        let needs = analysis::needs(
+            queries
+                .iter()
+                .filter_map(|(_, m)| analysis::spec(&m.analysis))
+                .chain(context_scopes.iter().map(|(s, _)| *s)),
+            queries.iter().any(|(s, _)| s.nvtx.is_some()),
+        );
+        let path = trace_path(decl);
+        let ctx: Result<Context, (String, Option<String>)> = match &decl.set {
+            None => Trace::open(&decl.resolved)
+                .and_then(|t| {
+                    Context::load(&t, &filter, decl.expect_devices.clone(), &needs, &mut |n| {
+                        progress(&decl.name, n)
+                    })
+                })
+                .map_err(|e| (e.to_string(), e.hint())),
+            Some(files) => {
+                let files: Vec<PathBuf> = files.iter().map(|f| normalize(f)).collect();
+                analysis::set::load_set(&files, &filter, decl.expect_ranks, &needs, &mut |n| {
+                    progress(&decl.name, n)
+                })
+                .map_err(|e| (e.to_string(), e.hint()))
+            }
+        };
         let ctx = match ctx {
-            Err(e) => {
+            Err((e, hint)) => {
                 let msg = format!("cannot read trace `{path}`: {e}");
                 traces.push(TraceEntry {
                     name: decl.name.clone(),
                     path,
                     coverage: None,
                     error: Some(msg.clone()),
-                    hint: e.hint(),
+                    hint,
                 });
                 Err(msg)
             }
             Ok(mut ctx) => {
-                ctx.trace.path = path.clone();
+                if decl.set.is_none() {
+                    ctx.trace.path = path.clone();
+                }
                 let coverage = analysis::coverage::run(&Params::new(DeviceSel::All), &ctx).ok();
                 traces.push(TraceEntry {
                     name: decl.name.clone(),
@@ -355,13 +389,7 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
                 .and_then(|r| r.as_ref().ok())
                 .filter(|(_, rws)| rws.len() > 1)
                 .and(scope.nvtx.as_ref());
-            let words = command_words(
-                spec,
-                &decl.resolved,
-                &p,
-                decl.expect_devices.as_deref(),
-                set_of_windows,
-            );
+            let words = command_words(spec, decl, &p, set_of_windows);
             ledger.push(LedgerEntry::new(key.clone(), words, result.clone()));
             evidence.insert(key, result);
         }
@@ -388,7 +416,7 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
             let result = analysis::run_spec(spec, &p, &ctx);
             context.push(LedgerEntry::new(
                 format!("{}/{}/{}", decl.name, spec.name, scope.name),
-                command_words(spec, &decl.resolved, &p, None, None),
+                command_words(spec, decl, &p, None),
                 result.map_err(|e| e.to_string()),
             ));
         }

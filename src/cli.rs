@@ -17,6 +17,7 @@ Examples:
   verdict inspect fixtures/day26/megatron.sqlite --expect-devices 0-7
   verdict query overlap fixtures/day26/megatron.sqlite --device 4 --window 39.964:46.123 --semantics contain
   verdict query nccl-skew fixtures/day26/megatron.sqlite --stream 56 --json
+  verdict query nccl-skew 'runs/report_*.sqlite' --stream auto
   verdict check claims/day26-profile-blind.yaml
   verdict render claims/day26-profile-blind.yaml --out out
 
@@ -169,12 +170,16 @@ pub struct CheckArgs {
 /// Arguments of `inspect`.
 #[derive(Debug, Args)]
 pub struct InspectArgs {
-    /// The `.sqlite` file written by `nsys export --type sqlite`.
-    #[arg(value_name = "TRACE", value_hint = clap::ValueHint::FilePath)]
-    pub trace: PathBuf,
+    /// The `.sqlite` file written by `nsys export --type sqlite`; several files or a quoted
+    /// glob make a trace set (one file per rank or node), shown with its ranks and clock.
+    #[arg(value_name = "TRACE", value_hint = clap::ValueHint::FilePath, required = true, num_args = 1..)]
+    pub traces: Vec<PathBuf>,
     /// Devices the job should have, e.g. 0-7; those without kernels are reported missing.
     #[arg(long, value_name = "LIST", value_parser = parse_devices)]
     pub expect_devices: Option<DeviceList>,
+    /// Ranks a trace set should have; reported missing when fewer ran kernels.
+    #[arg(long, value_name = "N", conflicts_with = "expect_devices", value_parser = clap::value_parser!(u32).range(1..))]
+    pub expect_ranks: Option<u32>,
     /// Print JSON instead of tables.
     #[arg(long)]
     pub json: bool,
@@ -187,8 +192,10 @@ pub struct InspectArgs {
 pub struct QueryCommand {
     /// The analysis.
     pub analysis: &'static AnalysisSpec,
-    /// The `.sqlite` file.
-    pub trace: PathBuf,
+    /// The `.sqlite` files: one trace, or a trace set.
+    pub traces: Vec<PathBuf>,
+    /// Ranks a set should have.
+    pub expect_ranks: Option<usize>,
     /// The window, if any.
     pub window: Option<Window>,
     /// How the window selects.
@@ -224,7 +231,8 @@ impl FromArgMatches for QueryCommand {
         };
         Ok(QueryCommand {
             analysis,
-            trace: sub.get_one::<PathBuf>("trace").cloned().unwrap_or_default(),
+            traces: sub.get_many::<PathBuf>("trace").into_iter().flatten().cloned().collect(),
+            expect_ranks: sub.get_one::<u32>("expect-ranks").map(|n| *n as usize),
             window: sub.get_one::<Window>("window").copied(),
             semantics: sub.get_one::<Semantics>("semantics").copied().unwrap_or(Semantics::Clip),
             expect_devices: sub.get_one::<DeviceList>("expect-devices").cloned(),
@@ -293,9 +301,11 @@ fn query_command(a: &'static AnalysisSpec) -> clap::Command {
             Arg::new("trace")
                 .value_name("TRACE")
                 .required(true)
+                .num_args(1..)
                 .value_parser(clap::value_parser!(PathBuf))
                 .value_hint(clap::ValueHint::FilePath)
-                .help("The `.sqlite` file written by `nsys export --type sqlite`"),
+                .help("The `.sqlite` file written by `nsys export --type sqlite`; several files or a quoted glob make a trace set")
+                .long_help("The `.sqlite` file written by `nsys export --type sqlite`.\n\nSeveral files (one per rank or node), or a quoted glob such as 'runs/*.sqlite', make a trace set: the files are read in parallel, put on one clock (UTC from --ts-normalize exports, else each file's session start) with 0 at the earliest capture start, and their devices numbered as ranks over the files in sorted order; device options then select ranks (see `verdict inspect` on the set for their labels)."),
         )
         .arg(
             Arg::new("window")
@@ -342,6 +352,14 @@ fn query_command(a: &'static AnalysisSpec) -> clap::Command {
                 .value_name("LIST")
                 .value_parser(parse_devices)
                 .help("Devices the job should have, e.g. 0-7; disclosed as missing when they ran no kernel"),
+        )
+        .arg(
+            Arg::new("expect-ranks")
+                .long("expect-ranks")
+                .value_name("N")
+                .value_parser(clap::value_parser!(u32).range(1..))
+                .conflicts_with("expect-devices")
+                .help("Ranks a trace set should have; disclosed as missing when fewer ran kernels"),
         )
         .arg(
             Arg::new("json")

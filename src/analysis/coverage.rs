@@ -137,8 +137,27 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
             ],
         );
     }
-    if inv.listed_gpus.is_none() {
-        ev.note("note.no_gpu_table", &[]);
+    match ctx.trace.set.as_deref() {
+        // A set: each node's GPU table, less the GPUs other files of the node cover.
+        Some(set) => {
+            let idle: Vec<String> = set
+                .files
+                .iter()
+                .flat_map(|f| {
+                    let host = f.host.clone().unwrap_or_else(|| f.path.clone());
+                    f.idle_listed.iter().map(move |d| format!("{host} GPU {d}"))
+                })
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            if idle.is_empty() {
+                ev.note("note.set_listed_covered", &[("hosts", set.hosts().len().to_string())]);
+            } else {
+                ev.note("note.set_listed_idle", &[("gpus", idle.join(", "))]);
+            }
+        }
+        None if inv.listed_gpus.is_none() => ev.note("note.no_gpu_table", &[]),
+        None => {}
     }
     if inv.skipped_invalid > 0 {
         ev.note("note.skipped_invalid", &[("n", inv.skipped_invalid.to_string())]);

@@ -11,6 +11,7 @@ pub mod kernels;
 pub mod nccl_skew;
 pub mod nvtx;
 pub mod overlap;
+pub mod set;
 pub mod show;
 
 use std::collections::BTreeMap;
@@ -540,6 +541,8 @@ pub struct Params {
     pub stream: Option<i64>,
     /// Each rank's own NCCL stream, found per rank (nccl-skew).
     pub stream_auto: bool,
+    /// Each rank's NCCL stream, given per rank as `rank:stream` (nccl-skew).
+    pub stream_map: Option<BTreeMap<i64, i64>>,
     /// Exact range name (nvtx).
     pub exact: Option<String>,
     /// NVTX domain, id or name (nvtx).
@@ -566,6 +569,7 @@ impl Params {
             limit: None,
             stream: None,
             stream_auto: false,
+            stream_map: None,
             exact: None,
             domain: None,
             nesting: None,
@@ -659,22 +663,52 @@ pub const LIMIT: Param = Param {
 /// `stream`: only the NCCL kernels of one stream, or of each rank's own NCCL stream.
 pub const STREAM: Param = Param {
     name: "stream",
-    value_name: "S|auto",
-    help: "Match only the NCCL kernels of stream S, or with `auto` of each rank's stream that carries the most of its NCCL kernels (disclosed per rank); default: all NCCL kernels of each rank",
+    value_name: "S|R:S,...|auto",
+    help: "Match only the NCCL kernels of stream S; of each rank's own stream, given as RANK:STREAM pairs (0:7,1:15); or with `auto` of each rank's stream that carries the most of its NCCL kernels (disclosed per rank); default: all NCCL kernels of each rank",
     default: None,
     conflicts: &[],
     set: |p, v| {
-        if v.trim() == "auto" {
-            p.stream = None;
+        let v = v.trim();
+        p.stream = None;
+        p.stream_auto = false;
+        p.stream_map = None;
+        if v == "auto" {
             p.stream_auto = true;
             return Ok(());
         }
-        p.stream =
-            Some(v.trim().parse().map_err(|_| format!("`{v}` is not an integer or `auto`"))?);
-        p.stream_auto = false;
+        if v.contains(':') {
+            let mut map = BTreeMap::new();
+            for pair in v.split(',') {
+                let (r, s) = pair
+                    .split_once(':')
+                    .ok_or_else(|| format!("`{pair}` is not RANK:STREAM (as in 0:7,1:15)"))?;
+                let parse = |x: &str, what: &str| {
+                    x.trim()
+                        .parse::<i64>()
+                        .map_err(|_| format!("`{x}` in `{pair}` is not a {what} number"))
+                };
+                if map.insert(parse(r, "rank")?, parse(s, "stream")?).is_some() {
+                    return Err(format!("rank {} has two streams", r.trim()));
+                }
+            }
+            p.stream_map = Some(map);
+            return Ok(());
+        }
+        p.stream = Some(
+            v.parse()
+                .map_err(|_| format!("`{v}` is not an integer, RANK:STREAM pairs or `auto`"))?,
+        );
         Ok(())
     },
-    get: |p| if p.stream_auto { Some("auto".into()) } else { p.stream.map(|s| s.to_string()) },
+    get: |p| {
+        if p.stream_auto {
+            Some("auto".into())
+        } else if let Some(m) = &p.stream_map {
+            Some(m.iter().map(|(r, s)| format!("{r}:{s}")).collect::<Vec<_>>().join(","))
+        } else {
+            p.stream.map(|s| s.to_string())
+        }
+    },
 };
 
 /// `name`: keep ranges whose (normalised) name is exactly this.
@@ -803,6 +837,10 @@ pub struct TraceRef {
     pub capture_start_ns: Option<i64>,
     /// Where the trace comes from, as its metadata says (a synthetic trace says so).
     pub origin: crate::trace::Origin,
+    /// For a trace set: its files with their clock alignment, and its ranks with their
+    /// labels (the evidence's devices are these ranks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub set: Option<Box<set::SetInfo>>,
 }
 
 /// Everything the analyses of one trace share: the one scan and what is known around it.
@@ -1130,7 +1168,11 @@ pub fn run_spec(
             });
         }
     }
-    (spec.run)(params, ctx)
+    let mut ev = (spec.run)(params, ctx)?;
+    if let Some(set) = ctx.trace.set.as_deref() {
+        set::disclose(&mut ev, set);
+    }
+    Ok(ev)
 }
 
 /// Runs an analysis over one window, or over each of a set of windows: then the evidence
@@ -1200,22 +1242,32 @@ pub fn run_nvtx_windows(
 /// receives: `verdict query NAME TRACE ...`, or `verdict inspect` for whole-trace analyses.
 pub fn command_words(
     spec: &AnalysisSpec,
-    trace: &str,
+    traces: &[String],
     p: &Params,
-    expect: Option<&[i64]>,
+    expect: Expect<'_>,
     windows: Option<&nvtx::NvtxWindow>,
 ) -> Vec<String> {
     let mut c: Vec<String> = Vec::new();
     let mut add = |words: &[&str]| c.extend(words.iter().map(|w| w.to_string()));
+    let expect_words = match expect {
+        Expect::Nothing => Vec::new(),
+        Expect::Devices(d) => vec!["--expect-devices".to_string(), format_device_list(d)],
+        Expect::Ranks(n) => vec!["--expect-ranks".to_string(), n.to_string()],
+    };
     if !spec.is_query() {
-        add(&["verdict", "inspect", trace]);
-        if let Some(d) = expect {
-            add(&["--expect-devices", &format_device_list(d)]);
-        }
-        add(&["--json"]);
+        add(&["verdict", "inspect"]);
+        c.extend(traces.iter().cloned());
+        c.extend(expect_words);
+        c.push("--json".into());
         return c;
     }
-    add(&["verdict", "query", spec.name, trace]);
+    add(&["verdict", "query", spec.name]);
+    c.extend(traces.iter().cloned());
+    // A query's values do not depend on the expected devices; they say which ranks are
+    // missing from a set, so those are stated.
+    if let Expect::Ranks(_) = expect {
+        c.extend(expect_words);
+    }
     c.extend(spec.device_words(&p.devices));
     let mut add = |words: &[&str]| c.extend(words.iter().map(|w| w.to_string()));
     match (p.window, windows) {
@@ -1240,6 +1292,17 @@ pub fn command_words(
     }
     add(&["--json"]);
     c
+}
+
+/// What a reproducing command states the job should have.
+#[derive(Debug, Clone, Copy)]
+pub enum Expect<'a> {
+    /// Nothing.
+    Nothing,
+    /// These devices (one trace).
+    Devices(&'a [i64]),
+    /// This many ranks (a trace set).
+    Ranks(usize),
 }
 
 /// Which rows of one device a window selects, with the interval each contributes.
@@ -1341,6 +1404,7 @@ impl Context {
                 time_base: "session".into(),
                 capture_start_ns: None,
                 origin: Default::default(),
+                set: None,
             },
             inventory: Inventory {
                 devices,
@@ -1435,6 +1499,7 @@ impl Context {
                     _ => None,
                 },
                 origin: schema.origin.clone(),
+                set: None,
             },
             kernels,
             copies,
@@ -1536,7 +1601,7 @@ pub(crate) mod tests {
         let mut p = Params::new(DeviceSel::All);
         p.set(&kernels::SPEC, "regex", "^flash").unwrap();
         assert_eq!(
-            command_words(&kernels::SPEC, "t.sqlite", &p, None, None),
+            command_words(&kernels::SPEC, &["t.sqlite".into()], &p, Expect::Nothing, None),
             [
                 "verdict",
                 "query",

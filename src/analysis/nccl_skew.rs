@@ -162,6 +162,15 @@ pub struct Skew {
 pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, QueryError> {
     let k = &ctx.kernels;
     let mut streams = Vec::with_capacity(ranks.len());
+    if let Some(map) = &params.stream_map
+        && let Some(r) = ranks.iter().find(|r| !map.contains_key(r))
+    {
+        return Err(QueryError::Failed {
+            reason: format!("rank {r} has no stream in `--stream`"),
+            hint: "give every compared rank its stream (RANK:STREAM,...), or `--stream auto`"
+                .into(),
+        });
+    }
     let per_rank: Vec<Vec<usize>> = ranks
         .iter()
         .map(|&d| {
@@ -172,7 +181,9 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, Qu
                     .filter(|&i| k.is_nccl(i))
                     .collect();
             // `auto`: the stream with the most of this rank's NCCL kernels (ties: the lowest).
-            let stream = if params.stream_auto {
+            let stream = if let Some(map) = &params.stream_map {
+                map.get(&d).copied()
+            } else if params.stream_auto {
                 let mut per: std::collections::BTreeMap<i64, usize> = BTreeMap::new();
                 for &i in &nccl {
                     *per.entry(k.stream[i]).or_default() += 1;
@@ -244,12 +255,12 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     ctx.check_window(params.window, &ranks)?;
     let s = compute(ctx, &ranks, params)?;
     let mut ev = ctx.evidence(&SPEC, params, ranks.clone());
-    if params.stream_auto {
+    if params.stream_auto || params.stream_map.is_some() {
         let mut all: Vec<i64> = s.streams.iter().flatten().copied().collect();
         all.sort_unstable();
         all.dedup();
         ev.scope.streams = Some(all);
-        ev.parameters.insert("stream".into(), json!("auto"));
+        ev.parameters.insert("stream".into(), json!((super::STREAM.get)(params)));
         let per: BTreeMap<String, Value> = s
             .ranks
             .iter()
@@ -258,7 +269,7 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
             .collect();
         ev.parameters.insert("rank_streams".into(), json!(per));
         ev.note(
-            "note.stream_auto",
+            if params.stream_auto { "note.stream_auto" } else { "note.stream_map" },
             &[(
                 "streams",
                 s.ranks
@@ -444,8 +455,15 @@ pub fn table(ev: &Evidence, width: usize) -> String {
             s += &table::hang(
                 "",
                 &format!(
-                    "last to arrive most often: device {} ({} of {} instances{})",
-                    last.iter().map(i64::to_string).collect::<Vec<_>>().join(", "),
+                    "last to arrive most often: {} {} ({} of {} instances{})",
+                    if ev.trace.set.is_some() { "rank" } else { "device" },
+                    last.iter()
+                        .map(|r| match ev.trace.set.as_deref() {
+                            Some(set) => format!("{r} {}", set.label(*r)),
+                            None => r.to_string(),
+                        })
+                        .collect::<Vec<_>>()
+                        .join(", "),
                     plain(field(v, "last_arrivals").get(first.to_string())),
                     plain(v.get("matched")),
                     if last.len() > 1 { " each, a tie" } else { "" }

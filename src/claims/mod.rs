@@ -347,13 +347,20 @@ pub struct TraceDecl {
     pub name: String,
     /// The path as written (relative to the claims file).
     pub path: String,
-    /// The path resolved against the claims file's folder.
+    /// The path resolved against the claims file's folder (a set: its first file).
     #[serde(skip)]
     pub resolved: PathBuf,
+    /// For a trace set (a list or a glob): every file, resolved, sorted. Its scopes select
+    /// ranks, numbered over the files in this order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub set: Option<Vec<PathBuf>>,
     /// A label.
     pub label: Option<Text>,
     /// Devices the job has.
     pub expect_devices: Option<Vec<i64>>,
+    /// Ranks a set should have.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expect_ranks: Option<usize>,
 }
 
 /// A measurement a part binds to.

@@ -68,12 +68,50 @@ pub struct RawSource {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawTrace {
-    /// Path relative to the claims file.
-    pub path: Spanned<String>,
+    /// Path relative to the claims file: one file, a glob, or a list of files and globs (a
+    /// trace set).
+    pub path: Spanned<RawPaths>,
     /// Label.
     pub label: Option<RawText>,
     /// Devices the job has, e.g. `0-7`.
     pub expect_devices: Option<Spanned<String>>,
+    /// Ranks the set should have.
+    pub expect_ranks: Option<Spanned<i64>>,
+}
+
+/// A trace's `path:`: one string, or a list of them.
+#[derive(Debug)]
+pub enum RawPaths {
+    /// One path or glob.
+    One(String),
+    /// A list of paths or globs.
+    Many(Vec<String>),
+}
+
+impl<'de> Deserialize<'de> for RawPaths {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<RawPaths, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = RawPaths;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a path, a glob, or a list of paths")
+            }
+            fn visit_str<E>(self, v: &str) -> Result<RawPaths, E> {
+                Ok(RawPaths::One(v.to_string()))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut s: A,
+            ) -> Result<RawPaths, A::Error> {
+                let mut out = Vec::new();
+                while let Some(v) = s.next_element::<String>()? {
+                    out.push(v);
+                }
+                Ok(RawPaths::Many(out))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// `scopes.NAME:`.
@@ -86,6 +124,8 @@ pub struct RawScope {
     pub window: Option<Spanned<RawWindow>>,
     /// `4`, `1-7`, `all`.
     pub devices: Option<Spanned<String>>,
+    /// On a trace set: `0-5`, `all` (ranks by number).
+    pub ranks: Option<Spanned<String>>,
     /// `clip` or `contain`.
     pub semantics: Option<Semantics>,
 }

@@ -2,7 +2,7 @@
 //! text present in every requested language. Collects every problem before failing.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_saphyr::Spanned;
 
@@ -218,30 +218,84 @@ pub fn validate(raw: RawClaimFile, path: &Path) -> Result<ClaimSet, ClaimsError>
     // Traces.
     let mut traces = Vec::new();
     for (name, t) in &raw.traces {
-        let resolved = base.join(&t.path.value);
-        if t.path.value.trim().is_empty() {
-            c.err(
-                at(&t.path),
-                format!("trace `{name}`: the path is empty"),
-                Some("give the `.sqlite` file's path, relative to the claims file's folder".into()),
-            );
-        } else if !resolved.exists() {
+        let (path, set) = match &t.path.value {
+            RawPaths::One(p) if !is_set_path(base, p) => (p.clone(), None),
+            RawPaths::One(p) => (p.clone(), Some(vec![p.clone()])),
+            RawPaths::Many(v) => (v.join(", "), Some(v.clone())),
+        };
+        let resolved = base.join(&path);
+        let set = match set {
+            None => {
+                if path.trim().is_empty() {
+                    c.err(
+                        at(&t.path),
+                        format!("trace `{name}`: the path is empty"),
+                        Some(
+                            "give the `.sqlite` file's path, relative to the claims file's folder"
+                                .into(),
+                        ),
+                    );
+                } else if !resolved.exists() {
+                    c.err(
+                        at(&t.path),
+                        format!(
+                            "trace `{name}`: `{path}` does not exist (resolved to `{}`)",
+                            resolved.display()
+                        ),
+                        Some("trace paths are relative to the claims file's folder".to_string()),
+                    );
+                }
+                None
+            }
+            Some(patterns) => match expand_set(base, &patterns) {
+                Ok(files) => Some(files),
+                Err(e) => {
+                    c.err(at(&t.path), format!("trace `{name}`: {e}"), Some(SET_HINT.into()));
+                    None
+                }
+            },
+        };
+        let expect_ranks = t.expect_ranks.as_ref().and_then(|n| match usize::try_from(n.value) {
+            Ok(v) if v > 0 => Some(v),
+            _ => {
+                c.err(
+                    at(n),
+                    format!("trace `{name}`: `expect_ranks` is {}, not a positive count", n.value),
+                    Some("the number of ranks the job ran, such as 8".into()),
+                );
+                None
+            }
+        });
+        if let (Some(files), Some(n)) = (&set, expect_ranks)
+            && files.len() > n
+        {
             c.err(
                 at(&t.path),
                 format!(
-                    "trace `{name}`: `{}` does not exist (resolved to `{}`)",
-                    t.path.value,
-                    resolved.display()
+                    "trace `{name}`: {} files for {n} expected ranks (each file has at least one rank)",
+                    files.len()
                 ),
-                Some("trace paths are relative to the claims file's folder".to_string()),
+                Some("check the glob, or `expect_ranks`".into()),
+            );
+        }
+        if let (Some(_), Some(d)) = (&set, &t.expect_devices) {
+            c.err(
+                at(d),
+                format!("trace `{name}`: `expect_devices` on a trace set"),
+                Some(
+                    "device numbers repeat across the files of a set and name no rank; state `expect_ranks`"
+                        .into(),
+                ),
             );
         }
         traces.push(TraceDecl {
             name: name.clone(),
-            path: t.path.value.clone(),
-            resolved,
+            path,
+            resolved: set.as_ref().and_then(|f| f.first().cloned()).unwrap_or(resolved),
+            set,
             label: c.opt_text(&t.label, &format!("trace `{name}` label")),
             expect_devices: t.expect_devices.as_ref().and_then(|d| c.devices(d)),
+            expect_ranks,
         });
     }
 
@@ -255,7 +309,25 @@ pub fn validate(raw: RawClaimFile, path: &Path) -> Result<ClaimSet, ClaimsError>
                 Some(suggestion(&s.trace.value, raw.traces.keys().map(String::as_str))),
             );
         }
-        let devices = match &s.devices {
+        let is_set = raw.traces.get(&s.trace.value).is_some_and(|t| match &t.path.value {
+            RawPaths::One(p) => is_set_path(base, p),
+            RawPaths::Many(_) => true,
+        });
+        if let (true, Some(d)) = (is_set, &s.devices) {
+            c.err(
+                at(d),
+                format!("scope `{name}`: `devices` on a trace set"),
+                Some("device numbers repeat across the files of a set; select ranks with `ranks: 0-5` (see `verdict inspect` on the set for their labels)".into()),
+            );
+        }
+        if let (false, Some(r)) = (is_set, &s.ranks) {
+            c.err(
+                at(r),
+                format!("scope `{name}`: `ranks` on a single trace"),
+                Some("a single file's scope selects `devices`; `ranks` is for a list or glob of files".into()),
+            );
+        }
+        let devices = match s.devices.as_ref().or(s.ranks.as_ref()) {
             None => DeviceSel::All,
             Some(d) if d.value.trim() == "all" => DeviceSel::All,
             Some(d) => c.devices(d).map(DeviceSel::Set).unwrap_or(DeviceSel::All),
@@ -945,4 +1017,58 @@ fn condition(
     } else {
         Condition::Exists
     })
+}
+
+/// What a trace set's paths should be.
+const SET_HINT: &str = "a trace set is a glob (`runs/*.sqlite`) or a list of files, relative to the claims file's folder";
+
+/// Whether a path is a glob pattern.
+fn is_glob(p: &str) -> bool {
+    p.contains(['*', '?', '['])
+}
+
+/// Whether one path names a trace set: a glob that is not the name of an existing file.
+fn is_set_path(base: &Path, p: &str) -> bool {
+    is_glob(p) && !base.join(p).exists()
+}
+
+/// The files of a trace set: each entry a path or a glob relative to `base`, sorted, each
+/// file once.
+fn expand_set(base: &Path, patterns: &[String]) -> Result<Vec<PathBuf>, String> {
+    if patterns.is_empty() {
+        return Err("the list of files is empty".into());
+    }
+    let mut files = BTreeSet::new();
+    for p in patterns {
+        if is_set_path(base, p) {
+            let full = if Path::new(p).is_absolute() || base.as_os_str().is_empty() {
+                p.clone()
+            } else {
+                format!("{}/{p}", glob::Pattern::escape(&base.display().to_string()))
+            };
+            let matches =
+                glob::glob(&full).map_err(|e| format!("`{p}` is not a valid glob ({e})"))?;
+            let mut n = 0;
+            for m in matches {
+                let m = m.map_err(|e| format!("`{p}`: {e}"))?;
+                if m.is_file() {
+                    files.insert(m);
+                    n += 1;
+                }
+            }
+            if n == 0 {
+                return Err(format!(
+                    "`{p}` matches no file (resolved against `{}`)",
+                    base.display()
+                ));
+            }
+        } else {
+            let f = base.join(p);
+            if !f.exists() {
+                return Err(format!("`{p}` does not exist (resolved to `{}`)", f.display()));
+            }
+            files.insert(f);
+        }
+    }
+    Ok(files.into_iter().collect())
 }

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use serde_json::json;
 
 use super::print_json;
-use super::query::open_and_load;
+use super::query::{Expect, open_and_load};
 use super::table::{self, Column};
 use crate::analysis::show::{notes, scope_lines};
 use crate::analysis::{self, Params};
@@ -17,12 +17,16 @@ use crate::units::thousands;
 pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
     // Keep no kernel rows: the inventory is gathered in the same scan.
     let (trace, ctx) = open_and_load(
-        &args.trace,
+        &args.traces,
         None,
-        args.expect_devices.map(|d| d.0),
+        Expect {
+            devices: args.expect_devices.map(|d| d.0),
+            ranks: args.expect_ranks.map(|n| n as usize),
+        },
         &DeviceSel::Set(vec![]),
         &[analysis::Table::Copies],
     )?;
+    let Some(trace) = trace else { return run_set(&ctx, args.json) };
     let schema = trace.schema();
     let ev = analysis::coverage::run(&Params::new(DeviceSel::All), &ctx)?;
     let nvtx = nvtx_per_process(&trace, &ctx)?;
@@ -231,4 +235,101 @@ fn nvtx_per_process(
         })
         .collect();
     Ok(NvtxCounts { table_absent: ranges.table_absent, processes })
+}
+
+/// `inspect` on a trace set: its files with their clock alignment, its ranks with their
+/// labels on the set's clock, the GPUs a node lists that no file covers, and coverage.
+fn run_set(ctx: &crate::analysis::Context, json: bool) -> anyhow::Result<ExitCode> {
+    let ev = analysis::coverage::run(&Params::new(DeviceSel::All), ctx)?;
+    let set = ctx.trace.set.as_deref().ok_or_else(|| anyhow::anyhow!("not a trace set"))?;
+    if json {
+        print_json(&ev)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let width = table::width();
+    let mut s = scope_lines(&ev, width);
+    let clock = match set.origin_utc_ns {
+        Some(o) => format!(
+            "one clock for {} files: 0 s is the earliest capture start ({} ns UTC epoch); cross-node differences below the nodes' clock sync are not meaningful",
+            set.files.len(),
+            thousands(o.into())
+        ),
+        None => "one file: its own clock".into(),
+    };
+    s += &table::hang("clock     ", &clock, 10, width);
+    if let Some([a, b]) = ctx.inventory.kernel_range_ns {
+        s += &table::hang(
+            "range     ",
+            &format!(
+                "kernels from {} to {} s on the set's clock",
+                format_seconds(a),
+                format_seconds(b)
+            ),
+            10,
+            width,
+        );
+    }
+    s.push('\n');
+    let files: Vec<Vec<String>> = set
+        .files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            vec![
+                i.to_string(),
+                f.host.clone().unwrap_or_else(|| "?".into()),
+                format!("{:?}", f.alignment).to_lowercase(),
+                format_seconds(f.shift_ns),
+                f.path.clone(),
+            ]
+        })
+        .collect();
+    s += &table::render(
+        &[
+            Column::value("file"),
+            Column::text("host"),
+            Column::value("alignment"),
+            Column::value("shift s"),
+            Column::text("path"),
+        ],
+        &files,
+        width,
+    );
+    s.push('\n');
+    let rows: Vec<Vec<String>> = set
+        .ranks
+        .iter()
+        .map(|r| {
+            let d = ctx.inventory.devices.iter().find(|d| d.device == r.rank);
+            vec![
+                r.rank.to_string(),
+                r.label.clone(),
+                r.file.to_string(),
+                r.device.to_string(),
+                d.map_or("0".into(), |d| thousands(d.kernels.into())),
+                d.map_or(String::new(), |d| format_seconds(d.first_start_ns)),
+                d.map_or(String::new(), |d| format_seconds(d.last_end_ns)),
+                d.map_or(String::new(), |d| {
+                    d.streams.iter().map(|(k, v)| format!("{k}:{v}")).collect::<Vec<_>>().join(" ")
+                }),
+            ]
+        })
+        .collect();
+    s += &table::render(
+        &[
+            Column::value("rank"),
+            Column::text("label"),
+            Column::value("file"),
+            Column::value("device"),
+            Column::number("kernels"),
+            Column::value("first start s"),
+            Column::value("last end s"),
+            Column::text("streams (id:kernels)"),
+        ],
+        &rows,
+        width,
+    );
+    s += &notes(&ev, width);
+    super::emit(&s)?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,5 +1,6 @@
 //! `verdict query ...` and `verdict analyses`.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
@@ -35,8 +36,14 @@ pub fn run(q: QueryCommand) -> anyhow::Result<ExitCode> {
         })?;
     }
     let needs = analysis::needs([spec], q.nvtx.is_some());
-    let ctx =
-        load(&q.trace, q.window, q.expect_devices.as_ref().map(|d| d.0.clone()), &sel, &needs)?;
+    let ctx = load(
+        &q.traces,
+        q.window,
+        Expect { devices: q.expect_devices.as_ref().map(|d| d.0.clone()), ranks: q.expect_ranks },
+        &sel,
+        &needs,
+    )?;
+    let name = trace_name(&q.traces);
     let ev = match &q.nvtx {
         None => analysis::run_spec(spec, &params, &ctx),
         Some(w) => {
@@ -47,7 +54,7 @@ pub fn run(q: QueryCommand) -> anyhow::Result<ExitCode> {
             analysis::run_nvtx_windows(spec, &params, &ctx, w, &rws)
         }
     }
-    .with_context(|| format!("cannot answer from trace `{}`", q.trace.display()))?;
+    .with_context(|| format!("cannot answer from trace `{name}`"))?;
     if q.json {
         print_json(&ev)?;
     } else {
@@ -56,27 +63,80 @@ pub fn run(q: QueryCommand) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Opens the trace and scans it once with the query's filters pushed into the scan.
+/// What the job should have, as the command line says.
+pub(super) struct Expect {
+    /// `--expect-devices` (one trace).
+    pub devices: Option<Vec<i64>>,
+    /// `--expect-ranks` (a trace set).
+    pub ranks: Option<usize>,
+}
+
+/// Opens the trace (or the set) and scans it once with the query's filters pushed into the
+/// scan.
 pub(super) fn load(
-    path: &std::path::Path,
+    traces: &[PathBuf],
     window: Option<crate::scope::Window>,
-    expect: Option<Vec<i64>>,
+    expect: Expect,
     devices: &DeviceSel,
     needs: &[analysis::Table],
 ) -> anyhow::Result<Context> {
-    open_and_load(path, window, expect, devices, needs).map(|(_, ctx)| ctx)
+    open_and_load(traces, window, expect, devices, needs).map(|(_, ctx)| ctx)
 }
 
-/// [`load`], keeping the open trace for its schema.
+/// How the command's traces are named in a message.
+pub(super) fn trace_name(traces: &[PathBuf]) -> String {
+    match traces {
+        [one] => one.display().to_string(),
+        _ => format!("{} files", traces.len()),
+    }
+}
+
+/// The files of the command's TRACE arguments: each a file, or a glob (quoted, so that the
+/// shell left it) expanded in sorted order; and whether they make a set (several files, or a
+/// glob).
+pub(super) fn expand(traces: &[PathBuf]) -> anyhow::Result<(Vec<PathBuf>, bool)> {
+    let mut out = Vec::new();
+    let mut globbed = false;
+    for t in traces {
+        let text = t.to_string_lossy();
+        if t.exists() || !text.contains(['*', '?', '[']) {
+            out.push(t.clone());
+            continue;
+        }
+        globbed = true;
+        let matches = glob::glob(&text).map_err(|e| {
+            crate::Hinted::new(
+                format!("`{text}` is not a valid glob ({e})"),
+                "quote a glob so that verdict expands it: 'runs/*.sqlite'",
+            )
+        })?;
+        let mut found: Vec<PathBuf> =
+            matches.filter_map(Result::ok).filter(|p| p.is_file()).collect();
+        if found.is_empty() {
+            return Err(crate::Hinted::new(
+                format!("`{text}` matches no file"),
+                "the glob is read relative to the current folder",
+            )
+            .into());
+        }
+        found.sort();
+        out.extend(found);
+    }
+    out.sort();
+    out.dedup();
+    let set = globbed || out.len() > 1;
+    Ok((out, set))
+}
+
+/// [`load`], keeping the open trace for its schema (None for a set).
 pub(super) fn open_and_load(
-    path: &std::path::Path,
+    traces: &[PathBuf],
     window: Option<crate::scope::Window>,
-    expect: Option<Vec<i64>>,
+    expect: Expect,
     devices: &DeviceSel,
     needs: &[analysis::Table],
-) -> anyhow::Result<(Trace, Context)> {
-    let trace =
-        Trace::open(path).with_context(|| format!("cannot read trace `{}`", path.display()))?;
+) -> anyhow::Result<(Option<Trace>, Context)> {
+    let (files, is_set) = expand(traces)?;
     let filter = KernelFilter {
         devices: match devices {
             DeviceSel::Set(v) => Some(v.clone()),
@@ -84,9 +144,34 @@ pub(super) fn open_and_load(
         },
         bounds: window.map(|w| (w.start_ns, w.end_ns)),
     };
-    let ctx = Context::load(&trace, &filter, expect, needs, &mut |_| {})
+    if is_set {
+        if expect.devices.is_some() {
+            return Err(crate::Hinted::new(
+                "--expect-devices on a trace set",
+                "device numbers repeat across the files of a set; give --expect-ranks N",
+            )
+            .into());
+        }
+        let ctx = analysis::set::load_set(&files, &filter, expect.ranks, needs, &mut |_| {})
+            .map_err(|e| {
+                let hint = e.hint().unwrap_or_default();
+                crate::Hinted::new(format!("cannot read trace set: {e}"), hint)
+            })?;
+        return Ok((None, ctx));
+    }
+    if expect.ranks.is_some() {
+        return Err(crate::Hinted::new(
+            "--expect-ranks on a single trace",
+            "give every rank's file (or a quoted glob) to read a trace set, or --expect-devices for one file",
+        )
+        .into());
+    }
+    let path = &files[0];
+    let trace =
+        Trace::open(path).with_context(|| format!("cannot read trace `{}`", path.display()))?;
+    let ctx = Context::load(&trace, &filter, expect.devices, needs, &mut |_| {})
         .with_context(|| format!("cannot read trace `{}`", path.display()))?;
-    Ok((trace, ctx))
+    Ok((Some(trace), ctx))
 }
 
 /// `verdict analyses`.

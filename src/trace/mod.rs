@@ -317,6 +317,34 @@ impl Trace {
         Ok(Some(out))
     }
 
+    /// The host the capture ran on: `TARGET_INFO_SYSTEM_ENV`'s `Hostname` (nsys 2020.3 and
+    /// later), None where the table or the row is absent. `EXPORT_HOST` is not used: it names
+    /// the machine that exported, which may be another.
+    pub fn host_name(&self) -> Result<Option<String>, TraceError> {
+        let table = names::SYSTEM_ENV;
+        if !self.schema.has_column(table, "name") || !self.schema.has_column(table, "value") {
+            return Ok(None);
+        }
+        let sql = format!(
+            "SELECT value FROM {} WHERE name = 'Hostname' AND value IS NOT NULL ORDER BY rowid LIMIT 1",
+            quote_ident(table)
+        );
+        let mut stmt = self.conn.prepare(&sql).map_err(TraceError::from_sqlite)?;
+        let mut rows = stmt.query([]).map_err(TraceError::from_sqlite)?;
+        match rows.next().map_err(TraceError::from_sqlite)? {
+            Some(r) => {
+                let v: rusqlite::types::Value = r.get(0).map_err(TraceError::from_sqlite)?;
+                Ok(match v {
+                    rusqlite::types::Value::Text(s) if !s.trim().is_empty() => {
+                        Some(s.trim().to_string())
+                    }
+                    _ => None,
+                })
+            }
+            None => Ok(None),
+        }
+    }
+
     fn processes(&self) -> Result<Option<i64>, TraceError> {
         if !self.schema.has_table(names::PROCESSES) {
             return Ok(None);

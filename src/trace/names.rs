@@ -19,6 +19,8 @@ pub const TARGET_INFO_GPU: &str = "TARGET_INFO_GPU";
 pub const PROCESSES: &str = "PROCESSES";
 /// Capture start in UTC.
 pub const SESSION_START: &str = "TARGET_INFO_SESSION_START_TIME";
+/// Name/value pairs of the target system (`Hostname`, `CpuCores`, driver version...).
+pub const SYSTEM_ENV: &str = "TARGET_INFO_SYSTEM_ENV";
 /// Memory copies (lazily created: absent when the capture has none).
 pub const MEMCPY: &str = "CUPTI_ACTIVITY_KIND_MEMCPY";
 /// Memory sets (lazily created: absent when the capture has none).

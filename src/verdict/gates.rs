@@ -154,8 +154,22 @@ fn r2_devices(about: &About, measure: &Measure, ev: &Evidence) -> Gate {
     let mut args = vec![
         ("evidence", format_device_list(evd)),
         ("missing", format_device_list(missing)),
-        ("streams", measure.params.stream.map_or("all".into(), |s| s.to_string())),
+        ("streams", (crate::analysis::STREAM.get)(&measure.params).unwrap_or_else(|| "all".into())),
     ];
+    // A trace set: its ranks, by label; a claim's device numbers cannot name them.
+    if let Some(set) = ev.trace.set.as_deref().filter(|s| s.files.len() > 1) {
+        let labels: Vec<String> = evd.iter().map(|r| format!("{r} {}", set.label(*r))).collect();
+        args.push(("files", set.files.len().to_string()));
+        args.push(("labels", labels.join(", ")));
+        return match (&about.devices, missing.is_empty()) {
+            (Some(cd), _) if cd != evd => {
+                args.push(("claim", format_device_list(cd)));
+                gate("R2", GateStatus::Fail, "gate.r2.set_ranks_differ", &args)
+            }
+            (_, true) => gate("R2", GateStatus::Pass, "gate.r2.set_ranks", &args),
+            (_, false) => gate("R2", GateStatus::Note, "gate.r2.set_ranks_missing", &args),
+        };
+    }
     match &about.devices {
         Some(cd) if cd == evd => {
             args.push(("claim", format_device_list(cd)));

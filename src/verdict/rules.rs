@@ -678,8 +678,16 @@ claims:
             let r2 = p.gates.iter().find(|g| g.gate == "R2").unwrap();
             assert_eq!((r2.status, r2.finding.key.as_str()), (GateStatus::Fail, "note.one_rank"));
             let need: crate::claims::Text = [
-                ("en".to_string(), "at least two ranks in one scope".to_string()),
-                ("zh-TW".to_string(), "同一個 scope 內至少兩個 rank".to_string()),
+                (
+                    "en".to_string(),
+                    "at least two ranks in one scope (one file per rank: every rank's file, as a trace set)"
+                        .to_string(),
+                ),
+                (
+                    "zh-TW".to_string(),
+                    "同一個 scope 內至少兩個 rank（每個 rank 一個檔案時：所有 rank 的檔案，當成一個 trace set）"
+                        .to_string(),
+                ),
             ]
             .into();
             assert_eq!(p.needs, vec![need], "{value}");

@@ -221,6 +221,7 @@ fn subst(template: &str, args: &[(&str, &str)]) -> String {
 pub struct Labels {
     no_data: String,
     device: String,
+    rank: String,
     compute_only: String,
     nccl_only: String,
     overlap: String,
@@ -250,6 +251,7 @@ impl Labels {
         Ok(Labels {
             no_data: g("no_data")?,
             device: g("device")?,
+            rank: g("rank")?,
             compute_only: g("compute_only")?,
             nccl_only: g("nccl_only")?,
             overlap: g("overlap")?,
@@ -276,6 +278,11 @@ impl Labels {
     /// `device 4`.
     fn device(&self, device: i64) -> String {
         subst(&self.device, &[("device", &device.to_string())])
+    }
+
+    /// `rank 4` (of a trace set).
+    fn rank(&self, rank: i64) -> String {
+        subst(&self.rank, &[("rank", &rank.to_string())])
     }
 }
 

@@ -13,8 +13,10 @@ use crate::units;
 /// One rank's offset statistics, in ns.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SkewRank {
-    /// Device id of the rank.
+    /// Device id of the rank (in a trace set, its rank number).
     pub device: i64,
+    /// In a trace set, the rank's label (`host:pid/devN`).
+    pub label: Option<String>,
     /// Median of kernel start minus the instance's earliest start.
     pub start_median_ns: i64,
     /// 90th percentile of the start offset.
@@ -43,8 +45,10 @@ pub(super) fn ranks(ev: &Evidence) -> Option<Vec<SkewRank>> {
         .iter()
         .map(|(rank, s)| {
             let (s, e) = (s.as_object()?, ends.get(rank)?.as_object()?);
+            let device: i64 = rank.parse().ok()?;
             Some(SkewRank {
-                device: rank.parse().ok()?,
+                label: ev.trace.set.as_deref().map(|set| set.label(device)),
+                device,
                 start_median_ns: int(s, "median")?,
                 start_p90_ns: int(s, "p90")?,
                 end_median_ns: int(e, "median")?,
@@ -76,6 +80,8 @@ const PLOT_X: f64 = 104.0;
 pub(super) const PLOT_W: f64 = 396.0;
 pub(super) const TOP: f64 = 44.0;
 const BAR_H: f64 = 9.0;
+/// Height of a rank's label line in a trace set.
+const LABEL_H: f64 = 14.0;
 const ROW_H: f64 = 32.0;
 /// Finest tick step: 0.01 ms.
 const MIN_STEP_NS: i64 = 10_000;
@@ -93,7 +99,11 @@ pub fn skew_chart(ranks: &[SkewRank], l: &Labels) -> String {
         return no_data(&l.no_data);
     };
     let axis = Axis::nice(max_ns, MIN_STEP_NS);
-    let plot_bottom = TOP + ROW_H * ranks.len() as f64 - (ROW_H - 2.0 * BAR_H - 2.0);
+    // Ranks of a trace set carry a label (`host:pid/devN`), on a line of its own above the
+    // rank's bars.
+    let label_h = if ranks.iter().any(|r| r.label.is_some()) { LABEL_H } else { 0.0 };
+    let row_h = ROW_H + label_h;
+    let plot_bottom = TOP + row_h * ranks.len() as f64 - (ROW_H - 2.0 * BAR_H - 2.0);
     let mut out = String::new();
     open_svg(&mut out, plot_bottom + 44.0);
     out.push_str("<defs>");
@@ -120,8 +130,14 @@ pub fn skew_chart(ranks: &[SkewRank], l: &Labels) -> String {
     x_axis(&mut out, PLOT_X, PLOT_W, plot_bottom + 4.0, &ticks, &l.offset_axis);
 
     for (i, r) in ranks.iter().enumerate() {
-        let y = TOP + ROW_H * i as f64;
-        let device = l.device(r.device);
+        let y = TOP + row_h * i as f64 + label_h;
+        let device = match &r.label {
+            Some(label) => {
+                text(&mut out, 4.0, baseline(y - 7.0, 10.0), "start", 10.0, PLAIN, label);
+                l.rank(r.device)
+            }
+            None => l.device(r.device),
+        };
         text(&mut out, 4.0, baseline(y + BAR_H + 1.0, 12.0), "start", 12.0, PLAIN, &device);
         let rows = [
             (
@@ -205,6 +221,7 @@ mod tests {
         rows.iter()
             .map(|&(device, sm, sp, em, ep)| SkewRank {
                 device,
+                label: None,
                 start_median_ns: ms(sm),
                 start_p90_ns: ms(sp),
                 end_median_ns: ms(em),
@@ -217,6 +234,7 @@ mod tests {
     fn bars_and_whiskers_follow_the_axis() {
         let r = SkewRank {
             device: 2,
+            label: None,
             start_median_ns: 4 * MS,
             start_p90_ns: 7 * MS,
             end_median_ns: 20_000,

@@ -1,0 +1,463 @@
+//! Trace sets: one export per rank or per node, read in parallel and merged into one
+//! [`Context`] whose devices are the set's ranks, on one clock.
+//!
+//! Owns the clock alignment of the files, the numbering and labels of ranks, and the set's
+//! coverage (GPUs a node lists that no file of the set covers). Each file is read once, on a
+//! worker of its own; the per-file scans merge associatively (`merge` of each table with a
+//! [`Remap`]), so the same map/reduce runs over any number of files.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use super::{Context, Inventory, NvtxData, Table, TraceRef};
+use crate::trace::remap::{MAX_FILE_TAG, Remap};
+use crate::trace::{Copies, KernelFilter, Kernels, TimeBase, Trace, TraceError};
+
+/// A file of a set could not be read or put on the set's clock.
+#[derive(Debug, thiserror::Error)]
+pub enum SetError {
+    /// One file failed.
+    #[error("`{}`: {source}", path.display())]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: TraceError,
+    },
+    /// A file's timestamps cannot be put on a common clock.
+    #[error("`{}` cannot be put on the set's clock ({reason})", path.display())]
+    Clock {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// More files than the tags of the merge can tell apart.
+    #[error("the set has {0} files, more than the {MAX_FILE_TAG} one audit reads")]
+    TooMany(usize),
+    /// No file at all.
+    #[error("the set has no file")]
+    Empty,
+}
+
+impl SetError {
+    /// What to do about it.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            SetError::File { source, .. } => source.hint(),
+            SetError::Clock { .. } => Some(
+                "files of a set need a shared time base: export with `nsys export --type sqlite --ts-normalize=true`, or keep `TARGET_INFO_SESSION_START_TIME` in the export".into(),
+            ),
+            SetError::TooMany(_) => Some(
+                "split the set (one claims file per group of nodes), or see ARCHITECTURE.md on fleet scale".into(),
+            ),
+            SetError::Empty => Some("the trace entry's list or glob matched no file".into()),
+        }
+    }
+}
+
+/// How one file of a set was put on the set's clock.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Alignment {
+    /// Already on the UTC-epoch clock (`--ts-normalize`): shifted by minus the set's origin.
+    Normalized,
+    /// On its session clock: shifted by its session start in UTC minus the set's origin.
+    SessionStart,
+    /// The set's only file: its own clock, unshifted.
+    Own,
+}
+
+/// A file of a set.
+#[derive(Debug, Clone, Serialize)]
+pub struct SetFile {
+    /// The path as given.
+    pub path: String,
+    /// sha256 of its bytes.
+    pub sha256: String,
+    /// The host the capture ran on (`TARGET_INFO_SYSTEM_ENV` `Hostname`), if recorded.
+    pub host: Option<String>,
+    /// `EXPORT_PRODUCT_VERSION`, if recorded.
+    pub nsys_version: Option<String>,
+    /// The capture start in UTC-epoch ns, if recorded.
+    pub session_start_utc_ns: Option<i64>,
+    /// How it was aligned.
+    pub alignment: Alignment,
+    /// Added to its timestamps to put them on the set's clock.
+    pub shift_ns: i64,
+    /// GPUs its `TARGET_INFO_GPU` lists that no file of the set covers on the same host
+    /// (idle on that node, or their process's file is not in the set).
+    pub idle_listed: Vec<i64>,
+}
+
+/// A rank of a set: one device of one file, with the processes that ran on it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RankRef {
+    /// Its number in the set: the devices of the first file (sorted), then the second's...
+    /// (a set of one file keeps its device numbers).
+    pub rank: i64,
+    /// Index of its file in [`SetInfo::files`].
+    pub file: usize,
+    /// The host, if recorded.
+    pub host: Option<String>,
+    /// OS pids that launched kernels on it.
+    pub pids: Vec<i64>,
+    /// `deviceId` in its file.
+    pub device: i64,
+    /// `host:pid/devN`: the short host name (else the file stem), the pids, the device.
+    pub label: String,
+}
+
+/// What a context over a set knows of its files and ranks.
+#[derive(Debug, Clone, Serialize)]
+pub struct SetInfo {
+    /// The files, in set order (sorted paths).
+    pub files: Vec<SetFile>,
+    /// The ranks, by number.
+    pub ranks: Vec<RankRef>,
+    /// The UTC-epoch ns that is 0 on the set's clock: the earliest capture start of its
+    /// files (None for a set of one file on its own clock).
+    pub origin_utc_ns: Option<i64>,
+    /// Ranks the claims file expects (`expect_ranks`), if stated.
+    pub expected_ranks: Option<usize>,
+}
+
+impl SetInfo {
+    /// The label of a rank, or its number.
+    pub fn label(&self, rank: i64) -> String {
+        self.ranks
+            .iter()
+            .find(|r| r.rank == rank)
+            .map_or_else(|| rank.to_string(), |r| r.label.clone())
+    }
+
+    /// Distinct hosts, in order of first appearance.
+    pub fn hosts(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for f in &self.files {
+            let h = f.host.clone().unwrap_or_else(|| "?".into());
+            if !out.contains(&h) {
+                out.push(h);
+            }
+        }
+        out
+    }
+}
+
+/// Says in a piece of evidence over a set what its ranks are and how its files share a
+/// clock: each per-device row gets its rank's `label`, and a set of several files a note on
+/// its alignment and the limit of cross-node differences.
+pub fn disclose(ev: &mut super::Evidence, set: &SetInfo) {
+    for row in ev.rows.iter_mut().flatten() {
+        if let Some(d) = row.get("device").and_then(serde_json::Value::as_i64) {
+            row.insert("label".into(), serde_json::Value::String(set.label(d)));
+        }
+    }
+    if set.files.len() < 2 {
+        return;
+    }
+    let normalized = set.files.iter().filter(|f| f.alignment == Alignment::Normalized).count();
+    ev.note(
+        "note.set_clock",
+        &[
+            ("files", set.files.len().to_string()),
+            ("hosts", set.hosts().len().to_string()),
+            ("normalized", normalized.to_string()),
+            ("shifted", (set.files.len() - normalized).to_string()),
+        ],
+    );
+}
+
+/// The clock facts of one opened file.
+struct Clock {
+    /// UTC-epoch ns of the file's time 0: 0 for a normalized file, its session start else.
+    zero_utc_ns: i64,
+    /// The capture start in UTC.
+    start_utc_ns: i64,
+    alignment: Alignment,
+}
+
+fn clock_of(trace: &Trace) -> Result<Clock, SetError> {
+    let s = trace.schema();
+    let err = |reason: &str| SetError::Clock {
+        path: trace.path().to_path_buf(),
+        reason: reason.to_string(),
+    };
+    match s.time_base {
+        TimeBase::Utc { shift_ns } => {
+            let start = shift_ns
+                .or(s.session_start_utc_ns)
+                .ok_or_else(|| err("a UTC clock without a recorded capture start"))?;
+            Ok(Clock { zero_utc_ns: 0, start_utc_ns: start, alignment: Alignment::Normalized })
+        }
+        TimeBase::Session | TimeBase::Unrecorded => {
+            let start = s.session_start_utc_ns.ok_or_else(|| {
+                err("a session clock without `TARGET_INFO_SESSION_START_TIME.utcEpochNs`")
+            })?;
+            Ok(Clock {
+                zero_utc_ns: start,
+                start_utc_ns: start,
+                alignment: Alignment::SessionStart,
+            })
+        }
+    }
+}
+
+/// The short form of a host name: its first DNS label (`ault43` of `ault43.cscs.ch`).
+fn short_host(host: &str) -> &str {
+    host.split('.').next().filter(|s| !s.is_empty()).unwrap_or(host)
+}
+
+/// A rank's label: `host:pid/devN` (pids joined with `+`), the file stem where no host is
+/// recorded.
+pub fn rank_label(host: Option<&str>, file: &Path, pids: &[i64], device: i64) -> String {
+    let who = match host {
+        Some(h) => short_host(h).to_string(),
+        None => file.file_stem().map_or_else(|| "?".into(), |s| s.to_string_lossy().into_owned()),
+    };
+    let pids = pids.iter().map(i64::to_string).collect::<Vec<_>>().join("+");
+    if pids.is_empty() { format!("{who}/dev{device}") } else { format!("{who}:{pids}/dev{device}") }
+}
+
+/// One file read on its own clock, before the merge.
+struct Part {
+    ctx: Context,
+    host: Option<String>,
+    clock: Clock,
+    listed: Vec<i64>,
+}
+
+/// Reads every file of a set in parallel and merges them into one context whose devices are
+/// the set's ranks and whose times are on the set's clock (0 at the earliest capture start).
+///
+/// `filter` is on the set's clock and selects ranks by number; each file is read with the
+/// bounds moved onto its own clock and all its devices (ranks are known only after the scan).
+/// `progress` is told the rows read once every file is done.
+pub fn load_set(
+    paths: &[PathBuf],
+    filter: &KernelFilter,
+    expected_ranks: Option<usize>,
+    needs: &[Table],
+    progress: &mut dyn FnMut(u64),
+) -> Result<Context, SetError> {
+    if paths.is_empty() {
+        return Err(SetError::Empty);
+    }
+    if paths.len() as i64 > MAX_FILE_TAG {
+        return Err(SetError::TooMany(paths.len()));
+    }
+    let file_err = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| SetError::File { path: path.clone(), source }
+    };
+    // Open and probe every file: the origin of the set's clock needs all of them.
+    let opened: Vec<(Trace, Clock, Option<String>)> = paths
+        .par_iter()
+        .map(|p| {
+            let t = Trace::open(p).map_err(file_err(p))?;
+            let clock = clock_of(&t)?;
+            let host = t.host_name().map_err(file_err(p))?;
+            Ok((t, clock, host))
+        })
+        .collect::<Result<_, SetError>>()?;
+    let origin = opened.iter().map(|(_, c, _)| c.start_utc_ns).min().unwrap_or(0);
+    let single = paths.len() == 1;
+    let shift_of = |c: &Clock| if single { 0 } else { c.zero_utc_ns - origin };
+    let parts: Vec<Part> = opened
+        .into_par_iter()
+        .map(|(t, clock, host)| {
+            let shift = shift_of(&clock);
+            let own = KernelFilter {
+                // No rows at all (an inventory only), else every device.
+                devices: filter.devices.as_ref().filter(|d| d.is_empty()).cloned(),
+                bounds: filter.bounds.map(|(a, b)| (a - shift, b - shift)),
+            };
+            let ctx =
+                Context::load(&t, &own, None, needs, &mut |_| {}).map_err(file_err(t.path()))?;
+            let listed = ctx.inventory.listed_gpus.iter().flatten().map(|g| g.id).collect();
+            Ok(Part { ctx, host, clock, listed })
+        })
+        .collect::<Result<_, SetError>>()?;
+    progress(parts.iter().map(|p| p.ctx.kernels.len() as u64).sum());
+    Ok(merge(parts, paths, filter, expected_ranks, single, origin))
+}
+
+fn merge(
+    parts: Vec<Part>,
+    paths: &[PathBuf],
+    filter: &KernelFilter,
+    expected_ranks: Option<usize>,
+    single: bool,
+    origin: i64,
+) -> Context {
+    // Ranks: each file's devices with kernels or copies, sorted, files in order.
+    let mut ranks = Vec::new();
+    let mut remaps = Vec::new();
+    for (i, p) in parts.iter().enumerate() {
+        let mut devices: BTreeSet<i64> = p.ctx.inventory.devices.iter().map(|d| d.device).collect();
+        if let Some(c) = &p.ctx.copies {
+            devices.extend(c.inventory.iter().map(|d| d.device));
+        }
+        let mut map = BTreeMap::new();
+        for d in devices {
+            // A set of one file keeps its device numbers: the same numbers as the file alone.
+            let rank = if single { d } else { ranks.len() as i64 };
+            let pids = p
+                .ctx
+                .inventory
+                .devices
+                .iter()
+                .find(|x| x.device == d)
+                .map(|x| x.pids.clone())
+                .unwrap_or_default();
+            ranks.push(RankRef {
+                rank,
+                file: i,
+                host: p.host.clone(),
+                label: rank_label(p.host.as_deref(), &paths[i], &pids, d),
+                pids,
+                device: d,
+            });
+            map.insert(d, rank);
+        }
+        let shift = if single { 0 } else { p.clock.zero_utc_ns - origin };
+        remaps.push(Remap { shift_ns: shift, devices: map, file_tag: i as i64 + 1 });
+    }
+    // GPUs a file lists that no file of the same host covers.
+    let covered: BTreeSet<(Option<&str>, i64)> =
+        ranks.iter().map(|r| (r.host.as_deref(), r.device)).collect();
+    let files: Vec<SetFile> = parts
+        .iter()
+        .zip(&remaps)
+        .map(|(p, r)| SetFile {
+            path: p.ctx.trace.path.clone(),
+            sha256: p.ctx.trace.sha256.clone(),
+            host: p.host.clone(),
+            nsys_version: p.ctx.trace.nsys_version.clone(),
+            session_start_utc_ns: Some(p.clock.start_utc_ns),
+            alignment: if single { Alignment::Own } else { p.clock.alignment.clone() },
+            shift_ns: r.shift_ns,
+            idle_listed: p
+                .listed
+                .iter()
+                .copied()
+                .filter(|d| !covered.contains(&(p.host.as_deref(), *d)))
+                .collect(),
+        })
+        .collect();
+    let first = parts[0].ctx.trace.clone();
+    let mut kernels = Vec::new();
+    let mut copies = Vec::new();
+    let mut ranges = Vec::new();
+    let mut launches = Vec::new();
+    let mut processes: Option<i64> = None;
+    let mut nvtx_events: Option<i64> = None;
+    let mut skipped = 0u64;
+    let has_copies = parts.iter().all(|p| p.ctx.copies.is_some());
+    let has_nvtx = parts.iter().all(|p| p.ctx.nvtx.is_some());
+    for (p, r) in parts.into_iter().zip(remaps) {
+        processes = add(processes, p.ctx.inventory.processes);
+        nvtx_events = add(nvtx_events, p.ctx.inventory.nvtx_events);
+        skipped += p.ctx.inventory.skipped_invalid;
+        kernels.push((p.ctx.kernels, r.clone()));
+        if let Some(c) = p.ctx.copies {
+            copies.push((c, r.clone()));
+        }
+        if let Some(n) = p.ctx.nvtx {
+            ranges.push((n.ranges, r.clone()));
+            launches.push((n.launches, r));
+        }
+    }
+    // Every rank is read: the filter keeps only its bounds.
+    let filter = &KernelFilter { devices: None, bounds: filter.bounds };
+    let kernels = Kernels::merge(kernels, filter.clone());
+    let devices = kernels.inventory.clone();
+    let kernel_range_ns = crate::trace::kernel_range(&devices);
+    let sha = set_digest(&files);
+    let set = SetInfo { files, ranks, origin_utc_ns: (!single).then_some(origin), expected_ranks };
+    Context {
+        trace: TraceRef {
+            path: set_path(paths),
+            sha256: sha,
+            schema_version: first.schema_version,
+            nsys_version: first.nsys_version,
+            time_base: if single { first.time_base } else { "set".into() },
+            capture_start_ns: if single { first.capture_start_ns } else { None },
+            origin: first.origin,
+            set: Some(Box::new(set)),
+        },
+        copies: has_copies.then(|| Copies::merge(copies, filter.clone())),
+        nvtx: has_nvtx.then(|| NvtxData {
+            ranges: crate::trace::nvtx::NvtxRanges::merge(ranges),
+            launches: crate::trace::nvtx::Launches::merge(launches),
+        }),
+        inventory: Inventory {
+            devices,
+            listed_gpus: None,
+            processes,
+            nvtx_events,
+            kernel_range_ns,
+            skipped_invalid: skipped,
+        },
+        kernels,
+        expected_devices: expected_ranks.map(|n| (0..n as i64).collect()),
+    }
+}
+
+fn add(a: Option<i64>, b: Option<i64>) -> Option<i64> {
+    match (a, b) {
+        (None, x) | (x, None) => x,
+        (Some(a), Some(b)) => Some(a.saturating_add(b)),
+    }
+}
+
+/// The digest of a set: sha256 over its files' paths and digests, in order.
+fn set_digest(files: &[SetFile]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for f in files {
+        h.update(f.sha256.as_bytes());
+        h.update(b"  ");
+        h.update(f.path.as_bytes());
+        h.update(b"\n");
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// How a set is named where one path stood: the one file, or the common folder with the
+/// number of files.
+pub fn set_path(paths: &[PathBuf]) -> String {
+    if let [one] = paths {
+        return one.display().to_string();
+    }
+    let dir = paths[0].parent().map(Path::to_path_buf).unwrap_or_default();
+    if paths.iter().all(|p| p.parent() == Some(dir.as_path())) {
+        format!("{}/ ({} files)", dir.display(), paths.len())
+    } else {
+        format!("{} files", paths.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_name_host_pid_and_device_and_fall_back_to_the_file_stem() {
+        let f = Path::new("d/report_ault43_854723.sqlite");
+        assert_eq!(rank_label(Some("ault43.cscs.ch"), f, &[854_723], 1), "ault43:854723/dev1");
+        assert_eq!(rank_label(None, f, &[5, 6], 0), "report_ault43_854723:5+6/dev0");
+        assert_eq!(rank_label(Some("n1"), f, &[], 2), "n1/dev2");
+    }
+
+    #[test]
+    fn a_set_is_named_by_its_folder() {
+        let p = [PathBuf::from("a/x.sqlite"), PathBuf::from("a/y.sqlite")];
+        assert_eq!(set_path(&p), "a/ (2 files)");
+        assert_eq!(set_path(&p[..1]), "a/x.sqlite");
+    }
+}

@@ -1,0 +1,357 @@
+//! Trace sets: one export per process, read as one job. On the three multi-node runs of
+//! `../shared/traces/dsl-fs24/` (read in place: they carry no license), the per-rank skew,
+//! waits and last arrivals of `verdict check` and `verdict query` agree to the nanosecond with
+//! a computation written here: SQL over each file, the files put on one clock by hand, the
+//! k-th NCCL kernel of each rank paired. One file of a set alone fails gate R2.
+
+mod util;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use util::{open_ro, run_in, run_json, run_json_in, shared_traces, skip_no_shared};
+
+/// One rank of the reference: its file's host, the pid and device of its NCCL kernels, and
+/// those kernels as (start, end) on the set's clock, in start order.
+#[derive(Debug)]
+struct RefRank {
+    host: String,
+    pid: i64,
+    device: i64,
+    kernels: Vec<(i64, i64)>,
+}
+
+/// The reference for a folder of per-process files: sorted by path, each file's NCCL kernels
+/// on its busiest NCCL stream, times moved to UTC (`--ts-normalize` files already are) and
+/// then to 0 at the earliest capture start.
+fn reference(dir: &Path) -> Vec<RefRank> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sqlite"))
+        .collect();
+    files.sort();
+    let mut raw = Vec::new();
+    for f in &files {
+        let c = open_ro(f);
+        let normalized: String = c
+            .query_row(
+                "SELECT value FROM META_DATA_EXPORT WHERE name = 'EXPORT_PARAM_TIME_NORMALIZE'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let start_utc: i64 = c
+            .query_row("SELECT min(utcEpochNs) FROM TARGET_INFO_SESSION_START_TIME", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        let host: String = c
+            .query_row(
+                "SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = 'Hostname'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let (device, stream, pid): (i64, i64, i64) = c
+            .query_row(
+                "SELECT k.deviceId, k.streamId, (k.globalPid >> 24) & 16777215
+                 FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName
+                 WHERE lower(s.value) LIKE '%nccl%' GROUP BY 1, 2, 3 ORDER BY count(*) DESC LIMIT 1",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap();
+        let kernels: Vec<(i64, i64)> = c
+            .prepare(
+                "SELECT k.start, k.\"end\" FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName
+                 WHERE k.deviceId = ?1 AND k.streamId = ?2 AND lower(s.value) LIKE '%nccl%'
+                 ORDER BY k.start, k.\"end\"",
+            )
+            .unwrap()
+            .query_map([device, stream], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        // Every file of these runs has its kernels on one device.
+        let devices: i64 = c
+            .query_row("SELECT count(DISTINCT deviceId) FROM CUPTI_ACTIVITY_KIND_KERNEL", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(devices, 1, "{}", f.display());
+        let zero_utc = if normalized == "true" { 0 } else { start_utc };
+        raw.push((host, pid, device, kernels, zero_utc, start_utc));
+    }
+    let origin = raw.iter().map(|r| r.5).min().unwrap();
+    raw.into_iter()
+        .map(|(host, pid, device, kernels, zero, _)| RefRank {
+            host,
+            pid,
+            device,
+            kernels: kernels.iter().map(|(a, b)| (a + zero - origin, b + zero - origin)).collect(),
+        })
+        .collect()
+}
+
+/// The figures of nccl-skew from the reference: (wait, nccl, per-rank wait, start skews, end
+/// skews, last arrivals per rank).
+struct Figures {
+    wait: i64,
+    nccl: i64,
+    rank_wait: Vec<i64>,
+    start_skews: Vec<i64>,
+    end_skews: Vec<i64>,
+    last: Vec<i64>,
+}
+
+fn figures(ranks: &[RefRank]) -> Figures {
+    let matched = ranks.iter().map(|r| r.kernels.len()).min().unwrap();
+    let mut f = Figures {
+        wait: 0,
+        nccl: 0,
+        rank_wait: vec![0; ranks.len()],
+        start_skews: Vec::new(),
+        end_skews: Vec::new(),
+        last: vec![0; ranks.len()],
+    };
+    for j in 0..matched {
+        let d: Vec<i64> = ranks.iter().map(|r| r.kernels[j].1 - r.kernels[j].0).collect();
+        let min = *d.iter().min().unwrap();
+        for (i, x) in d.iter().enumerate() {
+            f.nccl += x;
+            f.wait += x - min;
+            f.rank_wait[i] += x - min;
+        }
+        let starts: Vec<i64> = ranks.iter().map(|r| r.kernels[j].0).collect();
+        let ends: Vec<i64> = ranks.iter().map(|r| r.kernels[j].1).collect();
+        let smax = *starts.iter().max().unwrap();
+        f.start_skews.push(smax - starts.iter().min().unwrap());
+        f.end_skews.push(ends.iter().max().unwrap() - ends.iter().min().unwrap());
+        f.last[starts.iter().position(|&s| s == smax).unwrap()] += 1;
+    }
+    f
+}
+
+const RUNS: [(&str, usize); 3] = [
+    ("results_Ring_2nodes_6GPUs_1010", 6),
+    ("results_Tree_3nodes_9GPUs_1010", 9),
+    ("results_Tree_Simple_9GPUs_3nodes_allreduce_2MB_allreduce_2MB", 9),
+];
+
+/// A claims file over one run, written into `dir`: the same parts as the example, over every
+/// rank.
+fn claims_over(dir: &Path, glob: &str, ranks: usize) -> PathBuf {
+    let p = dir.join("set.yaml");
+    std::fs::write(
+        &p,
+        format!(
+            r#"report: {{ id: set, languages: [en], title: {{ en: "set" }} }}
+traces:
+  run: {{ path: "{glob}", expect_ranks: {ranks} }}
+scopes:
+  all: {{ trace: run, ranks: all }}
+claims:
+  - id: straggler
+    statement: {{ en: "the ranks wait on each other" }}
+    principal: wait
+    parts:
+      - id: wait
+        kind: observation
+        measure: {{ analysis: nccl-skew, scope: all, value: "wait_ns / nccl_ns", unit: "%", stream: auto }}
+        condition: {{ at_least: "1%" }}
+      - id: skew
+        kind: observation
+        measure: {{ analysis: nccl-skew, scope: all, value: start_skew_max_ns, unit: ms, stream: auto }}
+"#
+        ),
+    )
+    .unwrap();
+    p
+}
+
+fn int_map(v: &Value) -> Vec<i64> {
+    let m = v.as_object().unwrap();
+    let mut keys: Vec<i64> = m.keys().map(|k| k.parse().unwrap()).collect();
+    keys.sort_unstable();
+    keys.iter().map(|k| m[&k.to_string()].as_i64().unwrap()).collect()
+}
+
+fn sorted(mut v: Vec<i64>) -> Vec<i64> {
+    v.sort_unstable();
+    v
+}
+
+#[test]
+fn check_over_each_multi_node_run_agrees_with_the_reference_to_the_nanosecond() {
+    let Some(shared) = shared_traces() else {
+        return skip_no_shared("check_over_each_multi_node_run");
+    };
+    for (run, n) in RUNS {
+        let dir = shared.join("dsl-fs24").join(run);
+        let r = reference(&dir);
+        assert_eq!(r.len(), n);
+        let f = figures(&r);
+        let tmp = tempfile::tempdir().unwrap();
+        let glob = format!("{}/*.sqlite", dir.display());
+        let claims = claims_over(tmp.path(), &glob, n);
+        let audit = run_json(&["check", claims.to_str().unwrap(), "--json"]);
+        let entry = audit["ledger"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["key"].as_str().unwrap().contains("nccl-skew"))
+            .unwrap();
+        let ev = &entry["evidence"];
+        let v = &ev["values"];
+        assert_eq!(v["ranks"], n as i64, "{run}");
+        assert_eq!(v["matched"], f.start_skews.len() as i64, "{run}");
+        assert_eq!(v["wait_ns"], f.wait, "{run}");
+        assert_eq!(v["nccl_ns"], f.nccl, "{run}");
+        assert_eq!(int_map(&v["rank_wait_ns"]), f.rank_wait, "{run}");
+        assert_eq!(int_map(&v["last_arrivals"]), f.last, "{run}");
+        assert_eq!(v["start_skew_max_ns"], *sorted(f.start_skews.clone()).last().unwrap(), "{run}");
+        assert_eq!(v["end_skew_max_ns"], *sorted(f.end_skews.clone()).last().unwrap(), "{run}");
+        let ss = sorted(f.start_skews.clone());
+        assert_eq!(v["start_skew_median_ns"], ss[(ss.len() - 1) / 2], "{run}");
+        // The last rank by label: host and pid of its file, and its device.
+        let last = f.last.iter().enumerate().max_by_key(|(i, c)| (**c, -(*i as i64))).unwrap().0;
+        let ranks = ev["trace"]["set"]["ranks"].as_array().unwrap();
+        assert_eq!(ranks.len(), n);
+        for (i, rr) in r.iter().enumerate() {
+            let short = rr.host.split('.').next().unwrap();
+            assert_eq!(
+                ranks[i]["label"],
+                format!("{short}:{}/dev{}", rr.pid, rr.device),
+                "{run} rank {i}"
+            );
+        }
+        assert_eq!(v["most_often_last"][0], last as i64, "{run}");
+        // The claim is judged on the same numbers: wait share above 1%.
+        let result = &audit["results"][0];
+        assert_eq!(result["verdict"], "supported", "{run}: {result}");
+        // The reproducing command names every file and gives the same numbers.
+        let argv: Vec<&str> =
+            entry["argv"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
+        assert_eq!(argv.iter().filter(|w| w.ends_with(".sqlite")).count(), n);
+        let again = run_json(&argv[1..]);
+        assert_eq!(again["values"], *v, "{run}");
+    }
+}
+
+#[test]
+fn the_ring_run_is_27_ms_and_57_percent_as_the_issue_measured() {
+    let Some(shared) = shared_traces() else {
+        return skip_no_shared("the_ring_run");
+    };
+    // Hand check of the reference itself on the 6-file ring run: the issue measured about
+    // 27 ms of start skew and about 57% waiting.
+    let r = reference(&shared.join("dsl-fs24").join(RUNS[0].0));
+    let f = figures(&r);
+    assert_eq!(f.start_skews, [26_889_785]);
+    assert_eq!((f.wait, f.nccl), (94_889_501, 166_806_017));
+    // The nodes: ault43 (ranks 0-2) then ault44 (3-5), sorted by file name.
+    let hosts: Vec<&str> = r.iter().map(|x| x.host.as_str()).collect();
+    assert_eq!(hosts[..3], ["ault43.cscs.ch"; 3]);
+    assert_eq!(hosts[3..], ["ault44.cscs.ch"; 3]);
+}
+
+#[test]
+fn query_and_inspect_take_a_quoted_glob_and_several_files() {
+    let Some(shared) = shared_traces() else {
+        return skip_no_shared("query_and_inspect_take_a_quoted_glob");
+    };
+    let dir = shared.join("dsl-fs24").join(RUNS[0].0);
+    let glob = format!("{}/*.sqlite", dir.display());
+    let by_glob = run_json(&["query", "nccl-skew", &glob, "--stream", "auto", "--json"]);
+    let mut files: Vec<String> =
+        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path().display().to_string()).collect();
+    files.sort();
+    let mut args: Vec<&str> = vec!["query", "nccl-skew"];
+    // Given out of order: the set is sorted all the same.
+    args.extend(files.iter().rev().map(String::as_str));
+    args.extend(["--stream", "auto", "--json"]);
+    let by_list = run_json(&args);
+    assert_eq!(by_glob["values"], by_list["values"]);
+    assert_eq!(by_glob["trace"]["set"]["ranks"], by_list["trace"]["set"]["ranks"]);
+    // One clock: every file normalized, shifted by minus the earliest capture start.
+    let set = &by_glob["trace"]["set"];
+    let origin = set["origin_utc_ns"].as_i64().unwrap();
+    for f in set["files"].as_array().unwrap() {
+        assert_eq!(f["alignment"], "normalized");
+        assert_eq!(f["shift_ns"].as_i64().unwrap(), -origin);
+        assert!(f["session_start_utc_ns"].as_i64().unwrap() >= origin);
+        // Each node lists its three GPUs; the other files of the node cover them.
+        assert_eq!(f["idle_listed"], serde_json::json!([]));
+    }
+    let notes: Vec<&str> =
+        by_glob["notes"].as_array().unwrap().iter().map(|n| n["key"].as_str().unwrap()).collect();
+    assert!(notes.contains(&"note.set_clock"), "{notes:?}");
+    // inspect on the set: no missing devices although every file lists three GPUs.
+    let cov = run_json(&["inspect", &glob, "--expect-ranks", "6", "--json"]);
+    assert_eq!(cov["scope"]["missing_devices"], serde_json::json!([]));
+    assert_eq!(cov["scope"]["present_devices"], serde_json::json!([0, 1, 2, 3, 4, 5]));
+    let text = run_in(None, &["inspect", &glob]);
+    let out = String::from_utf8_lossy(&text.stdout);
+    assert!(text.status.success());
+    assert!(out.contains("ault44:1004534/dev1"), "{out}");
+    assert!(out.contains("on the set's clock"), "{out}");
+    // Asking for more ranks than the set has discloses the missing ones.
+    let cov = run_json(&["inspect", &glob, "--expect-ranks", "8", "--json"]);
+    assert_eq!(cov["scope"]["missing_devices"], serde_json::json!([6, 7]));
+}
+
+#[test]
+fn one_file_of_a_set_fails_r2_and_says_what_would_decide_it() {
+    let Some(shared) = shared_traces() else {
+        return skip_no_shared("one_file_of_a_set_fails_r2");
+    };
+    let dir = shared.join("dsl-fs24").join(RUNS[0].0);
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    let tmp = tempfile::tempdir().unwrap();
+    // The same claims over the first file alone (a path, not a set: its scope selects devices).
+    let claims = claims_over(tmp.path(), &files[0].display().to_string(), 6);
+    let text = std::fs::read_to_string(&claims)
+        .unwrap()
+        .replace(", expect_ranks: 6", "")
+        .replace("ranks: all", "devices: all");
+    std::fs::write(&claims, text).unwrap();
+    let audit = run_json_in(Some(tmp.path()), &["check", claims.to_str().unwrap(), "--json"]);
+    let result = &audit["results"][0];
+    assert_eq!(result["verdict"], "unverifiable", "{result}");
+    let part = &result["parts"][0];
+    let r2 = part["gates"].as_array().unwrap().iter().find(|g| g["gate"] == "R2").unwrap();
+    assert_eq!(r2["status"], "fail", "{r2}");
+    assert_eq!(r2["finding"]["key"], "note.one_rank", "{r2}");
+    assert!(
+        r2["finding"]["text"].as_str().unwrap_or_default().contains("trace set")
+            || serde_json::to_string(r2).unwrap().contains("one_rank")
+    );
+}
+
+#[test]
+fn a_set_scope_refuses_devices_and_a_glob_that_matches_nothing_is_a_positioned_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("c.yaml");
+    std::fs::write(
+        &p,
+        r#"report: { id: x, languages: [en], title: { en: "x" } }
+traces:
+  run: { path: "nothing/*.sqlite" }
+scopes:
+  all: { trace: run, devices: "0" }
+claims: []
+"#,
+    )
+    .unwrap();
+    let out = run_in(None, &["check", p.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("c.yaml:3:"), "{err}");
+    assert!(err.contains("matches no file"), "{err}");
+    assert!(err.contains("c.yaml:5:"), "{err}");
+    assert!(err.contains("`devices` on a trace set"), "{err}");
+    assert!(err.contains("ranks: 0-5"), "{err}");
+}
