@@ -256,6 +256,19 @@ pub struct TraceCtx {
     pub error: Option<String>,
     /// What the trace's own metadata says about where it comes from.
     pub origin: Option<String>,
+    /// A trace set's files, each with its host and how it was put on the set's clock.
+    pub files: Vec<SetFileCtx>,
+}
+
+/// A file of a trace set.
+#[derive(Debug, Clone, Serialize)]
+pub struct SetFileCtx {
+    /// Path.
+    pub path: String,
+    /// Host, or `?`.
+    pub host: String,
+    /// How it joined the set's clock, with its capture start on that clock.
+    pub clock: String,
 }
 
 /// A scope.
@@ -917,11 +930,56 @@ fn args<const N: usize>(pairs: [(&str, String); N]) -> BTreeMap<String, String> 
     pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }
 
+/// The files of a trace set, each with its host and how it joined the set's clock.
+fn set_files(t: &Strings, s: &crate::analysis::set::SetInfo) -> Vec<SetFileCtx> {
+    use crate::analysis::set::Alignment;
+    s.files
+        .iter()
+        .map(|f| {
+            let start = match (f.session_start_utc_ns, s.origin_utc_ns) {
+                (Some(a), Some(o)) => format_seconds(a - o),
+                _ => "-".into(),
+            };
+            let key = match f.alignment {
+                Alignment::Normalized => "ui.file_clock_utc",
+                Alignment::SessionStart => "ui.file_clock_session",
+                Alignment::Own => "ui.file_clock_own",
+            };
+            SetFileCtx {
+                path: f.path.clone(),
+                host: f.host.clone().unwrap_or_else(|| "?".into()),
+                clock: t
+                    .format(key, &args([("start", start), ("shift", format_seconds(f.shift_ns))]))
+                    .unwrap_or_default(),
+            }
+        })
+        .collect()
+}
+
 /// Where a piece of evidence holds, in a few words: `device 4, window 39.964–46.123 s`.
 fn short_scope(t: &Strings, ev: &crate::analysis::Evidence, m: &Measure) -> Result<String, String> {
     let devs = &ev.scope.devices;
     let list = format_device_list(devs);
-    let mut bits = vec![if devs.len() == 1 {
+    let set = ev.trace.set.as_deref().filter(|s| s.files.len() > 1);
+    let mut bits = vec![if let Some(set) = set {
+        if let [one] = devs[..] {
+            t.format("scope.rank", &args([("rank", list), ("label", set.label(one))]))?
+        } else {
+            let hosts: std::collections::BTreeSet<Option<&str>> = devs
+                .iter()
+                .filter_map(|d| set.ranks.iter().find(|r| r.rank == *d))
+                .map(|r| r.host.as_deref())
+                .collect();
+            t.format(
+                if hosts.len() == 1 { "scope.ranks_one_host" } else { "scope.ranks" },
+                &args([
+                    ("n", devs.len().to_string()),
+                    ("ranks", list),
+                    ("hosts", hosts.len().to_string()),
+                ]),
+            )?
+        }
+    } else if devs.len() == 1 {
         t.format("scope.device", &args([("device", list)]))?
     } else if crate::analysis::spec(&m.analysis)
         .is_some_and(|s| s.scope == crate::analysis::ScopeRule::PerDevice)
@@ -932,6 +990,8 @@ fn short_scope(t: &Strings, ev: &crate::analysis::Evidence, m: &Measure) -> Resu
     }];
     if let Some(st) = m.params.stream {
         bits.push(t.format("scope.stream", &args([("stream", st.to_string())]))?);
+    } else if m.params.stream_auto {
+        bits.push(t.get("scope.stream_auto")?.to_string());
     }
     bits.push(match ev.window.requested_ns {
         Some(w) => t.format(
@@ -1424,6 +1484,9 @@ pub fn build(
                 c.and_then(|c| c.field(f).ok().flatten())
                     .and_then(|r| i64::try_from(r.num).ok().filter(|_| r.den == 1))
             };
+            // A set of several files: its ranks by label, its clock, its files.
+            let set_info =
+                c.and_then(|c| c.trace.set.as_deref()).filter(|s| s.files.len() > 1);
             TraceCtx {
                 name: tr_.name.clone(),
                 label: decl.and_then(|d| tr(&d.label, lang)),
@@ -1435,10 +1498,36 @@ pub fn build(
                 nsys_version: c
                     .and_then(|c| c.trace.nsys_version.clone())
                     .unwrap_or_else(|| "-".into()),
-                time_base: c.map(|c| c.trace.time_base.clone()).unwrap_or_default(),
-                present: c
-                    .map(|c| format_device_list(&c.scope.present_devices))
-                    .unwrap_or_default(),
+                time_base: match set_info {
+                    Some(s) => t
+                        .format(
+                            "ui.set_clock",
+                            &args([
+                                ("files", s.files.len().to_string()),
+                                ("hosts", s.hosts().len().to_string()),
+                            ]),
+                        )
+                        .unwrap_or_default(),
+                    None => c.map(|c| c.trace.time_base.clone()).unwrap_or_default(),
+                },
+                present: match set_info {
+                    Some(s) => t
+                        .format(
+                            "ui.set_ranks",
+                            &args([(
+                                "ranks",
+                                s.ranks
+                                    .iter()
+                                    .map(|r| format!("{} {}", r.rank, r.label))
+                                    .collect::<Vec<_>>()
+                                    .join(", "),
+                            )]),
+                        )
+                        .unwrap_or_default(),
+                    None => c
+                        .map(|c| format_device_list(&c.scope.present_devices))
+                        .unwrap_or_default(),
+                },
                 missing: c
                     .filter(|c| !c.scope.missing_devices.is_empty())
                     .map(|c| {
@@ -1459,7 +1548,12 @@ pub fn build(
                     })
                     .unwrap_or_default(),
                 error: tr_.error.clone(),
-                origin: c.map(|c| origin_text(t, &c.trace)).transpose().ok().flatten().flatten(),
+                origin: if set_info.is_some() {
+                    None
+                } else {
+                    c.map(|c| origin_text(t, &c.trace)).transpose().ok().flatten().flatten()
+                },
+                files: set_info.map_or_else(Vec::new, |s| set_files(t, s)),
             }
         })
         .collect();
@@ -1500,12 +1594,20 @@ pub fn build(
                 },
             ),
             semantics: s.semantics.to_string(),
-            devices: match &s.devices {
-                crate::scope::DeviceSel::All => t.get("ui.all_devices").unwrap_or("").to_string(),
-                crate::scope::DeviceSel::Set(v) if v.len() == 1 => t
+            devices: match (&s.devices, set.trace(&s.trace).is_some_and(|d| d.set.is_some())) {
+                (crate::scope::DeviceSel::All, true) => {
+                    t.get("ui.all_ranks").unwrap_or("").to_string()
+                }
+                (crate::scope::DeviceSel::Set(v), true) => t
+                    .format("scope.ranks_list", &args([("ranks", format_device_list(v))]))
+                    .unwrap_or_default(),
+                (crate::scope::DeviceSel::All, false) => {
+                    t.get("ui.all_devices").unwrap_or("").to_string()
+                }
+                (crate::scope::DeviceSel::Set(v), false) if v.len() == 1 => t
                     .format("scope.device", &args([("device", format_device_list(v))]))
                     .unwrap_or_default(),
-                crate::scope::DeviceSel::Set(v) => t
+                (crate::scope::DeviceSel::Set(v), false) => t
                     .format("scope.devices", &args([("devices", format_device_list(v))]))
                     .unwrap_or_default(),
             },

@@ -71,6 +71,13 @@ pub(super) fn caption(scope: &Scope, ev: &Evidence, t: &Strings) -> Result<Strin
     };
     let mut args = scope.args();
     args.push(("stream", &stream));
+    // A trace set's ranks are no devices: they are named by number, and labelled in the chart.
+    let ranks = crate::scope::format_device_list(&ev.scope.devices);
+    if ev.trace.set.as_deref().is_some_and(|s| s.files.len() > 1) {
+        args.retain(|(k, _)| *k != "devices");
+        args.push(("ranks", &ranks));
+        return fill(t, "ui.chart_skew_set", &args);
+    }
     fill(t, "ui.chart_skew", &args)
 }
 
