@@ -6,6 +6,8 @@
 //! from the i18n strings and every number from [`crate::units`]; a field missing from the
 //! evidence means no chart for it, never a zero bar. Judging is not done here.
 
+mod ab;
+mod delta;
 mod kernels;
 mod names;
 mod overlap;
@@ -15,6 +17,8 @@ mod svg;
 use crate::analysis::ChartKind;
 use std::collections::BTreeMap;
 
+pub use ab::{AbLabels, AbSide, AbUnit, ab_chart};
+pub use delta::{NameDelta, TOP_NAMES, delta_chart};
 pub use kernels::{KernelBar, kernels_chart};
 pub use names::shorten;
 pub use overlap::{OverlapBar, overlap_chart};
