@@ -1124,7 +1124,10 @@ fn a_straggler_claim_over_one_device_is_unverifiable_not_refuted() {
     );
     assert_eq!(gate(part(&a, "straggler", "wait"), "R2")["finding"]["args"]["devices"], "0");
     let need = &part(&a, "straggler", "wait")["needs"][0];
-    assert_eq!(need["zh-TW"], "同一個 scope 內至少兩個 rank（每個 rank 一個檔案時：所有 rank 的檔案，當成一個 trace set）");
+    assert_eq!(
+        need["zh-TW"],
+        "同一個 scope 內至少兩個 rank（每個 rank 一個檔案時：所有 rank 的檔案，當成一個 trace set）"
+    );
     // What exists for one rank keeps its value: device 0's NCCL kernels, counted by SQL.
     let (n, time) = nccl_count_and_time(&trace, 0, None);
     assert!(n > 0, "device 0 runs NCCL kernels");

@@ -355,3 +355,71 @@ claims: []
     assert!(err.contains("`devices` on a trace set"), "{err}");
     assert!(err.contains("ranks: 0-5"), "{err}");
 }
+
+#[test]
+fn session_clock_files_are_shifted_by_their_capture_start_and_keep_their_per_rank_numbers() {
+    // Two session-clock exports (committed fixtures), read as one set: each is shifted by its
+    // capture start in UTC minus the earlier one, read here with SQL.
+    let before = util::fixture("nsys-ai/mfu_2gpu_before.sqlite");
+    let after = util::fixture("nsys-ai/mfu_2gpu_after.sqlite");
+    let start = |p: &Path| -> i64 {
+        open_ro(p)
+            .query_row("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME", [], |r| r.get(0))
+            .unwrap()
+    };
+    let (sb, sa) = (start(&before), start(&after));
+    let origin = sb.min(sa);
+    let (b, a) = (before.to_str().unwrap(), after.to_str().unwrap());
+    let set = run_json(&["query", "overlap", a, b, "--all-devices", "--json"]);
+    let files = set["trace"]["set"]["files"].as_array().unwrap();
+    // Sorted by path: `..._after` before `..._before`.
+    assert!(files[0]["path"].as_str().unwrap().ends_with("mfu_2gpu_after.sqlite"));
+    assert_eq!(files[0]["alignment"], "session_start");
+    assert_eq!(files[0]["shift_ns"], sa - origin);
+    assert_eq!(files[1]["shift_ns"], sb - origin);
+    assert_eq!(set["trace"]["set"]["origin_utc_ns"], origin);
+    // Four ranks: devices 0 and 1 of each file, in file order.
+    let rows = set["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 4);
+    // Each rank's overlap equals its device's in the file alone: per-device wall times do not
+    // depend on the other files, and the shift moves both ends of every interval.
+    for (i, (file, device)) in [(a, 0), (a, 1), (b, 0), (b, 1)].into_iter().enumerate() {
+        let alone =
+            run_json(&["query", "overlap", file, "--device", &device.to_string(), "--json"]);
+        let row = &rows[i];
+        assert_eq!(row["device"], i as i64);
+        for f in ["compute_only_ns", "nccl_only_ns", "overlap_ns", "idle_ns", "total_ns"] {
+            assert_eq!(row[f], alone["values"][f], "rank {i} {f}");
+        }
+        let shift = if file == a { sa - origin } else { sb - origin };
+        let eff = |v: &Value, k: usize| v.as_array().unwrap()[k].as_i64().unwrap();
+        assert_eq!(eff(&row["effective_ns"], 0), eff(&alone["window"]["effective_ns"], 0) + shift);
+        // Labels: the host's first name, the pid of the device's kernels, the device.
+        let c = open_ro(Path::new(file));
+        let host: String = c
+            .query_row(
+                "SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = 'Hostname'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let pid: i64 = c
+            .query_row(
+                "SELECT DISTINCT (globalPid >> 24) & 16777215 FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId = ?1",
+                [device],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let short = host.split('.').next().unwrap();
+        assert_eq!(row["label"], format!("{short}:{pid}/dev{device}"));
+    }
+    // A rank-by-rank stream map reads the same as auto on this pair: streams 7 and 15.
+    let auto = run_json(&["query", "nccl-skew", a, b, "--stream", "auto", "--json"]);
+    let map = run_json(&["query", "nccl-skew", a, b, "--stream", "0:7,1:15,2:7,3:15", "--json"]);
+    assert_eq!(auto["values"], map["values"]);
+    assert_eq!(map["parameters"]["stream"], "0:7,1:15,2:7,3:15");
+    // A rank left out of the map is an error that names it, not a silent zero.
+    let out = run_in(None, &["query", "nccl-skew", a, b, "--stream", "0:7,1:15", "--json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("rank 2 has no stream"));
+}

@@ -1485,8 +1485,7 @@ pub fn build(
                     .and_then(|r| i64::try_from(r.num).ok().filter(|_| r.den == 1))
             };
             // A set of several files: its ranks by label, its clock, its files.
-            let set_info =
-                c.and_then(|c| c.trace.set.as_deref()).filter(|s| s.files.len() > 1);
+            let set_info = c.and_then(|c| c.trace.set.as_deref()).filter(|s| s.files.len() > 1);
             TraceCtx {
                 name: tr_.name.clone(),
                 label: decl.and_then(|d| tr(&d.label, lang)),
@@ -1524,9 +1523,9 @@ pub fn build(
                             )]),
                         )
                         .unwrap_or_default(),
-                    None => c
-                        .map(|c| format_device_list(&c.scope.present_devices))
-                        .unwrap_or_default(),
+                    None => {
+                        c.map(|c| format_device_list(&c.scope.present_devices)).unwrap_or_default()
+                    }
                 },
                 missing: c
                     .filter(|c| !c.scope.missing_devices.is_empty())
