@@ -222,6 +222,69 @@ pub fn command_words(
     analysis::command_words(spec, &traces, p, expect, windows)
 }
 
+/// The `verdict query compare` command that reproduces a comparison: each side's trace (or
+/// set), devices, window and split as `--a`/`--b` keys, the metric and the seed.
+pub fn compare_words(set: &ClaimSet, m: &Measure, c: &crate::claims::Compare) -> Vec<String> {
+    let mut w: Vec<String> =
+        ["verdict", "query", "compare", "--of", &c.of, "--metric", &c.metric_text]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+    for (flag, side) in [("--a", &c.sides[0]), ("--b", &c.sides[1])] {
+        let Some(scope) = set.scopes.get(&side.scope) else { continue };
+        let Some(decl) = set.trace(&scope.trace) else { continue };
+        let mut kv = |k: &str, v: String| {
+            w.push(flag.into());
+            w.push(format!("{k}={v}"));
+        };
+        match &decl.set {
+            None => kv("trace", normalize(&decl.resolved).display().to_string()),
+            Some(files) => {
+                for f in files {
+                    kv("trace", normalize(f).display().to_string());
+                }
+            }
+        }
+        if let crate::scope::DeviceSel::Set(d) = &scope.devices {
+            kv("devices", crate::scope::format_device_list(d));
+        }
+        if let Some(win) = scope.window {
+            kv("window", win.to_string());
+        }
+        if let Some(n) = &scope.nvtx {
+            kv("nvtx", n.name.clone());
+            if let Some(i) = n.index {
+                kv("index", i.to_string());
+            }
+            if n.on == analysis::nvtx::Timeline::Gpu {
+                kv("on", "gpu".into());
+            }
+            if let Some(d) = &n.domain {
+                kv("domain", d.clone());
+            }
+        }
+        if scope.semantics != crate::scope::Semantics::Clip {
+            kv("semantics", scope.semantics.to_string());
+        }
+        if let Some(n) = c.split {
+            kv("split", n.to_string());
+        }
+    }
+    let of = analysis::spec(&c.of);
+    for (name, value) in &c.sides[0].args {
+        if of.is_some_and(|s| s.param(name).is_some()) {
+            w.push("--param".into());
+            w.push(format!("{name}={value}"));
+        }
+    }
+    if m.args.iter().any(|(k, _)| k == "seed") {
+        w.push("--seed".into());
+        w.push(c.seed.to_string());
+    }
+    w.push("--json".into());
+    w
+}
+
 /// How a declared trace is named in the audit: its file, or its set's folder and size.
 fn trace_path(decl: &crate::claims::TraceDecl) -> String {
     match &decl.set {
@@ -270,13 +333,48 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
     let mut by_trace: BTreeMap<String, Vec<(&Scope, &Measure)>> = BTreeMap::new();
     for claim in &set.claims {
         for part in &claim.parts {
-            if let Some(m) = &part.measure
-                && let Some(scope) = set.scopes.get(&m.scope)
-            {
-                by_trace.entry(scope.trace.clone()).or_default().push((scope, m));
+            let Some(m) = &part.measure else { continue };
+            // A comparison runs after its two sides, each an ordinary query of its trace.
+            let queries: Vec<&Measure> = match &m.compare {
+                Some(c) => c.sides.iter().collect(),
+                None => vec![m],
+            };
+            for q in queries {
+                if let Some(scope) = set.scopes.get(&q.scope) {
+                    by_trace.entry(scope.trace.clone()).or_default().push((scope, q));
+                }
             }
         }
     }
+    // The side queries of comparisons over kernels, nvtx or copies also run over each side's
+    // whole span, for the per-name deltas: by side key.
+    let name_sides: Vec<String> = set
+        .claims
+        .iter()
+        .flat_map(|c| &c.parts)
+        .filter_map(|p| p.measure.as_ref()?.compare.as_ref())
+        .filter(|c| analysis::compare::has_names(&c.of))
+        .flat_map(|c| c.sides.iter().map(|s| query_key(&set, s)))
+        .collect();
+    let mut names: BTreeMap<String, Evidence> = BTreeMap::new();
+    // The side queries of comparisons that no other part reads: they get the comparison's
+    // charts, not the per-trace chart context.
+    let direct: Vec<String> = set
+        .claims
+        .iter()
+        .flat_map(|c| &c.parts)
+        .filter_map(|p| p.measure.as_ref())
+        .filter(|m| m.compare.is_none())
+        .map(|m| query_key(&set, m))
+        .collect();
+    let sides_only: Vec<String> = set
+        .claims
+        .iter()
+        .flat_map(|c| &c.parts)
+        .filter_map(|p| p.measure.as_ref()?.compare.as_ref())
+        .flat_map(|c| c.sides.iter().map(|s| query_key(&set, s)))
+        .filter(|k| !direct.contains(k))
+        .collect();
     let mut evidence: EvidenceMap = BTreeMap::new();
     let mut ledger = Vec::new();
     let mut context = Vec::new();
@@ -382,8 +480,28 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
                     let w = scope.nvtx.as_ref().expect("resolved scopes have an NVTX window");
                     analysis::run_nvtx_windows(spec, &p, ctx, w, rws).map_err(|e| e.with_hint())
                 }
-                (Ok(ctx), None) => analysis::run_spec(spec, &p, ctx).map_err(|e| e.with_hint()),
+                (Ok(ctx), None) => analysis::run_split(spec, &p, ctx).map_err(|e| e.with_hint()),
             };
+            // A compared side over kernels, nvtx or copies: the same query over the side's
+            // whole span, for the per-name deltas.
+            if let (Ok(ctx), Ok(ev), true) = (&ctx, &result, name_sides.contains(&key)) {
+                let mut whole = m.params.clone();
+                whole.split = None;
+                whole.window = ev
+                    .window
+                    .requested_ns
+                    .map(|[a, b]| crate::scope::Window { start_ns: a, end_ns: b });
+                whole.semantics = ev.window.semantics;
+                let r = analysis::run_spec(spec, &whole, ctx);
+                context.push(LedgerEntry::new(
+                    format!("{key}/names"),
+                    command_words(spec, decl, &whole, None),
+                    r.clone().map_err(|e| e.to_string()),
+                ));
+                if let Ok(r) = r {
+                    names.insert(key.clone(), r);
+                }
+            }
             let set_of_windows = resolved
                 .get(&scope.name)
                 .and_then(|r| r.as_ref().ok())
@@ -397,6 +515,7 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
         // Chart context over the resolved windows.
         let queries: Vec<(&Scope, &Measure)> = queries
             .iter()
+            .filter(|(_, m)| !sides_only.contains(&query_key(&set, m)))
             .map(|(s, m)| match resolved.get(&s.name) {
                 Some(Ok((r, _))) => (r, *m),
                 _ => (*s, *m),
@@ -419,6 +538,41 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
                 command_words(spec, decl, &p, None),
                 result.map_err(|e| e.to_string()),
             ));
+        }
+    }
+    // Comparisons, over the evidence of their two sides.
+    for claim in &set.claims {
+        for part in &claim.parts {
+            let Some(m) = &part.measure else { continue };
+            let Some(c) = &m.compare else { continue };
+            let key = query_key(&set, m);
+            if evidence.contains_key(&key) {
+                continue;
+            }
+            let [ka, kb] = [query_key(&set, &c.sides[0]), query_key(&set, &c.sides[1])];
+            let result = match (evidence.get(&ka), evidence.get(&kb)) {
+                (Some(Ok(a)), Some(Ok(b))) => {
+                    let names = match (names.get(&ka), names.get(&kb)) {
+                        (Some(x), Some(y)) => Some([x, y]),
+                        _ => None,
+                    };
+                    let of = analysis::spec(&c.of).expect("validated");
+                    let req = analysis::compare::Request {
+                        of,
+                        metric_text: &c.metric_text,
+                        metric: &c.sides[0].value,
+                        labels: [&c.sides[0].scope, &c.sides[1].scope],
+                        seed: c.seed,
+                        names,
+                    };
+                    analysis::compare::run(a, b, &req).map_err(|e| e.with_hint())
+                }
+                (Some(Err(e)), _) => Err(format!("side A: {e}")),
+                (_, Some(Err(e))) => Err(format!("side B: {e}")),
+                _ => Err("a side was not measured".into()),
+            };
+            ledger.push(LedgerEntry::new(key.clone(), compare_words(&set, m, c), result.clone()));
+            evidence.insert(key, result);
         }
     }
     let results = verdict::judge_all(&set, &evidence);

@@ -196,6 +196,8 @@ pub struct QueryCommand {
     pub traces: Vec<PathBuf>,
     /// Ranks a set should have.
     pub expect_ranks: Option<usize>,
+    /// Equal splits of the window, one sample each.
+    pub split: Option<u32>,
     /// The window, if any.
     pub window: Option<Window>,
     /// How the window selects.
@@ -233,6 +235,7 @@ impl FromArgMatches for QueryCommand {
             analysis,
             traces: sub.get_many::<PathBuf>("trace").into_iter().flatten().cloned().collect(),
             expect_ranks: sub.get_one::<u32>("expect-ranks").map(|n| *n as usize),
+            split: sub.get_one::<u32>("split").copied(),
             window: sub.get_one::<Window>("window").copied(),
             semantics: sub.get_one::<Semantics>("semantics").copied().unwrap_or(Semantics::Clip),
             expect_devices: sub.get_one::<DeviceList>("expect-devices").cloned(),
@@ -336,6 +339,15 @@ fn query_command(a: &'static AnalysisSpec) -> clap::Command {
                 .value_name("cpu|gpu")
                 .requires("nvtx-window")
                 .help("cpu: the range itself; gpu: first start to last end of the kernels launched inside it"),
+        )
+        .arg(
+            Arg::new("split")
+                .long("split")
+                .value_name("N")
+                .value_parser(clap::value_parser!(u32).range(2..=i64::from(analysis::MAX_SPLITS)))
+                .conflicts_with("nvtx-window")
+                .help("Run over N equal windows tiling the window (or the devices' kernel span), one sample each")
+                .long_help("Run over N equal windows tiling the window (or, without one, the kernel span of the devices): one sample per window, with min, median, p90 and max over them. The boundaries are exact integers (a + len * i / N). Not with --nvtx-window, whose ranges are already a set of windows."),
         )
         .arg(
             Arg::new("semantics")

@@ -4,6 +4,7 @@
 //! the report read. An analysis is a pure function of a [`Context`] (the scan of one trace) and
 //! [`Params`]; it never reads the trace itself, so one scan serves every query of a command.
 
+pub mod compare;
 pub mod copies;
 pub mod coverage;
 pub mod intervals;
@@ -159,6 +160,9 @@ pub enum Unit {
     Device,
     /// Bytes.
     Bytes,
+    /// The unit of the metric a comparison compares (its evidence says which, and a scale
+    /// when its samples are parts per billion).
+    Metric,
 }
 
 impl Unit {
@@ -170,6 +174,7 @@ impl Unit {
             Unit::Ratio => "ratio",
             Unit::Device => "device",
             Unit::Bytes => "bytes",
+            Unit::Metric => "metric",
         }
     }
 }
@@ -207,6 +212,8 @@ pub enum FieldKind {
     Timestamp,
     /// Bytes moved.
     Bytes,
+    /// The compared metric, whatever it measures (`compare`).
+    Metric,
 }
 
 impl FieldKind {
@@ -224,6 +231,7 @@ impl FieldKind {
             FieldKind::Count => "count",
             FieldKind::Timestamp => "timestamp",
             FieldKind::Bytes => "bytes",
+            FieldKind::Metric => "metric",
         }
     }
 
@@ -480,8 +488,12 @@ pub fn needs<'a>(
 
 /// Looks an analysis up by name.
 pub fn spec(name: &str) -> Option<&'static AnalysisSpec> {
-    ANALYSES.iter().find(|a| a.name == name)
+    ANALYSES.iter().chain(DERIVED).find(|a| a.name == name)
 }
+
+/// Analyses over the evidence of others rather than a trace: `compare`. They are not
+/// `verdict query` subcommands built from the registry, and run after the per-trace queries.
+pub const DERIVED: &[AnalysisSpec] = &[compare::SPEC];
 
 /// A kernel-name filter.
 #[derive(Debug, Clone)]
@@ -543,6 +555,9 @@ pub struct Params {
     pub stream_auto: bool,
     /// Each rank's NCCL stream, given per rank as `rank:stream` (nccl-skew).
     pub stream_map: Option<BTreeMap<i64, i64>>,
+    /// Run over N equal splits of the window (or of the devices' kernel span), one sample per
+    /// split; any analysis with one value per window.
+    pub split: Option<u32>,
     /// Exact range name (nvtx).
     pub exact: Option<String>,
     /// NVTX domain, id or name (nvtx).
@@ -570,6 +585,7 @@ impl Params {
             stream: None,
             stream_auto: false,
             stream_map: None,
+            split: None,
             exact: None,
             domain: None,
             nesting: None,
@@ -1123,8 +1139,16 @@ impl Evidence {
             }
             return Ok(expr.eval(&vars).ok());
         }
+        // A compared metric whose samples are parts per billion reads back as the fraction.
+        let scale = match spec.field(name).map(|f| f.unit) {
+            Some(Unit::Metric) => {
+                self.parameters.get("metric_scale").and_then(Value::as_i64).unwrap_or(1)
+            }
+            _ => 1,
+        };
         v.as_i64()
-            .map(|i| Some(crate::formula::Rational::int(i.into())))
+            .and_then(|i| crate::formula::Rational::new(i.into(), scale.into()))
+            .map(Some)
             .ok_or_else(|| FieldError::NotExact(self.analysis.clone(), name.into()))
     }
 
@@ -1222,6 +1246,78 @@ pub fn run_windows(
     Ok(base)
 }
 
+/// The largest number of equal splits of a window.
+pub const MAX_SPLITS: u32 = 10_000;
+
+/// `n` equal windows that tile `params.window` (or, without one, the kernel span of the
+/// devices): boundaries `a + len * i / n`, exact integers, the last ending at `b`.
+pub fn split_windows(
+    ctx: &Context,
+    params: &Params,
+    n: u32,
+) -> Result<Vec<crate::scope::Window>, QueryError> {
+    if !(2..=MAX_SPLITS).contains(&n) {
+        return Err(QueryError::BadParam {
+            param: "split".into(),
+            reason: format!("{n} splits: give 2 to {MAX_SPLITS}"),
+        });
+    }
+    let devices = ctx.resolve_devices(&params.devices)?;
+    let (a, b) = match params.window {
+        Some(w) => (w.start_ns, w.end_ns),
+        None => {
+            let inv: Vec<_> = ctx
+                .inventory
+                .devices
+                .iter()
+                .filter(|d| devices.contains(&d.device))
+                .cloned()
+                .collect();
+            let [a, b] = crate::trace::kernel_range(&inv).ok_or(QueryError::NoKernels)?;
+            (a, b)
+        }
+    };
+    let len = i128::from(b) - i128::from(a);
+    if len < i128::from(n) {
+        return Err(QueryError::BadParam {
+            param: "split".into(),
+            reason: format!("the window is {len} ns long, too short for {n} splits"),
+        });
+    }
+    let at = |i: u32| a + i64::try_from(len * i128::from(i) / i128::from(n)).unwrap_or(0);
+    Ok((0..n)
+        .map(|i| crate::scope::Window {
+            start_ns: at(i),
+            end_ns: if i + 1 == n { b } else { at(i + 1) },
+        })
+        .collect())
+}
+
+/// Runs an analysis over `params.split` equal splits (one sample each), else as
+/// [`run_spec`]; the evidence says how the window was split.
+pub fn run_split(
+    spec: &AnalysisSpec,
+    params: &Params,
+    ctx: &Context,
+) -> Result<Evidence, QueryError> {
+    let Some(n) = params.split else { return run_spec(spec, params, ctx) };
+    let windows = split_windows(ctx, params, n)?;
+    let mut p = params.clone();
+    p.split = None;
+    let mut ev = run_windows(spec, &p, ctx, &windows)?;
+    let (a, b) = (windows[0].start_ns, windows[windows.len() - 1].end_ns);
+    ev.window.requested_ns = Some([a, b]);
+    ev.parameters.insert("split".into(), serde_json::json!(n));
+    ev.note(
+        if params.window.is_some() { "note.split_window" } else { "note.split_span" },
+        &[
+            ("n", n.to_string()),
+            ("window", crate::scope::Window { start_ns: a, end_ns: b }.to_string()),
+        ],
+    );
+    Ok(ev)
+}
+
 /// Runs an analysis over the windows an NVTX window resolved to, and says in the evidence
 /// which ranges they came from: the one path of `verdict query --nvtx-window` and of a claims
 /// scope with an NVTX window.
@@ -1284,6 +1380,9 @@ pub fn command_words(
             add(&["--semantics", &p.semantics.to_string()]);
         }
         (None, None) => {}
+    }
+    if let Some(n) = p.split {
+        add(&["--split", &n.to_string()]);
     }
     for param in spec.params {
         if let Some(v) = (param.get)(p) {

@@ -383,7 +383,70 @@ pub struct Measure {
     /// the same code as the command line's options.
     #[serde(skip)]
     pub params: crate::analysis::Params,
+    /// For `compare`: the two sides and what is compared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compare: Option<Box<Compare>>,
 }
+
+/// A `compare` measure: side A (the measure's scope) against side B (`versus`), on one metric
+/// of another analysis.
+#[derive(Debug, Clone, Serialize)]
+pub struct Compare {
+    /// The analysis each side runs.
+    pub of: String,
+    /// The metric, a formula over its fields, as written.
+    pub metric_text: String,
+    /// Side B's scope.
+    pub versus: String,
+    /// Equal splits of each side's window, one sample each.
+    pub split: Option<u32>,
+    /// The bootstrap's seed.
+    pub seed: u64,
+    /// The query of each side: `of` over the side's scope, the metric as its value.
+    #[serde(skip)]
+    pub sides: [Measure; 2],
+}
+
+/// What was changed between the two sides of a comparison, what was held fixed, and what
+/// the author expects: what lets a comparison decide a causal part.
+#[derive(Debug, Clone, Serialize)]
+pub struct Experiment {
+    /// What was changed.
+    pub changed: Option<Text>,
+    /// What was held fixed.
+    pub held: Vec<String>,
+    /// Whether the author declares the comparison controlled (only the change differs).
+    pub controlled: bool,
+    /// The expected direction of the change (B against A).
+    pub expect: Option<Direction>,
+}
+
+/// The direction of an expected change, B against A.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// B below A.
+    Decrease,
+    /// B above A.
+    Increase,
+}
+
+/// The things an experiment may hold fixed.
+pub const HELD: &[&str] = &[
+    "checkpoint",
+    "global-batch",
+    "micro-batch",
+    "sequence-length",
+    "data",
+    "warm-up",
+    "software",
+    "hardware",
+    "steps",
+    "seed",
+    "parallelism",
+    "precision",
+    "model",
+];
 
 /// A condition on a measured value (in the unit's stored base).
 #[derive(Debug, Clone, Serialize)]
@@ -447,6 +510,9 @@ pub struct Part {
     /// What this part speaks about (gates R1-R4); None: the claim's `about` for the principal
     /// part, and the claim's window and devices only for the others.
     pub about: Option<About>,
+    /// The experiment behind a comparison (a part that binds `compare`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub experiment: Option<Experiment>,
     /// Line in the claims file.
     pub line: u32,
 }

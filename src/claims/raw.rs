@@ -249,6 +249,23 @@ pub struct RawPart {
     pub note: Option<RawText>,
     /// What this part speaks about, when it differs from the claim's principal assertion.
     pub about: Option<RawAbout>,
+    /// The experiment behind a comparison.
+    pub experiment: Option<Spanned<RawExperiment>>,
+}
+
+/// `experiment:` of a part that binds `compare`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawExperiment {
+    /// What was changed.
+    pub changed: Option<RawText>,
+    /// What was held fixed.
+    #[serde(default)]
+    pub held: Vec<Spanned<String>>,
+    /// Whether the comparison is controlled.
+    pub controlled: Option<bool>,
+    /// `decrease` or `increase`.
+    pub expect: Option<Spanned<String>>,
 }
 
 /// `measure:`: the analysis, the scope, the formula and its unit, and every other key a

@@ -697,7 +697,6 @@ fn part(
         id: pid.clone(),
         kind,
         text: c.opt_text(&rp.text, &format!("{what} text")),
-        measure,
         condition,
         says,
         says_by: rp.says_by.unwrap_or_default(),
@@ -713,8 +712,61 @@ fn part(
         caveats: c.opt_text(&rp.caveats, &format!("{what} caveats")),
         note: c.opt_text(&rp.note, &format!("{what} note")),
         about: rp.about.as_ref().map(|a| about(c, a)),
+        experiment: rp.experiment.as_ref().and_then(|e| {
+            let compares = measure.as_ref().is_some_and(|m| m.compare.is_some());
+            if !compares {
+                c.err(
+                    at(e),
+                    format!("{what}: an `experiment` describes a comparison; this part binds none"),
+                    Some("bind `measure: {analysis: compare, scope: A, versus: B, of: ..., metric: ..., value: ...}`".into()),
+                );
+            }
+            experiment(c, e, &what)
+        }),
         line: at(&rp.id).0,
+        measure,
     }
+}
+
+/// An `experiment:`: what changed, what was held (known names only), controlled, expected
+/// direction.
+fn experiment(c: &mut Checker, e: &Spanned<RawExperiment>, what: &str) -> Option<Experiment> {
+    let mut held = Vec::new();
+    for h in &e.value.held {
+        if HELD.contains(&h.value.as_str()) {
+            held.push(h.value.clone());
+        } else {
+            c.err(
+                at(h),
+                format!("{what}: `held` names `{}`, which is not a known condition", h.value),
+                Some(match did_you_mean(&h.value, HELD.iter().copied()) {
+                    Some(n) => format!("did you mean `{n}`? known: {}", HELD.join(", ")),
+                    None => format!("known: {}", HELD.join(", ")),
+                }),
+            );
+        }
+    }
+    let expect = match &e.value.expect {
+        None => None,
+        Some(x) => match x.value.as_str() {
+            "decrease" => Some(Direction::Decrease),
+            "increase" => Some(Direction::Increase),
+            other => {
+                c.err(
+                    at(x),
+                    format!("{what}: `expect` is `{other}`"),
+                    Some("`decrease` or `increase`: the direction of B against A".into()),
+                );
+                None
+            }
+        },
+    };
+    Some(Experiment {
+        changed: c.opt_text(&e.value.changed, &format!("{what} experiment changed")),
+        held,
+        controlled: e.value.controlled.unwrap_or(false),
+        expect,
+    })
 }
 
 /// The keys of a `measure` once the required ones are known to be there.
@@ -735,6 +787,9 @@ fn measurement(
 ) -> Option<Measure> {
     const REQUIRED: [&str; 3] = ["analysis", "scope", "value"];
     let raw = &outer.value;
+    if raw.analysis.as_ref().is_some_and(|a| a.value == analysis::compare::SPEC.name) {
+        return compare_measurement(c, outer, what, scopes, raw_scopes);
+    }
     // Keys that are no parameter of any analysis: misspelled or unknown.
     for (name, v) in &raw.params {
         if analysis::PARAMS.iter().any(|p| p.name == name) {
@@ -931,6 +986,184 @@ fn measurement(
         unit,
         args,
         params,
+        compare: None,
+    })
+}
+
+/// The keys of a `compare` measure besides the compared analysis's own parameters.
+const COMPARE_KEYS: [&str; 5] = ["versus", "of", "metric", "split", "seed"];
+
+/// A `compare` measure: each side validated as a measure of `of` over its scope with the
+/// metric as its value (so its errors point at the same keys), then the comparison's own
+/// formula over the fields of `compare`.
+fn compare_measurement(
+    c: &mut Checker,
+    outer: &Spanned<RawMeasure>,
+    what: &str,
+    scopes: &BTreeMap<String, Scope>,
+    raw_scopes: &BTreeMap<String, RawScope>,
+) -> Option<Measure> {
+    let raw = &outer.value;
+    let key = |k: &str| raw.params.iter().find(|(n, _)| n == k).map(|(_, v)| v);
+    let rest: Vec<(String, Spanned<String>)> =
+        raw.params.iter().filter(|(n, _)| !COMPARE_KEYS.contains(&n.as_str())).cloned().collect();
+    let mut missing = false;
+    for (name, present) in [
+        ("scope", raw.scope.is_some()),
+        ("value", raw.value.is_some()),
+        ("versus", key("versus").is_some()),
+        ("of", key("of").is_some()),
+        ("metric", key("metric").is_some()),
+    ] {
+        if !present {
+            missing = true;
+            c.err(
+                at(outer),
+                format!("{what}: a `compare` measure has no `{name}`"),
+                Some("compare: {analysis: compare, scope: A, versus: B, of: ANALYSIS, metric: FORMULA, value: FORMULA} (docs/claims.md, A/B comparisons)".into()),
+            );
+        }
+    }
+    if missing {
+        return None;
+    }
+    let (scope_a, value) = (raw.scope.as_ref()?, raw.value.as_ref()?);
+    let (versus, of, metric) = (key("versus")?, key("of")?, key("metric")?);
+    if let Some(spec) = analysis::spec(&of.value)
+        && (!spec.is_query() || analysis::DERIVED.iter().any(|d| d.name == spec.name))
+    {
+        c.err(
+            at(of),
+            format!("{what}: `compare` cannot compare `{}`", of.value),
+            Some("compare one of: overlap, kernels, nccl-skew, copies, nvtx".into()),
+        );
+        return None;
+    }
+    let split = match key("split") {
+        None => None,
+        Some(v) => match v.value.trim().parse::<u32>() {
+            Ok(n) if (2..=analysis::MAX_SPLITS).contains(&n) => Some(n),
+            _ => {
+                c.err(
+                    at(v),
+                    format!("{what}: `split` is `{}`", v.value),
+                    Some(format!("a number of equal windows, 2 to {}", analysis::MAX_SPLITS)),
+                );
+                None
+            }
+        },
+    };
+    let seed = match key("seed") {
+        None => crate::stats::DEFAULT_SEED,
+        Some(v) => match v.value.trim().parse::<u64>() {
+            Ok(n) => n,
+            Err(_) => {
+                c.err(
+                    at(v),
+                    format!("{what}: `seed` is `{}`", v.value),
+                    Some("a whole number, 0 to 2^64 - 1".into()),
+                );
+                crate::stats::DEFAULT_SEED
+            }
+        },
+    };
+    let side = |c: &mut Checker, scope: &Spanned<String>, label: &str| {
+        let raw_side = RawMeasure {
+            analysis: Some(of.clone()),
+            scope: Some(scope.clone()),
+            value: Some(metric.clone()),
+            unit: None,
+            params: rest.clone(),
+        };
+        let spanned = Spanned::new(raw_side, outer.referenced, outer.defined);
+        let mut m =
+            measurement(c, &spanned, &format!("{what} (side {label})"), scopes, raw_scopes)?;
+        if let Some(n) = split {
+            m.params.split = Some(n);
+            m.args.push(("split".into(), n.to_string()));
+        }
+        Some(m)
+    };
+    let a = side(c, scope_a, "A");
+    let b = side(c, versus, "B");
+    let spec = &analysis::compare::SPEC;
+    let value_expr = match Expr::parse(&value.value) {
+        Ok(e) => e,
+        Err(e) => {
+            c.err(
+                at(value),
+                format!(
+                    "{what}: formula {}: {} (at character {})",
+                    shown_formula(&value.value),
+                    e.message,
+                    e.offset + 1
+                ),
+                Some(formula_hint(&e)),
+            );
+            return None;
+        }
+    };
+    let fields: Vec<&str> = spec.fields.iter().map(|f| f.name).collect();
+    for v in value_expr.vars() {
+        if !fields.contains(&v.as_str()) {
+            c.err(
+                at(value),
+                format!("{what}: `compare` has no field `{v}`"),
+                Some(suggestion(&v, fields.iter().copied())),
+            );
+        }
+    }
+    let (a, b) = (a?, b?);
+    let metric_unit = analysis::spec(&of.value)
+        .map_or(analysis::Unit::Ratio, |s| analysis::compare::metric_unit(s, &a.value));
+    let relative = value_expr
+        .vars()
+        .iter()
+        .any(|v| spec.field(v).is_some_and(|f| f.unit == analysis::Unit::Ratio));
+    let unit = match &raw.unit {
+        Some(u) => match Unit::parse(&u.value) {
+            Some(x) => x,
+            None => {
+                c.err(
+                    at(u),
+                    format!("{what}: unknown unit `{}`", u.value),
+                    Some("use %, pp, ms, ns, s, count, x or ratio".to_string()),
+                );
+                Unit::Count
+            }
+        },
+        None if relative => Unit::Percent,
+        None => match metric_unit {
+            analysis::Unit::Ns => Unit::Ms,
+            analysis::Unit::Ratio => Unit::PercentagePoints,
+            _ => Unit::Count,
+        },
+    };
+    let mut args: Vec<(String, String)> = vec![
+        ("versus".into(), versus.value.clone()),
+        ("of".into(), of.value.clone()),
+        ("metric".into(), metric.value.clone()),
+    ];
+    args.extend(a.args.iter().cloned());
+    if key("seed").is_some() {
+        args.push(("seed".into(), seed.to_string()));
+    }
+    Some(Measure {
+        analysis: spec.name.to_string(),
+        scope: scope_a.value.clone(),
+        value_text: value.value.clone(),
+        value: value_expr,
+        unit,
+        args,
+        params: a.params.clone(),
+        compare: Some(Box::new(Compare {
+            of: of.value.clone(),
+            metric_text: metric.value.clone(),
+            versus: versus.value.clone(),
+            split,
+            seed,
+            sides: [a, b],
+        })),
     })
 }
 

@@ -29,6 +29,7 @@ pub fn run(q: QueryCommand) -> anyhow::Result<ExitCode> {
     let mut params = Params::new(sel.clone());
     params.window = q.window;
     params.semantics = q.semantics;
+    params.split = q.split;
     for (name, value) in &q.params {
         params.set(spec, name, value).map_err(|e| {
             let hint = e.hint().unwrap_or_default();
@@ -45,7 +46,7 @@ pub fn run(q: QueryCommand) -> anyhow::Result<ExitCode> {
     )?;
     let name = trace_name(&q.traces);
     let ev = match &q.nvtx {
-        None => analysis::run_spec(spec, &params, &ctx),
+        None => analysis::run_split(spec, &params, &ctx),
         Some(w) => {
             let rws = ctx
                 .resolve_devices(&sel)

@@ -958,6 +958,34 @@ fn set_files(t: &Strings, s: &crate::analysis::set::SetInfo) -> Vec<SetFileCtx> 
 
 /// Where a piece of evidence holds, in a few words: `device 4, window 39.964–46.123 s`.
 fn short_scope(t: &Strings, ev: &crate::analysis::Evidence, m: &Measure) -> Result<String, String> {
+    if let Some(c) = &m.compare {
+        // Both sides, their samples, and the interval of the value where it has one.
+        let n = |k: &str| {
+            ev.value(k).and_then(serde_json::Value::as_i64).map_or("-".into(), |v| v.to_string())
+        };
+        let interval = crate::verdict::compare_interval(m, ev).map_or_else(
+            || t.get("ui.no_interval").map(str::to_string),
+            |(lo, hi)| {
+                t.format(
+                    "scope.compare_interval",
+                    &args([
+                        ("low", crate::verdict::show(lo, m.unit)),
+                        ("high", crate::verdict::show(hi, m.unit)),
+                    ]),
+                )
+            },
+        )?;
+        return t.format(
+            "scope.compare",
+            &args([
+                ("a", c.sides[0].scope.clone()),
+                ("b", c.sides[1].scope.clone()),
+                ("n_a", n("n_a")),
+                ("n_b", n("n_b")),
+                ("interval", interval),
+            ]),
+        );
+    }
     let devs = &ev.scope.devices;
     let list = format_device_list(devs);
     let set = ev.trace.set.as_deref().filter(|s| s.files.len() > 1);

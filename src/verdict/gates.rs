@@ -398,6 +398,112 @@ pub fn r4(
     gate("R4", GateStatus::Pass, "gate.r4.ok", &args)
 }
 
+/// Gates R1-R4 of a comparison: R1 the two sides' windows (the same phase, the same length
+/// where the metric is a total), R2 their populations, R3 the metric (one analysis, one
+/// formula on both sides), R4 the units.
+pub fn compare_gates(
+    about: &About,
+    m: &Measure,
+    c: &crate::claims::Compare,
+    scopes: [Option<&Scope>; 2],
+    p: &crate::claims::Part,
+    ev: &Evidence,
+) -> Vec<Gate> {
+    let side = |k: &str| ev.value(k).cloned().unwrap_or(serde_json::Value::Null);
+    let (a, b) = (side("a"), side("b"));
+    let n = |s: &serde_json::Value| s["samples"].as_array().map_or(0, Vec::len);
+    // The median length of a side's windows.
+    let len = |s: &serde_json::Value| -> i64 {
+        let mut l: Vec<i64> = s["samples"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|x| {
+                let w = x["window_ns"].as_array()?;
+                Some(w.get(1)?.as_i64()? - w.first()?.as_i64()?)
+            })
+            .collect();
+        l.sort_unstable();
+        l.get(l.len().saturating_sub(1) / 2).copied().unwrap_or(0)
+    };
+    let (la, lb) = (len(&a), len(&b));
+    let share = ev.parameters.get("metric_scale").and_then(serde_json::Value::as_i64) != Some(1)
+        || ev.parameters.get("metric_unit").and_then(serde_json::Value::as_str) == Some("ratio");
+    let phase = |s: Option<&Scope>| {
+        s.and_then(|s| s.nvtx.as_ref()).map(|w| (w.name.clone(), w.index, w.on))
+    };
+    let (pa, pb) = (phase(scopes[0]), phase(scopes[1]));
+    let ms = |x: i64| crate::units::ms(x);
+    let common = [
+        ("a", c.sides[0].scope.clone()),
+        ("b", c.sides[1].scope.clone()),
+        ("n_a", n(&a).to_string()),
+        ("n_b", n(&b).to_string()),
+        ("len_a", ms(la)),
+        ("len_b", ms(lb)),
+    ];
+    let r1 = match (&pa, &pb) {
+        (Some(x), Some(y)) if x == y => gate(
+            "R1",
+            GateStatus::Pass,
+            "gate.r1.compare_same_phase",
+            &[&common[..], &[("nvtx", x.0.clone())]].concat(),
+        ),
+        (Some(_), Some(_)) | (Some(_), None) | (None, Some(_)) => {
+            gate("R1", GateStatus::Fail, "gate.r1.compare_phases_differ", &common)
+        }
+        (None, None) => {
+            // Equal within 1%: splits of two runs are rarely equal to the nanosecond.
+            let same = (la - lb).unsigned_abs() * 100 <= la.unsigned_abs().max(lb.unsigned_abs());
+            if same {
+                gate("R1", GateStatus::Pass, "gate.r1.compare_same_length", &common)
+            } else if share {
+                gate("R1", GateStatus::Note, "gate.r1.compare_share_lengths", &common)
+            } else {
+                gate("R1", GateStatus::Fail, "gate.r1.compare_lengths_differ", &common)
+            }
+        }
+    };
+    let devs = |s: &serde_json::Value| {
+        s["devices"]
+            .as_array()
+            .map(|d| d.iter().filter_map(serde_json::Value::as_i64).collect::<Vec<_>>())
+            .unwrap_or_default()
+    };
+    let (da, db) = (devs(&a), devs(&b));
+    let missing =
+        |s: &serde_json::Value| s["missing_devices"].as_array().is_some_and(|v| !v.is_empty());
+    let pop = [
+        ("a", format_device_list(&da)),
+        ("b", format_device_list(&db)),
+        ("n_a", da.len().to_string()),
+        ("n_b", db.len().to_string()),
+    ];
+    let r2 = if da.len() != db.len() {
+        gate("R2", GateStatus::Fail, "gate.r2.compare_populations_differ", &pop)
+    } else if missing(&a) || missing(&b) {
+        gate("R2", GateStatus::Note, "gate.r2.compare_missing", &pop)
+    } else {
+        gate("R2", GateStatus::Pass, "gate.r2.compare_same_population", &pop)
+    };
+    let r3 = gate(
+        "R3",
+        GateStatus::Pass,
+        if share { "gate.r3.compare_share" } else { "gate.r3.compare_metric" },
+        &[("of", c.of.clone()), ("metric", c.metric_text.clone())],
+    );
+    let mut r4 = r4(about, m, p.condition.as_ref(), p.says.as_ref(), ev);
+    if r4.status != GateStatus::Fail {
+        r4 = gate(
+            "R4",
+            GateStatus::Pass,
+            "gate.r4.compare_units",
+            &[("unit", m.unit.symbol().to_string())],
+        );
+    }
+    vec![r1, r2, r3, r4]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -426,6 +532,7 @@ mod tests {
             unit: Unit::Percent,
             args: Vec::new(),
             params: Params::new(DeviceSel::All),
+            compare: None,
         }
     }
 

@@ -18,7 +18,7 @@ use crate::formula::Rational;
 
 pub use gates::field_quantity;
 pub use misreadings::applicable as misreadings;
-pub use rules::{judge, show};
+pub use rules::{compare_interval, judge, show};
 
 pub use crate::i18n::Finding;
 
@@ -85,6 +85,9 @@ impl Verdict {
 pub enum PartOutcome {
     /// Gates pass and the condition holds.
     Supported,
+    /// A comparison shows the claimed effect, but the experiment is not declared controlled
+    /// or a side has few samples: the effect, not the cause.
+    PartiallySupported,
     /// Gates pass and the condition fails.
     NotSupported,
     /// Measured and shown, with no condition to judge.
@@ -106,6 +109,7 @@ impl PartOutcome {
     pub fn key(self) -> &'static str {
         match self {
             PartOutcome::Supported => "supported",
+            PartOutcome::PartiallySupported => "partially_supported",
             PartOutcome::NotSupported => "not_supported",
             PartOutcome::Reported => "reported",
             PartOutcome::Unverifiable => "unverifiable",

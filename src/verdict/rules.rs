@@ -178,6 +178,11 @@ fn measured(set: &ClaimSet, claim: &Claim, p: &Part, evidence: &EvidenceMap) -> 
             ..claim.about.clone()
         },
     };
+    if let Some(c) = &m.compare {
+        let scopes = [set.scopes.get(&c.sides[0].scope), set.scopes.get(&c.sides[1].scope)];
+        r.gates = super::gates::compare_gates(&about, m, c, scopes, p, ev);
+        return compare_part(r, p, m, ev);
+    }
     r.gates = vec![
         r1(&about, scope, ev),
         r2(&about, m, ev),
@@ -289,6 +294,200 @@ fn samples(mut r: PartResult, p: &Part, m: &crate::claims::Measure, ev: &Evidenc
     });
     r.samples = values.iter().map(|v| [v.num.to_string(), v.den.to_string()]).collect();
     judge_value(r, p, m, median)
+}
+
+/// The interval of a comparison's value, when the value is one of the fields that has one:
+/// `delta` (the bootstrap interval), `change` (the same over A's median), `ratio` (1 plus it).
+pub fn compare_interval(m: &crate::claims::Measure, ev: &Evidence) -> Option<(Rational, Rational)> {
+    let vars = m.value.vars();
+    let [field] = vars.as_slice() else { return None };
+    if m.value_text.trim() != field {
+        return None;
+    }
+    let get = |f: &str| field_value(ev, f);
+    match field.as_str() {
+        "delta" => Some((get("ci_low")?, get("ci_high")?)),
+        "change" => Some((get("change_low")?, get("change_high")?)),
+        "ratio" => {
+            let one = Rational::int(1);
+            Some((one.checked_add(get("change_low")?)?, one.checked_add(get("change_high")?)?))
+        }
+        _ => None,
+    }
+}
+
+/// The direction a comparison part claims: the experiment's `expect`, else the side of zero
+/// its condition asks for.
+fn claimed_direction(p: &Part) -> Option<crate::claims::Direction> {
+    use crate::claims::Direction;
+    if let Some(d) = p.experiment.as_ref().and_then(|e| e.expect) {
+        return Some(d);
+    }
+    let zero = Rational::int(0);
+    let sign = |q: &Quantity| q.value.cmp_to(zero);
+    use std::cmp::Ordering::*;
+    match p.condition.as_ref()? {
+        Condition::AtMost(q) | Condition::Below(q) if sign(q) != Greater => {
+            Some(Direction::Decrease)
+        }
+        Condition::AtLeast(q) | Condition::Above(q) if sign(q) != Less => Some(Direction::Increase),
+        Condition::Between(a, b) if sign(b) == Less => {
+            let _ = a;
+            Some(Direction::Decrease)
+        }
+        Condition::Between(a, _) if sign(a) == Greater => Some(Direction::Increase),
+        _ => None,
+    }
+}
+
+/// Judges a part bound to `compare`. Supported only when the experiment is declared
+/// controlled, both sides have [`crate::stats::FEW_SAMPLES`] samples or more, the interval of
+/// the median difference excludes zero in the claimed direction and the condition holds;
+/// partially supported when the effect is there but the experiment is not declared controlled
+/// or the samples are few; not supported when the interval excludes the claimed effect (or
+/// lies on the other side of zero); open otherwise. An observation bound to `compare` is judged
+/// on the point value as any measure.
+fn compare_part(
+    mut r: PartResult,
+    p: &Part,
+    m: &crate::claims::Measure,
+    ev: &Evidence,
+) -> PartResult {
+    use crate::claims::Direction;
+    let get = |f: &str| field_value(ev, f);
+    let int = |f: &str| get(f).and_then(|v| i64::try_from(v.num).ok().filter(|_| v.den == 1));
+    let (n_a, n_b) = (int("n_a").unwrap_or(0), int("n_b").unwrap_or(0));
+    let vars = vars_of(&m.value, ev);
+    let value = m.value.eval(&vars);
+    let interval = compare_interval(m, ev);
+    let metric_unit = match ev.parameters.get("metric_scale").and_then(Value::as_i64) {
+        Some(1) if ev.parameters.get("metric_unit").and_then(Value::as_str) == Some("ns") => {
+            Unit::Ms
+        }
+        Some(1) => Unit::Count,
+        _ => Unit::Percent,
+    };
+    let shown = |v: Option<Rational>| v.map_or_else(|| "n/a".into(), |v| show(v, metric_unit));
+    // A difference of shares is in percentage points.
+    let delta_unit =
+        if metric_unit == Unit::Percent { Unit::PercentagePoints } else { metric_unit };
+    let p_value = ev
+        .value("rank_test")
+        .and_then(|t| t.get("p_value"))
+        .and_then(Value::as_f64)
+        .map_or_else(|| "n/a".into(), |p| format!("{p:.4}"));
+    let seed = ev.parameters.get("seed").cloned().unwrap_or(Value::Null);
+    let interval_text = interval
+        .map(|(lo, hi)| format!("{} to {}", show(lo, m.unit), show(hi, m.unit)))
+        .unwrap_or_else(|| "n/a".into());
+    r.formula = Some(FormulaResult {
+        symbolic: m.value_text.clone(),
+        definition: ratio_definition(m).map(|(t, _)| t.to_string()),
+        substituted: format!(
+            "median B {} vs A {} (n = {n_b} vs {n_a}), B - A = {}; 95% interval {interval_text} (bootstrap, seed {seed}); Mann-Whitney p = {p_value}",
+            shown(get("b_median")),
+            shown(get("a_median")),
+            get("delta").map_or_else(|| "n/a".into(), |v| show(v, delta_unit)),
+        ),
+        display: value.as_ref().ok().map(|v| show(*v, m.unit)),
+        exact: value.as_ref().ok().map(|v| [v.num.to_string(), v.den.to_string()]),
+        unit: m.unit,
+        error: value.as_ref().err().map(|e| e.to_string()),
+    });
+    let failed: Vec<&str> =
+        r.gates.iter().filter(|g| g.status == GateStatus::Fail).map(|g| g.gate).collect();
+    let value = match value {
+        Ok(v) => v,
+        Err(_) => {
+            // A null field: the evidence says why (one sample, a zero baseline).
+            let field = m.value.vars().into_iter().find(|f| get(f).is_none()).unwrap_or_default();
+            r.outcome = PartOutcome::Unverifiable;
+            r.reason = ev.null_reasons(&field).first().map_or_else(
+                || Finding::new("part.field_null", &[("field", field.clone())]),
+                |n| n.finding.clone(),
+            );
+            return r;
+        }
+    };
+    r.value = Some(value);
+    r.says = p.says.as_ref().map(|s| says_check(s, value));
+    let cond = p.condition.as_ref().and_then(|c| check_condition(c, value));
+    if let Some((ok, finding)) = &cond {
+        r.condition = Some(ConditionResult { finding: finding.clone(), satisfied: *ok });
+    }
+    if !failed.is_empty() {
+        r.outcome = PartOutcome::Unverifiable;
+        r.reason = Finding::new("part.gate_failed", &[("gates", failed.join(", "))]);
+        return r;
+    }
+    if p.kind != Kind::Causal {
+        return judge_value(r, p, m, value);
+    }
+    if n_a < crate::stats::MIN_SAMPLES as i64 || n_b < crate::stats::MIN_SAMPLES as i64 {
+        r.outcome = PartOutcome::Unverifiable;
+        r.reason = Finding::new(
+            "part.compare_one_sample",
+            &[("n_a", n_a.to_string()), ("n_b", n_b.to_string())],
+        );
+        return r;
+    }
+    let Some(direction) = claimed_direction(p) else {
+        r.outcome = PartOutcome::Unverifiable;
+        r.reason = Finding::new("part.compare_no_direction", &[]);
+        return r;
+    };
+    let zero = Rational::int(0);
+    let (lo, hi) = (get("ci_low"), get("ci_high"));
+    use std::cmp::Ordering::*;
+    let (with, against) = match (lo, hi, direction) {
+        (Some(lo), Some(hi), Direction::Decrease) => {
+            (hi.cmp_to(zero) == Less, lo.cmp_to(zero) == Greater)
+        }
+        (Some(lo), Some(hi), Direction::Increase) => {
+            (lo.cmp_to(zero) == Greater, hi.cmp_to(zero) == Less)
+        }
+        _ => (false, false),
+    };
+    // The whole interval outside the claimed effect: every value it allows fails the
+    // condition.
+    let excluded = match (&p.condition, interval) {
+        (Some(c), Some((a, b))) => {
+            [a, b, value].iter().all(|v| check_condition(c, *v).is_some_and(|(ok, _)| !ok))
+        }
+        _ => false,
+    };
+    let args = [
+        ("value", show(value, m.unit)),
+        ("interval", interval_text.clone()),
+        ("p", p_value.clone()),
+        ("n_a", n_a.to_string()),
+        ("n_b", n_b.to_string()),
+    ];
+    let holds = cond.as_ref().is_none_or(|(ok, _)| *ok);
+    let few = n_a.min(n_b) < crate::stats::FEW_SAMPLES as i64;
+    let controlled = p.experiment.as_ref().is_some_and(|e| e.controlled);
+    if against || excluded {
+        r.outcome = PartOutcome::NotSupported;
+        r.reason = Finding::new(
+            if against { "part.compare_against" } else { "part.compare_excludes" },
+            &args,
+        );
+    } else if with && holds {
+        if controlled && !few {
+            r.outcome = PartOutcome::Supported;
+            r.reason = Finding::new("part.compare_supported", &args);
+        } else {
+            r.outcome = PartOutcome::PartiallySupported;
+            r.reason = Finding::new(
+                if !controlled { "part.compare_uncontrolled" } else { "part.compare_few" },
+                &args,
+            );
+        }
+    } else {
+        r.outcome = PartOutcome::Unverifiable;
+        r.reason = Finding::new("part.compare_open", &args);
+    }
+    r
 }
 
 /// Judges a measured value: the stated number, the condition, the gates and the kind.
@@ -467,6 +666,10 @@ fn decide(claim: &Claim, parts: &[PartResult]) -> (Verdict, Finding) {
         _ if !refuted.is_empty() => (
             Verdict::NotSupported,
             Finding::new("claim.part_refuted", &[("parts", refuted.join(", "))]),
+        ),
+        PartOutcome::PartiallySupported => (
+            Verdict::PartiallySupported,
+            Finding::new("claim.principal_partial", &[("part", p_id)]),
         ),
         PartOutcome::Supported => {
             let open: Vec<&str> = parts

@@ -103,8 +103,48 @@ pub fn charts(a: &Audit, t: &Strings) -> Result<Vec<Chart>, String> {
         });
     }
 
+    // Comparisons: A beside B, one dot per window; the per-name deltas where there are any.
+    let ab_labels = AbLabels::new(t)?;
+    let (mut n_ab, mut n_delta) = (0, 0);
+    for ev in evidence_of(&a.ledger, crate::analysis::compare::SPEC.name) {
+        let Some((sa, sb, unit)) = ab_sides(ev) else { continue };
+        let arg = |k: &str| ev.parameters.get(k).and_then(serde_json::Value::as_str).unwrap_or("");
+        let side = |k: &str| {
+            let v = ev.value(k);
+            let s = |f: &str| v.and_then(|v| v[f].as_str()).unwrap_or("").to_string();
+            (s("label"), s("trace"))
+        };
+        let ((la, ta), (lb, tb)) = (side("a"), side("b"));
+        let args = [
+            ("of", arg("of")),
+            ("metric", arg("metric")),
+            ("a", la.as_str()),
+            ("a_trace", ta.as_str()),
+            ("b", lb.as_str()),
+            ("b_trace", tb.as_str()),
+        ];
+        n_ab += 1;
+        out.push(Chart {
+            file: file("ab", n_ab),
+            caption: fill(t, "ui.chart_ab", &args)?,
+            svg: ab_chart(&sa, &sb, unit, true, &ab_labels),
+        });
+        let rows = name_deltas(ev);
+        if !rows.is_empty() {
+            n_delta += 1;
+            out.push(Chart {
+                file: file("delta", n_delta),
+                caption: fill(t, "ui.chart_delta", &args)?,
+                svg: delta_chart(&rows, &ab_labels),
+            });
+        }
+    }
+
+    // The per-name queries behind a comparison's deltas are drawn in its delta chart.
+    let context: Vec<LedgerEntry> =
+        a.context.iter().filter(|e| !e.key.ends_with("/names")).cloned().collect();
     let mut n = 0;
-    for ev in distinct(&a.context, top) {
+    for ev in distinct(&context, top) {
         let Some((bars, names)) = kernels::bars(ev) else { continue };
         n += 1;
         out.push(Chart {
@@ -114,6 +154,52 @@ pub fn charts(a: &Audit, t: &Strings) -> Result<Vec<Chart>, String> {
         });
     }
     Ok(out)
+}
+
+/// The two sides of a comparison as chart data: each side's scaled samples and median, and
+/// the unit they are in; None without samples.
+fn ab_sides(ev: &Evidence) -> Option<(AbSide, AbSide, AbUnit)> {
+    let scale = ev.parameters.get("metric_scale")?.as_i64()?;
+    let unit = match (ev.parameters.get("metric_unit")?.as_str()?, scale) {
+        (_, s) if s != 1 => AbUnit::Ratio,
+        ("ns", _) => AbUnit::Ns,
+        ("bytes", _) => AbUnit::Bytes,
+        ("ratio", _) => AbUnit::Ratio,
+        _ => AbUnit::Count,
+    };
+    let side = |k: &str, name: &str| -> Option<AbSide> {
+        let v = ev.value(k)?;
+        let values: Vec<i64> =
+            v["samples"].as_array()?.iter().map(|x| x["scaled"].as_i64()).collect::<Option<_>>()?;
+        let median = v["summary"]["median"].as_i64()?;
+        Some(AbSide {
+            label: format!("{name}: {}", v["label"].as_str().unwrap_or("")),
+            values_ns: values,
+            median_ns: median,
+        })
+    };
+    Some((side("a", "A")?, side("b", "B")?, unit))
+}
+
+/// The per-name deltas of a comparison, as chart rows.
+fn name_deltas(ev: &Evidence) -> Vec<NameDelta> {
+    let Some(rows) = ev.value("names").and_then(|n| n["rows"].as_array()) else {
+        return Vec::new();
+    };
+    rows.iter()
+        .filter_map(|r| {
+            Some(NameDelta {
+                name: r["name"].as_str()?.to_string(),
+                a_total_ns: r["a_total_ns"].as_i64()?,
+                b_total_ns: r["b_total_ns"].as_i64()?,
+                only_in: match r["only_in"].as_str() {
+                    Some("a") => Some(crate::stats::Side::A),
+                    Some("b") => Some(crate::stats::Side::B),
+                    _ => None,
+                },
+            })
+        })
+        .collect()
 }
 
 /// The evidence of one analysis among ledger entries (failed queries have none).
