@@ -245,6 +245,7 @@ pub fn compare_words(set: &ClaimSet, m: &Measure, c: &crate::claims::Compare) ->
                 }
             }
         }
+        kv("label", side.scope.clone());
         if let crate::scope::DeviceSel::Set(d) = &scope.devices {
             kv("devices", crate::scope::format_device_list(d));
         }

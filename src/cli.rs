@@ -212,6 +212,57 @@ pub struct QueryCommand {
     pub params: Vec<(&'static str, String)>,
     /// A window taken from NVTX ranges (`--nvtx-window`, `--nvtx-index`, `--nvtx-on`).
     pub nvtx: Option<analysis::nvtx::NvtxWindow>,
+    /// `query compare`: what is compared, and the two sides.
+    pub compare: Option<CompareArgs>,
+}
+
+/// The arguments of `verdict query compare`.
+#[derive(Debug, Clone)]
+pub struct CompareArgs {
+    /// The analysis each side runs.
+    pub of: String,
+    /// The metric, a formula over its fields.
+    pub metric: String,
+    /// Side A's `KEY=VALUE` pairs.
+    pub a: Vec<(String, String)>,
+    /// Side B's `KEY=VALUE` pairs.
+    pub b: Vec<(String, String)>,
+    /// The analysis's parameters, `NAME=VALUE`, for both sides.
+    pub params: Vec<(String, String)>,
+    /// The bootstrap's seed.
+    pub seed: u64,
+}
+
+/// The keys a side of `query compare` takes.
+pub const SIDE_KEYS: &[&str] =
+    &["trace", "label", "devices", "window", "nvtx", "index", "on", "domain", "semantics", "split"];
+
+fn key_value(s: &str) -> Result<(String, String), String> {
+    let (k, v) = s.split_once('=').ok_or_else(|| format!("`{s}` is not KEY=VALUE"))?;
+    Ok((k.trim().to_string(), v.to_string()))
+}
+
+fn side_pair(s: &str) -> Result<(String, String), String> {
+    let (k, v) = key_value(s)?;
+    if SIDE_KEYS.contains(&k.as_str()) {
+        Ok((k, v))
+    } else {
+        Err(format!("`{k}` is not a side key; keys: {}", SIDE_KEYS.join(", ")))
+    }
+}
+
+/// `verdict query compare`: two sides, each given as `--a KEY=VALUE` pairs.
+fn compare_command() -> clap::Command {
+    clap::Command::new(analysis::compare::SPEC.name)
+        .about(capitalize(analysis::compare::SPEC.summary))
+        .long_about("Compare two sides (A and B) on one metric of another analysis. Each side is a trace (or a trace set: several `trace=` keys or a glob), its devices, and a window that gives samples: NVTX ranges with `index=all` (one sample per step), `split=N` equal windows, or one window (no test then). The evidence gives each side's distribution (n, median, p10, p90, min, max, mean), the median difference B - A with a 95% percentile bootstrap interval from a fixed, disclosed seed, a two-sided Mann-Whitney U test and the Hodges-Lehmann shift with its exact rank interval; over kernels, nvtx and copies, the per-name deltas.")
+        .arg(Arg::new("of").long("of").value_name("ANALYSIS").required(true).help("The analysis each side runs (overlap, kernels, nccl-skew, copies, nvtx)"))
+        .arg(Arg::new("metric").long("metric").value_name("FORMULA").required(true).help("A formula over its fields, evaluated on each window: total_ns, 'idle_ns / total_ns', wait_share"))
+        .arg(Arg::new("a").long("a").value_name("KEY=VALUE").required(true).action(ArgAction::Append).value_parser(side_pair).help("Side A: trace=PATH (repeat, or a quoted glob, for a set), label=NAME, devices=LIST, window=START:END, nvtx=NAME, index=N|A-B|all, on=cpu|gpu, domain=D, semantics=clip|contain, split=N"))
+        .arg(Arg::new("b").long("b").value_name("KEY=VALUE").required(true).action(ArgAction::Append).value_parser(side_pair).help("Side B, with the same keys"))
+        .arg(Arg::new("param").long("param").value_name("NAME=VALUE").action(ArgAction::Append).value_parser(key_value).help("A parameter of the compared analysis for both sides, as its option takes it (stream=auto, match=flash)"))
+        .arg(Arg::new("seed").long("seed").value_name("N").value_parser(clap::value_parser!(u64)).help("The bootstrap's seed (default 8531350844713694241, disclosed in the evidence)"))
+        .arg(Arg::new("json").long("json").action(ArgAction::SetTrue).help("Print the evidence as JSON (the stable contract documented in the README)"))
 }
 
 impl FromArgMatches for QueryCommand {
@@ -222,6 +273,32 @@ impl FromArgMatches for QueryCommand {
         let analysis = analysis::spec(name)
             .filter(|a| a.is_query())
             .ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidSubcommand))?;
+        if analysis.name == analysis::compare::SPEC.name {
+            let pairs = |k: &str| -> Vec<(String, String)> {
+                sub.get_many::<(String, String)>(k).into_iter().flatten().cloned().collect()
+            };
+            return Ok(QueryCommand {
+                analysis,
+                traces: Vec::new(),
+                expect_ranks: None,
+                split: None,
+                window: None,
+                semantics: Semantics::Clip,
+                expect_devices: None,
+                json: sub.get_flag("json"),
+                devices: None,
+                params: Vec::new(),
+                nvtx: None,
+                compare: Some(CompareArgs {
+                    of: sub.get_one::<String>("of").cloned().unwrap_or_default(),
+                    metric: sub.get_one::<String>("metric").cloned().unwrap_or_default(),
+                    a: pairs("a"),
+                    b: pairs("b"),
+                    params: pairs("param"),
+                    seed: sub.get_one::<u64>("seed").copied().unwrap_or(crate::stats::DEFAULT_SEED),
+                }),
+            });
+        }
         let devices = if let Some(n) = sub.get_one::<i64>("device") {
             Some(DeviceSel::Set(vec![*n]))
         } else if let Some(v) = sub.get_one::<DeviceList>("devices") {
@@ -246,6 +323,7 @@ impl FromArgMatches for QueryCommand {
                 .iter()
                 .filter_map(|p| sub.get_one::<String>(p.name).map(|v| (p.name, v.clone())))
                 .collect(),
+            compare: None,
             nvtx: match sub.get_one::<String>("nvtx-window") {
                 None => None,
                 Some(name) => {
@@ -278,7 +356,7 @@ impl Subcommand for QueryCommand {
         for a in analysis::ANALYSES.iter().filter(|a| a.is_query()) {
             cmd = cmd.subcommand(query_command(a));
         }
-        cmd
+        cmd.subcommand(compare_command())
     }
 
     fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {

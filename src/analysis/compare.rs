@@ -488,6 +488,12 @@ pub fn table(ev: &Evidence, width: usize) -> String {
         Some(x) => show_metric(x, unit, scale),
     };
     let int = |k: &str| v.get(k).and_then(Value::as_i64);
+    // A difference of shares is in percentage points.
+    let show_delta = |x: Option<i64>| match (x, scale) {
+        (Some(x), s) if s != 1 => crate::units::decimal(i128::from(x) * 100, s.into(), 1)
+            .map_or_else(|| x.to_string(), |d| format!("{d} pp")),
+        _ => show(x),
+    };
     let mut s = String::new();
     for side in ["a", "b"] {
         let sd = &v[side];
@@ -515,9 +521,9 @@ pub fn table(ev: &Evidence, width: usize) -> String {
         "difference   ",
         &format!(
             "B - A = {} (95% bootstrap CI {} to {}, seed {})",
-            show(int("delta")),
-            show(int("ci_low")),
-            show(int("ci_high")),
+            show_delta(int("delta")),
+            show_delta(int("ci_low")),
+            show_delta(int("ci_high")),
             ev.parameters.get("seed").cloned().unwrap_or(Value::Null)
         ),
         13,

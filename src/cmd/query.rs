@@ -14,6 +14,9 @@ use crate::trace::{KernelFilter, Trace};
 
 /// Runs one query.
 pub fn run(q: QueryCommand) -> anyhow::Result<ExitCode> {
+    if let Some(c) = &q.compare {
+        return compare(c, q.json);
+    }
     let spec = q.analysis;
     let sel = match (&q.devices, spec.scope) {
         (Some(d), _) => d.clone(),
@@ -57,6 +60,135 @@ pub fn run(q: QueryCommand) -> anyhow::Result<ExitCode> {
     }
     .with_context(|| format!("cannot answer from trace `{name}`"))?;
     if q.json {
+        print_json(&ev)?;
+    } else {
+        super::emit(&show::render(&ev, table::width()))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `verdict query compare`: each side loaded and queried as `verdict query` would, then
+/// compared.
+fn compare(c: &crate::cli::CompareArgs, json: bool) -> anyhow::Result<ExitCode> {
+    let hinted =
+        |e: analysis::QueryError| crate::Hinted::new(e.to_string(), e.hint().unwrap_or_default());
+    let of = analysis::spec(&c.of)
+        .filter(|s| s.is_query() && !analysis::DERIVED.iter().any(|d| d.name == s.name))
+        .ok_or_else(|| {
+            crate::Hinted::new(
+                format!("`--of {}` is not an analysis a comparison can run", c.of),
+                "one of: overlap, kernels, nccl-skew, copies, nvtx",
+            )
+        })?;
+    let metric = crate::formula::Expr::parse(&c.metric).map_err(|e| {
+        crate::Hinted::new(
+            format!("--metric `{}`: {}", c.metric, e.message),
+            "a formula over the analysis's fields: total_ns, 'idle_ns / total_ns'",
+        )
+    })?;
+    for v in metric.vars() {
+        if of.field(&v).is_none() {
+            return Err(crate::Hinted::new(
+                format!("`{}` has no field `{v}`", of.name),
+                "`verdict analyses` lists the fields",
+            )
+            .into());
+        }
+    }
+    let mut evs = Vec::new();
+    let mut names = Vec::new();
+    let mut labels = Vec::new();
+    for (label, side) in [("A", &c.a), ("B", &c.b)] {
+        let get = |k: &str| side.iter().rev().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+        labels.push(get("label").unwrap_or_else(|| label.to_string()));
+        let traces: Vec<PathBuf> =
+            side.iter().filter(|(k, _)| k == "trace").map(|(_, v)| PathBuf::from(v)).collect();
+        if traces.is_empty() {
+            return Err(crate::Hinted::new(
+                format!("side {label} names no trace"),
+                format!("give --{} trace=PATH", label.to_lowercase()),
+            )
+            .into());
+        }
+        let bad = |k: &str, e: String| {
+            crate::Hinted::new(
+                format!("side {label}: `{k}`: {e}"),
+                "see `verdict query compare --help`",
+            )
+        };
+        let devices = match get("devices").as_deref() {
+            None | Some("all") => DeviceSel::All,
+            Some(d) => DeviceSel::Set(
+                crate::scope::parse_device_list(d).map_err(|e| bad("devices", e.to_string()))?,
+            ),
+        };
+        let window = get("window")
+            .map(|w| crate::scope::Window::parse(&w).map_err(|e| bad("window", e.to_string())))
+            .transpose()?;
+        let mut params = Params::new(devices.clone());
+        params.window = window;
+        if let Some(sem) = get("semantics") {
+            params.semantics = match sem.as_str() {
+                "clip" => crate::scope::Semantics::Clip,
+                "contain" => crate::scope::Semantics::Contain,
+                _ => return Err(bad("semantics", "clip or contain".into()).into()),
+            };
+        }
+        if let Some(n) = get("split") {
+            params.split = Some(n.parse().map_err(|_| bad("split", "a number of windows".into()))?);
+        }
+        for (name, value) in &c.params {
+            params.set(of, name, value).map_err(hinted)?;
+        }
+        let nvtx = match get("nvtx") {
+            None => None,
+            Some(name) => {
+                let mut keys = vec![("nvtx".to_string(), name)];
+                for k in ["index", "on", "domain"] {
+                    if let Some(v) = get(k) {
+                        keys.push((k.to_string(), v));
+                    }
+                }
+                Some(
+                    analysis::nvtx::NvtxWindow::from_keys(&keys)
+                        .map_err(|(m, h)| crate::Hinted::new(format!("side {label}: {m}"), h))?,
+                )
+            }
+        };
+        let needs = analysis::needs([of], nvtx.is_some());
+        let ctx = load(&traces, window, Expect { devices: None, ranks: None }, &devices, &needs)?;
+        let ev = match &nvtx {
+            None => analysis::run_split(of, &params, &ctx),
+            Some(w) => ctx
+                .resolve_devices(&devices)
+                .and_then(|d| analysis::nvtx::resolve_windows(w, &ctx, &d))
+                .and_then(|rws| analysis::run_nvtx_windows(of, &params, &ctx, w, &rws)),
+        }
+        .map_err(hinted)?;
+        if analysis::compare::has_names(of.name) {
+            let mut whole = params.clone();
+            whole.split = None;
+            whole.window = ev
+                .window
+                .requested_ns
+                .map(|[a, b]| crate::scope::Window { start_ns: a, end_ns: b });
+            names.push(analysis::run_spec(of, &whole, &ctx).map_err(hinted)?);
+        }
+        evs.push(ev);
+    }
+    let req = analysis::compare::Request {
+        of,
+        metric_text: &c.metric,
+        metric: &metric,
+        labels: [&labels[0], &labels[1]],
+        seed: c.seed,
+        names: match names.as_slice() {
+            [a, b] => Some([a, b]),
+            _ => None,
+        },
+    };
+    let ev = analysis::compare::run(&evs[0], &evs[1], &req).map_err(hinted)?;
+    if json {
         print_json(&ev)?;
     } else {
         super::emit(&show::render(&ev, table::width()))?;

@@ -131,6 +131,39 @@ pub fn applicable(set: &ClaimSet, results: &[ClaimResult], evidence: &EvidenceMa
             ],
         ));
     }
+    // A before/after read as a cause: a comparison bound to a causal part whose experiment is
+    // not declared controlled.
+    for (claim, r) in set.claims.iter().zip(results) {
+        for (part, p) in claim.parts.iter().zip(&r.parts) {
+            let Some(m) = part.measure.as_ref().filter(|m| m.compare.is_some()) else { continue };
+            let controlled = part.experiment.as_ref().is_some_and(|e| e.controlled);
+            if part.kind == Kind::Causal && !controlled {
+                out.push(Finding::new(
+                    "mis.ab_uncontrolled",
+                    &[("part", format!("{}/{}", r.id, p.id)), ("value", shown(p))],
+                ));
+            }
+            // A median step time read as throughput when the batch may have changed.
+            let held_batch = part
+                .experiment
+                .as_ref()
+                .is_some_and(|e| e.held.iter().any(|h| h == "global-batch"));
+            let of = m.compare.as_ref().map_or("", |c| c.of.as_str());
+            let duration = m.compare.as_ref().is_some_and(|c| {
+                crate::analysis::spec(of).is_some_and(|s| {
+                    crate::analysis::compare::metric_unit(s, &c.sides[0].value)
+                        == crate::analysis::Unit::Ns
+                })
+            });
+            if duration && !held_batch {
+                out.push(Finding::new(
+                    "mis.ab_batch",
+                    &[("part", format!("{}/{}", r.id, p.id)), ("value", shown(p))],
+                ));
+            }
+        }
+    }
+    out.dedup_by(|a, b| a.key == b.key);
     let hedged: Vec<String> = parts()
         .filter(|(_, p)| p.kind == Kind::Causal && p.outcome == PartOutcome::Unverifiable)
         .map(|(r, _)| code(&r.id))
