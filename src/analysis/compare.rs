@@ -533,8 +533,12 @@ pub fn table(ev: &Evidence, width: usize) -> String {
         s += &t::hang(
             "rank test    ",
             &format!(
-                "Mann-Whitney U two-sided p = {:.4} ({})",
-                rt["p_value"].as_f64().unwrap_or(f64::NAN),
+                "Mann-Whitney U two-sided p {} ({})",
+                match rt["p_value"].as_f64() {
+                    Some(p) if p < 0.0001 => "< 0.0001".to_string(),
+                    Some(p) => format!("= {p:.4}"),
+                    None => "n/a".into(),
+                },
                 rt["method"].as_str().unwrap_or("")
             ),
             13,

@@ -1067,6 +1067,17 @@ fn compare_measurement(
             }
         },
     };
+    if let (Some(_), Some(v)) = (split, key("split")) {
+        for sc in [scope_a, versus] {
+            if scopes.get(&sc.value).is_some_and(|s| s.nvtx.is_some()) {
+                c.err(
+                    at(v),
+                    format!("{what}: `split` with scope `{}`, whose window comes from NVTX ranges", sc.value),
+                    Some("NVTX ranges with `index: all` are already one sample per range; split a window given in seconds or the whole trace".into()),
+                );
+            }
+        }
+    }
     let side = |c: &mut Checker, scope: &Spanned<String>, label: &str| {
         let raw_side = RawMeasure {
             analysis: Some(of.clone()),

@@ -371,11 +371,11 @@ fn compare_part(
     // A difference of shares is in percentage points.
     let delta_unit =
         if metric_unit == Unit::Percent { Unit::PercentagePoints } else { metric_unit };
-    let p_value = ev
-        .value("rank_test")
-        .and_then(|t| t.get("p_value"))
-        .and_then(Value::as_f64)
-        .map_or_else(|| "n/a".into(), |p| format!("{p:.4}"));
+    let p_value =
+        ev.value("rank_test").and_then(|t| t.get("p_value")).and_then(Value::as_f64).map_or_else(
+            || "n/a".into(),
+            |p| if p < 0.0001 { "< 0.0001".into() } else { format!("= {p:.4}") },
+        );
     let seed = ev.parameters.get("seed").cloned().unwrap_or(Value::Null);
     let interval_text = interval
         .map(|(lo, hi)| format!("{} to {}", show(lo, m.unit), show(hi, m.unit)))
@@ -384,7 +384,7 @@ fn compare_part(
         symbolic: m.value_text.clone(),
         definition: ratio_definition(m).map(|(t, _)| t.to_string()),
         substituted: format!(
-            "median B {} vs A {} (n = {n_b} vs {n_a}), B - A = {}; 95% interval {interval_text} (bootstrap, seed {seed}); Mann-Whitney p = {p_value}",
+            "median B {} vs A {} (n = {n_b} vs {n_a}), B - A = {}; 95% interval {interval_text} (bootstrap, seed {seed}); Mann-Whitney p {p_value}",
             shown(get("b_median")),
             shown(get("a_median")),
             get("delta").map_or_else(|| "n/a".into(), |v| show(v, delta_unit)),
