@@ -311,7 +311,7 @@ pub(super) fn open_and_load(
 pub fn list_analyses() -> anyhow::Result<ExitCode> {
     let width = table::width();
     let mut s = String::new();
-    for a in ANALYSES {
+    for a in ANALYSES.iter().chain(analysis::DERIVED) {
         s += &table::hang(&format!("{}  ", a.name), a.summary, 2, width);
         if !a.params.is_empty() {
             let names: Vec<&str> = a.params.iter().map(|p| p.name).collect();
