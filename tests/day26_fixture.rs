@@ -3,6 +3,8 @@
 #[path = "../fixtures/day26/generate.rs"]
 #[allow(dead_code)]
 mod generate;
+#[path = "../fixtures/nsys_ddl.rs"]
+mod nsys_ddl;
 
 #[test]
 fn committed_fixture_matches_the_generator() {

@@ -910,9 +910,8 @@ impl Context {
         Ok(devices)
     }
 
-    /// Refuses a window that selects no kernel time of the given devices.
-    pub fn check_window(&self, window: Option<Window>, devices: &[i64]) -> Result<(), QueryError> {
-        let Some(w) = window else { return Ok(()) };
+    /// First kernel start and last kernel end over the given devices, in the whole trace.
+    pub fn kernel_range_of(&self, devices: &[i64]) -> Option<[i64; 2]> {
         let inv: Vec<_> = self
             .inventory
             .devices
@@ -920,7 +919,13 @@ impl Context {
             .filter(|d| devices.contains(&d.device))
             .cloned()
             .collect();
-        let [first, last] = crate::trace::kernel_range(&inv).unwrap_or([0, 0]);
+        crate::trace::kernel_range(&inv)
+    }
+
+    /// Refuses a window that selects no kernel time of the given devices.
+    pub fn check_window(&self, window: Option<Window>, devices: &[i64]) -> Result<(), QueryError> {
+        let Some(w) = window else { return Ok(()) };
+        let [first, last] = self.kernel_range_of(devices).unwrap_or([0, 0]);
         if w.end_ns <= first || w.start_ns >= last {
             return Err(QueryError::WindowOutside {
                 window: w.to_string(),
@@ -1266,14 +1271,7 @@ pub fn split_windows(
     let (a, b) = match params.window {
         Some(w) => (w.start_ns, w.end_ns),
         None => {
-            let inv: Vec<_> = ctx
-                .inventory
-                .devices
-                .iter()
-                .filter(|d| devices.contains(&d.device))
-                .cloned()
-                .collect();
-            let [a, b] = crate::trace::kernel_range(&inv).ok_or(QueryError::NoKernels)?;
+            let [a, b] = ctx.kernel_range_of(&devices).ok_or(QueryError::NoKernels)?;
             (a, b)
         }
     };

@@ -849,32 +849,7 @@ fn measurement(
             Some(suggestion(&m.scope.value, raw_scopes.keys().map(String::as_str))),
         );
     }
-    let value = match Expr::parse(&m.value.value) {
-        Ok(e) => e,
-        Err(e) => {
-            c.err(
-                at(m.value),
-                format!(
-                    "{what}: formula {}: {} (at character {})",
-                    shown_formula(&m.value.value),
-                    e.message,
-                    e.offset + 1
-                ),
-                Some(formula_hint(&e)),
-            );
-            return None;
-        }
-    };
-    let fields: Vec<&str> = spec.fields.iter().map(|f| f.name).collect();
-    for v in value.vars() {
-        if !fields.contains(&v.as_str()) {
-            c.err(
-                at(m.value),
-                format!("{what}: analysis `{}` has no field `{v}`", spec.name),
-                Some(suggestion(&v, fields.iter().copied())),
-            );
-        }
-    }
+    let value = formula_over(c, m.value, spec, what)?;
     // Parameters: each key is one the analysis declares, parsed by the same code as the
     // command line's option of that name.
     let mut params =
@@ -990,6 +965,43 @@ fn measurement(
     })
 }
 
+/// A measure's formula, parsed, over fields `spec` declares; each problem reported at the
+/// formula's position.
+fn formula_over(
+    c: &mut Checker,
+    value: &Spanned<String>,
+    spec: &analysis::AnalysisSpec,
+    what: &str,
+) -> Option<Expr> {
+    let expr = match Expr::parse(&value.value) {
+        Ok(e) => e,
+        Err(e) => {
+            c.err(
+                at(value),
+                format!(
+                    "{what}: formula {}: {} (at character {})",
+                    shown_formula(&value.value),
+                    e.message,
+                    e.offset + 1
+                ),
+                Some(formula_hint(&e)),
+            );
+            return None;
+        }
+    };
+    let fields: Vec<&str> = spec.fields.iter().map(|f| f.name).collect();
+    for v in expr.vars() {
+        if !fields.contains(&v.as_str()) {
+            c.err(
+                at(value),
+                format!("{what}: analysis `{}` has no field `{v}`", spec.name),
+                Some(suggestion(&v, fields.iter().copied())),
+            );
+        }
+    }
+    Some(expr)
+}
+
 /// The keys of a `compare` measure besides the compared analysis's own parameters.
 const COMPARE_KEYS: [&str; 5] = ["versus", "of", "metric", "split", "seed"];
 
@@ -1098,32 +1110,7 @@ fn compare_measurement(
     let a = side(c, scope_a, "A");
     let b = side(c, versus, "B");
     let spec = &analysis::compare::SPEC;
-    let value_expr = match Expr::parse(&value.value) {
-        Ok(e) => e,
-        Err(e) => {
-            c.err(
-                at(value),
-                format!(
-                    "{what}: formula {}: {} (at character {})",
-                    shown_formula(&value.value),
-                    e.message,
-                    e.offset + 1
-                ),
-                Some(formula_hint(&e)),
-            );
-            return None;
-        }
-    };
-    let fields: Vec<&str> = spec.fields.iter().map(|f| f.name).collect();
-    for v in value_expr.vars() {
-        if !fields.contains(&v.as_str()) {
-            c.err(
-                at(value),
-                format!("{what}: `compare` has no field `{v}`"),
-                Some(suggestion(&v, fields.iter().copied())),
-            );
-        }
-    }
+    let value_expr = formula_over(c, value, spec, what)?;
     let (a, b) = (a?, b?);
     let metric_unit = analysis::spec(&of.value)
         .map_or(analysis::Unit::Ratio, |s| analysis::compare::metric_unit(s, &a.value));
