@@ -219,7 +219,16 @@ pub fn command_words(
             decl.expect_ranks.map_or(analysis::Expect::Nothing, analysis::Expect::Ranks),
         ),
     };
-    analysis::command_words(spec, &traces, p, expect, windows)
+    let mut words = analysis::command_words(spec, &traces, p, expect, windows);
+    // A set of one file is read as a set (its devices numbered as ranks) only when told so.
+    if decl.set.as_ref().is_some_and(|f| f.len() == 1) {
+        words.insert(4.min(words.len()), "--set".into());
+        if words.get(1).map(String::as_str) == Some("inspect") {
+            words.remove(4);
+            words.insert(3, "--set".into());
+        }
+    }
+    words
 }
 
 /// The `verdict query compare` command that reproduces a comparison: each side's trace (or
@@ -243,7 +252,16 @@ pub fn compare_words(set: &ClaimSet, m: &Measure, c: &crate::claims::Compare) ->
                 for f in files {
                     kv("trace", normalize(f).display().to_string());
                 }
+                if files.len() == 1 {
+                    kv("set", "true".into());
+                }
             }
+        }
+        if let Some(d) = &decl.expect_devices {
+            kv("expect-devices", crate::scope::format_device_list(d));
+        }
+        if let Some(n) = decl.expect_ranks {
+            kv("expect-ranks", n.to_string());
         }
         kv("label", side.scope.clone());
         if let crate::scope::DeviceSel::Set(d) = &scope.devices {
@@ -488,6 +506,8 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
             if let (Ok(ctx), Ok(ev), true) = (&ctx, &result, name_sides.contains(&key)) {
                 let mut whole = m.params.clone();
                 whole.split = None;
+                // Every name, not the top N: a name past the limit is not absent.
+                whole.limit = None;
                 whole.window = ev
                     .window
                     .requested_ns

@@ -180,6 +180,9 @@ pub struct InspectArgs {
     /// Ranks a trace set should have; reported missing when fewer ran kernels.
     #[arg(long, value_name = "N", conflicts_with = "expect_devices", value_parser = clap::value_parser!(u32).range(1..))]
     pub expect_ranks: Option<u32>,
+    /// Read the TRACE arguments as a trace set even when they are one file.
+    #[arg(long)]
+    pub set: bool,
     /// Print JSON instead of tables.
     #[arg(long)]
     pub json: bool,
@@ -198,6 +201,8 @@ pub struct QueryCommand {
     pub expect_ranks: Option<usize>,
     /// Equal splits of the window, one sample each.
     pub split: Option<u32>,
+    /// Read the traces as a set even when they are one file.
+    pub force_set: bool,
     /// The window, if any.
     pub window: Option<Window>,
     /// How the window selects.
@@ -234,8 +239,21 @@ pub struct CompareArgs {
 }
 
 /// The keys a side of `query compare` takes.
-pub const SIDE_KEYS: &[&str] =
-    &["trace", "label", "devices", "window", "nvtx", "index", "on", "domain", "semantics", "split"];
+pub const SIDE_KEYS: &[&str] = &[
+    "trace",
+    "set",
+    "label",
+    "devices",
+    "expect-devices",
+    "expect-ranks",
+    "window",
+    "nvtx",
+    "index",
+    "on",
+    "domain",
+    "semantics",
+    "split",
+];
 
 fn key_value(s: &str) -> Result<(String, String), String> {
     let (k, v) = s.split_once('=').ok_or_else(|| format!("`{s}` is not KEY=VALUE"))?;
@@ -258,7 +276,7 @@ fn compare_command() -> clap::Command {
         .long_about("Compare two sides (A and B) on one metric of another analysis. Each side is a trace (or a trace set: several `trace=` keys or a glob), its devices, and a window that gives samples: NVTX ranges with `index=all` (one sample per step), `split=N` equal windows, or one window (no test then). The evidence gives each side's distribution (n, median, p10, p90, min, max, mean), the median difference B - A with a 95% percentile bootstrap interval from a fixed, disclosed seed, a two-sided Mann-Whitney U test and the Hodges-Lehmann shift with its exact rank interval; over kernels, nvtx and copies, the per-name deltas.")
         .arg(Arg::new("of").long("of").value_name("ANALYSIS").required(true).help("The analysis each side runs (overlap, kernels, nccl-skew, copies, nvtx)"))
         .arg(Arg::new("metric").long("metric").value_name("FORMULA").required(true).help("A formula over its fields, evaluated on each window: total_ns, 'idle_ns / total_ns', wait_share"))
-        .arg(Arg::new("a").long("a").value_name("KEY=VALUE").required(true).action(ArgAction::Append).value_parser(side_pair).help("Side A: trace=PATH (repeat, or a quoted glob, for a set), label=NAME, devices=LIST, window=START:END, nvtx=NAME, index=N|A-B|all, on=cpu|gpu, domain=D, semantics=clip|contain, split=N"))
+        .arg(Arg::new("a").long("a").value_name("KEY=VALUE").required(true).action(ArgAction::Append).value_parser(side_pair).help("Side A: trace=PATH (repeat, or a quoted glob, for a set; set=true for a set of one file), label=NAME, devices=LIST, expect-devices=LIST, expect-ranks=N, window=START:END, nvtx=NAME, index=N|A-B|all, on=cpu|gpu, domain=D, semantics=clip|contain, split=N"))
         .arg(Arg::new("b").long("b").value_name("KEY=VALUE").required(true).action(ArgAction::Append).value_parser(side_pair).help("Side B, with the same keys"))
         .arg(Arg::new("param").long("param").value_name("NAME=VALUE").action(ArgAction::Append).value_parser(key_value).help("A parameter of the compared analysis for both sides, as its option takes it (stream=auto, match=flash)"))
         .arg(Arg::new("seed").long("seed").value_name("N").value_parser(clap::value_parser!(u64)).help("The bootstrap's seed (default 8531350844713694241, disclosed in the evidence)"))
@@ -282,6 +300,7 @@ impl FromArgMatches for QueryCommand {
                 traces: Vec::new(),
                 expect_ranks: None,
                 split: None,
+                force_set: false,
                 window: None,
                 semantics: Semantics::Clip,
                 expect_devices: None,
@@ -313,6 +332,7 @@ impl FromArgMatches for QueryCommand {
             traces: sub.get_many::<PathBuf>("trace").into_iter().flatten().cloned().collect(),
             expect_ranks: sub.get_one::<u32>("expect-ranks").map(|n| *n as usize),
             split: sub.get_one::<u32>("split").copied(),
+            force_set: sub.get_flag("set"),
             window: sub.get_one::<Window>("window").copied(),
             semantics: sub.get_one::<Semantics>("semantics").copied().unwrap_or(Semantics::Clip),
             expect_devices: sub.get_one::<DeviceList>("expect-devices").cloned(),
@@ -442,6 +462,12 @@ fn query_command(a: &'static AnalysisSpec) -> clap::Command {
                 .value_name("LIST")
                 .value_parser(parse_devices)
                 .help("Devices the job should have, e.g. 0-7; disclosed as missing when they ran no kernel"),
+        )
+        .arg(
+            Arg::new("set")
+                .long("set")
+                .action(ArgAction::SetTrue)
+                .help("Read the TRACE arguments as a trace set even when they are one file (its devices numbered as ranks from 0)"),
         )
         .arg(
             Arg::new("expect-ranks")

@@ -174,6 +174,7 @@ fn per_name_deltas_are_the_totals_of_each_side() {
     };
     let (ta, tb) = (totals(&ab("tp4")), totals(&ab("tp8")));
     let (a, b) = (ab("tp4"), ab("tp8"));
+    // The top-3 limit of the kernels query is not a limit of the per-name table.
     let v = run_json(&[
         "query",
         "compare",
@@ -181,6 +182,8 @@ fn per_name_deltas_are_the_totals_of_each_side() {
         "kernels",
         "--metric",
         "total_ns",
+        "--param",
+        "limit=3",
         "--a",
         &format!("trace={}", a.display()),
         "--a",
@@ -329,6 +332,28 @@ fn one_sample_per_side_gives_no_verdict_on_a_cause() {
 }
 
 #[test]
+fn the_direction_of_a_ratio_is_read_around_one_and_a_range_claim_by_overlap() {
+    // B / A is about 0.92: "at most 0.95x" claims a decrease (below 1), and holds.
+    let ratio =
+        "scope: a-steps, versus: b-steps, of: overlap, metric: total_ns, value: ratio, unit: x";
+    let p = causal(ratio, "condition: { at_most: \"0.95x\" }", "experiment: { controlled: true }");
+    assert_eq!(outcome(&p), ("supported", "part.compare_supported"), "{p}");
+    // A range inside the interval (-9.3% to -6.7%) is not excluded, although the point value
+    // (-8.4%) lies outside it: the comparison leaves it open.
+    let p = causal(STEPS, "condition: { between: [\"-7%\", \"-6.9%\"] }", CONTROLLED);
+    assert_eq!(outcome(&p), ("unverifiable", "part.compare_open"), "{p}");
+    // A range wholly outside the interval is.
+    let p = causal(STEPS, "condition: { between: [\"-30%\", \"-20%\"] }", CONTROLLED);
+    assert_eq!(outcome(&p), ("not_supported", "part.compare_excludes"), "{p}");
+    // Any other formula states its direction itself.
+    let other = "scope: a-steps, versus: b-steps, of: overlap, metric: total_ns, value: \"a_median - b_median\", unit: ms";
+    let p = causal(other, "condition: { at_least: \"1 ms\" }", "experiment: { controlled: true }");
+    assert_eq!(outcome(&p), ("unverifiable", "part.compare_no_direction"), "{p}");
+    let p = causal(other, "condition: { at_least: \"1 ms\" }", CONTROLLED);
+    assert_eq!(outcome(&p), ("supported", "part.compare_supported"), "{p}");
+}
+
+#[test]
 fn a_causal_part_without_a_direction_is_open() {
     let p = causal(STEPS, "", "experiment: { controlled: true }");
     assert_eq!(outcome(&p), ("unverifiable", "part.compare_no_direction"), "{p}");
@@ -365,19 +390,23 @@ fn gates_compare_the_two_sides() {
 
 #[test]
 fn every_comparison_of_an_audit_is_reproduced_by_its_command() {
-    let audit = run_json(&["check", "claims/mfu-2gpu-ab.yaml", "--json"]);
-    let mut n = 0;
-    for e in audit["ledger"].as_array().unwrap() {
-        if e["evidence"]["analysis"] != "compare" {
-            continue;
+    // The mfu audit (split windows, kernels with a match) and the TP audit (NVTX steps, traces
+    // with expected devices): the commands give the same evidence.
+    for (claims, expected) in [("claims/mfu-2gpu-ab.yaml", 4), ("claims/tp-ab.yaml", 2)] {
+        let audit = run_json(&["check", claims, "--json"]);
+        let mut n = 0;
+        for e in audit["ledger"].as_array().unwrap() {
+            if e["evidence"]["analysis"] != "compare" {
+                continue;
+            }
+            n += 1;
+            let argv: Vec<&str> =
+                e["argv"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
+            let again = run_json(&argv[1..]);
+            assert_eq!(again["values"], e["evidence"]["values"], "{}", e["command"]);
         }
-        n += 1;
-        let argv: Vec<&str> =
-            e["argv"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
-        let again = run_json(&argv[1..]);
-        assert_eq!(again["values"], e["evidence"]["values"], "{}", e["command"]);
+        assert_eq!(n, expected, "{claims}");
     }
-    assert_eq!(n, 4);
 }
 
 #[test]

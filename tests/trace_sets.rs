@@ -276,7 +276,19 @@ fn query_and_inspect_take_a_quoted_glob_and_several_files() {
     assert_eq!(by_glob["trace"]["set"]["ranks"], by_list["trace"]["set"]["ranks"]);
     // One clock: every file normalized, shifted by minus the earliest capture start.
     let set = &by_glob["trace"]["set"];
-    let origin = set["origin_utc_ns"].as_i64().unwrap();
+    // The origin is the earliest capture start, by SQL over every file.
+    let origin = files
+        .iter()
+        .map(|f| -> i64 {
+            open_ro(Path::new(f))
+                .query_row("SELECT min(utcEpochNs) FROM TARGET_INFO_SESSION_START_TIME", [], |r| {
+                    r.get(0)
+                })
+                .unwrap()
+        })
+        .min()
+        .unwrap();
+    assert_eq!(set["origin_utc_ns"], origin);
     for f in set["files"].as_array().unwrap() {
         assert_eq!(f["alignment"], "normalized");
         assert_eq!(f["shift_ns"].as_i64().unwrap(), -origin);
@@ -325,9 +337,11 @@ fn one_file_of_a_set_fails_r2_and_says_what_would_decide_it() {
     let r2 = part["gates"].as_array().unwrap().iter().find(|g| g["gate"] == "R2").unwrap();
     assert_eq!(r2["status"], "fail", "{r2}");
     assert_eq!(r2["finding"]["key"], "note.one_rank", "{r2}");
+    // What would decide it names the trace set.
+    let needs = part["needs"].as_array().unwrap();
     assert!(
-        r2["finding"]["text"].as_str().unwrap_or_default().contains("trace set")
-            || serde_json::to_string(r2).unwrap().contains("one_rank")
+        needs.iter().any(|n| n["en"].as_str().is_some_and(|t| t.contains("as a trace set"))),
+        "{needs:?}"
     );
 }
 
@@ -422,4 +436,141 @@ fn session_clock_files_are_shifted_by_their_capture_start_and_keep_their_per_ran
     let out = run_in(None, &["query", "nccl-skew", a, b, "--stream", "0:7,1:15", "--json"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("rank 2 has no stream"));
+}
+
+/// A copy of a fixture in `dir`, changed by `sql` (the copy only: fixtures are never written).
+fn altered(dir: &Path, fixture: &str, name: &str, sql: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::copy(util::fixture(fixture), &p).unwrap();
+    let c = rusqlite::Connection::open(&p).unwrap();
+    c.execute_batch(sql).unwrap();
+    drop(c);
+    p
+}
+
+#[test]
+fn two_files_whose_processes_share_a_pid_keep_their_own_nvtx_steps() {
+    // The same TP4 capture as two nodes: the second file's host differs and its capture starts
+    // 0.5 s later. Every pid repeats across the two files.
+    let dir = tempfile::tempdir().unwrap();
+    altered(dir.path(), "ab/tp4.sqlite", "n1.sqlite", "");
+    altered(
+        dir.path(),
+        "ab/tp4.sqlite",
+        "n2.sqlite",
+        "UPDATE TARGET_INFO_SYSTEM_ENV SET value = 'other-node' WHERE name = 'Hostname';
+         UPDATE TARGET_INFO_SESSION_START_TIME SET utcEpochNs = utcEpochNs + 500000000;",
+    );
+    let glob = format!("{}/*.sqlite", dir.path().display());
+    let steps = |rank: &str| {
+        run_json(&[
+            "query",
+            "overlap",
+            &glob,
+            "--device",
+            rank,
+            "--nvtx-window",
+            "ProfilerStep#*",
+            "--nvtx-index",
+            "all",
+            "--json",
+        ])
+    };
+    let (r0, r8) = (steps("0"), steps("8"));
+    let (s0, s8) = (r0["samples"].as_array().unwrap(), r8["samples"].as_array().unwrap());
+    // Twelve steps each, not the two files' steps interleaved.
+    assert_eq!((s0.len(), s8.len()), (12, 12));
+    for (a, b) in s0.iter().zip(s8) {
+        let w = |s: &Value, k: usize| s["window_ns"][k].as_i64().unwrap();
+        assert_eq!(w(b, 0) - w(a, 0), 500_000_000);
+        assert_eq!(w(b, 1) - w(a, 1), 500_000_000);
+        assert_eq!(a["values"]["total_ns"], b["values"]["total_ns"]);
+    }
+    assert!(r8["trace"]["set"]["ranks"][8]["label"].as_str().unwrap().starts_with("other-node:"));
+}
+
+#[test]
+fn ranks_are_numbered_by_the_files_alone_whatever_tables_a_command_reads() {
+    // Device 1 of the first file keeps its copies but loses its kernels.
+    let dir = tempfile::tempdir().unwrap();
+    altered(
+        dir.path(),
+        "nsys-ai/mfu_2gpu_before.sqlite",
+        "a.sqlite",
+        "DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId = 1;",
+    );
+    altered(dir.path(), "nsys-ai/mfu_2gpu_after.sqlite", "b.sqlite", "");
+    let glob = format!("{}/*.sqlite", dir.path().display());
+    let labels = |v: &Value| -> Vec<String> {
+        v["trace"]["set"]["ranks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["label"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let kernels = run_json(&["query", "kernels", &glob, "--json"]);
+    let inspect = run_json(&["inspect", &glob, "--json"]);
+    // Three kernel ranks (a's device 0, b's 0 and 1) numbered alike by both commands; inspect,
+    // which reads the copies, adds a's copy-only device 1 after them.
+    let k = labels(&kernels);
+    let i = labels(&inspect);
+    assert_eq!(k.len(), 3);
+    assert_eq!(i[..3], k[..]);
+    assert_eq!(i.len(), 4);
+    assert!(i[3].ends_with("/dev1"), "{i:?}");
+}
+
+#[test]
+fn a_glob_of_one_file_is_a_set_and_its_command_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = altered(dir.path(), "nsys-ai/mfu_2gpu_before.sqlite", "only.sqlite", "");
+    let claims = dir.path().join("c.yaml");
+    std::fs::write(
+        &claims,
+        r#"report: { id: one, languages: [en], title: { en: one } }
+traces:
+  t: { path: "*.sqlite", expect_ranks: 2 }
+scopes:
+  r1: { trace: t, ranks: "1" }
+claims:
+  - id: c
+    statement: { en: "kernels ran" }
+    principal: p
+    parts:
+      - id: p
+        kind: observation
+        measure: { analysis: kernels, scope: r1, value: total_ns, unit: ms }
+"#,
+    )
+    .unwrap();
+    let audit = run_json(&["check", claims.to_str().unwrap(), "--json"]);
+    let e = &audit["ledger"][0];
+    let argv: Vec<&str> =
+        e["argv"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
+    assert!(argv.contains(&"--set"), "{argv:?}");
+    let again = run_json(&argv[1..]);
+    assert_eq!(again["values"], e["evidence"]["values"]);
+    // Rank 1 is device 1 of the file: its kernel time by SQL.
+    let total: i64 = open_ro(&file)
+        .query_row(
+            "SELECT sum(\"end\" - start) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId = 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(e["evidence"]["values"]["total_ns"], total);
+    // `expect_ranks` belongs to sets: on a single trace it is an error at its place.
+    std::fs::write(
+        &claims,
+        r#"report: { id: one, languages: [en], title: { en: one } }
+traces:
+  t: { path: "only.sqlite", expect_ranks: 2 }
+claims: []
+"#,
+    )
+    .unwrap();
+    let out = run_in(None, &["check", claims.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("`expect_ranks` on a single trace"));
 }

@@ -118,30 +118,30 @@ pub const CONFIDENCE: (i128, i128) = (95, 100);
 /// billion, rounded half away from zero (disclosed).
 pub const RATIO_SCALE: i128 = 1_000_000_000;
 
-/// The unit a metric formula gives: the unit of its one field, else a ratio.
-pub fn metric_unit(of: &AnalysisSpec, metric: &Expr) -> Unit {
+/// The unit a metric formula gives: the unit of its fields when they share one and the
+/// formula only adds, subtracts or scales them (`compute_only_ns + overlap_ns` is ns); a
+/// ratio otherwise (a quotient, a declared ratio field, or fields of different units).
+pub fn metric_unit(of: &AnalysisSpec, metric: &Expr, text: &str) -> Unit {
     let vars = metric.vars();
-    match (vars.as_slice(), metric.as_ratio()) {
-        ([one], None) if metric_text_is_field(metric, one) => of
-            .field(one)
-            .map(|f| if of.ratios.iter().any(|(r, _)| r == one) { Unit::Ratio } else { f.unit })
-            .unwrap_or(Unit::Ratio),
+    if vars.iter().any(|v| of.ratios.iter().any(|(r, _)| r == v)) || text.contains('/') {
+        return Unit::Ratio;
+    }
+    let units: Vec<Unit> = vars.iter().filter_map(|v| of.field(v).map(|f| f.unit)).collect();
+    match units.split_first() {
+        Some((first, rest)) if rest.iter().all(|u| u == first) => match first {
+            Unit::Device => Unit::Count,
+            u => *u,
+        },
         _ => Unit::Ratio,
     }
 }
 
-fn metric_text_is_field(metric: &Expr, field: &str) -> bool {
-    let mut vars = BTreeMap::new();
-    vars.insert(field.to_string(), Rational::int(7));
-    metric.eval(&vars).is_ok_and(|v| v == Rational::int(7))
-}
-
 /// One side's samples: the metric on each window, exactly, with the window.
 pub fn samples(ev: &Evidence, metric: &Expr) -> Result<Vec<([i64; 2], Rational)>, String> {
-    let eval = |values: &serde_json::Map<String, Value>| -> Result<Rational, String> {
-        let mut one = ev.clone();
+    // One evidence without its samples, whose values each window replaces in turn.
+    let mut one = Evidence { samples: Vec::new(), rows: None, values: None, ..ev.clone() };
+    let mut eval = |values: &serde_json::Map<String, Value>| -> Result<Rational, String> {
         one.values = Some(values.clone());
-        one.samples = Vec::new();
         let mut vars = BTreeMap::new();
         for v in metric.vars() {
             match one.field(&v) {
@@ -308,7 +308,7 @@ pub fn run(a: &Evidence, b: &Evidence, req: &Request) -> Result<Evidence, QueryE
     };
     let sa = samples(a, req.metric).map_err(|e| failed("A", e))?;
     let sb = samples(b, req.metric).map_err(|e| failed("B", e))?;
-    let unit = metric_unit(req.of, req.metric);
+    let unit = metric_unit(req.of, req.metric, req.metric_text);
     let whole = sa.iter().chain(&sb).all(|(_, v)| v.den == 1);
     let scale = if whole { 1 } else { RATIO_SCALE };
     let to_ints = |s: &[([i64; 2], Rational)], side: &str| -> Result<Vec<i64>, QueryError> {
@@ -595,9 +595,13 @@ mod tests {
     fn a_metric_of_one_field_has_its_unit_and_a_quotient_is_a_ratio() {
         let p = |s| Expr::parse(s).unwrap();
         let o = &super::super::overlap::SPEC;
-        assert_eq!(metric_unit(o, &p("total_ns")), Unit::Ns);
-        assert_eq!(metric_unit(o, &p("idle_ns / total_ns")), Unit::Ratio);
-        assert_eq!(metric_unit(&super::super::nccl_skew::SPEC, &p("wait_share")), Unit::Ratio);
-        assert_eq!(metric_unit(&super::super::kernels::SPEC, &p("count")), Unit::Count);
+        let u = |spec, t| metric_unit(spec, &p(t), t);
+        assert_eq!(u(o, "total_ns"), Unit::Ns);
+        assert_eq!(u(o, "compute_only_ns + overlap_ns"), Unit::Ns);
+        assert_eq!(u(o, "2 * idle_ns"), Unit::Ns);
+        assert_eq!(u(o, "idle_ns / total_ns"), Unit::Ratio);
+        assert_eq!(u(&super::super::nccl_skew::SPEC, "wait_share"), Unit::Ratio);
+        assert_eq!(u(&super::super::kernels::SPEC, "count"), Unit::Count);
+        assert_eq!(u(&super::super::kernels::SPEC, "count + total_ns"), Unit::Ratio);
     }
 }

@@ -1044,6 +1044,18 @@ pub fn resolve_windows(
             "capture with `nsys profile --trace=cuda,nvtx`, or give the window in seconds",
         ));
     }
+    // The processes of the devices, by process key (`globalPid >> 24`: in a trace set, tagged
+    // by file, so two nodes' equal pids stay apart) where the kernels' launch keys were read,
+    // else by OS pid.
+    let k = &ctx.kernels;
+    let mut keys: Vec<i64> = devices
+        .iter()
+        .flat_map(|&d| k.device_rows(d))
+        .filter_map(|i| k.launch_key(i).map(|l| l.process))
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let by_key = !keys.is_empty();
     let mut pids: Vec<i64> = ctx
         .inventory
         .devices
@@ -1059,8 +1071,10 @@ pub fn resolve_windows(
     });
     let mut per: std::collections::BTreeMap<i64, Vec<usize>> = std::collections::BTreeMap::new();
     for i in 0..r.len() {
-        let Some(pid) = r.pid(i) else { continue };
-        if !pids.contains(&pid)
+        let Some(g) = r.global_tid[i] else { continue };
+        let pid =
+            if by_key { crate::trace::nvtx::process_of(g) } else { crate::trace::nvtx::pid_of(g) };
+        if !(if by_key { keys.contains(&pid) } else { pids.contains(&pid) })
             || !w.matches(&r.names()[r.name[i] as usize])
             || domain.as_ref().is_some_and(|d| !d.matches(r.domain_of(i)))
         {
@@ -1123,7 +1137,9 @@ fn one_window(
 ) -> Result<ResolvedWindow, QueryError> {
     let fail = |reason: String, hint: &str| QueryError::Failed { reason, hint: hint.into() };
     let r = &data.ranges;
-    let chosen: Vec<(i64, usize)> = per.iter().map(|(pid, rows)| (*pid, rows[index])).collect();
+    // The OS pid of each process (a process key holds it in its low 24 bits).
+    let chosen: Vec<(i64, usize)> =
+        per.iter().map(|(key, rows)| (key & 0xFF_FFFF, rows[index])).collect();
     let ranges: Vec<(i64, i64, i64)> =
         chosen.iter().map(|&(pid, i)| (pid, r.start[i], r.end[i])).collect();
     let window = match w.on {

@@ -97,8 +97,8 @@ pub struct SetFile {
 /// A rank of a set: one device of one file, with the processes that ran on it.
 #[derive(Debug, Clone, Serialize)]
 pub struct RankRef {
-    /// Its number in the set: the devices of the first file (sorted), then the second's...
-    /// (a set of one file keeps its device numbers).
+    /// Its number in the set, from 0: the devices with kernels of the first file (sorted), then
+    /// the second's...; devices with copies but no kernel after all of them.
     pub rank: i64,
     /// Index of its file in [`SetInfo::files`].
     pub file: usize,
@@ -274,7 +274,9 @@ pub fn load_set(
             let own = KernelFilter {
                 // No rows at all (an inventory only), else every device.
                 devices: filter.devices.as_ref().filter(|d| d.is_empty()).cloned(),
-                bounds: filter.bounds.map(|(a, b)| (a - shift, b - shift)),
+                bounds: filter
+                    .bounds
+                    .map(|(a, b)| (a.saturating_sub(shift), b.saturating_sub(shift))),
             };
             let ctx =
                 Context::load(&t, &own, None, needs, &mut |_| {}).map_err(file_err(t.path()))?;
@@ -294,39 +296,67 @@ fn merge(
     single: bool,
     origin: i64,
 ) -> Context {
-    // Ranks: each file's devices with kernels or copies, sorted, files in order.
+    // Ranks: each file's devices with kernels, sorted, files in order, numbered from 0; so the
+    // numbering depends on the files alone, whatever tables a command reads. Devices with copies
+    // but no kernel (read only when an analysis needs copies) come after them.
     let mut ranks = Vec::new();
-    let mut remaps = Vec::new();
-    for (i, p) in parts.iter().enumerate() {
-        let mut devices: BTreeSet<i64> = p.ctx.inventory.devices.iter().map(|d| d.device).collect();
-        if let Some(c) = &p.ctx.copies {
-            devices.extend(c.inventory.iter().map(|d| d.device));
+    let mut maps: Vec<BTreeMap<i64, i64>> = vec![BTreeMap::new(); parts.len()];
+    let kernel_devices = |p: &Part| -> Vec<i64> {
+        p.ctx
+            .inventory
+            .devices
+            .iter()
+            .map(|d| d.device)
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect()
+    };
+    let copy_only = |p: &Part| -> Vec<i64> {
+        let k = kernel_devices(p);
+        p.ctx
+            .copies
+            .iter()
+            .flat_map(|c| c.inventory.iter().map(|d| d.device))
+            .filter(|d| !k.contains(d))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect()
+    };
+    for pass in 0..2 {
+        for (i, p) in parts.iter().enumerate() {
+            let devices = if pass == 0 { kernel_devices(p) } else { copy_only(p) };
+            for d in devices {
+                let rank = ranks.len() as i64;
+                let pids = p
+                    .ctx
+                    .inventory
+                    .devices
+                    .iter()
+                    .find(|x| x.device == d)
+                    .map(|x| x.pids.clone())
+                    .unwrap_or_default();
+                ranks.push(RankRef {
+                    rank,
+                    file: i,
+                    host: p.host.clone(),
+                    label: rank_label(p.host.as_deref(), &paths[i], &pids, d),
+                    pids,
+                    device: d,
+                });
+                maps[i].insert(d, rank);
+            }
         }
-        let mut map = BTreeMap::new();
-        for d in devices {
-            // A set of one file keeps its device numbers: the same numbers as the file alone.
-            let rank = if single { d } else { ranks.len() as i64 };
-            let pids = p
-                .ctx
-                .inventory
-                .devices
-                .iter()
-                .find(|x| x.device == d)
-                .map(|x| x.pids.clone())
-                .unwrap_or_default();
-            ranks.push(RankRef {
-                rank,
-                file: i,
-                host: p.host.clone(),
-                label: rank_label(p.host.as_deref(), &paths[i], &pids, d),
-                pids,
-                device: d,
-            });
-            map.insert(d, rank);
-        }
-        let shift = if single { 0 } else { p.clock.zero_utc_ns - origin };
-        remaps.push(Remap { shift_ns: shift, devices: map, file_tag: i as i64 + 1 });
     }
+    let remaps: Vec<Remap> = parts
+        .iter()
+        .zip(maps)
+        .enumerate()
+        .map(|(i, (p, map))| Remap {
+            shift_ns: if single { 0 } else { p.clock.zero_utc_ns - origin },
+            devices: map,
+            file_tag: i as i64 + 1,
+        })
+        .collect();
     // GPUs a file lists that no file of the same host covers.
     let covered: BTreeSet<(Option<&str>, i64)> =
         ranks.iter().map(|r| (r.host.as_deref(), r.device)).collect();

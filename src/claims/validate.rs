@@ -278,6 +278,13 @@ pub fn validate(raw: RawClaimFile, path: &Path) -> Result<ClaimSet, ClaimsError>
                 Some("check the glob, or `expect_ranks`".into()),
             );
         }
+        if let (None, Some(n)) = (&set, &t.expect_ranks) {
+            c.err(
+                at(n),
+                format!("trace `{name}`: `expect_ranks` on a single trace"),
+                Some("`expect_ranks` counts the ranks of a trace set (a glob or a list of files); one file states `expect_devices`".into()),
+            );
+        }
         if let (Some(_), Some(d)) = (&set, &t.expect_devices) {
             c.err(
                 at(d),
@@ -1112,8 +1119,9 @@ fn compare_measurement(
     let spec = &analysis::compare::SPEC;
     let value_expr = formula_over(c, value, spec, what)?;
     let (a, b) = (a?, b?);
-    let metric_unit = analysis::spec(&of.value)
-        .map_or(analysis::Unit::Ratio, |s| analysis::compare::metric_unit(s, &a.value));
+    let metric_unit = analysis::spec(&of.value).map_or(analysis::Unit::Ratio, |s| {
+        analysis::compare::metric_unit(s, &a.value, &metric.value)
+    });
     let relative = value_expr
         .vars()
         .iter()

@@ -22,6 +22,7 @@ pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
         Expect {
             devices: args.expect_devices.map(|d| d.0),
             ranks: args.expect_ranks.map(|n| n as usize),
+            force_set: args.set,
         },
         &DeviceSel::Set(vec![]),
         &[analysis::Table::Copies],

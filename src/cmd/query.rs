@@ -43,7 +43,11 @@ pub fn run(q: QueryCommand) -> anyhow::Result<ExitCode> {
     let ctx = load(
         &q.traces,
         q.window,
-        Expect { devices: q.expect_devices.as_ref().map(|d| d.0.clone()), ranks: q.expect_ranks },
+        Expect {
+            devices: q.expect_devices.as_ref().map(|d| d.0.clone()),
+            ranks: q.expect_ranks,
+            force_set: q.force_set,
+        },
         &sel,
         &needs,
     )?;
@@ -156,7 +160,21 @@ fn compare(c: &crate::cli::CompareArgs, json: bool) -> anyhow::Result<ExitCode> 
             }
         };
         let needs = analysis::needs([of], nvtx.is_some());
-        let ctx = load(&traces, window, Expect { devices: None, ranks: None }, &devices, &needs)?;
+        let expect = Expect {
+            devices: get("expect-devices")
+                .map(|d| {
+                    crate::scope::parse_device_list(&d)
+                        .map_err(|e| bad("expect-devices", e.to_string()))
+                })
+                .transpose()?,
+            ranks: get("expect-ranks")
+                .map(|n| {
+                    n.parse::<usize>().map_err(|_| bad("expect-ranks", "a number of ranks".into()))
+                })
+                .transpose()?,
+            force_set: get("set").is_some_and(|v| v == "true"),
+        };
+        let ctx = load(&traces, window, expect, &devices, &needs)?;
         let ev = match &nvtx {
             None => analysis::run_split(of, &params, &ctx),
             Some(w) => ctx
@@ -168,6 +186,8 @@ fn compare(c: &crate::cli::CompareArgs, json: bool) -> anyhow::Result<ExitCode> 
         if analysis::compare::has_names(of.name) {
             let mut whole = params.clone();
             whole.split = None;
+            // Every name, not the top N: a name past the limit is not absent.
+            whole.limit = None;
             whole.window = ev
                 .window
                 .requested_ns
@@ -196,12 +216,14 @@ fn compare(c: &crate::cli::CompareArgs, json: bool) -> anyhow::Result<ExitCode> 
     Ok(ExitCode::SUCCESS)
 }
 
-/// What the job should have, as the command line says.
+/// What the job should have, as the command line says, and whether its traces are a set.
 pub(super) struct Expect {
     /// `--expect-devices` (one trace).
     pub devices: Option<Vec<i64>>,
     /// `--expect-ranks` (a trace set).
     pub ranks: Option<usize>,
+    /// `--set`: a set even of one file.
+    pub force_set: bool,
 }
 
 /// Opens the trace (or the set) and scans it once with the query's filters pushed into the
@@ -270,6 +292,7 @@ pub(super) fn open_and_load(
     needs: &[analysis::Table],
 ) -> anyhow::Result<(Option<Trace>, Context)> {
     let (files, is_set) = expand(traces)?;
+    let is_set = is_set || expect.force_set;
     let filter = KernelFilter {
         devices: match devices {
             DeviceSel::Set(v) => Some(v.clone()),

@@ -151,7 +151,7 @@ pub fn applicable(set: &ClaimSet, results: &[ClaimResult], evidence: &EvidenceMa
             let of = m.compare.as_ref().map_or("", |c| c.of.as_str());
             let duration = m.compare.as_ref().is_some_and(|c| {
                 crate::analysis::spec(of).is_some_and(|s| {
-                    crate::analysis::compare::metric_unit(s, &c.sides[0].value)
+                    crate::analysis::compare::metric_unit(s, &c.sides[0].value, &c.metric_text)
                         == crate::analysis::Unit::Ns
                 })
             });
@@ -163,7 +163,9 @@ pub fn applicable(set: &ClaimSet, results: &[ClaimResult], evidence: &EvidenceMa
             }
         }
     }
-    out.dedup_by(|a, b| a.key == b.key);
+    // Each misreading once: the first part it applies to stands for the others.
+    let mut seen = std::collections::BTreeSet::new();
+    out.retain(|f| seen.insert(f.key.clone()));
     let hedged: Vec<String> = parts()
         .filter(|(_, p)| p.kind == Kind::Causal && p.outcome == PartOutcome::Unverifiable)
         .map(|(r, _)| code(&r.id))

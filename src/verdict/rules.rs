@@ -316,27 +316,53 @@ pub fn compare_interval(m: &crate::claims::Measure, ev: &Evidence) -> Option<(Ra
     }
 }
 
-/// The direction a comparison part claims: the experiment's `expect`, else the side of zero
-/// its condition asks for.
-fn claimed_direction(p: &Part) -> Option<crate::claims::Direction> {
+/// The direction a comparison part claims: the experiment's `expect`; else, for a value that
+/// is `delta`, `change` (no change at 0) or `ratio` (no change at 1), the side of no change its
+/// condition asks for. Any other formula states its direction with `expect`.
+fn claimed_direction(p: &Part, m: &crate::claims::Measure) -> Option<crate::claims::Direction> {
     use crate::claims::Direction;
+    use std::cmp::Ordering::*;
     if let Some(d) = p.experiment.as_ref().and_then(|e| e.expect) {
         return Some(d);
     }
-    let zero = Rational::int(0);
-    let sign = |q: &Quantity| q.value.cmp_to(zero);
-    use std::cmp::Ordering::*;
+    let neutral = match m.value_text.trim() {
+        "delta" | "change" => Rational::int(0),
+        "ratio" => Rational::int(1),
+        _ => return None,
+    };
+    let side = |q: &Quantity| q.value.cmp_to(neutral);
     match p.condition.as_ref()? {
-        Condition::AtMost(q) | Condition::Below(q) if sign(q) != Greater => {
+        Condition::AtMost(q) | Condition::Below(q) if side(q) != Greater => {
             Some(Direction::Decrease)
         }
-        Condition::AtLeast(q) | Condition::Above(q) if sign(q) != Less => Some(Direction::Increase),
-        Condition::Between(a, b) if sign(b) == Less => {
+        Condition::AtLeast(q) | Condition::Above(q) if side(q) != Less => Some(Direction::Increase),
+        Condition::Between(a, b) if side(b) == Less => {
             let _ = a;
             Some(Direction::Decrease)
         }
-        Condition::Between(a, _) if sign(a) == Greater => Some(Direction::Increase),
+        Condition::Between(a, _) if side(a) == Greater => Some(Direction::Increase),
+        Condition::Approx(x, _) if side(x) == Less => Some(Direction::Decrease),
+        Condition::Approx(x, _) if side(x) == Greater => Some(Direction::Increase),
         _ => None,
+    }
+}
+
+/// Whether any value of `[lo, hi]` satisfies the condition: for a one-sided condition its
+/// ends decide; for `between` and `approx`, whether the two ranges overlap.
+fn interval_meets(c: &Condition, lo: Rational, hi: Rational) -> bool {
+    use std::cmp::Ordering::*;
+    let (lo, hi) = if lo.cmp_to(hi) == Greater { (hi, lo) } else { (lo, hi) };
+    match c {
+        Condition::AtLeast(q) => hi.cmp_to(q.value) != Less,
+        Condition::Above(q) => hi.cmp_to(q.value) == Greater,
+        Condition::AtMost(q) => lo.cmp_to(q.value) != Greater,
+        Condition::Below(q) => lo.cmp_to(q.value) == Less,
+        Condition::Between(a, b) => hi.cmp_to(a.value) != Less && lo.cmp_to(b.value) != Greater,
+        Condition::Approx(x, t) => match crate::claims::approx_bounds(x, t) {
+            Some((a, b)) => hi.cmp_to(a) != Less && lo.cmp_to(b) != Greater,
+            None => true,
+        },
+        Condition::Exists => hi.num > 0,
     }
 }
 
@@ -431,7 +457,7 @@ fn compare_part(
         );
         return r;
     }
-    let Some(direction) = claimed_direction(p) else {
+    let Some(direction) = claimed_direction(p, m) else {
         r.outcome = PartOutcome::Unverifiable;
         r.reason = Finding::new("part.compare_no_direction", &[]);
         return r;
@@ -451,9 +477,7 @@ fn compare_part(
     // The whole interval outside the claimed effect: every value it allows fails the
     // condition.
     let excluded = match (&p.condition, interval) {
-        (Some(c), Some((a, b))) => {
-            [a, b, value].iter().all(|v| check_condition(c, *v).is_some_and(|(ok, _)| !ok))
-        }
+        (Some(c), Some((a, b))) => !interval_meets(c, a, b),
         _ => false,
     };
     let args = [
