@@ -24,6 +24,7 @@ fn help_texts() {
         ("query-nccl-skew", vec!["query", "nccl-skew"]),
         ("query-copies", vec!["query", "copies"]),
         ("query-nvtx", vec!["query", "nvtx"]),
+        ("query-compare", vec!["query", "compare"]),
         ("check", vec!["check"]),
         ("render", vec!["render"]),
         ("templates-eject", vec!["templates", "eject"]),
