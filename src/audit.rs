@@ -504,15 +504,7 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
             // A compared side over kernels, nvtx or copies: the same query over the side's
             // whole span, for the per-name deltas.
             if let (Ok(ctx), Ok(ev), true) = (&ctx, &result, name_sides.contains(&key)) {
-                let mut whole = m.params.clone();
-                whole.split = None;
-                // Every name, not the top N: a name past the limit is not absent.
-                whole.limit = None;
-                whole.window = ev
-                    .window
-                    .requested_ns
-                    .map(|[a, b]| crate::scope::Window { start_ns: a, end_ns: b });
-                whole.semantics = ev.window.semantics;
+                let whole = analysis::compare::names_params(&m.params, ev);
                 let r = analysis::run_spec(spec, &whole, ctx);
                 context.push(LedgerEntry::new(
                     format!("{key}/names"),

@@ -209,6 +209,19 @@ fn names_of(ev: &Evidence) -> BTreeMap<String, (i64, i64)> {
     out
 }
 
+/// The query behind a side's per-name table: the side's own, over the whole span its samples
+/// cover (its window, or from its first window's start to its last one's end), every name (no
+/// top-N limit: a name past the limit is not absent).
+pub fn names_params(side: &super::Params, ev: &Evidence) -> super::Params {
+    let mut whole = side.clone();
+    whole.split = None;
+    whole.limit = None;
+    whole.window =
+        ev.window.requested_ns.map(|[a, b]| crate::scope::Window { start_ns: a, end_ns: b });
+    whole.semantics = ev.window.semantics;
+    whole
+}
+
 /// The analyses whose evidence has a per-name table.
 pub fn has_names(analysis: &str) -> bool {
     matches!(analysis, "kernels" | "nvtx" | "copies")

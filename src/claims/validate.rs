@@ -939,17 +939,7 @@ fn measurement(
         );
     }
     let unit = match &m.unit {
-        Some(u) => match Unit::parse(&u.value) {
-            Some(x) => x,
-            None => {
-                c.err(
-                    at(u),
-                    format!("{what}: unknown unit `{}`", u.value),
-                    Some("use %, pp, ms, ns, s, count, x or ratio".to_string()),
-                );
-                Unit::Count
-            }
-        },
+        Some(u) => measure_unit(c, u, what),
         None => match value.as_ratio() {
             Some(_) => Unit::Percent,
             None => {
@@ -969,6 +959,19 @@ fn measurement(
         args,
         params,
         compare: None,
+    })
+}
+
+/// A measure's `unit`, or an error at its place (the count then stands in, so validation goes
+/// on and reports every problem).
+fn measure_unit(c: &mut Checker, u: &Spanned<String>, what: &str) -> Unit {
+    Unit::parse(&u.value).unwrap_or_else(|| {
+        c.err(
+            at(u),
+            format!("{what}: unknown unit `{}`", u.value),
+            Some("use %, pp, ms, ns, s, count, x or ratio".to_string()),
+        );
+        Unit::Count
     })
 }
 
@@ -1127,17 +1130,7 @@ fn compare_measurement(
         .iter()
         .any(|v| spec.field(v).is_some_and(|f| f.unit == analysis::Unit::Ratio));
     let unit = match &raw.unit {
-        Some(u) => match Unit::parse(&u.value) {
-            Some(x) => x,
-            None => {
-                c.err(
-                    at(u),
-                    format!("{what}: unknown unit `{}`", u.value),
-                    Some("use %, pp, ms, ns, s, count, x or ratio".to_string()),
-                );
-                Unit::Count
-            }
-        },
+        Some(u) => measure_unit(c, u, what),
         None if relative => Unit::Percent,
         None => match metric_unit {
             analysis::Unit::Ns => Unit::Ms,

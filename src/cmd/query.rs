@@ -184,14 +184,7 @@ fn compare(c: &crate::cli::CompareArgs, json: bool) -> anyhow::Result<ExitCode> 
         }
         .map_err(hinted)?;
         if analysis::compare::has_names(of.name) {
-            let mut whole = params.clone();
-            whole.split = None;
-            // Every name, not the top N: a name past the limit is not absent.
-            whole.limit = None;
-            whole.window = ev
-                .window
-                .requested_ns
-                .map(|[a, b]| crate::scope::Window { start_ns: a, end_ns: b });
+            let whole = analysis::compare::names_params(&params, &ev);
             names.push(analysis::run_spec(of, &whole, &ctx).map_err(hinted)?);
         }
         evs.push(ev);
