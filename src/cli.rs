@@ -51,6 +51,15 @@ pub enum Command {
     /// Every analysis the file needs runs once per trace; --json prints the evidence ledger
     /// (every part with its evidence, gates, formula and verdict).
     Check(CheckArgs),
+    /// Score many answers (claims files) to one question by one rubric, and compare groups.
+    ///
+    /// Every answer is judged as `check` judges it; the scores (verdicts, measurable parts that
+    /// met evidence, scope errors per gate, stated numbers and arithmetic that do not hold,
+    /// causal claims without an A/B comparison, agreement with the answer key) are counted per
+    /// answer, summarised per group, and the groups compared with their n, a bootstrap interval
+    /// and a rank test. Conditions the eval holds fixed but that differ make the comparison not
+    /// controlled.
+    Eval(EvalArgs),
     /// Render the audit of a claims file as Markdown and PDF, in every language it has.
     ///
     /// Writes ID.LANG.md, ID.LANG.typ and ID.LANG.pdf, ID.evidence.json (the
@@ -147,6 +156,18 @@ pub enum TemplatesCommand {
         #[arg(value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
         dir: PathBuf,
     },
+}
+
+/// Arguments of `eval`.
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// The eval file (YAML; see docs/eval.md).
+    #[arg(value_name = "EVAL", value_hint = clap::ValueHint::FilePath)]
+    pub eval: PathBuf,
+    /// Print the evaluation as JSON: every answer's scores with what each count stands for,
+    /// the groups, their differences and the conditions.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Arguments of `check`.

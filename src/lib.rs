@@ -14,6 +14,7 @@ pub mod claims;
 pub mod cli;
 pub mod cmd;
 pub mod diag;
+pub mod eval;
 pub mod formula;
 pub mod i18n;
 pub mod render;

@@ -56,7 +56,7 @@ pub fn load(path: &Path) -> Result<ClaimSet, ClaimsError> {
 }
 
 /// The text of a claims file, or what is wrong with the path and what to do about it.
-fn read(path: &Path) -> Result<String, (String, String)> {
+pub(crate) fn read(path: &Path) -> Result<String, (String, String)> {
     let file = path.display();
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
@@ -148,6 +148,12 @@ fn kind_of(meta: &std::fs::Metadata) -> &'static str {
 
 /// Parses YAML into the raw model, turning a serde-saphyr error into one positioned problem.
 pub fn parse(text: &str) -> Result<RawClaimFile, Problem> {
+    parse_as(text)
+}
+
+/// Parses YAML into any serde model under the claims file's limits, turning a serde-saphyr
+/// error into one positioned problem (an eval file is read this way too).
+pub fn parse_as<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, Problem> {
     let options = serde_saphyr::options! {
         budget: serde_saphyr::budget! {
             max_nodes: MAX_YAML_NODES,
@@ -155,7 +161,7 @@ pub fn parse(text: &str) -> Result<RawClaimFile, Problem> {
             max_events: 2 * MAX_YAML_NODES + 1_024,
         },
     };
-    serde_saphyr::from_str_with_options::<RawClaimFile>(text, options).map_err(|e| {
+    serde_saphyr::from_str_with_options::<T>(text, options).map_err(|e| {
         let (line, column) = e.location().map_or((0, 0), |l| (l.line() as u32, l.column() as u32));
         if let serde_saphyr::Error::Budget { breach, .. } = e.without_snippet() {
             return Problem {

@@ -2,6 +2,7 @@
 
 mod check;
 mod doctor;
+mod eval;
 mod inspect;
 mod query;
 mod render;
@@ -18,6 +19,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Query(q) => query::run(q),
         Command::Analyses => query::list_analyses(),
         Command::Check(args) => check::run(args),
+        Command::Eval(args) => eval::run(args),
         Command::Render(args) => render::run(args),
         Command::Templates(cmd) => render::templates(cmd),
         Command::Doctor => doctor::run(),

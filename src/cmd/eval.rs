@@ -1,0 +1,89 @@
+//! `verdict eval`: every answer of an eval file judged and scored, the groups compared.
+
+use std::process::ExitCode;
+
+use super::print_json;
+use super::table::{self, Column};
+use crate::audit;
+use crate::cli::EvalArgs;
+use crate::eval::{self, SCORES};
+
+/// Runs `eval`.
+pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
+    let file = eval::load(&args.eval)?;
+    let mut scored = Vec::new();
+    for a in &file.answers {
+        let set = crate::claims::load(&a.resolved)?;
+        let audit = audit::run(set, &mut |_, _| {});
+        scored.push(eval::score(a, &audit, &file.key));
+    }
+    let ev = eval::evaluate(file, scored);
+    if args.json {
+        print_json(&ev)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let width = table::width();
+    let mut s = String::new();
+    // Per answer: its group and every score.
+    let mut columns = vec![Column::text("answer"), Column::text("group")];
+    columns.extend(SCORES.iter().map(|(_, short, _)| Column::number(short)));
+    let rows: Vec<Vec<String>> = ev
+        .answers
+        .iter()
+        .map(|a| {
+            let mut row = vec![
+                a.claims.clone(),
+                a.conditions.get(&ev.eval.groups).cloned().unwrap_or_default(),
+            ];
+            row.extend(
+                SCORES.iter().map(|(k, _, _)| a.scores.get(*k).copied().unwrap_or(0).to_string()),
+            );
+            row
+        })
+        .collect();
+    s += &table::render(&columns, &rows, width);
+    s.push('\n');
+    for d in &ev.differences {
+        s += &table::hang(
+            "",
+            &format!(
+                "{}: {} (n {}) against {} (n {}): median difference {}{}{}{}",
+                d.score,
+                d.groups[1],
+                d.n[1],
+                d.groups[0],
+                d.n[0],
+                d.delta,
+                d.interval.map_or(String::new(), |[a, b]| format!(", 95% interval {a} to {b}")),
+                d.p_value.map_or(String::new(), |p| format!(", Mann-Whitney p = {p:.4}")),
+                if d.few { " (few answers: weak)" } else { "" }
+            ),
+            2,
+            width,
+        );
+    }
+    s.push('\n');
+    if ev.controlled {
+        s += &table::hang(
+            "",
+            "controlled: every held condition is the same in every answer",
+            2,
+            width,
+        );
+    } else {
+        s += &table::hang(
+            "",
+            &format!(
+                "not controlled: held conditions that differ or are unstated: {}",
+                ev.uncontrolled.join(", ")
+            ),
+            2,
+            width,
+        );
+    }
+    for (k, v) in &ev.varied {
+        s += &table::hang("", &format!("varied: {k} = {}", v.join(", ")), 2, width);
+    }
+    super::emit(&s)?;
+    Ok(ExitCode::SUCCESS)
+}
