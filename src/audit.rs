@@ -348,7 +348,12 @@ pub fn shell_quote(s: &str) -> String {
 
 /// Runs the audit of a validated claims file.
 pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
-    // Every measured part, grouped by trace.
+    run_with(set, progress, &Scans::new())
+}
+
+/// Every query of a claims file by trace name: its parts' measures and each comparison's two
+/// sides.
+fn queries_by_trace(set: &ClaimSet) -> BTreeMap<String, Vec<(&Scope, &Measure)>> {
     let mut by_trace: BTreeMap<String, Vec<(&Scope, &Measure)>> = BTreeMap::new();
     for claim in &set.claims {
         for part in &claim.parts {
@@ -365,6 +370,74 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
             }
         }
     }
+    by_trace
+}
+
+/// The one scan a trace's queries need: the rows (a filter) and the tables.
+fn scan_of(queries: &[(&Scope, &Measure)]) -> (KernelFilter, Vec<analysis::Table>) {
+    let context_scopes = context_scopes_of(queries);
+    let filter =
+        union_filter(queries.iter().map(|(s, _)| *s).chain(context_scopes.iter().map(|(_, s)| s)));
+    let needs = analysis::needs(
+        queries
+            .iter()
+            .filter_map(|(_, m)| analysis::spec(&m.analysis))
+            .chain(context_scopes.iter().map(|(s, _)| *s)),
+        queries.iter().any(|(s, _)| s.nvtx.is_some()),
+    );
+    (filter, needs)
+}
+
+/// Scans already made, by a single trace's normalized path: an audit of several claims files
+/// over the same traces (`verdict eval`) reads each trace once.
+pub type Scans = BTreeMap<PathBuf, Context>;
+
+/// What each single-file trace of a claims file needs read: its normalized path, the rows and
+/// the tables (trace sets are read by each audit).
+pub fn plan(set: &ClaimSet) -> Vec<(PathBuf, KernelFilter, Vec<analysis::Table>)> {
+    let by_trace = queries_by_trace(set);
+    set.traces
+        .iter()
+        .filter(|d| d.set.is_none())
+        .map(|d| {
+            let queries = by_trace.get(&d.name).cloned().unwrap_or_default();
+            let (filter, needs) = scan_of(&queries);
+            (normalize(&d.resolved), filter, needs)
+        })
+        .collect()
+}
+
+/// The smallest scan that serves two: the union of their devices and windows, and tables.
+pub fn merge_scans(
+    a: (KernelFilter, Vec<analysis::Table>),
+    b: (KernelFilter, Vec<analysis::Table>),
+) -> (KernelFilter, Vec<analysis::Table>) {
+    let devices = match (a.0.devices, b.0.devices) {
+        (Some(mut x), Some(y)) => {
+            x.extend(y);
+            x.sort_unstable();
+            x.dedup();
+            Some(x)
+        }
+        _ => None,
+    };
+    let bounds = match (a.0.bounds, b.0.bounds) {
+        (Some((p, q)), Some((r, t))) => Some((p.min(r), q.max(t))),
+        _ => None,
+    };
+    let mut needs = a.1;
+    for t in b.1 {
+        if !needs.contains(&t) {
+            needs.push(t);
+        }
+    }
+    (KernelFilter { devices, bounds }, needs)
+}
+
+/// [`run`], taking each single trace's scan from `scans` when it is there (it must cover
+/// what this file needs: see [`plan`] and [`merge_scans`]).
+pub fn run_with(set: ClaimSet, progress: &mut dyn FnMut(&str, u64), scans: &Scans) -> Audit {
+    let by_trace = queries_by_trace(&set);
     // The side queries of comparisons over kernels, nvtx or copies also run over each side's
     // whole span, for the per-name deltas: by side key.
     let name_sides: Vec<String> = set
@@ -401,19 +474,15 @@ pub fn run(set: ClaimSet, progress: &mut dyn FnMut(&str, u64)) -> Audit {
     for decl in &set.traces {
         let queries = by_trace.get(&decl.name).cloned().unwrap_or_default();
         // Context for charts: every device in the windows that overlap parts look at.
-        let context_scopes = context_scopes_of(&queries);
-        let filter = union_filter(
-            queries.iter().map(|(s, _)| *s).chain(context_scopes.iter().map(|(_, s)| s)),
-        );
-        let needs = analysis::needs(
-            queries
-                .iter()
-                .filter_map(|(_, m)| analysis::spec(&m.analysis))
-                .chain(context_scopes.iter().map(|(s, _)| *s)),
-            queries.iter().any(|(s, _)| s.nvtx.is_some()),
-        );
+        let (filter, needs) = scan_of(&queries);
         let path = trace_path(decl);
+        let scanned = scans.get(&normalize(&decl.resolved)).filter(|_| decl.set.is_none());
         let ctx: Result<Context, (String, Option<String>)> = match &decl.set {
+            None if scanned.is_some() => {
+                let mut ctx = scanned.expect("checked").clone();
+                ctx.expected_devices = decl.expect_devices.clone();
+                Ok(ctx)
+            }
             None => Trace::open(&decl.resolved)
                 .and_then(|t| {
                     Context::load(&t, &filter, decl.expect_devices.clone(), &needs, &mut |n| {

@@ -141,3 +141,26 @@ key:
     assert!(err.contains("states no `group` condition"), "{err}");
     assert!(err.contains("e.yaml:10:") && err.contains("`maybe` is not a verdict"), "{err}");
 }
+
+#[test]
+fn one_scan_for_every_answer_judges_as_each_check_does() {
+    // The eval reads the trace once for all six answers; each answer's verdicts are those of
+    // its own `verdict check`.
+    let ev = evaluation();
+    for a in ev["answers"].as_array().unwrap() {
+        let file = format!("claims/eval-day26/{}", a["claims"].as_str().unwrap());
+        let check = run_json(&["check", &file, "--json"]);
+        for r in check["results"].as_array().unwrap() {
+            let id = r["id"].as_str().unwrap();
+            assert_eq!(a["verdicts"][id], r["verdict"], "{file} {id}");
+        }
+        assert_eq!(
+            a["scores"]["r1_failures"].as_i64().unwrap()
+                + a["scores"]["r2_failures"].as_i64().unwrap()
+                + a["scores"]["r3_failures"].as_i64().unwrap()
+                + a["scores"]["r4_failures"].as_i64().unwrap(),
+            check["summary"]["gate_failures"],
+            "{file}"
+        );
+    }
+}

@@ -1,20 +1,47 @@
 //! `verdict eval`: every answer of an eval file judged and scored, the groups compared.
 
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::print_json;
 use super::table::{self, Column};
+use crate::analysis::{self, Context};
 use crate::audit;
 use crate::cli::EvalArgs;
 use crate::eval::{self, SCORES};
+use crate::trace::{KernelFilter, Trace};
 
 /// Runs `eval`.
 pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
     let file = eval::load(&args.eval)?;
-    let mut scored = Vec::new();
+    let mut sets = Vec::new();
     for a in &file.answers {
-        let set = crate::claims::load(&a.resolved)?;
-        let audit = audit::run(set, &mut |_, _| {});
+        sets.push(crate::claims::load(&a.resolved)?);
+    }
+    // Each trace is read once for every answer: the union of what they need.
+    let mut plans: BTreeMap<PathBuf, (KernelFilter, Vec<analysis::Table>)> = BTreeMap::new();
+    for set in &sets {
+        for (path, filter, needs) in audit::plan(set) {
+            let merged = match plans.remove(&path) {
+                Some(p) => audit::merge_scans(p, (filter, needs)),
+                None => (filter, needs),
+            };
+            plans.insert(path, merged);
+        }
+    }
+    let mut scans = audit::Scans::new();
+    for (path, (filter, needs)) in plans {
+        // A trace that cannot be read is left to each audit, which reports it.
+        if let Ok(ctx) =
+            Trace::open(&path).and_then(|t| Context::load(&t, &filter, None, &needs, &mut |_| {}))
+        {
+            scans.insert(path, ctx);
+        }
+    }
+    let mut scored = Vec::new();
+    for (a, set) in file.answers.iter().zip(sets) {
+        let audit = audit::run_with(set, &mut |_, _| {}, &scans);
         scored.push(eval::score(a, &audit, &file.key));
     }
     let ev = eval::evaluate(file, scored);
