@@ -168,6 +168,17 @@ pub struct EvalArgs {
     /// the groups, their differences and the conditions.
     #[arg(long)]
     pub json: bool,
+    /// Write one blind review sheet per answer (Markdown) and the grades CSV to fill into DIR:
+    /// answers shuffled by the eval's seed, nothing naming their file, group or conditions.
+    #[arg(long, value_name = "DIR")]
+    pub review_sheets: Option<PathBuf>,
+    /// Read filled grades CSVs (one per reviewer), check them, unblind them, and add the human
+    /// grades and the reviewers' agreement (Cohen's kappa) to the evaluation.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub grades: Vec<PathBuf>,
+    /// Language of the review sheets.
+    #[arg(long, value_name = "LANG", default_value = "en")]
+    pub lang: String,
 }
 
 /// Arguments of `check`.

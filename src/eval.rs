@@ -362,6 +362,9 @@ pub struct Evaluation {
     pub uncontrolled: Vec<String>,
     /// Whether only the group condition differs among the held ones.
     pub controlled: bool,
+    /// The reviewers' grades, unblinded (`--grades`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub review: Option<Review>,
 }
 
 /// Conditions that are expected to differ from answer to answer.
@@ -460,5 +463,289 @@ pub fn evaluate(eval: EvalFile, answers: Vec<Scored>) -> Evaluation {
         }
     }
     let controlled = uncontrolled.is_empty();
-    Evaluation { eval, answers, groups, differences, varied, uncontrolled, controlled }
+    Evaluation {
+        eval,
+        answers,
+        groups,
+        differences,
+        varied,
+        uncontrolled,
+        controlled,
+        review: None,
+    }
+}
+
+/// Which answer each review sheet shows: sheet `i` (from 0) shows answer `order[i]`. A
+/// Fisher-Yates shuffle drawn from SplitMix64 with the eval's seed, so the order is disclosed
+/// by the seed and the same in every version.
+pub fn sheet_order(n: usize, seed: u64) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    let mut rng = crate::stats::SplitMix64::new(seed);
+    for i in (1..n).rev() {
+        let j = rng.below(i as u64 + 1) as usize;
+        order.swap(i, j);
+    }
+    order
+}
+
+/// The name of sheet `i` (from 0): `S01`, `S02`...
+pub fn sheet_id(i: usize) -> String {
+    format!("S{:02}", i + 1)
+}
+
+/// The grades a reviewer gives.
+pub const NEXT_STEP_GRADES: [&str; 3] = ["good", "partial", "poor"];
+
+/// One blind review sheet in Markdown: the question, the answer's claims as written with the
+/// tool's verdict and reason, its next step, and the blanks to fill. Nothing that names the
+/// answer's file, source, group or conditions.
+pub fn sheet_markdown(id: &str, eval: &EvalFile, audit: &Audit, lang: &str) -> String {
+    let tr = |t: &Text| t.get(lang).or_else(|| t.values().next()).cloned().unwrap_or_default();
+    let mut s = format!("# Review sheet {id}\n\n");
+    if let Some(q) = &eval.question {
+        s += &format!("**Question**: {}\n\n", tr(q));
+    }
+    s += "## The answer's claims, with the tool's verdicts\n\n";
+    for (claim, r) in audit.claims.claims.iter().zip(&audit.results) {
+        s += &format!(
+            "- **{}**: {} — tool: **{}** ({})\n",
+            claim.id,
+            tr(&claim.statement),
+            r.verdict.key().replace('_', " "),
+            r.reason.in_language(lang).unwrap_or_else(|| r.reason.english())
+        );
+        for (part, p) in claim.parts.iter().zip(&r.parts) {
+            let text = part.text.as_ref().map(tr).unwrap_or_default();
+            let value = p.formula.as_ref().and_then(|f| f.display.clone());
+            s += &format!(
+                "  - `{}` ({}): {}{} — {}\n",
+                part.id,
+                part.kind.as_str(),
+                text,
+                value.map_or(String::new(), |v| format!(" = {v}")),
+                p.outcome.key().replace('_', " ")
+            );
+        }
+    }
+    s += "\n## The answer's next step\n\n";
+    s += &audit.claims.review.next.as_ref().map_or_else(|| "(none stated)".to_string(), tr);
+    s += &format!(
+        "\n\n## Your grades (also in the CSV row of {id})\n\n- R6 usefulness, 1 (useless) to 5 (decides the question): ___\n- next step: {} ___\n",
+        NEXT_STEP_GRADES.join(" / ")
+    );
+    s
+}
+
+/// The CSV a reviewer fills: one row per sheet, in sheet order.
+pub fn grades_template(n: usize) -> String {
+    let mut s = String::from("sheet,reviewer,usefulness,next_step,notes\n");
+    for i in 0..n {
+        s += &format!("{},,,,\n", sheet_id(i));
+    }
+    s
+}
+
+/// One reviewer's grade of one sheet.
+#[derive(Debug, Clone, Serialize)]
+pub struct Grade {
+    /// The reviewer.
+    pub reviewer: String,
+    /// R6 usefulness, 1-5.
+    pub usefulness: i64,
+    /// `good`, `partial` or `poor`.
+    pub next_step: String,
+    /// Free text.
+    pub notes: String,
+}
+
+/// Reads filled grade files: every sheet graded once by each reviewer, usefulness 1-5, the
+/// next step one of [`NEXT_STEP_GRADES`]. Returns the grades by sheet index, or every problem
+/// as `FILE:LINE: message`.
+pub fn read_grades(files: &[PathBuf], sheets: usize) -> Result<Vec<Vec<Grade>>, Vec<String>> {
+    let mut by_sheet: Vec<Vec<Grade>> = vec![Vec::new(); sheets];
+    let mut problems = Vec::new();
+    for f in files {
+        let name = f.display();
+        let text = match std::fs::read_to_string(f) {
+            Ok(t) => t,
+            Err(e) => {
+                problems.push(format!("{name}: cannot read ({e})"));
+                continue;
+            }
+        };
+        let mut seen = vec![false; sheets];
+        for (n, line) in text.lines().enumerate().skip(1) {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let at = |m: String| format!("{name}:{}: {m}", n + 1);
+            let cells: Vec<&str> = line.splitn(5, ',').map(str::trim).collect();
+            let [sheet, reviewer, usefulness, next, notes] = cells[..] else {
+                problems.push(at("expected sheet,reviewer,usefulness,next_step,notes".into()));
+                continue;
+            };
+            let Some(i) = (0..sheets).find(|i| sheet_id(*i) == sheet) else {
+                problems.push(at(format!("`{sheet}` is not a sheet of this eval")));
+                continue;
+            };
+            if seen[i] {
+                problems.push(at(format!("{sheet} is graded twice in this file")));
+                continue;
+            }
+            seen[i] = true;
+            if reviewer.is_empty() {
+                problems.push(at(format!("{sheet}: the reviewer is not named")));
+            }
+            let u = usefulness.parse::<i64>().ok().filter(|u| (1..=5).contains(u));
+            if u.is_none() {
+                problems.push(at(format!("{sheet}: usefulness `{usefulness}` is not 1 to 5")));
+            }
+            if !NEXT_STEP_GRADES.contains(&next) {
+                problems.push(at(format!(
+                    "{sheet}: next step `{next}` is not one of {}",
+                    NEXT_STEP_GRADES.join(", ")
+                )));
+            }
+            if let Some(u) = u {
+                by_sheet[i].push(Grade {
+                    reviewer: reviewer.to_string(),
+                    usefulness: u,
+                    next_step: next.to_string(),
+                    notes: notes.to_string(),
+                });
+            }
+        }
+        for (i, s) in seen.iter().enumerate() {
+            if !s {
+                problems.push(format!("{name}: sheet {} is not graded", sheet_id(i)));
+            }
+        }
+    }
+    if problems.is_empty() { Ok(by_sheet) } else { Err(problems) }
+}
+
+/// Cohen's kappa of two raters over the same items (categories as text): `(p_o - p_e) / (1 -
+/// p_e)`; None with no item, or when chance agreement is total (`p_e = 1`).
+pub fn cohen_kappa(a: &[String], b: &[String]) -> Option<f64> {
+    let n = a.len();
+    if n == 0 || n != b.len() {
+        return None;
+    }
+    let agree = a.iter().zip(b).filter(|(x, y)| x == y).count() as f64 / n as f64;
+    let mut cats: Vec<&String> = a.iter().chain(b).collect();
+    cats.sort();
+    cats.dedup();
+    let chance: f64 = cats
+        .iter()
+        .map(|c| {
+            let pa = a.iter().filter(|x| x == c).count() as f64 / n as f64;
+            let pb = b.iter().filter(|x| x == c).count() as f64 / n as f64;
+            pa * pb
+        })
+        .sum();
+    if (1.0 - chance).abs() < f64::EPSILON {
+        return None;
+    }
+    Some((agree - chance) / (1.0 - chance))
+}
+
+/// The human grades of an eval, unblinded.
+#[derive(Debug, Clone, Serialize)]
+pub struct Review {
+    /// The reviewers, by name.
+    pub reviewers: Vec<String>,
+    /// Per answer (in the eval's order): its sheet and every reviewer's grade.
+    pub answers: Vec<(String, Vec<Grade>)>,
+    /// Cohen's kappa per pair of reviewers, on the next-step grades and on usefulness (as
+    /// categories).
+    pub agreement: Vec<Agreement>,
+}
+
+/// Two reviewers' agreement.
+#[derive(Debug, Clone, Serialize)]
+pub struct Agreement {
+    /// The two reviewers.
+    pub reviewers: [String; 2],
+    /// Cohen's kappa on the next-step grades.
+    pub next_step_kappa: Option<f64>,
+    /// Cohen's kappa on usefulness, each grade a category.
+    pub usefulness_kappa: Option<f64>,
+}
+
+/// Unblinds the grades by sheet into grades by answer, adds the human scores
+/// (`usefulness_median`, the lower median of the reviewers' grades; `next_step_good`, the
+/// reviewers who graded the next step good) and the reviewers' agreement.
+pub fn unblind(ev: &mut Evaluation, by_sheet: Vec<Vec<Grade>>) {
+    let order = sheet_order(ev.answers.len(), ev.eval.seed);
+    let mut answers: Vec<(String, Vec<Grade>)> =
+        vec![(String::new(), Vec::new()); ev.answers.len()];
+    for (i, grades) in by_sheet.into_iter().enumerate() {
+        answers[order[i]] = (sheet_id(i), grades);
+    }
+    let mut reviewers: Vec<String> =
+        answers.iter().flat_map(|(_, g)| g.iter().map(|x| x.reviewer.clone())).collect();
+    reviewers.sort();
+    reviewers.dedup();
+    for (a, (_, grades)) in ev.answers.iter_mut().zip(&answers) {
+        let mut u: Vec<i64> = grades.iter().map(|g| g.usefulness).collect();
+        u.sort_unstable();
+        if let Some(m) = u.get(u.len().saturating_sub(1) / 2) {
+            a.scores.insert("usefulness_median".into(), *m);
+        }
+        a.scores.insert(
+            "next_step_good".into(),
+            grades.iter().filter(|g| g.next_step == "good").count() as i64,
+        );
+    }
+    let mut agreement = Vec::new();
+    for (i, r1) in reviewers.iter().enumerate() {
+        for r2 in &reviewers[i + 1..] {
+            let pick = |r: &String, f: &dyn Fn(&Grade) -> String| -> Vec<String> {
+                answers
+                    .iter()
+                    .map(|(_, g)| g.iter().find(|x| &x.reviewer == r).map(f).unwrap_or_default())
+                    .collect()
+            };
+            agreement.push(Agreement {
+                reviewers: [r1.clone(), r2.clone()],
+                next_step_kappa: cohen_kappa(
+                    &pick(r1, &|g| g.next_step.clone()),
+                    &pick(r2, &|g| g.next_step.clone()),
+                ),
+                usefulness_kappa: cohen_kappa(
+                    &pick(r1, &|g| g.usefulness.to_string()),
+                    &pick(r2, &|g| g.usefulness.to_string()),
+                ),
+            });
+        }
+    }
+    ev.review = Some(Review { reviewers, answers, agreement });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kappa_is_cohens_by_hand() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        // 10 items, 7 agreements; rater A: 6 good 4 poor, rater B: 5 good 5 poor.
+        // p_o = 0.7, p_e = 0.6*0.5 + 0.4*0.5 = 0.5, kappa = 0.2 / 0.5 = 0.4.
+        let a = s(&["g", "g", "g", "g", "g", "g", "p", "p", "p", "p"]);
+        let b = s(&["g", "g", "g", "g", "p", "p", "g", "p", "p", "p"]);
+        assert!((cohen_kappa(&a, &b).unwrap() - 0.4).abs() < 1e-12);
+        assert_eq!(cohen_kappa(&a, &a), Some(1.0));
+        let same = s(&["g", "g"]);
+        assert_eq!(cohen_kappa(&same, &same), None);
+    }
+
+    #[test]
+    fn the_sheet_order_is_a_permutation_fixed_by_the_seed() {
+        let o = sheet_order(6, 7);
+        let mut sorted = o.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..6).collect::<Vec<_>>());
+        assert_eq!(o, sheet_order(6, 7));
+        assert_ne!(sheet_order(6, 7), sheet_order(6, 8));
+    }
 }

@@ -164,3 +164,117 @@ fn one_scan_for_every_answer_judges_as_each_check_does() {
         );
     }
 }
+
+/// The claims file an answer sheet shows, found by its claims' statements (independently of
+/// the shuffle that made the sheets).
+fn answer_of_sheet(sheet: &str) -> String {
+    let dir = std::path::Path::new("claims/eval-day26");
+    let mut found = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_str().unwrap().to_string();
+        if !name.ends_with(".yaml") || name == "eval.yaml" {
+            continue;
+        }
+        let audit = run_json(&["check", p.to_str().unwrap(), "--json"]);
+        let all = audit["claims"]["claims"].as_array().unwrap().iter().all(|c| {
+            sheet.contains(&format!(
+                "**{}**: {}",
+                c["id"].as_str().unwrap(),
+                c["statement"]["en"].as_str().unwrap()
+            ))
+        });
+        if all {
+            found.push(name);
+        }
+    }
+    assert_eq!(found.len(), 1, "{found:?}");
+    found.remove(0)
+}
+
+#[test]
+fn review_sheets_are_blind_current_and_round_trip_through_the_grades() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_in(
+        None,
+        &["eval", "claims/eval-day26/eval.yaml", "--review-sheets", dir.path().to_str().unwrap()],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The committed sheets are what the command writes.
+    for name in ["S01.md", "S02.md", "S03.md", "S04.md", "S05.md", "S06.md", "grades.csv"] {
+        let fresh = std::fs::read_to_string(dir.path().join(name)).unwrap();
+        let committed = std::fs::read_to_string(format!("out/eval-day26-sheets/{name}")).unwrap();
+        assert_eq!(fresh, committed, "out/eval-day26-sheets/{name} drifted");
+    }
+    // Blind: no group, condition, file or source name on any sheet.
+    let eval = std::fs::read_to_string("claims/eval-day26/eval.yaml").unwrap();
+    let mut sheet_answer = Vec::new();
+    for i in 1..=6 {
+        let sheet = std::fs::read_to_string(dir.path().join(format!("S0{i}.md"))).unwrap();
+        for secret in [
+            "profile-blind",
+            "profile-aware",
+            "blind",
+            "aware",
+            "nsys-sqlite",
+            "m-2026-05-01",
+            "m-2026-06-15",
+            ".yaml",
+        ] {
+            assert!(eval.contains(secret) || secret == ".yaml");
+            assert!(!sheet.to_lowercase().contains(secret), "S0{i} shows `{secret}`");
+        }
+        sheet_answer.push(answer_of_sheet(&sheet));
+    }
+    // Unblinded, each reviewer's grade of a sheet lands on the answer the sheet shows.
+    let ev = run_json(&[
+        "eval",
+        "claims/eval-day26/eval.yaml",
+        "--grades",
+        "claims/eval-day26/grades-lin.csv",
+        "claims/eval-day26/grades-chen.csv",
+        "--json",
+    ]);
+    let lin = std::fs::read_to_string("claims/eval-day26/grades-lin.csv").unwrap();
+    for (i, line) in lin.lines().skip(1).enumerate() {
+        let cells: Vec<&str> = line.split(',').collect();
+        let answer = &sheet_answer[i];
+        let k = ev["answers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|a| a["claims"] == answer.as_str())
+            .unwrap();
+        let (sheet, grades) = (&ev["review"]["answers"][k][0], &ev["review"]["answers"][k][1]);
+        assert_eq!(sheet, cells[0]);
+        let g = grades.as_array().unwrap().iter().find(|g| g["reviewer"] == "lin").unwrap();
+        assert_eq!(g["usefulness"].to_string(), cells[2], "{answer}");
+        assert_eq!(g["next_step"], cells[3], "{answer}");
+    }
+    // Agreement, by hand from the two files (sheets S01-S06):
+    // next step: lin g p p g g p, chen g pa p g g p: p_o = 5/6, p_e = 9/36 + 6/36 = 15/36,
+    // kappa = (30/36 - 15/36) / (21/36) = 5/7;
+    // usefulness: lin 5 2 1 4 4 1, chen 5 2 2 4 3 1: p_o = 4/6, p_e = 7/36,
+    // kappa = (24/36 - 7/36) / (29/36) = 17/29.
+    let ag = &ev["review"]["agreement"][0];
+    assert!((ag["next_step_kappa"].as_f64().unwrap() - 5.0 / 7.0).abs() < 1e-12);
+    assert!((ag["usefulness_kappa"].as_f64().unwrap() - 17.0 / 29.0).abs() < 1e-12);
+    // The human scores join the rubric's: aware-2 (S01) got 5 from both.
+    let a2 =
+        ev["answers"].as_array().unwrap().iter().find(|a| a["claims"] == "aware-2.yaml").unwrap();
+    assert_eq!(a2["scores"]["next_step_good"], 2);
+    // Grades that do not hold are refused, each named.
+    let bad = dir.path().join("bad.csv");
+    std::fs::write(
+        &bad,
+        "sheet,reviewer,usefulness,next_step,notes\nS01,x,9,good,\nS02,x,3,great,\n",
+    )
+    .unwrap();
+    let out =
+        run_in(None, &["eval", "claims/eval-day26/eval.yaml", "--grades", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("usefulness `9` is not 1 to 5"), "{err}");
+    assert!(err.contains("next step `great`"), "{err}");
+    assert!(err.contains("sheet S03 is not graded"), "{err}");
+}

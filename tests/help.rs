@@ -26,6 +26,7 @@ fn help_texts() {
         ("query-nvtx", vec!["query", "nvtx"]),
         ("query-compare", vec!["query", "compare"]),
         ("check", vec!["check"]),
+        ("eval", vec!["eval"]),
         ("render", vec!["render"]),
         ("templates-eject", vec!["templates", "eject"]),
         ("doctor", vec!["doctor"]),

@@ -40,11 +40,36 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let mut scored = Vec::new();
+    let mut audits = Vec::new();
     for (a, set) in file.answers.iter().zip(sets) {
         let audit = audit::run_with(set, &mut |_, _| {}, &scans);
         scored.push(eval::score(a, &audit, &file.key));
+        audits.push(audit);
     }
-    let ev = eval::evaluate(file, scored);
+    if let Some(dir) = &args.review_sheets {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| anyhow::anyhow!("cannot create `{}`: {e}", dir.display()))?;
+        let order = eval::sheet_order(audits.len(), file.seed);
+        for (i, &a) in order.iter().enumerate() {
+            let id = eval::sheet_id(i);
+            let path = dir.join(format!("{id}.md"));
+            std::fs::write(&path, eval::sheet_markdown(&id, &file, &audits[a], &args.lang))?;
+            eprintln!("wrote {}", path.display());
+        }
+        let csv = dir.join("grades.csv");
+        std::fs::write(&csv, eval::grades_template(audits.len()))?;
+        eprintln!("wrote {}", csv.display());
+    }
+    let mut ev = eval::evaluate(file, scored);
+    if !args.grades.is_empty() {
+        let by_sheet = eval::read_grades(&args.grades, ev.answers.len()).map_err(|p| {
+            crate::Hinted::new(
+                format!("the grades do not hold:\n  {}", p.join("\n  ")),
+                "each file grades every sheet once: usefulness 1 to 5, next step good, partial or poor, the reviewer named",
+            )
+        })?;
+        eval::unblind(&mut ev, by_sheet);
+    }
     if args.json {
         print_json(&ev)?;
         return Ok(ExitCode::SUCCESS);
@@ -110,6 +135,31 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
     }
     for (k, v) in &ev.varied {
         s += &table::hang("", &format!("varied: {k} = {}", v.join(", ")), 2, width);
+    }
+    if let Some(r) = &ev.review {
+        s.push('\n');
+        for (a, (sheet, grades)) in ev.answers.iter().zip(&r.answers) {
+            let g: Vec<String> = grades
+                .iter()
+                .map(|g| format!("{} {}/5, next step {}", g.reviewer, g.usefulness, g.next_step))
+                .collect();
+            s += &table::hang("", &format!("{} ({sheet}): {}", a.claims, g.join("; ")), 2, width);
+        }
+        for ag in &r.agreement {
+            let k = |x: Option<f64>| x.map_or("n/a".to_string(), |v| format!("{v:.3}"));
+            s += &table::hang(
+                "",
+                &format!(
+                    "agreement {} / {}: Cohen's kappa {} on the next step, {} on usefulness",
+                    ag.reviewers[0],
+                    ag.reviewers[1],
+                    k(ag.next_step_kappa),
+                    k(ag.usefulness_kappa)
+                ),
+                2,
+                width,
+            );
+        }
     }
     super::emit(&s)?;
     Ok(ExitCode::SUCCESS)
