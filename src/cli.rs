@@ -60,6 +60,13 @@ pub enum Command {
     /// and a rank test. Conditions the eval holds fixed but that differ make the comparison not
     /// controlled.
     Eval(EvalArgs),
+    /// Print the JSON Schema of the claims file, for editors and agents.
+    ///
+    /// With a YAML language server, a claims file that starts with
+    /// `# yaml-language-server: $schema=claims.schema.json` is checked as it is typed; the
+    /// schema covers structure, types, keys and enumerated values (and, with --languages, every
+    /// text in each language); `verdict check` does the rest, at each problem's line and column.
+    Schema(SchemaArgs),
     /// Render the audit of a claims file as Markdown and PDF, in every language it has.
     ///
     /// Writes ID.LANG.md, ID.LANG.typ and ID.LANG.pdf, ID.evidence.json (the
@@ -156,6 +163,17 @@ pub enum TemplatesCommand {
         #[arg(value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
         dir: PathBuf,
     },
+}
+
+/// Arguments of `schema`.
+#[derive(Debug, Args)]
+pub struct SchemaArgs {
+    /// What to describe: `claims`.
+    #[arg(value_name = "WHAT", value_parser = ["claims"])]
+    pub what: String,
+    /// The report's languages (e.g. zh-TW,en): every text must then give exactly these.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub languages: Vec<String>,
 }
 
 /// Arguments of `eval`.

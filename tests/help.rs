@@ -27,6 +27,7 @@ fn help_texts() {
         ("query-compare", vec!["query", "compare"]),
         ("check", vec!["check"]),
         ("eval", vec!["eval"]),
+        ("schema", vec!["schema"]),
         ("render", vec!["render"]),
         ("templates-eject", vec!["templates", "eject"]),
         ("doctor", vec!["doctor"]),

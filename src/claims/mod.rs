@@ -6,6 +6,7 @@
 
 pub mod load;
 pub mod raw;
+pub mod schema;
 pub mod validate;
 
 use std::collections::BTreeMap;

@@ -20,6 +20,11 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Analyses => query::list_analyses(),
         Command::Check(args) => check::run(args),
         Command::Eval(args) => eval::run(args),
+        Command::Schema(args) => {
+            let langs = (!args.languages.is_empty()).then_some(args.languages.as_slice());
+            print_json(&crate::claims::schema::claims_schema(langs))?;
+            Ok(std::process::ExitCode::SUCCESS)
+        }
         Command::Render(args) => render::run(args),
         Command::Templates(cmd) => render::templates(cmd),
         Command::Doctor => doctor::run(),

@@ -1,0 +1,194 @@
+//! A JSON Schema (draft 2020-12) of the claims file, for editors and agents to write valid files
+//! before `verdict check`: the structure, the types, the keys each mapping allows, the enumerated
+//! values, and (given the report's languages) every text in every language.
+//!
+//! What a schema cannot say (a scope that names an undeclared trace, a formula over a field the
+//! analysis lacks, a window that does not parse) stays with validation, which reports it at its
+//! line and column.
+
+use serde_json::{Value, json};
+
+/// The keys a `measure` may have besides `analysis`, `scope`, `value` and `unit`: every
+/// analysis parameter, and a comparison's keys, as an anchored pattern.
+fn measure_keys() -> String {
+    let mut keys: Vec<&str> = crate::analysis::PARAMS.iter().map(|p| p.name).collect();
+    keys.extend(["versus", "of", "metric", "split", "seed"]);
+    format!("^({})$", keys.join("|"))
+}
+
+/// The schema. With `languages`, every text must give exactly those languages; without, a text
+/// is any non-empty mapping of language to string.
+pub fn claims_schema(languages: Option<&[String]>) -> Value {
+    let text = match languages {
+        Some(langs) => json!({
+            "type": "object",
+            "properties": langs.iter().map(|l| (l.clone(), json!({"type": "string"}))).collect::<serde_json::Map<_, _>>(),
+            "required": langs,
+            "additionalProperties": false,
+        }),
+        None => json!({
+            "type": "object",
+            "minProperties": 1,
+            "additionalProperties": {"type": "string"},
+        }),
+    };
+    let scalar = json!({"type": ["string", "number", "boolean"]});
+    let strict = |props: Value, required: &[&str]| json!({"type": "object", "properties": props, "required": required, "additionalProperties": false});
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://github.com/verdict/claims.schema.json",
+        "title": "verdict claims file",
+        "description": "Claims about an Nsight Systems trace, split into parts that can each be judged (docs/claims.md).",
+        "$defs": {
+            "text": text,
+            "kind": {"enum": ["observation", "interpretation", "causal", "action", "arithmetic"]},
+            "who": {"enum": ["source", "auditor"]},
+            "work": {"enum": ["config", "analysis", "capture", "ncu", "ab"]},
+            "effort": {"enum": ["minutes", "hours", "days", "weeks"]},
+            "about": strict(json!({
+                "window": {"type": "string"},
+                "devices": {"type": "string"},
+                "per": {"enum": ["device", "sum"]},
+                "quantity": {"enum": ["wall-time", "kernel-time", "count", "step-time-reduction", "throughput-gain"]},
+                "denominator": {"enum": ["window", "nccl-busy", "compute-busy", "nccl-kernel-time", "kernel-time"]},
+                "denominator_text": {"$ref": "#/$defs/text"},
+                "chosen_by": {"$ref": "#/$defs/who"},
+            }), &[]),
+            "measure": {
+                "type": "object",
+                "properties": {
+                    "analysis": {"enum": crate::analysis::ANALYSES.iter().chain(crate::analysis::DERIVED).map(|a| a.name).collect::<Vec<_>>()},
+                    "scope": {"type": "string"},
+                    "value": {"type": "string"},
+                    "unit": {"type": "string"},
+                },
+                "required": ["analysis", "scope", "value"],
+                // Every other key is a parameter of an analysis, or a comparison's.
+                "patternProperties": {
+                    measure_keys(): scalar,
+                },
+                "additionalProperties": false,
+            },
+            "condition": {
+                "type": "object",
+                "properties": {
+                    "between": {"type": "array", "items": {"type": ["string", "number"]}, "minItems": 2, "maxItems": 2},
+                    "at_least": {"type": ["string", "number"]},
+                    "at_most": {"type": ["string", "number"]},
+                    "above": {"type": ["string", "number"]},
+                    "below": {"type": ["string", "number"]},
+                    "approx": strict(json!({"value": {"type": ["string", "number"]}, "tolerance": {"type": ["string", "number"]}}), &["value", "tolerance"]),
+                    "exists": {"type": "boolean"},
+                },
+                "minProperties": 1,
+                "maxProperties": 1,
+                "additionalProperties": false,
+            },
+            "experiment": strict(json!({
+                "changed": {"$ref": "#/$defs/text"},
+                "held": {"type": "array", "items": {"enum": crate::claims::HELD}},
+                "controlled": {"type": "boolean"},
+                "expect": {"enum": ["decrease", "increase"]},
+            }), &[]),
+            "part": json!({"allOf": [{"$ref": "#/$defs/part_keys"}, {
+                "if": {"properties": {"kind": {"const": "interpretation"}}, "required": ["kind"]},
+                "then": {"required": ["mapping", "from"]},
+            }, {
+                "if": {"properties": {"kind": {"const": "arithmetic"}}, "required": ["kind"]},
+                "then": {"required": ["formula"]},
+            }]}),
+            "part_keys": strict(json!({
+                "id": {"type": "string"},
+                "kind": {"$ref": "#/$defs/kind"},
+                "text": {"$ref": "#/$defs/text"},
+                "measure": {"$ref": "#/$defs/measure"},
+                "condition": {"$ref": "#/$defs/condition"},
+                "says": {"type": ["string", "number"]},
+                "says_by": {"$ref": "#/$defs/who"},
+                "formula": {"type": "string"},
+                "unit": {"type": "string"},
+                "from": {"type": "array", "items": {"type": "string"}},
+                "mapping": {"$ref": "#/$defs/text"},
+                "needs": {"type": "array", "items": {"$ref": "#/$defs/text"}},
+                "work": {"type": "array", "items": {"$ref": "#/$defs/work"}},
+                "effort": {"$ref": "#/$defs/effort"},
+                "unblocks": {"$ref": "#/$defs/text"},
+                "caveats": {"$ref": "#/$defs/text"},
+                "note": {"$ref": "#/$defs/text"},
+                "about": {"$ref": "#/$defs/about"},
+                "experiment": {"$ref": "#/$defs/experiment"},
+            }), &["id", "kind"]),
+            "claim": strict(json!({
+                "id": {"type": "string"},
+                "source": {"type": "string"},
+                "statement": {"$ref": "#/$defs/text"},
+                "about": {"$ref": "#/$defs/about"},
+                "principal": {"type": "string"},
+                "parts": {"type": "array", "items": {"$ref": "#/$defs/part"}},
+                "review": {"$ref": "#/$defs/text"},
+            }), &["id", "statement", "parts"]),
+            "window": {
+                "oneOf": [
+                    {"type": "string"},
+                    strict(json!({
+                        "nvtx": {"type": "string"},
+                        "index": {"type": ["string", "integer"]},
+                        "on": {"enum": ["cpu", "gpu"]},
+                        "domain": {"type": ["string", "integer"]},
+                    }), &["nvtx"]),
+                ]
+            },
+        },
+        "type": "object",
+        "properties": {
+            "report": strict(json!({
+                "id": {"type": "string"},
+                "languages": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                "title": {"$ref": "#/$defs/text"},
+                "question": {"$ref": "#/$defs/text"},
+                "author": {"type": "string"},
+                "date": {"type": "string"},
+                "answer": {"$ref": "#/$defs/text"},
+                "decision": {"$ref": "#/$defs/text"},
+            }), &["id", "languages", "title"]),
+            "sources": {
+                "type": "object",
+                "additionalProperties": strict(json!({
+                    "label": {"$ref": "#/$defs/text"},
+                    "note": {"$ref": "#/$defs/text"},
+                }), &["label"]),
+            },
+            "traces": {
+                "type": "object",
+                "additionalProperties": strict(json!({
+                    "path": {"oneOf": [
+                        {"type": "string"},
+                        {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                    ]},
+                    "label": {"$ref": "#/$defs/text"},
+                    "expect_devices": {"type": ["string", "integer"]},
+                    "expect_ranks": {"type": "integer", "minimum": 1},
+                }), &["path"]),
+            },
+            "scopes": {
+                "type": "object",
+                "additionalProperties": strict(json!({
+                    "trace": {"type": "string"},
+                    "window": {"$ref": "#/$defs/window"},
+                    "devices": {"type": ["string", "integer"]},
+                    "ranks": {"type": ["string", "integer"]},
+                    "semantics": {"enum": ["clip", "contain"]},
+                }), &["trace"]),
+            },
+            "claims": {"type": "array", "items": {"$ref": "#/$defs/claim"}},
+            "review": strict(json!({
+                "r6": {"$ref": "#/$defs/text"},
+                "next": {"$ref": "#/$defs/text"},
+                "reviewer": {"type": "string"},
+                "date": {"type": "string"},
+            }), &[]),
+        },
+        "required": ["report", "traces", "claims"],
+        "additionalProperties": false,
+    })
+}
