@@ -197,6 +197,11 @@ pub struct EvalArgs {
     /// Language of the review sheets.
     #[arg(long, value_name = "LANG", default_value = "en")]
     pub lang: String,
+    /// Write the eval report into DIR: ID.LANG.md, ID.LANG.typ and, where typst and the CJK
+    /// font are installed, ID.LANG.pdf, in every language of the eval; the chart as SVG; and
+    /// ID.eval.json (the evaluation of --json).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 /// Arguments of `check`.

@@ -91,6 +91,11 @@ impl Strings {
         Strings::parse(lang, src)
     }
 
+    /// Every string by key, for templates (`t["key"]`).
+    pub fn table(&self) -> &BTreeMap<String, String> {
+        &self.map
+    }
+
     /// The keys.
     pub fn keys(&self) -> impl Iterator<Item = &String> {
         self.map.keys()

@@ -278,3 +278,42 @@ fn review_sheets_are_blind_current_and_round_trip_through_the_grades() {
     assert!(err.contains("next step `great`"), "{err}");
     assert!(err.contains("sheet S03 is not graded"), "{err}");
 }
+
+#[test]
+fn the_committed_eval_report_is_current() {
+    // The README's command for the example's report, into a temporary folder: every file
+    // equals the committed one (the PDFs where typst made them here).
+    let dir = tempfile::tempdir().unwrap();
+    let out = util::verdict()
+        .args([
+            "eval",
+            "claims/eval-day26/eval.yaml",
+            "--grades",
+            "claims/eval-day26/grades-lin.csv",
+            "claims/eval-day26/grades-chen.csv",
+            "--out",
+        ])
+        .arg(dir.path())
+        .env("SOURCE_DATE_EPOCH", "1788393600")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut n = 0;
+    for e in std::fs::read_dir(dir.path()).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_str().unwrap().to_string();
+        let committed = std::fs::read(format!("out/{name}"))
+            .unwrap_or_else(|_| panic!("out/{name} is not committed"));
+        assert!(
+            committed == std::fs::read(&p).unwrap(),
+            "out/{name} drifted: rerun the eval with --out out"
+        );
+        n += 1;
+    }
+    // Markdown, Typst and the chart in two languages, and the JSON, at least.
+    assert!(n >= 7, "{n}");
+    let md = std::fs::read_to_string("out/eval-day26.en.md").unwrap();
+    assert!(md.contains("Not controlled") && md.contains("model"));
+    assert!(!md.contains("n = 1 is an anecdote"));
+    assert!(md.contains("Few answers per group"), "{md}");
+}

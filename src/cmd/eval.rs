@@ -70,6 +70,9 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
         })?;
         eval::unblind(&mut ev, by_sheet);
     }
+    if let Some(dir) = &args.out {
+        write_report(&ev, dir)?;
+    }
     if args.json {
         print_json(&ev)?;
         return Ok(ExitCode::SUCCESS);
@@ -163,4 +166,50 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
     }
     super::emit(&s)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes the eval report in every language of the eval: Markdown, Typst, the chart, the
+/// evaluation as JSON, and the PDF where typst can make it (else a warning, as `render` does).
+fn write_report(ev: &eval::Evaluation, dir: &std::path::Path) -> anyhow::Result<()> {
+    use crate::render::templates::Format;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| anyhow::anyhow!("cannot create `{}`: {e}", dir.display()))?;
+    let id = &ev.eval.id;
+    let put = |name: &str, bytes: &[u8]| -> anyhow::Result<()> {
+        let path = dir.join(name);
+        crate::render::write::atomic(&path, bytes)
+            .map_err(|e| anyhow::anyhow!("cannot write `{}`: {e}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+        Ok(())
+    };
+    let mut json = serde_json::to_string_pretty(ev)?;
+    json.push('\n');
+    put(&format!("{id}.eval.json"), json.as_bytes())?;
+    let toolchain = crate::render::typst::Toolchain::probe();
+    let timestamp = super::render::source_date_epoch()?;
+    for lang in &ev.eval.languages {
+        let t = crate::i18n::Strings::load(lang).map_err(anyhow::Error::msg)?;
+        for chart in crate::render::eval::charts(ev, &t, id).map_err(anyhow::Error::msg)? {
+            put(&chart.file, chart.svg.as_bytes())?;
+        }
+        for format in [Format::Markdown, Format::Typst] {
+            let text = crate::render::eval::report(ev, &t, format).map_err(anyhow::Error::msg)?;
+            put(&format!("{id}.{lang}{}", format.suffix()), text.as_bytes())?;
+        }
+        if toolchain.ready() {
+            crate::render::typst::compile(
+                &toolchain.bin,
+                dir,
+                dir,
+                &format!("{id}.{lang}"),
+                timestamp,
+                &crate::render::interrupt::Interrupt::default(),
+            )?;
+            eprintln!("wrote {}", dir.join(format!("{id}.{lang}.pdf")).display());
+        }
+    }
+    if let Some(h) = toolchain.missing("the PDF") {
+        eprintln!("warning: {}\n  hint: {}", h.message, h.hint);
+    }
+    Ok(())
 }

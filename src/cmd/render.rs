@@ -131,7 +131,7 @@ fn end_by(signal: i32) -> ExitCode {
 }
 
 /// The PDF creation timestamp: `SOURCE_DATE_EPOCH` (whole seconds), else 0.
-fn source_date_epoch() -> anyhow::Result<i64> {
+pub(super) fn source_date_epoch() -> anyhow::Result<i64> {
     match std::env::var("SOURCE_DATE_EPOCH") {
         Err(_) => Ok(0),
         // Seconds since 1970 as the reproducible-builds convention defines it: a whole

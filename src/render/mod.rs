@@ -3,6 +3,7 @@
 
 pub mod charts;
 pub mod context;
+pub mod eval;
 pub use crate::i18n;
 pub mod interrupt;
 pub mod lock;

@@ -20,6 +20,8 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("partials/claim.typ", include_str!("../../templates/partials/claim.typ")),
     ("partials/summary.md", include_str!("../../templates/partials/summary.md")),
     ("partials/summary.typ", include_str!("../../templates/partials/summary.typ")),
+    ("eval.md", include_str!("../../templates/eval.md")),
+    ("eval.typ", include_str!("../../templates/eval.typ")),
     ("i18n/en.toml", crate::i18n::EN),
     ("i18n/zh-TW.toml", crate::i18n::ZH_TW),
 ];
