@@ -24,6 +24,12 @@ use crate::verdict::{GateStatus, PartOutcome, Verdict};
 #[serde(deny_unknown_fields)]
 struct RawEvalFile {
     eval: RawEval,
+    /// Traces the answers share: an answer without `traces` reads these.
+    #[serde(default)]
+    traces: BTreeMap<String, crate::claims::raw::RawTrace>,
+    /// Scopes the answers share: an answer without `scopes` reads these.
+    #[serde(default)]
+    scopes: BTreeMap<String, crate::claims::raw::RawScope>,
     answers: Vec<RawAnswer>,
     #[serde(default)]
     key: Option<RawKey>,
@@ -85,6 +91,12 @@ pub struct EvalFile {
     pub next_step: Option<Text>,
     /// Expected verdicts by claim id.
     pub key: BTreeMap<String, Verdict>,
+    /// The traces the answers share, their paths resolved against the eval file's folder.
+    #[serde(skip)]
+    pub traces: BTreeMap<String, crate::claims::raw::RawTrace>,
+    /// The scopes the answers share.
+    #[serde(skip)]
+    pub scopes: BTreeMap<String, crate::claims::raw::RawScope>,
 }
 
 /// One answer of an eval.
@@ -124,6 +136,40 @@ pub fn load(path: &Path) -> Result<EvalFile, ClaimsError> {
     let mut answers = Vec::new();
     for a in &raw.answers {
         let resolved = base.join(&a.claims.value);
+        // A glob (that names no file itself) stands for every file it matches, in sorted
+        // order, each an answer with the entry's conditions and its file stem as `run`.
+        if a.claims.value.contains(['*', '?', '[']) && !resolved.exists() {
+            let pattern = resolved.display().to_string();
+            let mut found: Vec<PathBuf> = glob::glob(&pattern)
+                .map(|m| m.filter_map(Result::ok).filter(|p| p.is_file()).collect())
+                .unwrap_or_default();
+            found.sort();
+            if found.is_empty() {
+                problem(
+                    at(&a.claims),
+                    format!("`{}` matches no answer file", a.claims.value),
+                    "answers' paths and globs are relative to the eval file's folder",
+                );
+            }
+            for f in found {
+                let mut conditions = a.conditions.clone();
+                if let Some(stem) = f.file_stem() {
+                    conditions
+                        .entry("run".into())
+                        .or_insert_with(|| stem.to_string_lossy().into_owned());
+                }
+                let shown = f.strip_prefix(base).unwrap_or(&f).display().to_string();
+                if !conditions.contains_key(&groups) {
+                    problem(
+                        at(&a.claims),
+                        format!("answers `{}` state no `{groups}` condition", a.claims.value),
+                        "every answer names its group among its conditions",
+                    );
+                }
+                answers.push(AnswerDecl { claims: shown, resolved: f, conditions });
+            }
+            continue;
+        }
         if !resolved.is_file() {
             problem(
                 at(&a.claims),
@@ -174,7 +220,20 @@ pub fn load(path: &Path) -> Result<EvalFile, ClaimsError> {
     if !problems.is_empty() {
         return Err(err(problems));
     }
+    // Shared traces: their paths resolved here, so an answer in another folder reads the same
+    // files.
+    let mut traces = raw.traces;
+    for t in traces.values_mut() {
+        use crate::claims::raw::RawPaths;
+        let abs = |p: &String| base.join(p).display().to_string();
+        t.path.value = match &t.path.value {
+            RawPaths::One(p) => RawPaths::One(abs(p)),
+            RawPaths::Many(v) => RawPaths::Many(v.iter().map(abs).collect()),
+        };
+    }
     Ok(EvalFile {
+        traces,
+        scopes: raw.scopes,
         id: raw.eval.id.value,
         languages: raw.eval.languages,
         title: raw.eval.title,
@@ -186,6 +245,22 @@ pub fn load(path: &Path) -> Result<EvalFile, ClaimsError> {
         next_step: raw.key.and_then(|k| k.next_step),
         key,
     })
+}
+
+/// Reads one answer: its claims file, with the eval's traces and scopes where it declares none,
+/// validated as `verdict check` validates it.
+pub fn load_answer(
+    eval: &EvalFile,
+    a: &AnswerDecl,
+) -> Result<crate::claims::ClaimSet, ClaimsError> {
+    let mut raw = crate::claims::load::load_raw(&a.resolved)?;
+    if raw.traces.is_empty() {
+        raw.traces = eval.traces.clone();
+        if raw.scopes.is_empty() {
+            raw.scopes = eval.scopes.clone();
+        }
+    }
+    crate::claims::validate::validate(raw, &a.resolved)
 }
 
 /// The rubric's scores of one answer, all counts: name, short column header, definition.

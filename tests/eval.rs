@@ -317,3 +317,61 @@ fn the_committed_eval_report_is_current() {
     assert!(!md.contains("n = 1 is an anecdote"));
     assert!(md.contains("Few answers per group"), "{md}");
 }
+
+#[test]
+fn answers_may_share_the_evals_traces_and_scopes_and_come_from_a_glob() {
+    let dir = tempfile::tempdir().unwrap();
+    let answers = dir.path().join("answers");
+    std::fs::create_dir(&answers).unwrap();
+    // Two answers that name no trace or scope of their own: the eval's are theirs.
+    for (name, says) in [("run-a", "17.8%"), ("run-b", "30%")] {
+        std::fs::write(
+            answers.join(format!("{name}.yaml")),
+            format!(
+                r#"report: {{ id: {name}, languages: [en], title: {{ en: {name} }} }}
+claims:
+  - id: exposed-nccl
+    statement: {{ en: "exposed NCCL is about {says} of the step" }}
+    principal: share
+    parts:
+      - id: share
+        kind: observation
+        measure: {{ analysis: overlap, scope: step-dev4, value: "nccl_only_ns / total_ns", unit: "%" }}
+        says: "{says}"
+"#
+            ),
+        )
+        .unwrap();
+    }
+    let trace = std::fs::canonicalize("fixtures/day26/megatron.sqlite").unwrap();
+    let eval = dir.path().join("eval.yaml");
+    std::fs::write(
+        &eval,
+        format!(
+            r#"eval: {{ id: shared, languages: [en], title: {{ en: shared }} }}
+traces:
+  A: {{ path: "{}" }}
+scopes:
+  step-dev4: {{ trace: A, window: "39.964:46.123", devices: "4", semantics: contain }}
+answers:
+  - claims: "answers/*.yaml"
+    conditions: {{ group: g }}
+"#,
+            trace.display()
+        ),
+    )
+    .unwrap();
+    let ev = run_json(&["eval", eval.to_str().unwrap(), "--json"]);
+    let a = ev["answers"].as_array().unwrap();
+    assert_eq!(a.len(), 2);
+    // Sorted, each with its file stem as the run.
+    assert_eq!(a[0]["claims"], "answers/run-a.yaml");
+    assert_eq!(a[0]["conditions"]["run"], "run-a");
+    assert_eq!(a[1]["conditions"]["run"], "run-b");
+    // 17.8% holds at its precision on device 4's step (the article's number); 30% does not.
+    assert_eq!(
+        (a[0]["scores"]["says_failed"].as_i64(), a[1]["scores"]["says_failed"].as_i64()),
+        (Some(0), Some(1))
+    );
+    assert_eq!(a[0]["scores"]["met_evidence"], 1);
+}

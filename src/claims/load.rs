@@ -28,6 +28,12 @@ const LIMITS_DOC: &str = "docs/claims.md, \"Limits\"";
 
 /// Reads, parses and validates a claims file.
 pub fn load(path: &Path) -> Result<ClaimSet, ClaimsError> {
+    validate(load_raw(path)?, path)
+}
+
+/// Reads and parses a claims file, checking its limits, without validating it (an eval adds
+/// its shared traces and scopes before validation).
+pub fn load_raw(path: &Path) -> Result<RawClaimFile, ClaimsError> {
     let file = path.display().to_string();
     let fail = |message: String, hint: &str| ClaimsError {
         file: file.clone(),
@@ -52,7 +58,7 @@ pub fn load(path: &Path) -> Result<ClaimSet, ClaimsError> {
             }],
         });
     }
-    validate(raw, path)
+    Ok(raw)
 }
 
 /// The text of a claims file, or what is wrong with the path and what to do about it.

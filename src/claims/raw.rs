@@ -20,7 +20,8 @@ pub struct RawClaimFile {
     /// Who made the claims.
     #[serde(default)]
     pub sources: BTreeMap<String, RawSource>,
-    /// Named traces.
+    /// Named traces (an answer of an eval may leave them to the eval file).
+    #[serde(default)]
     pub traces: BTreeMap<String, RawTrace>,
     /// Named scopes.
     #[serde(default)]
@@ -65,7 +66,7 @@ pub struct RawSource {
 }
 
 /// `traces.NAME:`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawTrace {
     /// Path relative to the claims file: one file, a glob, or a list of files and globs (a
@@ -80,7 +81,7 @@ pub struct RawTrace {
 }
 
 /// A trace's `path:`: one string, or a list of them.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum RawPaths {
     /// One path or glob.
     One(String),
@@ -115,7 +116,7 @@ impl<'de> Deserialize<'de> for RawPaths {
 }
 
 /// `scopes.NAME:`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawScope {
     /// Trace name.
@@ -131,7 +132,7 @@ pub struct RawScope {
 }
 
 /// A scope's `window:`: seconds as text, or the keys of an NVTX window.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum RawWindow {
     /// `START:END`.
     Seconds(String),

@@ -17,7 +17,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
     let file = eval::load(&args.eval)?;
     let mut sets = Vec::new();
     for a in &file.answers {
-        sets.push(crate::claims::load(&a.resolved)?);
+        sets.push(eval::load_answer(&file, a)?);
     }
     // Each trace is read once for every answer: the union of what they need.
     let mut plans: BTreeMap<PathBuf, (KernelFilter, Vec<analysis::Table>)> = BTreeMap::new();
