@@ -214,21 +214,18 @@ pub fn command_words(
                 .as_deref()
                 .map_or(analysis::Expect::Nothing, analysis::Expect::Devices),
         ),
-        Some(files) => (
-            files.iter().map(|f| normalize(f).display().to_string()).collect(),
-            decl.expect_ranks.map_or(analysis::Expect::Nothing, analysis::Expect::Ranks),
-        ),
-    };
-    let mut words = analysis::command_words(spec, &traces, p, expect, windows);
-    // A set of one file is read as a set (its devices numbered as ranks) only when told so.
-    if decl.set.as_ref().is_some_and(|f| f.len() == 1) {
-        words.insert(4.min(words.len()), "--set".into());
-        if words.get(1).map(String::as_str) == Some("inspect") {
-            words.remove(4);
-            words.insert(3, "--set".into());
+        Some(files) => {
+            let mut words: Vec<String> =
+                files.iter().map(|f| normalize(f).display().to_string()).collect();
+            // A set of one file is read as a set (its devices numbered as ranks) only when
+            // told so.
+            if files.len() == 1 {
+                words.push("--set".into());
+            }
+            (words, decl.expect_ranks.map_or(analysis::Expect::Nothing, analysis::Expect::Ranks))
         }
-    }
-    words
+    };
+    analysis::command_words(spec, &traces, p, expect, windows)
 }
 
 /// The `verdict query compare` command that reproduces a comparison: each side's trace (or
@@ -438,32 +435,20 @@ pub fn merge_scans(
 /// what this file needs: see [`plan`] and [`merge_scans`]).
 pub fn run_with(set: ClaimSet, progress: &mut dyn FnMut(&str, u64), scans: &Scans) -> Audit {
     let by_trace = queries_by_trace(&set);
+    let measures = || set.claims.iter().flat_map(|c| &c.parts).filter_map(|p| p.measure.as_ref());
+    let compares = || measures().filter_map(|m| m.compare.as_deref());
     // The side queries of comparisons over kernels, nvtx or copies also run over each side's
     // whole span, for the per-name deltas: by side key.
-    let name_sides: Vec<String> = set
-        .claims
-        .iter()
-        .flat_map(|c| &c.parts)
-        .filter_map(|p| p.measure.as_ref()?.compare.as_ref())
+    let name_sides: Vec<String> = compares()
         .filter(|c| analysis::compare::has_names(&c.of))
         .flat_map(|c| c.sides.iter().map(|s| query_key(&set, s)))
         .collect();
     let mut names: BTreeMap<String, Evidence> = BTreeMap::new();
     // The side queries of comparisons that no other part reads: they get the comparison's
     // charts, not the per-trace chart context.
-    let direct: Vec<String> = set
-        .claims
-        .iter()
-        .flat_map(|c| &c.parts)
-        .filter_map(|p| p.measure.as_ref())
-        .filter(|m| m.compare.is_none())
-        .map(|m| query_key(&set, m))
-        .collect();
-    let sides_only: Vec<String> = set
-        .claims
-        .iter()
-        .flat_map(|c| &c.parts)
-        .filter_map(|p| p.measure.as_ref()?.compare.as_ref())
+    let direct: Vec<String> =
+        measures().filter(|m| m.compare.is_none()).map(|m| query_key(&set, m)).collect();
+    let sides_only: Vec<String> = compares()
         .flat_map(|c| c.sides.iter().map(|s| query_key(&set, s)))
         .filter(|k| !direct.contains(k))
         .collect();

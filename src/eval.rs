@@ -138,19 +138,16 @@ pub fn load(path: &Path) -> Result<EvalFile, ClaimsError> {
         let resolved = base.join(&a.claims.value);
         // A glob (that names no file itself) stands for every file it matches, in sorted
         // order, each an answer with the entry's conditions and its file stem as `run`.
-        if a.claims.value.contains(['*', '?', '[']) && !resolved.exists() {
-            let pattern = resolved.display().to_string();
-            let mut found: Vec<PathBuf> = glob::glob(&pattern)
-                .map(|m| m.filter_map(Result::ok).filter(|p| p.is_file()).collect())
-                .unwrap_or_default();
-            found.sort();
-            if found.is_empty() {
-                problem(
-                    at(&a.claims),
-                    format!("`{}` matches no answer file", a.claims.value),
-                    "answers' paths and globs are relative to the eval file's folder",
-                );
-            }
+        if crate::claims::validate::is_set_path(base, &a.claims.value) {
+            let found =
+                crate::claims::validate::glob_files(base, &a.claims.value).unwrap_or_else(|e| {
+                    problem(
+                        at(&a.claims),
+                        format!("answers: {e}"),
+                        "answers' paths and globs are relative to the eval file's folder",
+                    );
+                    Vec::new()
+                });
             for f in found {
                 let mut conditions = a.conditions.clone();
                 if let Some(stem) = f.file_stem() {
@@ -522,21 +519,16 @@ pub fn evaluate(eval: EvalFile, answers: Vec<Scored>) -> Evaluation {
             varied.insert(k.clone(), vals);
         }
     }
-    let uncontrolled: Vec<String> =
-        eval.held.iter().filter(|h| varied.contains_key(*h)).cloned().collect();
-    // A held condition an answer does not state cannot be shown to be held.
-    let unstated: Vec<String> = eval
+    // A held condition that varies, or that an answer does not state (it cannot be shown to
+    // be held).
+    let uncontrolled: Vec<String> = eval
         .held
         .iter()
-        .filter(|h| answers.iter().any(|a| !a.conditions.contains_key(*h)))
+        .filter(|h| {
+            varied.contains_key(*h) || answers.iter().any(|a| !a.conditions.contains_key(*h))
+        })
         .cloned()
         .collect();
-    let mut uncontrolled = uncontrolled;
-    for u in unstated {
-        if !uncontrolled.contains(&u) {
-            uncontrolled.push(u);
-        }
-    }
     let controlled = uncontrolled.is_empty();
     Evaluation {
         eval,

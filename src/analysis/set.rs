@@ -455,7 +455,7 @@ fn set_digest(files: &[SetFile]) -> String {
         h.update(f.path.as_bytes());
         h.update(b"\n");
     }
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    crate::trace::hex(&h.finalize())
 }
 
 /// How a set is named where one path stood: the one file, or the common folder with the

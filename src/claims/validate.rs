@@ -1259,9 +1259,32 @@ fn is_glob(p: &str) -> bool {
     p.contains(['*', '?', '['])
 }
 
-/// Whether one path names a trace set: a glob that is not the name of an existing file.
-fn is_set_path(base: &Path, p: &str) -> bool {
+/// Whether one path names several files: a glob that is not the name of an existing file.
+pub(crate) fn is_set_path(base: &Path, p: &str) -> bool {
     is_glob(p) && !base.join(p).exists()
+}
+
+/// The files a glob matches, relative to `base` (its own glob characters escaped), sorted;
+/// an error names a pattern that does not parse or matches no file.
+pub(crate) fn glob_files(base: &Path, p: &str) -> Result<Vec<PathBuf>, String> {
+    let full = if Path::new(p).is_absolute() || base.as_os_str().is_empty() {
+        p.to_string()
+    } else {
+        format!("{}/{p}", glob::Pattern::escape(&base.display().to_string()))
+    };
+    let mut found = Vec::new();
+    for m in glob::glob(&full).map_err(|e| format!("`{p}` is not a valid glob ({e})"))? {
+        let m = m.map_err(|e| format!("`{p}`: {e}"))?;
+        if m.is_file() {
+            found.push(m);
+        }
+    }
+    if found.is_empty() {
+        let at = if base.as_os_str().is_empty() { Path::new(".") } else { base };
+        return Err(format!("`{p}` matches no file (resolved against `{}`)", at.display()));
+    }
+    found.sort();
+    Ok(found)
 }
 
 /// The files of a trace set: each entry a path or a glob relative to `base`, sorted, each
@@ -1273,27 +1296,7 @@ fn expand_set(base: &Path, patterns: &[String]) -> Result<Vec<PathBuf>, String> 
     let mut files = BTreeSet::new();
     for p in patterns {
         if is_set_path(base, p) {
-            let full = if Path::new(p).is_absolute() || base.as_os_str().is_empty() {
-                p.clone()
-            } else {
-                format!("{}/{p}", glob::Pattern::escape(&base.display().to_string()))
-            };
-            let matches =
-                glob::glob(&full).map_err(|e| format!("`{p}` is not a valid glob ({e})"))?;
-            let mut n = 0;
-            for m in matches {
-                let m = m.map_err(|e| format!("`{p}`: {e}"))?;
-                if m.is_file() {
-                    files.insert(m);
-                    n += 1;
-                }
-            }
-            if n == 0 {
-                return Err(format!(
-                    "`{p}` matches no file (resolved against `{}`)",
-                    base.display()
-                ));
-            }
+            files.extend(glob_files(base, p)?);
         } else {
             let f = base.join(p);
             if !f.exists() {

@@ -52,13 +52,10 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
         let order = eval::sheet_order(audits.len(), file.seed);
         for (i, &a) in order.iter().enumerate() {
             let id = eval::sheet_id(i);
-            let path = dir.join(format!("{id}.md"));
-            std::fs::write(&path, eval::sheet_markdown(&id, &file, &audits[a], &args.lang))?;
-            eprintln!("wrote {}", path.display());
+            let sheet = eval::sheet_markdown(&id, &file, &audits[a], &args.lang);
+            put(dir, &format!("{id}.md"), sheet.as_bytes())?;
         }
-        let csv = dir.join("grades.csv");
-        std::fs::write(&csv, eval::grades_template(audits.len()))?;
-        eprintln!("wrote {}", csv.display());
+        put(dir, "grades.csv", eval::grades_template(audits.len()).as_bytes())?;
     }
     let mut ev = eval::evaluate(file, scored);
     if !args.grades.is_empty() {
@@ -175,13 +172,7 @@ fn write_report(ev: &eval::Evaluation, dir: &std::path::Path) -> anyhow::Result<
     std::fs::create_dir_all(dir)
         .map_err(|e| anyhow::anyhow!("cannot create `{}`: {e}", dir.display()))?;
     let id = &ev.eval.id;
-    let put = |name: &str, bytes: &[u8]| -> anyhow::Result<()> {
-        let path = dir.join(name);
-        crate::render::write::atomic(&path, bytes)
-            .map_err(|e| anyhow::anyhow!("cannot write `{}`: {e}", path.display()))?;
-        eprintln!("wrote {}", path.display());
-        Ok(())
-    };
+    let put = |name: &str, bytes: &[u8]| put(dir, name, bytes);
     let mut json = serde_json::to_string_pretty(ev)?;
     json.push('\n');
     put(&format!("{id}.eval.json"), json.as_bytes())?;
@@ -211,5 +202,14 @@ fn write_report(ev: &eval::Evaluation, dir: &std::path::Path) -> anyhow::Result<
     if let Some(h) = toolchain.missing("the PDF") {
         eprintln!("warning: {}\n  hint: {}", h.message, h.hint);
     }
+    Ok(())
+}
+
+/// Writes one file of the eval's output atomically and says so.
+fn put(dir: &std::path::Path, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
+    let path = dir.join(name);
+    crate::render::write::atomic(&path, bytes)
+        .map_err(|e| anyhow::anyhow!("cannot write `{}`: {e}", path.display()))?;
+    eprintln!("wrote {}", path.display());
     Ok(())
 }

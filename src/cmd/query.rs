@@ -1,6 +1,6 @@
 //! `verdict query ...` and `verdict analyses`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
@@ -247,27 +247,17 @@ pub(super) fn expand(traces: &[PathBuf]) -> anyhow::Result<(Vec<PathBuf>, bool)>
     let mut globbed = false;
     for t in traces {
         let text = t.to_string_lossy();
-        if t.exists() || !text.contains(['*', '?', '[']) {
+        if !crate::claims::validate::is_set_path(Path::new(""), &text) {
             out.push(t.clone());
             continue;
         }
         globbed = true;
-        let matches = glob::glob(&text).map_err(|e| {
+        let found = crate::claims::validate::glob_files(Path::new(""), &text).map_err(|e| {
             crate::Hinted::new(
-                format!("`{text}` is not a valid glob ({e})"),
-                "quote a glob so that verdict expands it: 'runs/*.sqlite'",
+                e,
+                "quote a glob so that verdict expands it ('runs/*.sqlite'); it is read relative to the current folder",
             )
         })?;
-        let mut found: Vec<PathBuf> =
-            matches.filter_map(Result::ok).filter(|p| p.is_file()).collect();
-        if found.is_empty() {
-            return Err(crate::Hinted::new(
-                format!("`{text}` matches no file"),
-                "the glob is read relative to the current folder",
-            )
-            .into());
-        }
-        found.sort();
         out.extend(found);
     }
     out.sort();

@@ -558,7 +558,12 @@ pub fn sha256_file(path: &Path) -> io::Result<String> {
         }
         hasher.update(&buf[..n]);
     }
-    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    Ok(hex(&hasher.finalize()))
+}
+
+/// Bytes in lowercase hex, as digests are shown.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The distinct devices of a device column sorted ascending.
