@@ -1316,6 +1316,23 @@ pub fn run_split(
     Ok(ev)
 }
 
+/// Runs one query as the command line gives it: over the window (or its `split`), or over the
+/// windows an NVTX window resolves to on the processes of the query's devices.
+pub fn run_query(
+    spec: &AnalysisSpec,
+    params: &Params,
+    ctx: &Context,
+    nvtx: Option<&nvtx::NvtxWindow>,
+) -> Result<Evidence, QueryError> {
+    match nvtx {
+        None => run_split(spec, params, ctx),
+        Some(w) => ctx
+            .resolve_devices(&params.devices)
+            .and_then(|d| nvtx::resolve_windows(w, ctx, &d))
+            .and_then(|rws| run_nvtx_windows(spec, params, ctx, w, &rws)),
+    }
+}
+
 /// Runs an analysis over the windows an NVTX window resolved to, and says in the evidence
 /// which ranges they came from: the one path of `verdict query --nvtx-window` and of a claims
 /// scope with an NVTX window.

@@ -52,17 +52,8 @@ pub fn run(q: QueryCommand) -> anyhow::Result<ExitCode> {
         &needs,
     )?;
     let name = trace_name(&q.traces);
-    let ev = match &q.nvtx {
-        None => analysis::run_split(spec, &params, &ctx),
-        Some(w) => {
-            let rws = ctx
-                .resolve_devices(&sel)
-                .and_then(|d| analysis::nvtx::resolve_windows(w, &ctx, &d))
-                .map_err(|e| crate::Hinted::new(e.to_string(), e.hint().unwrap_or_default()))?;
-            analysis::run_nvtx_windows(spec, &params, &ctx, w, &rws)
-        }
-    }
-    .with_context(|| format!("cannot answer from trace `{name}`"))?;
+    let ev = analysis::run_query(spec, &params, &ctx, q.nvtx.as_ref())
+        .with_context(|| format!("cannot answer from trace `{name}`"))?;
     if q.json {
         print_json(&ev)?;
     } else {
@@ -175,14 +166,7 @@ fn compare(c: &crate::cli::CompareArgs, json: bool) -> anyhow::Result<ExitCode> 
             force_set: get("set").is_some_and(|v| v == "true"),
         };
         let ctx = load(&traces, window, expect, &devices, &needs)?;
-        let ev = match &nvtx {
-            None => analysis::run_split(of, &params, &ctx),
-            Some(w) => ctx
-                .resolve_devices(&devices)
-                .and_then(|d| analysis::nvtx::resolve_windows(w, &ctx, &d))
-                .and_then(|rws| analysis::run_nvtx_windows(of, &params, &ctx, w, &rws)),
-        }
-        .map_err(hinted)?;
+        let ev = analysis::run_query(of, &params, &ctx, nvtx.as_ref()).map_err(hinted)?;
         if analysis::compare::has_names(of.name) {
             let whole = analysis::compare::names_params(&params, &ev);
             names.push(analysis::run_spec(of, &whole, &ctx).map_err(hinted)?);
