@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
+use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::analysis::{self, Context, Evidence, Params, ToolRef};
@@ -373,8 +374,12 @@ fn queries_by_trace(set: &ClaimSet) -> BTreeMap<String, Vec<(&Scope, &Measure)>>
 /// The one scan a trace's queries need: the rows (a filter) and the tables.
 fn scan_of(queries: &[(&Scope, &Measure)]) -> (KernelFilter, Vec<analysis::Table>) {
     let context_scopes = context_scopes_of(queries);
-    let filter =
-        union_filter(queries.iter().map(|(s, _)| *s).chain(context_scopes.iter().map(|(_, s)| s)));
+    let filter = union_filter(
+        queries
+            .iter()
+            .filter_map(|(s, m)| Some((*s, analysis::spec(&m.analysis)?)))
+            .chain(context_scopes.iter().map(|(spec, s)| (s, *spec))),
+    );
     let needs = analysis::needs(
         queries
             .iter()
@@ -404,22 +409,46 @@ pub fn plan(set: &ClaimSet) -> Vec<(PathBuf, KernelFilter, Vec<analysis::Table>)
         .collect()
 }
 
-/// The smallest scan that serves two: the union of their devices and windows, and tables.
+/// The smallest scan that serves two: the union of their boxes of devices and windows (a box
+/// that keeps no rows adds nothing), NCCL kernels anywhere when either keeps them, launch keys
+/// for the union of their key boxes, and tables.
 pub fn merge_scans(
     a: (KernelFilter, Vec<analysis::Table>),
     b: (KernelFilter, Vec<analysis::Table>),
 ) -> (KernelFilter, Vec<analysis::Table>) {
-    let devices = match (a.0.devices, b.0.devices) {
-        (Some(mut x), Some(y)) => {
-            x.extend(y);
-            x.sort_unstable();
-            x.dedup();
-            Some(x)
+    fn union(
+        a: (Option<Vec<i64>>, Option<(i64, i64)>),
+        b: (Option<Vec<i64>>, Option<(i64, i64)>),
+    ) -> (Option<Vec<i64>>, Option<(i64, i64)>) {
+        let empty = |x: &(Option<Vec<i64>>, _)| x.0.as_ref().is_some_and(Vec::is_empty);
+        if empty(&a) {
+            return b;
         }
-        _ => None,
-    };
-    let bounds = match (a.0.bounds, b.0.bounds) {
-        (Some((p, q)), Some((r, t))) => Some((p.min(r), q.max(t))),
+        if empty(&b) {
+            return a;
+        }
+        let devices = match (a.0, b.0) {
+            (Some(mut x), Some(y)) => {
+                x.extend(y);
+                x.sort_unstable();
+                x.dedup();
+                Some(x)
+            }
+            _ => None,
+        };
+        let bounds = match (a.1, b.1) {
+            (Some((p, q)), Some((r, t))) => Some((p.min(r), q.max(t))),
+            _ => None,
+        };
+        (devices, bounds)
+    }
+    let (devices, bounds) = union((a.0.devices, a.0.bounds), (b.0.devices, b.0.bounds));
+    let nccl_anywhere = a.0.nccl_anywhere || b.0.nccl_anywhere;
+    // No key box where NVTX is read means every kept row's keys.
+    let keys = match (a.0.keys, b.0.keys) {
+        (Some(x), Some(y)) => Some(union(x, y)),
+        (Some(x), None) if !b.1.contains(&analysis::Table::Nvtx) => Some(x),
+        (None, Some(y)) if !a.1.contains(&analysis::Table::Nvtx) => Some(y),
         _ => None,
     };
     let mut needs = a.1;
@@ -428,7 +457,7 @@ pub fn merge_scans(
             needs.push(t);
         }
     }
-    (KernelFilter { devices, bounds }, needs)
+    (KernelFilter { devices, bounds, nccl_anywhere, keys }, needs)
 }
 
 /// [`run`], taking each single trace's scan from `scans` when it is there (it must cover
@@ -534,36 +563,58 @@ pub fn run_with(set: ClaimSet, progress: &mut dyn FnMut(&str, u64), scans: &Scan
             }
         }
         // An unreadable trace keeps its queries in the ledger, failed, so the report names
-        // each of them.
+        // each of them. The queries run in parallel, their results kept in file order.
+        let mut unique: Vec<(&Scope, &Measure, String)> = Vec::new();
         for (scope, m) in &queries {
             let key = query_key(&set, m);
-            if evidence.contains_key(&key) {
-                continue;
+            if !evidence.contains_key(&key) && !unique.iter().any(|u| u.2 == key) {
+                unique.push((*scope, *m, key));
             }
-            let mut p = m.params.clone();
-            let Some(spec) = analysis::spec(&m.analysis) else { continue };
-            let result = match (&ctx, resolved.get(&scope.name)) {
-                (Err(msg), _) => Err(msg.clone()),
-                (Ok(_), Some(Err(msg))) => Err(msg.clone()),
-                (Ok(ctx), Some(Ok((_, rws)))) => {
-                    // One window is reproduced by its seconds, a set by naming its ranges.
-                    if let [one] = rws.as_slice() {
-                        p.window = Some(one.window);
+        }
+        type Run = (Params, Result<Evidence, String>, Option<(Params, Result<Evidence, String>)>);
+        let runs: Vec<Option<Run>> = unique
+            .par_iter()
+            .map(|(scope, m, key)| {
+                let mut p = m.params.clone();
+                let spec = analysis::spec(&m.analysis)?;
+                let result = match (&ctx, resolved.get(&scope.name)) {
+                    (Err(msg), _) => Err(msg.clone()),
+                    (Ok(_), Some(Err(msg))) => Err(msg.clone()),
+                    (Ok(ctx), Some(Ok((_, rws)))) => {
+                        // One window is reproduced by its seconds, a set by naming its ranges.
+                        if let [one] = rws.as_slice() {
+                            p.window = Some(one.window);
+                        }
+                        let w = scope.nvtx.as_ref().expect("resolved scopes have an NVTX window");
+                        analysis::run_nvtx_windows(spec, &p, ctx, w, rws).map_err(|e| e.with_hint())
                     }
-                    let w = scope.nvtx.as_ref().expect("resolved scopes have an NVTX window");
-                    analysis::run_nvtx_windows(spec, &p, ctx, w, rws).map_err(|e| e.with_hint())
-                }
-                (Ok(ctx), None) => analysis::run_split(spec, &p, ctx).map_err(|e| e.with_hint()),
+                    (Ok(ctx), None) => {
+                        analysis::run_split(spec, &p, ctx).map_err(|e| e.with_hint())
+                    }
+                };
+                // A compared side over kernels, nvtx or copies: the same query over the side's
+                // whole span, for the per-name deltas.
+                let names = match (&ctx, &result, name_sides.contains(key)) {
+                    (Ok(ctx), Ok(ev), true) => {
+                        let whole = analysis::compare::names_params(&m.params, ev);
+                        let r = analysis::run_spec(spec, &whole, ctx).map_err(|e| e.to_string());
+                        Some((whole, r))
+                    }
+                    _ => None,
+                };
+                Some((p, result, names))
+            })
+            .collect();
+        for ((scope, m, key), run) in unique.into_iter().zip(runs) {
+            let (Some(spec), Some((p, result, names_run))) = (analysis::spec(&m.analysis), run)
+            else {
+                continue;
             };
-            // A compared side over kernels, nvtx or copies: the same query over the side's
-            // whole span, for the per-name deltas.
-            if let (Ok(ctx), Ok(ev), true) = (&ctx, &result, name_sides.contains(&key)) {
-                let whole = analysis::compare::names_params(&m.params, ev);
-                let r = analysis::run_spec(spec, &whole, ctx);
+            if let Some((whole, r)) = names_run {
                 context.push(LedgerEntry::new(
                     format!("{key}/names"),
                     command_words(spec, decl, &whole, None),
-                    r.clone().map_err(|e| e.to_string()),
+                    r.clone(),
                 ));
                 if let Ok(r) = r {
                     names.insert(key.clone(), r);
@@ -592,18 +643,24 @@ pub fn run_with(set: ClaimSet, progress: &mut dyn FnMut(&str, u64), scans: &Scan
             .into_iter()
             .filter(|(_, s)| s.nvtx.is_none() || s.window.is_some())
             .collect();
-        for (spec, scope) in &context_scopes {
-            let mut p = Params::new(scope.devices.clone());
-            p.window = scope.window;
-            p.semantics = scope.semantics;
-            if let Some(analysis::ChartContext::Top(n)) = spec.chart_context() {
-                p.limit = Some(n);
-            }
-            let result = analysis::run_spec(spec, &p, &ctx);
+        let runs: Vec<(Params, Result<Evidence, String>)> = context_scopes
+            .par_iter()
+            .map(|(spec, scope)| {
+                let mut p = Params::new(scope.devices.clone());
+                p.window = scope.window;
+                p.semantics = scope.semantics;
+                if let Some(analysis::ChartContext::Top(n)) = spec.chart_context() {
+                    p.limit = Some(n);
+                }
+                let result = analysis::run_spec(spec, &p, &ctx).map_err(|e| e.to_string());
+                (p, result)
+            })
+            .collect();
+        for ((spec, scope), (p, result)) in context_scopes.iter().zip(runs) {
             context.push(LedgerEntry::new(
                 format!("{}/{}/{}", decl.name, spec.name, scope.name),
                 command_words(spec, decl, &p, None),
-                result.map_err(|e| e.to_string()),
+                result,
             ));
         }
     }
@@ -697,35 +754,161 @@ fn context_scopes_of(
     out
 }
 
-/// The smallest scan that serves every scope of one trace.
-fn union_filter<'a>(scopes: impl Iterator<Item = &'a Scope>) -> KernelFilter {
-    let mut devices: Option<Vec<i64>> = Some(Vec::new());
-    let mut bounds: Option<(i64, i64)> = None;
-    let mut whole = false;
-    let mut any = false;
-    for s in scopes {
-        any = true;
-        match (&s.devices, devices.as_mut()) {
-            (DeviceSel::Set(v), Some(d)) => d.extend(v),
-            _ => devices = None,
-        }
-        match s.window {
-            None => whole = true,
-            Some(w) => {
-                bounds =
-                    Some(bounds.map_or((w.start_ns, w.end_ns), |(a, b)| {
+/// The smallest scan that serves every query of one trace, each a scope read by an
+/// analysis: the box of devices and bounds that holds every query's rows, except the
+/// cross-rank matching of whole-trace NCCL kernels, which keeps only NCCL kernels wherever
+/// they are; and the box whose rows need their launch keys (NVTX attribution, NVTX windows).
+fn union_filter<'a>(
+    queries: impl Iterator<Item = (&'a Scope, &'static analysis::AnalysisSpec)>,
+) -> KernelFilter {
+    #[derive(Default)]
+    struct Box {
+        any: bool,
+        devices: Option<Vec<i64>>,
+        bounds: Option<(i64, i64)>,
+        whole: bool,
+    }
+    impl Box {
+        fn add(&mut self, s: &Scope) {
+            if !self.any {
+                self.devices = Some(Vec::new());
+            }
+            self.any = true;
+            match (&s.devices, self.devices.as_mut()) {
+                (DeviceSel::Set(v), Some(d)) => d.extend(v),
+                _ => self.devices = None,
+            }
+            // A window taken from NVTX ranges is known only once they are read.
+            match s.window.filter(|_| s.nvtx.is_none()) {
+                None => self.whole = true,
+                Some(w) => {
+                    self.bounds = Some(self.bounds.map_or((w.start_ns, w.end_ns), |(a, b)| {
                         (a.min(w.start_ns), b.max(w.end_ns))
                     }))
+                }
             }
         }
+        fn finish(mut self) -> (Option<Vec<i64>>, Option<(i64, i64)>) {
+            if !self.any {
+                return (Some(Vec::new()), None);
+            }
+            if let Some(d) = self.devices.as_mut() {
+                d.sort_unstable();
+                d.dedup();
+            }
+            (self.devices, if self.whole { None } else { self.bounds })
+        }
     }
-    if !any {
-        // Coverage only: keep no rows.
-        return KernelFilter { devices: Some(Vec::new()), bounds: None };
+    let (mut rows, mut keys) = (Box::default(), Box::default());
+    let mut nccl_anywhere = false;
+    for (scope, spec) in queries {
+        let nccl_only = spec.name == analysis::nccl_skew::SPEC.name
+            && scope.window.is_none()
+            && scope.nvtx.is_none();
+        if nccl_only {
+            nccl_anywhere = true;
+        } else {
+            rows.add(scope);
+        }
+        if spec.needs.contains(&analysis::Table::Nvtx) || scope.nvtx.is_some() {
+            keys.add(scope);
+        }
     }
-    if let Some(d) = devices.as_mut() {
-        d.sort_unstable();
-        d.dedup();
+    let (devices, bounds) = rows.finish();
+    let keys = keys.any.then(|| keys.finish());
+    KernelFilter { devices, bounds, nccl_anywhere, keys }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scope::{Semantics, Window};
+
+    fn scope(devices: DeviceSel, window: Option<(i64, i64)>) -> Scope {
+        Scope {
+            name: "s".into(),
+            trace: "A".into(),
+            window: window.map(|(start_ns, end_ns)| Window { start_ns, end_ns }),
+            window_text: None,
+            nvtx: None,
+            devices,
+            semantics: Semantics::Contain,
+        }
     }
-    KernelFilter { devices, bounds: if whole { None } else { bounds } }
+
+    fn spec(name: &str) -> &'static analysis::AnalysisSpec {
+        analysis::spec(name).unwrap()
+    }
+
+    /// A Day 26-style file: overlap of one device in a window, a kernel count of every device
+    /// in it, cross-rank skew over the whole trace, NVTX attribution of one device. The scan
+    /// keeps the window of every device, NCCL kernels anywhere, and launch keys only for the
+    /// attributed device's window; not every row of the trace.
+    #[test]
+    fn whole_trace_skew_keeps_nccl_kernels_not_every_row() {
+        let one = scope(DeviceSel::Set(vec![3]), Some((60, 70)));
+        let all = scope(DeviceSel::All, Some((60, 70)));
+        let whole = scope(DeviceSel::All, None);
+        let f = union_filter(
+            [
+                (&one, spec("overlap")),
+                (&all, spec("kernels")),
+                (&whole, spec("nccl-skew")),
+                (&one, spec("nvtx")),
+            ]
+            .into_iter(),
+        );
+        assert_eq!(f.devices, None);
+        assert_eq!(f.bounds, Some((60, 70)));
+        assert!(f.nccl_anywhere);
+        assert_eq!(f.keys, Some((Some(vec![3]), Some((60, 70)))));
+        // Skew in a window reads that window like any query; other analyses over the whole
+        // trace read every row.
+        let f = union_filter([(&all, spec("nccl-skew"))].into_iter());
+        assert_eq!(
+            (f.devices, f.bounds, f.nccl_anywhere, f.keys),
+            (None, Some((60, 70)), false, None)
+        );
+        let f = union_filter([(&whole, spec("overlap"))].into_iter());
+        assert_eq!((f.devices, f.bounds, f.nccl_anywhere), (None, None, false));
+        // Only skew: no box at all.
+        let f = union_filter([(&whole, spec("nccl-skew"))].into_iter());
+        assert_eq!((f.devices, f.bounds, f.nccl_anywhere), (Some(vec![]), None, true));
+    }
+
+    /// Two files' scans merge into one that serves both: an empty box adds nothing, NCCL
+    /// anywhere and key boxes unite.
+    #[test]
+    fn merged_scans_serve_both() {
+        let a = KernelFilter { devices: Some(vec![]), nccl_anywhere: true, ..Default::default() };
+        let b = KernelFilter {
+            devices: Some(vec![3]),
+            bounds: Some((60, 70)),
+            keys: Some((Some(vec![3]), Some((60, 70)))),
+            ..Default::default()
+        };
+        let c = KernelFilter {
+            devices: Some(vec![1]),
+            bounds: Some((50, 65)),
+            keys: Some((Some(vec![1]), Some((55, 65)))),
+            ..Default::default()
+        };
+        let nvtx = vec![analysis::Table::Nvtx];
+        let (m, needs) = merge_scans((a, vec![]), (b, nvtx.clone()));
+        assert_eq!(
+            (m.devices.clone(), m.bounds, m.nccl_anywhere),
+            (Some(vec![3]), Some((60, 70)), true)
+        );
+        assert_eq!(needs, nvtx);
+        let (m, _) = merge_scans((m, needs), (c, nvtx.clone()));
+        assert_eq!((m.devices, m.bounds), (Some(vec![1, 3]), Some((50, 70))));
+        assert_eq!(m.keys, Some((Some(vec![1, 3]), Some((55, 70)))));
+        // A side that reads NVTX without a key box reads every kept row's keys.
+        let all_keys = KernelFilter::default();
+        let (m, _) = merge_scans(
+            (all_keys, nvtx.clone()),
+            (KernelFilter { keys: Some((None, None)), ..Default::default() }, nvtx),
+        );
+        assert_eq!(m.keys, None);
+    }
 }

@@ -382,6 +382,7 @@ fn check_trace(path: &Path) -> i64 {
             let filter = KernelFilter {
                 devices: Some(vec![d.device]),
                 bounds: window.map(|w| (w.start_ns, w.end_ns)),
+                ..Default::default()
             };
             let (c, k) = load(path, &filter);
             assert_eq!(c.inventory, copies.inventory, "{what}: the inventory ignores the filter");

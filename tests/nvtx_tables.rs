@@ -539,8 +539,8 @@ fn launch_keys_leave_the_kernel_scan_unchanged() {
         let trace = Trace::open(&path).unwrap();
         for filter in [
             KernelFilter::default(),
-            KernelFilter { devices: Some(vec![0]), bounds: None },
-            KernelFilter { devices: None, bounds: Some((0, i64::MAX / 2)) },
+            KernelFilter { devices: Some(vec![0]), bounds: None, ..Default::default() },
+            KernelFilter { devices: None, bounds: Some((0, i64::MAX / 2)), ..Default::default() },
         ] {
             let plain = Kernels::load(&trace, &filter, &mut |_| {}).unwrap();
             let keyed = Kernels::load_with_launch_keys(&trace, &filter, &mut |_| {}).unwrap();

@@ -769,11 +769,11 @@ mod tests {
     #[test]
     fn scans_that_miss_the_scope_are_refused() {
         let mut k = kernels();
-        k.filter = KernelFilter { devices: Some(vec![2]), bounds: None };
+        k.filter = KernelFilter { devices: Some(vec![2]), bounds: None, ..Default::default() };
         let err = device_copies(&copies(), &k, 0, None, Semantics::Clip).unwrap_err();
         assert!(matches!(err, CopiesError::NotLoaded { scan: "kernel", device: 0, .. }), "{err}");
         let mut c = copies();
-        c.filter = KernelFilter { devices: None, bounds: Some((200, 500)) };
+        c.filter = KernelFilter { devices: None, bounds: Some((200, 500)), ..Default::default() };
         let err = device_copies(&c, &kernels(), 0, None, Semantics::Clip).unwrap_err();
         assert!(matches!(err, CopiesError::NotLoaded { scan: "copies", .. }), "{err}");
         assert!(device_copies(&c, &kernels(), 0, window(200, 500), Semantics::Clip).is_ok());

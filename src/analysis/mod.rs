@@ -1465,6 +1465,13 @@ pub(crate) fn effective_window(
 ) -> Option<[i64; 2]> {
     match (params.window, params.semantics) {
         (Some(w), Semantics::Clip) => Some(w.as_array()),
+        // The devices' kernel span, from the inventory of every row: a scan may keep only
+        // some rows of a device outside the boxes its queries read (NCCL kernels alone).
+        (None, _) => devices
+            .iter()
+            .filter_map(|d| ctx.kernels.inventory.iter().find(|i| i.device == *d))
+            .map(|i| [i.first_start_ns, i.last_end_ns])
+            .reduce(|[a, b], [c, d]| [a.min(c), b.max(d)]),
         (window, _) => {
             let k = &ctx.kernels;
             let mut span: Option<[i64; 2]> = None;
@@ -1549,30 +1556,20 @@ impl Context {
 }
 
 impl Context {
-    /// Scans a trace once for everything one command needs: the kernel table always, every
-    /// other table in `needs` once, with the same filter, hashing the file on a second thread
-    /// meanwhile.
-    pub fn load(
+    /// The tables of [`Context::load`]: kernels, then copies and NVTX as needed.
+    #[allow(clippy::type_complexity)]
+    fn load_tables(
         trace: &crate::trace::Trace,
         filter: &crate::trace::KernelFilter,
-        expected_devices: Option<Vec<i64>>,
         needs: &[Table],
         progress: &mut dyn FnMut(u64),
-    ) -> Result<Context, crate::trace::TraceError> {
-        let path = trace.path().to_path_buf();
-        let (kernels, sha) = std::thread::scope(|s| {
-            let hasher = s.spawn(move || crate::trace::sha256_file(&path));
-            let kernels = if needs.contains(&Table::Nvtx) {
-                Kernels::load_with_launch_keys(trace, filter, progress)
-            } else {
-                Kernels::load(trace, filter, progress)
-            };
-            let sha = hasher
-                .join()
-                .unwrap_or_else(|_| Err(std::io::Error::other("hashing thread panicked")));
-            (kernels, sha)
-        });
-        let kernels = kernels?;
+    ) -> Result<(Kernels, Option<crate::trace::Copies>, Option<NvtxData>), crate::trace::TraceError>
+    {
+        let kernels = if needs.contains(&Table::Nvtx) {
+            Kernels::load_with_launch_keys(trace, filter, progress)?
+        } else {
+            Kernels::load(trace, filter, progress)?
+        };
         let copies = if needs.contains(&Table::Copies) {
             Some(crate::trace::Copies::load(trace, filter)?)
         } else {
@@ -1593,6 +1590,30 @@ impl Context {
         } else {
             None
         };
+        Ok((kernels, copies, nvtx))
+    }
+
+    /// Scans a trace once for everything one command needs: the kernel table always, every
+    /// other table in `needs` once, with the same filter, hashing the file on a second thread
+    /// meanwhile.
+    pub fn load(
+        trace: &crate::trace::Trace,
+        filter: &crate::trace::KernelFilter,
+        expected_devices: Option<Vec<i64>>,
+        needs: &[Table],
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<Context, crate::trace::TraceError> {
+        let path = trace.path().to_path_buf();
+        // The file is hashed on another thread while every table is read.
+        let (tables, sha) = std::thread::scope(|s| {
+            let hasher = s.spawn(move || crate::trace::sha256_file(&path));
+            let tables = Self::load_tables(trace, filter, needs, progress);
+            let sha = hasher
+                .join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("hashing thread panicked")));
+            (tables, sha)
+        });
+        let (kernels, copies, nvtx) = tables?;
         let inventory = trace.inventory(&kernels)?;
         let schema = trace.schema();
         Ok(Context {

@@ -271,12 +271,16 @@ pub fn load_set(
         .into_par_iter()
         .map(|(t, clock, host)| {
             let shift = shift_of(&clock);
+            let on_file = |b: Option<(i64, i64)>| {
+                b.map(|(a, b)| (a.saturating_sub(shift), b.saturating_sub(shift)))
+            };
+            // Devices are ranks, known only once read: every device of the file, or no rows
+            // at all (an inventory only, or NCCL kernels alone).
             let own = KernelFilter {
-                // No rows at all (an inventory only), else every device.
                 devices: filter.devices.as_ref().filter(|d| d.is_empty()).cloned(),
-                bounds: filter
-                    .bounds
-                    .map(|(a, b)| (a.saturating_sub(shift), b.saturating_sub(shift))),
+                bounds: on_file(filter.bounds),
+                nccl_anywhere: filter.nccl_anywhere,
+                keys: filter.keys.as_ref().map(|(_, b)| (None, on_file(*b))),
             };
             let ctx =
                 Context::load(&t, &own, None, needs, &mut |_| {}).map_err(file_err(t.path()))?;
@@ -403,7 +407,7 @@ fn merge(
         }
     }
     // Every rank is read: the filter keeps only its bounds.
-    let filter = &KernelFilter { devices: None, bounds: filter.bounds };
+    let filter = &KernelFilter { devices: None, ..filter.clone() };
     let kernels = Kernels::merge(kernels, filter.clone());
     let devices = kernels.inventory.clone();
     let kernel_range_ns = crate::trace::kernel_range(&devices);

@@ -266,6 +266,7 @@ pub(super) fn open_and_load(
             DeviceSel::All => None,
         },
         bounds: window.map(|w| (w.start_ns, w.end_ns)),
+        ..KernelFilter::default()
     };
     if is_set {
         if expect.devices.is_some() {

@@ -726,16 +726,20 @@ mod tests {
         assert_eq!(d1.kinds[0].label, "H2D label");
 
         // The filter selects rows; the inventory still covers the whole tables.
-        let f = KernelFilter { devices: Some(vec![1]), bounds: Some((160, 450)) };
+        let f =
+            KernelFilter { devices: Some(vec![1]), bounds: Some((160, 450)), ..Default::default() };
         let some = Copies::load(&trace, &f).unwrap();
         // [100,200) ends after 160; [500,500) starts after 450.
         assert_eq!(some.start, [100, 150, 300]);
         assert_eq!(some.kind, [CopyKind::DtoD, CopyKind::Memset, CopyKind::HtoD]);
         assert_eq!(some.inventory, all.inventory);
         assert_eq!(some.filter, f);
-        let f = KernelFilter { devices: None, bounds: Some((161, 450)) };
+        let f = KernelFilter { devices: None, bounds: Some((161, 450)), ..Default::default() };
         assert_eq!(Copies::load(&trace, &f).unwrap().start, [100, 300]);
-        let none = Copies::load(&trace, &KernelFilter { devices: Some(vec![]), bounds: None });
+        let none = Copies::load(
+            &trace,
+            &KernelFilter { devices: Some(vec![]), bounds: None, ..Default::default() },
+        );
         assert!(none.unwrap().is_empty());
     }
 
@@ -813,7 +817,8 @@ mod tests {
              INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (150, 160, 1, 7, 0, 64);"
         );
         let (_d, trace) = trace_from_sql(&sql);
-        let f = KernelFilter { devices: Some(vec![1]), bounds: Some((160, 450)) };
+        let f =
+            KernelFilter { devices: Some(vec![1]), bounds: Some((160, 450)), ..Default::default() };
         let loaded = Copies::load(&trace, &f).unwrap();
         let m = Copies::merge(vec![(loaded.clone(), Remap::identity())], f);
         assert_eq!(m, loaded);
@@ -826,7 +831,7 @@ mod tests {
 
     #[test]
     fn two_files_sharing_a_device_id_stay_apart() {
-        let f = KernelFilter { devices: Some(vec![0, 1, 2]), bounds: None };
+        let f = KernelFilter { devices: Some(vec![0, 1, 2]), bounds: None, ..Default::default() };
         let m = Copies::merge(vec![(part_a(), remap_a()), (part_b(), remap_b())], f.clone());
         // A's device 1 is rank 0, its device 0 rank 1; B's device 0 is rank 2.
         assert_eq!(m.device, [0, 1, 1, 2, 2]);

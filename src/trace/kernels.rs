@@ -6,8 +6,9 @@
 //! The launch key of each row (`correlationId` and process) is read only when asked for, so
 //! a kernel-only scan reads no more columns than it needs.
 
-use std::collections::HashMap;
 use std::ops::Range;
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use serde::Serialize;
 
@@ -50,6 +51,39 @@ pub struct KernelFilter {
     /// Only kernels with `end >= a` and `start <= b`, a superset of both window semantics
     /// (None: all).
     pub bounds: Option<(i64, i64)>,
+    /// Also every NCCL kernel of any device at any time, beside the rows above: matching the
+    /// collectives of every rank over the whole trace reads no other kernel.
+    pub nccl_anywhere: bool,
+    /// The kept rows whose launch keys a scan with keys reads, as `(devices, bounds)` above
+    /// (None: every kept row); the others get none.
+    pub keys: Option<RowBox>,
+}
+
+/// A box of rows: devices (None: all) and bounds as in [`KernelFilter`] (None: all times).
+pub type RowBox = (Option<Vec<i64>>, Option<(i64, i64)>);
+
+impl KernelFilter {
+    /// Whether a row of `device` over `[start, end]` is in the box of `devices` and `bounds`.
+    fn boxed(
+        devices: &Option<Vec<i64>>,
+        bounds: Option<(i64, i64)>,
+        device: i64,
+        start: i64,
+        end: i64,
+    ) -> bool {
+        devices.as_ref().is_none_or(|v| v.contains(&device))
+            && bounds.is_none_or(|(a, b)| end >= a && start <= b)
+    }
+
+    /// Whether a row is in the box of `devices` and `bounds`.
+    pub fn in_box(&self, device: i64, start: i64, end: i64) -> bool {
+        Self::boxed(&self.devices, self.bounds, device, start, end)
+    }
+
+    /// Whether a kept row's launch key is read.
+    fn wants_key(&self, device: i64, start: i64, end: i64) -> bool {
+        self.keys.as_ref().is_none_or(|(d, b)| Self::boxed(d, *b, device, start, end))
+    }
 }
 
 /// Kernel rows in columns, ordered by (device, start, end).
@@ -130,24 +164,59 @@ impl Kernels {
         // Keys are read only when asked for and only when both columns exist: a kernel-only
         // scan stays as narrow as it was, and an older table without them still loads.
         let read_keys = with_keys && has_pid && has_correlation;
-        let mut correlation: Vec<Option<i64>> = Vec::new();
-        let mut process: Vec<Option<i64>> = Vec::new();
-        // One pass over the whole table: the inventory needs every row, the analyses only the
-        // rows inside the filter, which is applied here rather than in a second scan.
+        let conn = trace.conn();
+        // The ids of NCCL names (`nccl` in any case, as `LIKE` compares ASCII): to keep NCCL
+        // kernels outside the box and to tell whether the table has any, by id in the pass.
+        let nccl_ids: HashSet<i64> = {
+            let sql = format!("SELECT id FROM {} WHERE value LIKE '%nccl%'", names::STRING_IDS);
+            let mut stmt = conn.prepare(&sql).map_err(TraceError::from_sqlite)?;
+            stmt.query_map([], |r| r.get(0))
+                .map_err(TraceError::from_sqlite)?
+                .collect::<Result<_, _>>()
+                .map_err(TraceError::from_sqlite)?
+        };
+        // One pass over the whole table, split by rowid over the cores: the inventory needs
+        // every row, the analyses only the rows the filter keeps.
         let sql = format!(
-            "SELECT start, \"end\", deviceId, streamId, shortName, demangledName, {}{} FROM {}",
+            "SELECT start, \"end\", deviceId, streamId, shortName, demangledName, {}{} FROM {} \
+             WHERE ",
             if has_pid { "globalPid" } else { "NULL" },
             if read_keys { ", correlationId" } else { "" },
             quote_ident(&table)
         );
-        let bad = |column: &str, e: rusqlite::Error| TraceError::BadValue {
-            table: table.clone(),
-            column: column.to_string(),
-            detail: e.to_string(),
-        };
+        let parts = super::split_scan(trace, &table, progress, |conn, range, progress| {
+            scan_part(
+                conn,
+                &format!("{sql}{range}"),
+                &table,
+                filter,
+                read_keys,
+                &nccl_ids,
+                progress,
+            )
+        })?;
         let mut out = Kernels { filter: filter.clone(), ..Kernels::default() };
-        let mut inventory: BTreeMap<i64, DeviceInventory> = BTreeMap::new();
-        let mut ids: HashMap<i64, u32> = HashMap::new();
+        let mut inventory = InventoryAcc::default();
+        let kept: usize = parts.iter().map(|p| p.start.len()).sum();
+        let mut short_raw: Vec<i64> = Vec::with_capacity(kept);
+        let mut demangled_raw: Vec<i64> = Vec::with_capacity(kept);
+        let mut correlation: Vec<Option<i64>> = Vec::new();
+        let mut process: Vec<Option<i64>> = Vec::new();
+        for part in parts {
+            out.start.extend(part.start);
+            out.end.extend(part.end);
+            out.device.extend(part.device);
+            out.stream.extend(part.stream);
+            short_raw.extend(part.short);
+            demangled_raw.extend(part.demangled);
+            correlation.extend(part.correlation);
+            process.extend(part.process);
+            out.skipped_invalid += part.skipped_invalid;
+            out.nccl_in_table |= part.nccl_in_table;
+            inventory.absorb(part.inventory);
+        }
+        // Dense name ids in order of first use, short before demangled on each row.
+        let mut ids: HashMap<i64, u32> = HashMap::default();
         let mut raw_ids: Vec<i64> = Vec::new();
         let mut intern = |id: i64| -> u32 {
             *ids.entry(id).or_insert_with(|| {
@@ -155,57 +224,13 @@ impl Kernels {
                 (raw_ids.len() - 1) as u32
             })
         };
-        // Short-name ids of the rows the filter drops, to tell whether the table has NCCL
-        // kernels outside the selection.
-        let mut dropped_short: std::collections::HashSet<i64> = std::collections::HashSet::new();
-        let keep_device = |d: i64| filter.devices.as_ref().is_none_or(|v| v.contains(&d));
-        let conn = trace.conn();
-        let mut stmt = conn.prepare(&sql).map_err(TraceError::from_sqlite)?;
-        let mut rows = stmt.query([]).map_err(TraceError::from_sqlite)?;
-        let mut seen: u64 = 0;
-        while let Some(row) = rows.next().map_err(TraceError::from_sqlite)? {
-            let start: i64 = row.get(0).map_err(|e| bad(k::START, e))?;
-            let end: i64 = row.get(1).map_err(|e| bad(k::END, e))?;
-            check_timestamp(&table, k::START, start)?;
-            check_timestamp(&table, k::END, end)?;
-            let device: i64 = row.get(2).map_err(|e| bad(k::DEVICE, e))?;
-            let stream: i64 = row.get(3).map_err(|e| bad(k::STREAM, e))?;
-            seen += 1;
-            if seen.is_multiple_of(65_536) {
-                progress(seen);
-            }
-            if end < start || (start == 0 && end == 0) {
-                out.skipped_invalid += 1;
-                continue;
-            }
-            let inv = DeviceInventory::observe(&mut inventory, device, stream, start, end);
-            let pid_raw: Option<i64> = row.get(6).map_err(|e| bad(k::GLOBAL_PID, e))?;
-            if let Some(p) = pid_raw.map(|g| (g >> 24) & 0xFF_FFFF)
-                && !inv.pids.contains(&p)
-            {
-                inv.pids.push(p);
-            }
-            if !keep_device(device) || filter.bounds.is_some_and(|(a, b)| end < a || start > b) {
-                dropped_short.insert(row.get(4).map_err(|e| bad(k::SHORT_NAME, e))?);
-                continue;
-            }
-            let short: i64 = row.get(4).map_err(|e| bad(k::SHORT_NAME, e))?;
-            let demangled: i64 = row.get(5).map_err(|e| bad(k::DEMANGLED_NAME, e))?;
-            out.start.push(start);
-            out.end.push(end);
-            out.device.push(device);
-            out.stream.push(stream);
-            out.short.push(intern(short));
-            out.demangled.push(intern(demangled));
-            if read_keys {
-                let c: Option<i64> = row.get(7).map_err(|e| bad(k::CORRELATION_ID, e))?;
-                correlation.push(c);
-                process.push(pid_raw.map(process_of));
-            }
+        out.short.reserve_exact(kept);
+        out.demangled.reserve_exact(kept);
+        for (&s, &d) in short_raw.iter().zip(&demangled_raw) {
+            out.short.push(intern(s));
+            out.demangled.push(intern(d));
         }
-        progress(seen);
-        drop(rows);
-        drop(stmt);
+        drop((short_raw, demangled_raw));
 
         let mut lookup = conn
             .prepare(&format!("SELECT value FROM {} WHERE id = ?1", names::STRING_IDS))
@@ -224,27 +249,7 @@ impl Kernels {
             out.nccl.push(value.to_ascii_lowercase().contains("nccl"));
             out.names.push(value);
         }
-        out.nccl_in_table = out.short.iter().any(|&i| out.nccl[i as usize]);
-        for id in dropped_short.iter().filter(|id| !ids.contains_key(id)) {
-            if out.nccl_in_table {
-                break;
-            }
-            let value: Option<String> = match lookup.query_row([id], |r| r.get(0)) {
-                Ok(v) => Some(v),
-                Err(rusqlite::Error::QueryReturnedNoRows) => None,
-                Err(e) => return Err(TraceError::from_sqlite(e)),
-            };
-            if value.is_some_and(|v| v.to_ascii_lowercase().contains("nccl")) {
-                out.nccl_in_table = true;
-            }
-        }
-        out.inventory = inventory
-            .into_values()
-            .map(|mut d| {
-                d.pids.sort_unstable();
-                d
-            })
-            .collect();
+        out.inventory = inventory.finish();
         out.launch_keys = match (with_keys, read_keys) {
             (false, _) => LaunchKeys::NotRead,
             (true, true) => LaunchKeys::Read { correlation, process },
@@ -287,7 +292,7 @@ impl Kernels {
                 correlation: keys.iter().map(|k| k.1).collect(),
             };
         }
-        let mut ids: HashMap<String, u32> = HashMap::new();
+        let mut ids: HashMap<String, u32> = HashMap::default();
         for &(device, stream, start, end, name) in rows {
             let id = *ids.entry(name.to_string()).or_insert_with(|| {
                 out.nccl.push(name.to_ascii_lowercase().contains("nccl"));
@@ -331,7 +336,7 @@ impl Kernels {
     pub fn merge(parts: Vec<(Kernels, Remap)>, filter: KernelFilter) -> Kernels {
         let mut out = Kernels { filter, ..Kernels::default() };
         out.launch_keys = merged_key_kind(parts.iter().map(|(p, _)| &p.launch_keys));
-        let mut ids: HashMap<String, u32> = HashMap::new();
+        let mut ids: HashMap<String, u32> = HashMap::default();
         let mut inventory: BTreeMap<i64, DeviceInventory> = BTreeMap::new();
         for (part, remap) in parts {
             let local: Vec<u32> = part
@@ -384,25 +389,63 @@ impl Kernels {
         out
     }
 
+    /// Orders the rows by (device, start, end, stream, short name id), stably: rows tied on
+    /// the whole key keep their order, so that merging the files of a set in one step or in
+    /// several gives the same rows. Rows are bucketed by device (a stable counting sort) and
+    /// each device's rows sorted only when they are not in order already, as a table written
+    /// in time order is.
     fn sort(&mut self) {
-        let mut idx: Vec<usize> = (0..self.start.len()).collect();
-        // Stable: rows tied on the whole key keep their order, so that merging the files of a
-        // set in one step or in several gives the same rows.
-        idx.sort_by_key(|&i| {
-            (self.device[i], self.start[i], self.end[i], self.stream[i], self.short[i])
-        });
-        let permute_i64 = |v: &Vec<i64>| idx.iter().map(|&i| v[i]).collect::<Vec<_>>();
-        let permute_u32 = |v: &Vec<u32>| idx.iter().map(|&i| v[i]).collect::<Vec<_>>();
-        self.start = permute_i64(&self.start);
-        self.end = permute_i64(&self.end);
-        self.device = permute_i64(&self.device);
-        self.stream = permute_i64(&self.stream);
-        self.short = permute_u32(&self.short);
-        self.demangled = permute_u32(&self.demangled);
+        let n = self.start.len();
+        let mut devices: Vec<i64> = Vec::new();
+        let mut last: Option<i64> = None;
+        for &d in &self.device {
+            if last != Some(d) {
+                if let Err(at) = devices.binary_search(&d) {
+                    devices.insert(at, d);
+                }
+                last = Some(d);
+            }
+        }
+        let slot = |d: i64| devices.binary_search(&d).expect("a listed device");
+        let mut offsets = vec![0usize; devices.len() + 1];
+        for &d in &self.device {
+            offsets[slot(d) + 1] += 1;
+        }
+        for i in 1..offsets.len() {
+            offsets[i] += offsets[i - 1];
+        }
+        let mut idx: Vec<u32> = vec![0; n];
+        let mut next = offsets.clone();
+        for (i, &d) in self.device.iter().enumerate() {
+            let s = slot(d);
+            idx[next[s]] = i as u32;
+            next[s] += 1;
+        }
+        let key = |i: u32| {
+            let i = i as usize;
+            (self.start[i], self.end[i], self.stream[i], self.short[i])
+        };
+        for w in offsets.windows(2) {
+            let rows = &mut idx[w[0]..w[1]];
+            if !rows.windows(2).all(|p| key(p[0]) <= key(p[1])) {
+                rows.sort_by_key(|&i| key(i));
+            }
+        }
+        if idx.iter().enumerate().all(|(p, &i)| p == i as usize) {
+            return;
+        }
+        fn permute<T: Copy>(v: &mut Vec<T>, idx: &[u32]) {
+            *v = idx.iter().map(|&i| v[i as usize]).collect();
+        }
+        permute(&mut self.start, &idx);
+        permute(&mut self.end, &idx);
+        permute(&mut self.device, &idx);
+        permute(&mut self.stream, &idx);
+        permute(&mut self.short, &idx);
+        permute(&mut self.demangled, &idx);
         if let LaunchKeys::Read { correlation, process } = &mut self.launch_keys {
-            let permute = |v: &Vec<Option<i64>>| idx.iter().map(|&i| v[i]).collect::<Vec<_>>();
-            *correlation = permute(correlation);
-            *process = permute(process);
+            permute(correlation, &idx);
+            permute(process, &idx);
         }
     }
 
@@ -508,6 +551,189 @@ fn combine(into: &mut DeviceInventory, d: DeviceInventory) {
     into.pids.dedup();
 }
 
+/// The rows of one rowid range of the kernel table, name ids still raw.
+#[derive(Default)]
+struct Part {
+    start: Vec<i64>,
+    end: Vec<i64>,
+    device: Vec<i64>,
+    stream: Vec<i64>,
+    short: Vec<i64>,
+    demangled: Vec<i64>,
+    correlation: Vec<Option<i64>>,
+    process: Vec<Option<i64>>,
+    inventory: InventoryAcc,
+    skipped_invalid: u64,
+    nccl_in_table: bool,
+}
+
+/// Scans one range of the kernel table (`sql` selects start, end, deviceId, streamId,
+/// shortName, demangledName, globalPid or NULL, and correlationId when `read_keys`).
+fn scan_part(
+    conn: &rusqlite::Connection,
+    sql: &str,
+    table: &str,
+    filter: &KernelFilter,
+    read_keys: bool,
+    nccl_ids: &HashSet<i64>,
+    mut progress: Option<(&mut dyn FnMut(u64), u64)>,
+) -> Result<Part, TraceError> {
+    let bad = |column: &str, e: rusqlite::Error| TraceError::BadValue {
+        table: table.to_string(),
+        column: column.to_string(),
+        detail: e.to_string(),
+    };
+    let mut out = Part::default();
+    let mut stmt = conn.prepare(sql).map_err(TraceError::from_sqlite)?;
+    let mut rows = stmt.query([]).map_err(TraceError::from_sqlite)?;
+    let mut seen: u64 = 0;
+    while let Some(row) = rows.next().map_err(TraceError::from_sqlite)? {
+        let start: i64 = row.get(0).map_err(|e| bad(k::START, e))?;
+        let end: i64 = row.get(1).map_err(|e| bad(k::END, e))?;
+        check_timestamp(table, k::START, start)?;
+        check_timestamp(table, k::END, end)?;
+        let device: i64 = row.get(2).map_err(|e| bad(k::DEVICE, e))?;
+        let stream: i64 = row.get(3).map_err(|e| bad(k::STREAM, e))?;
+        seen += 1;
+        if seen.is_multiple_of(65_536)
+            && let Some((report, parts)) = progress.as_mut()
+        {
+            report(seen * *parts);
+        }
+        if end < start || (start == 0 && end == 0) {
+            out.skipped_invalid += 1;
+            continue;
+        }
+        let short: i64 = row.get(4).map_err(|e| bad(k::SHORT_NAME, e))?;
+        let pid_raw: Option<i64> = row.get(6).map_err(|e| bad(k::GLOBAL_PID, e))?;
+        out.inventory.observe(device, stream, start, end, pid_raw.map(|g| (g >> 24) & 0xFF_FFFF));
+        let nccl = (filter.nccl_anywhere || !out.nccl_in_table) && nccl_ids.contains(&short);
+        out.nccl_in_table |= nccl;
+        if !(filter.in_box(device, start, end) || (filter.nccl_anywhere && nccl)) {
+            continue;
+        }
+        let demangled: i64 = row.get(5).map_err(|e| bad(k::DEMANGLED_NAME, e))?;
+        out.start.push(start);
+        out.end.push(end);
+        out.device.push(device);
+        out.stream.push(stream);
+        out.short.push(short);
+        out.demangled.push(demangled);
+        if read_keys {
+            if filter.wants_key(device, start, end) {
+                let c: Option<i64> = row.get(7).map_err(|e| bad(k::CORRELATION_ID, e))?;
+                out.correlation.push(c);
+                out.process.push(pid_raw.map(process_of));
+            } else {
+                out.correlation.push(None);
+                out.process.push(None);
+            }
+        }
+    }
+    if let Some((report, parts)) = progress.as_mut() {
+        report(seen * *parts);
+    }
+    Ok(out)
+}
+
+/// The per-device inventory gathered in a scan: devices in a small list (a trace has a few),
+/// the last one looked up first, streams and processes per device likewise.
+#[derive(Default)]
+struct InventoryAcc {
+    devices: Vec<DeviceAcc>,
+    last: usize,
+}
+
+struct DeviceAcc {
+    device: i64,
+    kernels: i64,
+    first_start_ns: i64,
+    last_end_ns: i64,
+    streams: Vec<(i64, i64)>,
+    pids: Vec<i64>,
+}
+
+impl InventoryAcc {
+    fn observe(&mut self, device: i64, stream: i64, start: i64, end: i64, pid: Option<i64>) {
+        if self.devices.get(self.last).is_none_or(|d| d.device != device) {
+            self.last = match self.devices.iter().position(|d| d.device == device) {
+                Some(i) => i,
+                None => {
+                    self.devices.push(DeviceAcc {
+                        device,
+                        kernels: 0,
+                        first_start_ns: start,
+                        last_end_ns: end,
+                        streams: Vec::new(),
+                        pids: Vec::new(),
+                    });
+                    self.devices.len() - 1
+                }
+            };
+        }
+        let d = &mut self.devices[self.last];
+        d.kernels += 1;
+        d.first_start_ns = d.first_start_ns.min(start);
+        d.last_end_ns = d.last_end_ns.max(end);
+        match d.streams.iter_mut().find(|s| s.0 == stream) {
+            Some(s) => s.1 += 1,
+            None => d.streams.push((stream, 1)),
+        }
+        if let Some(p) = pid
+            && !d.pids.contains(&p)
+        {
+            d.pids.push(p);
+        }
+    }
+
+    /// Adds another range's inventory.
+    fn absorb(&mut self, other: InventoryAcc) {
+        for o in other.devices {
+            match self.devices.iter_mut().find(|d| d.device == o.device) {
+                None => self.devices.push(o),
+                Some(d) => {
+                    d.kernels += o.kernels;
+                    d.first_start_ns = d.first_start_ns.min(o.first_start_ns);
+                    d.last_end_ns = d.last_end_ns.max(o.last_end_ns);
+                    for (stream, n) in o.streams {
+                        match d.streams.iter_mut().find(|s| s.0 == stream) {
+                            Some(s) => s.1 += n,
+                            None => d.streams.push((stream, n)),
+                        }
+                    }
+                    for p in o.pids {
+                        if !d.pids.contains(&p) {
+                            d.pids.push(p);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The inventory by device, ascending, processes sorted.
+    fn finish(self) -> Vec<DeviceInventory> {
+        let mut out: Vec<DeviceInventory> = self
+            .devices
+            .into_iter()
+            .map(|d| {
+                let mut pids = d.pids;
+                pids.sort_unstable();
+                DeviceInventory {
+                    device: d.device,
+                    kernels: d.kernels,
+                    first_start_ns: d.first_start_ns,
+                    last_end_ns: d.last_end_ns,
+                    streams: d.streams.into_iter().collect(),
+                    pids,
+                }
+            })
+            .collect();
+        out.sort_by_key(|d| d.device);
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -594,7 +820,7 @@ mod tests {
 
     #[test]
     fn two_files_sharing_a_pid_and_a_device_id_stay_apart() {
-        let f = KernelFilter { devices: None, bounds: Some((0, 5000)) };
+        let f = KernelFilter { devices: None, bounds: Some((0, 5000)), ..Default::default() };
         let m = Kernels::merge(vec![(part_a(), remap_a()), (part_b(), remap_b())], f.clone());
         // A's device 1 is rank 0, its device 0 rank 1; B's device 0 is rank 2.
         assert_eq!(m.device, [0, 1, 1, 2, 2]);
@@ -723,5 +949,93 @@ mod tests {
         let empty = Kernels::merge(Vec::new(), KernelFilter::default());
         assert!(empty.is_empty() && empty.inventory.is_empty());
         assert_eq!(empty.launch_keys, LaunchKeys::NotRead);
+    }
+
+    fn fixture(name: &str) -> Trace {
+        Trace::open(std::path::Path::new(&format!(
+            "{}/fixtures/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        )))
+        .unwrap()
+    }
+
+    /// Reading a table in rowid ranges on several connections gives the rows, names,
+    /// inventory and launch keys of one pass over it, for every filter.
+    #[test]
+    fn a_split_scan_equals_one_pass() {
+        let filters = [
+            KernelFilter::default(),
+            KernelFilter { devices: Some(vec![1]), ..Default::default() },
+            KernelFilter { devices: Some(vec![]), nccl_anywhere: true, ..Default::default() },
+            KernelFilter {
+                devices: Some(vec![0]),
+                bounds: Some((0, i64::MAX / 4)),
+                nccl_anywhere: true,
+                keys: Some((Some(vec![0]), None)),
+            },
+        ];
+        for name in [
+            "day26/megatron.sqlite",
+            "nsys-ai/h100_2gpu_1s.sqlite",
+            "nsys-ai/mfu_2gpu_before.sqlite",
+            "legacy/mordred_report1_2021.sqlite",
+        ] {
+            let trace = fixture(name);
+            for f in &filters {
+                let whole = Kernels::load_with_launch_keys(&trace, f, &mut |_| {}).unwrap();
+                for parts in [2, 3, 7] {
+                    let split = crate::trace::with_split(1, parts, || {
+                        Kernels::load_with_launch_keys(&trace, f, &mut |_| {}).unwrap()
+                    });
+                    assert_same(&split, &whole);
+                    assert_eq!(
+                        format!("{:?}", split.inventory),
+                        format!("{:?}", whole.inventory),
+                        "{name} {parts} parts"
+                    );
+                    assert_eq!(split.names, whole.names, "{name}");
+                    assert_eq!(split.skipped_invalid, whole.skipped_invalid, "{name}");
+                }
+            }
+        }
+    }
+
+    /// NCCL kernels anywhere: every row whose short name holds `nccl` in any case, by SQL over
+    /// the fixture, and no other row when the box is empty; keys only inside the key box.
+    #[test]
+    fn nccl_anywhere_keeps_exactly_the_nccl_kernels_and_keys_only_in_their_box() {
+        let trace = fixture("day26/megatron.sqlite");
+        let (n, sum): (i64, i64) = trace
+            .conn()
+            .query_row(
+                "SELECT count(*), sum(k.\"end\" - k.start) FROM CUPTI_ACTIVITY_KIND_KERNEL k \
+                 JOIN StringIds s ON s.id = k.shortName WHERE lower(s.value) LIKE '%nccl%' \
+                 AND NOT (k.start = 0 AND k.\"end\" = 0) AND k.\"end\" >= k.start",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert!(n > 0);
+        let f = KernelFilter { devices: Some(vec![]), nccl_anywhere: true, ..Default::default() };
+        let k = Kernels::load(&trace, &f, &mut |_| {}).unwrap();
+        assert_eq!(k.len() as i64, n);
+        assert!((0..k.len()).all(|i| k.is_nccl(i)));
+        assert_eq!((0..k.len()).map(|i| k.end[i] - k.start[i]).sum::<i64>(), sum);
+        assert!(k.nccl_in_table);
+        // The inventory still counts every row.
+        let all: i64 = trace
+            .conn()
+            .query_row("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(
+            k.inventory.iter().map(|d| d.kernels).sum::<i64>() + k.skipped_invalid as i64,
+            all
+        );
+
+        let f = KernelFilter { keys: Some((Some(vec![4]), None)), ..Default::default() };
+        let k = Kernels::load_with_launch_keys(&trace, &f, &mut |_| {}).unwrap();
+        for i in 0..k.len() {
+            assert_eq!(k.launch_key(i).is_some(), k.device[i] == 4, "row {i}");
+        }
     }
 }

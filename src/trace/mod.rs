@@ -210,17 +210,93 @@ pub(crate) fn check_timestamp(table: &str, column: &str, ns: i64) -> Result<i64,
     Err(TraceError::OutOfRange { table: table.into(), column: column.into(), ns })
 }
 
+/// Rows below which a table is read by one connection: splitting costs a connection and a
+/// thread, which pays only on large tables.
+const SPLIT_MIN_ROWS: i64 = 200_000;
+
+thread_local! {
+    /// Tests' override of the split on their own thread: (rows below which a table is read
+    /// whole, ranges).
+    static SPLIT: std::cell::Cell<Option<(i64, i64)>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with tables split from `min_rows` rows into `parts` ranges on this thread, so
+/// that tests read their small fixtures both ways.
+#[cfg(test)]
+pub(crate) fn with_split<R>(min_rows: i64, parts: i64, f: impl FnOnce() -> R) -> R {
+    SPLIT.with(|s| s.set(Some((min_rows, parts))));
+    let out = f();
+    SPLIT.with(|s| s.set(None));
+    out
+}
+
+/// Reads a table in rowid ranges, one per core, each on its own read-only connection and
+/// thread (the first on the trace's own connection, on the calling thread), and returns what
+/// `scan` made of each range in rowid order. `scan` gets the connection, the SQL condition
+/// of its range (`rowid BETWEEN a AND b`, or `1` for the whole table) and, for the first
+/// range, `progress` with the number of ranges (its rows times that estimate the total). A
+/// table whose rowids cannot be read (a view) is read whole, by one call.
+pub(crate) fn split_scan<T: Send>(
+    trace: &Trace,
+    table: &str,
+    progress: &mut dyn FnMut(u64),
+    scan: impl Fn(&Connection, &str, Option<(&mut dyn FnMut(u64), u64)>) -> Result<T, TraceError> + Sync,
+) -> Result<Vec<T>, TraceError> {
+    // Two queries: SQLite reads one end of the b-tree for a lone min() or max(), but scans
+    // the table for both in one.
+    let end = |f: &str| -> Option<i64> {
+        let sql = format!("SELECT {f}(rowid) FROM {}", quote_ident(table));
+        trace.conn().query_row(&sql, [], |r| r.get::<_, Option<i64>>(0)).ok().flatten()
+    };
+    let bounds = end("min").zip(end("max"));
+    let (min_rows, parts) = SPLIT
+        .with(|s| s.get())
+        .unwrap_or((SPLIT_MIN_ROWS, rayon::current_num_threads().max(1) as i64));
+    let Some((lo, hi)) = bounds.filter(|(lo, hi)| parts > 1 && hi - lo >= min_rows) else {
+        return Ok(vec![scan(trace.conn(), "1", Some((progress, 1)))?]);
+    };
+    let step = (hi - lo) / parts + 1;
+    let ranges: Vec<String> = (0..parts)
+        .map(|p| {
+            let a = lo + p * step;
+            let b = if p == parts - 1 { hi } else { a + step - 1 };
+            format!("rowid BETWEEN {a} AND {b}")
+        })
+        .collect();
+    let path = trace.path();
+    std::thread::scope(|s| {
+        let scan = &scan;
+        let others: Vec<_> = ranges[1..]
+            .iter()
+            .map(|range| s.spawn(move || scan(&open_read_only(path)?, range, None)))
+            .collect();
+        let first = scan(trace.conn(), &ranges[0], Some((progress, parts as u64)));
+        let mut out = vec![first?];
+        for h in others {
+            out.push(h.join().unwrap_or_else(|_| {
+                Err(TraceError::Io(std::io::Error::other("a scan thread panicked")))
+            })?);
+        }
+        Ok(out)
+    })
+}
+
+/// A read-only connection: `immutable=1`, so SQLite takes no lock and never creates a
+/// journal, WAL or shm file beside the trace.
+fn open_read_only(path: &Path) -> Result<Connection, TraceError> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_URI
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let uri = format!("file:{}?mode=ro&immutable=1", uri_escape(path));
+    Connection::open_with_flags(uri, flags).map_err(TraceError::from_sqlite)
+}
+
 impl Trace {
     /// Opens a trace read-only and probes its schema.
     pub fn open(path: &Path) -> Result<Trace, TraceError> {
         check_file(path)?;
         check_side_files(path)?;
-        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
-            | OpenFlags::SQLITE_OPEN_URI
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        // `immutable=1`: SQLite takes no lock and never creates a journal, WAL or shm file.
-        let uri = format!("file:{}?mode=ro&immutable=1", uri_escape(path));
-        let conn = Connection::open_with_flags(uri, flags).map_err(TraceError::from_sqlite)?;
+        let conn = open_read_only(path)?;
         let schema = Schema::probe(&conn)?;
         Ok(Trace { conn, path: path.to_path_buf(), schema })
     }

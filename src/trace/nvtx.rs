@@ -5,7 +5,7 @@
 //! columns with dense name ids. It computes no metric: grouping, statistics and attribution
 //! live in `analysis::nvtx`.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::ops::Range;
 
 use serde::Serialize;
@@ -191,10 +191,10 @@ impl NvtxRanges {
 
         let mut out = NvtxRanges { bounds, ..NvtxRanges::default() };
         let mut names = NameTable::default();
-        let mut domain_keys: HashMap<(Option<i64>, Option<i64>), u32> = HashMap::new();
+        let mut domain_keys: HashMap<(Option<i64>, Option<i64>), u32> = HashMap::default();
         let mut domain_list: Vec<(Option<i64>, Option<i64>)> = Vec::new();
         // textId values and the rows that use them, resolved in one pass over the distinct ids.
-        let mut text_ids: HashMap<i64, Vec<usize>> = HashMap::new();
+        let mut text_ids: HashMap<i64, Vec<usize>> = HashMap::default();
         while let Some(row) = rows.next().map_err(TraceError::from_sqlite)? {
             let start: i64 = row.get(0).map_err(|e| bad(n::START, e))?;
             let end: Option<i64> = row.get(1).map_err(|e| bad(n::END, e))?;
@@ -295,7 +295,7 @@ impl NvtxRanges {
     pub fn from_rows(rows: &[(i64, i64, Option<i64>, &str, i64)]) -> NvtxRanges {
         let mut out = NvtxRanges::default();
         let mut names = NameTable::default();
-        let mut domain_keys: HashMap<(Option<i64>, Option<i64>), u32> = HashMap::new();
+        let mut domain_keys: HashMap<(Option<i64>, Option<i64>), u32> = HashMap::default();
         let mut domain_list: Vec<(Option<i64>, Option<i64>)> = Vec::new();
         let closed_at = rows.iter().map(|r| r.1.max(r.2.unwrap_or(i64::MIN))).max();
         for &(tid, start, end, name, domain) in rows {
@@ -351,7 +351,7 @@ impl NvtxRanges {
         };
         let mut names = NameTable::default();
         let mut domain_ids: HashMap<(Option<i64>, Option<i64>, String, DomainSource), u32> =
-            HashMap::new();
+            HashMap::default();
         for (part, remap) in parts {
             let name_ids: Vec<u32> = part.names.iter().map(|s| names.intern(s)).collect();
             let domain_map: Vec<u32> = part
@@ -544,7 +544,7 @@ fn name_domains(
             ))
         })
         .map_err(TraceError::from_sqlite)?;
-    let mut registered: HashMap<(i64, i64), String> = HashMap::new();
+    let mut registered: HashMap<(i64, i64), String> = HashMap::default();
     for row in rows {
         let (id, tid, name) = row.map_err(TraceError::from_sqlite)?;
         if let (Some(id), Some(tid), Some(name)) = (id, tid, name) {
@@ -615,9 +615,16 @@ impl Launches {
         ) else {
             return Ok(out);
         };
+        // The processes of the keys and their correlation-id range, pushed into the SQL; the
+        // table is read in rowid ranges over the cores, rows kept in rowid order.
+        let mut processes: Vec<i64> = wanted.iter().map(|k| k.process).collect();
+        processes.sort_unstable();
+        processes.dedup();
+        let in_processes = processes.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
         let sql = format!(
             "SELECT correlationId, globalTid, start, \"end\" FROM {} \
-             WHERE correlationId BETWEEN ?1 AND ?2 AND globalTid IS NOT NULL ORDER BY rowid",
+             WHERE correlationId BETWEEN {lo} AND {hi} AND globalTid IS NOT NULL \
+             AND (globalTid >> 24) IN ({in_processes}) AND ",
             quote_ident(names::RUNTIME)
         );
         let bad = |column: &str, e: rusqlite::Error| TraceError::BadValue {
@@ -625,19 +632,28 @@ impl Launches {
             column: column.into(),
             detail: e.to_string(),
         };
-        let mut stmt = trace.conn().prepare(&sql).map_err(TraceError::from_sqlite)?;
-        let mut rows = stmt.query([lo, hi]).map_err(TraceError::from_sqlite)?;
-        while let Some(row) = rows.next().map_err(TraceError::from_sqlite)? {
-            let correlation: i64 = row.get(0).map_err(|e| bad(r::CORRELATION_ID, e))?;
-            let global_tid: i64 = row.get(1).map_err(|e| bad(r::GLOBAL_TID, e))?;
-            let key = LaunchKey { process: process_of(global_tid), correlation };
-            if !wanted.contains(&key) {
-                continue;
+        let parts = super::split_scan(trace, names::RUNTIME, &mut |_| {}, |conn, range, _| {
+            let mut stmt = conn
+                .prepare(&format!("{sql}{range} ORDER BY rowid"))
+                .map_err(TraceError::from_sqlite)?;
+            let mut rows = stmt.query([]).map_err(TraceError::from_sqlite)?;
+            let mut part: Vec<(LaunchKey, i64, i64, i64)> = Vec::new();
+            while let Some(row) = rows.next().map_err(TraceError::from_sqlite)? {
+                let correlation: i64 = row.get(0).map_err(|e| bad(r::CORRELATION_ID, e))?;
+                let global_tid: i64 = row.get(1).map_err(|e| bad(r::GLOBAL_TID, e))?;
+                let key = LaunchKey { process: process_of(global_tid), correlation };
+                if !wanted.contains(&key) {
+                    continue;
+                }
+                let start: i64 = row.get(2).map_err(|e| bad(r::START, e))?;
+                let end: i64 = row.get(3).map_err(|e| bad(r::END, e))?;
+                check_timestamp(names::RUNTIME, r::START, start)?;
+                check_timestamp(names::RUNTIME, r::END, end)?;
+                part.push((key, global_tid, start, end));
             }
-            let start: i64 = row.get(2).map_err(|e| bad(r::START, e))?;
-            let end: i64 = row.get(3).map_err(|e| bad(r::END, e))?;
-            check_timestamp(names::RUNTIME, r::START, start)?;
-            check_timestamp(names::RUNTIME, r::END, end)?;
+            Ok(part)
+        })?;
+        for (key, global_tid, start, end) in parts.into_iter().flatten() {
             out.push(key, global_tid, start, end);
         }
         Ok(out)
@@ -947,5 +963,29 @@ mod tests {
             Launches::merge(vec![(absent, remap(0, 1)), (Launches::from_rows(&[]), remap(0, 2))]);
         assert!(!m.table_absent);
         assert!(!Launches::merge(Vec::new()).table_absent);
+    }
+
+    /// Launch records read in rowid ranges on several connections equal one pass.
+    #[test]
+    fn a_split_launch_scan_equals_one_pass() {
+        for name in ["day26/megatron.sqlite", "nsys-ai/mfu_2gpu_before.sqlite"] {
+            let path = format!("{}/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+            let trace = Trace::open(std::path::Path::new(&path)).unwrap();
+            let k = crate::trace::Kernels::load_with_launch_keys(
+                &trace,
+                &Default::default(),
+                &mut |_| {},
+            )
+            .unwrap();
+            let keys: Vec<LaunchKey> = (0..k.len()).filter_map(|i| k.launch_key(i)).collect();
+            let whole = Launches::load(&trace, keys.clone()).unwrap();
+            assert!(!whole.is_empty(), "{name}");
+            for parts in [2, 5] {
+                let split = crate::trace::with_split(1, parts, || {
+                    Launches::load(&trace, keys.clone()).unwrap()
+                });
+                assert_eq!(split, whole, "{name} {parts} parts");
+            }
+        }
     }
 }
