@@ -377,8 +377,8 @@ fn scan_of(queries: &[(&Scope, &Measure)]) -> (KernelFilter, Vec<analysis::Table
     let filter = union_filter(
         queries
             .iter()
-            .filter_map(|(s, m)| Some((*s, analysis::spec(&m.analysis)?)))
-            .chain(context_scopes.iter().map(|(spec, s)| (s, *spec))),
+            .filter_map(|(s, m)| Some((*s, analysis::spec(&m.analysis)?, m.params.split.is_some())))
+            .chain(context_scopes.iter().map(|(spec, s)| (s, *spec, false))),
     );
     let needs = analysis::needs(
         queries
@@ -755,11 +755,12 @@ fn context_scopes_of(
 }
 
 /// The smallest scan that serves every query of one trace, each a scope read by an
-/// analysis: the box of devices and bounds that holds every query's rows, except the
-/// cross-rank matching of whole-trace NCCL kernels, which keeps only NCCL kernels wherever
-/// they are; and the box whose rows need their launch keys (NVTX attribution, NVTX windows).
+/// analysis, split in windows or not: the box of devices and bounds that holds every query's
+/// rows, except the cross-rank matching of whole-trace NCCL kernels, which keeps only NCCL
+/// kernels wherever they are; and the box whose rows need their launch keys (NVTX
+/// attribution, NVTX windows).
 fn union_filter<'a>(
-    queries: impl Iterator<Item = (&'a Scope, &'static analysis::AnalysisSpec)>,
+    queries: impl Iterator<Item = (&'a Scope, &'static analysis::AnalysisSpec, bool)>,
 ) -> KernelFilter {
     #[derive(Default)]
     struct Box {
@@ -801,10 +802,12 @@ fn union_filter<'a>(
     }
     let (mut rows, mut keys) = (Box::default(), Box::default());
     let mut nccl_anywhere = false;
-    for (scope, spec) in queries {
+    for (scope, spec, split) in queries {
+        // Split windows of a span need every row for the span of each window's kernels.
         let nccl_only = spec.name == analysis::nccl_skew::SPEC.name
             && scope.window.is_none()
-            && scope.nvtx.is_none();
+            && scope.nvtx.is_none()
+            && !split;
         if nccl_only {
             nccl_anywhere = true;
         } else {
@@ -851,10 +854,10 @@ mod tests {
         let whole = scope(DeviceSel::All, None);
         let f = union_filter(
             [
-                (&one, spec("overlap")),
-                (&all, spec("kernels")),
-                (&whole, spec("nccl-skew")),
-                (&one, spec("nvtx")),
+                (&one, spec("overlap"), false),
+                (&all, spec("kernels"), false),
+                (&whole, spec("nccl-skew"), false),
+                (&one, spec("nvtx"), false),
             ]
             .into_iter(),
         );
@@ -864,15 +867,17 @@ mod tests {
         assert_eq!(f.keys, Some((Some(vec![3]), Some((60, 70)))));
         // Skew in a window reads that window like any query; other analyses over the whole
         // trace read every row.
-        let f = union_filter([(&all, spec("nccl-skew"))].into_iter());
+        let f = union_filter([(&all, spec("nccl-skew"), false)].into_iter());
         assert_eq!(
             (f.devices, f.bounds, f.nccl_anywhere, f.keys),
             (None, Some((60, 70)), false, None)
         );
-        let f = union_filter([(&whole, spec("overlap"))].into_iter());
+        let f = union_filter([(&whole, spec("overlap"), false)].into_iter());
+        assert_eq!((f.devices, f.bounds, f.nccl_anywhere), (None, None, false));
+        let f = union_filter([(&whole, spec("nccl-skew"), true)].into_iter());
         assert_eq!((f.devices, f.bounds, f.nccl_anywhere), (None, None, false));
         // Only skew: no box at all.
-        let f = union_filter([(&whole, spec("nccl-skew"))].into_iter());
+        let f = union_filter([(&whole, spec("nccl-skew"), false)].into_iter());
         assert_eq!((f.devices, f.bounds, f.nccl_anywhere), (Some(vec![]), None, true));
     }
 

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use serde_json::json;
 
 use super::print_json;
-use super::query::{Expect, open_and_load};
+use super::query::{Expect, Rows, open_and_load};
 use super::table::{self, Column};
 use crate::analysis::show::{notes, scope_lines};
 use crate::analysis::{self, Params};
@@ -18,7 +18,7 @@ pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
     // Keep no kernel rows: the inventory is gathered in the same scan.
     let (trace, ctx) = open_and_load(
         &args.traces,
-        None,
+        Rows::Window(None),
         Expect {
             devices: args.expect_devices.map(|d| d.0),
             ranks: args.expect_ranks.map(|n| n as usize),

@@ -42,7 +42,7 @@ pub fn run(q: QueryCommand) -> anyhow::Result<ExitCode> {
     let needs = analysis::needs([spec], q.nvtx.is_some());
     let ctx = load(
         &q.traces,
-        q.window,
+        Rows::of(spec, q.window, q.nvtx.is_some() || q.split.is_some()),
         Expect {
             devices: q.expect_devices.as_ref().map(|d| d.0.clone()),
             ranks: q.expect_ranks,
@@ -165,7 +165,8 @@ fn compare(c: &crate::cli::CompareArgs, json: bool) -> anyhow::Result<ExitCode> 
                 .transpose()?,
             force_set: get("set").is_some_and(|v| v == "true"),
         };
-        let ctx = load(&traces, window, expect, &devices, &needs)?;
+        let windows_later = nvtx.is_some() || params.split.is_some();
+        let ctx = load(&traces, Rows::of(of, window, windows_later), expect, &devices, &needs)?;
         let ev = analysis::run_query(of, &params, &ctx, nvtx.as_ref()).map_err(hinted)?;
         if analysis::compare::has_names(of.name) {
             let whole = analysis::compare::names_params(&params, &ev);
@@ -203,16 +204,42 @@ pub(super) struct Expect {
     pub force_set: bool,
 }
 
+/// The rows a query reads: a window (None: the whole trace), or NCCL kernels alone.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Rows {
+    /// The selected devices in a window, or over the whole trace.
+    Window(Option<crate::scope::Window>),
+    /// Every NCCL kernel of the whole trace, and no other: the cross-rank matching of
+    /// `nccl-skew` without a window reads nothing else.
+    Nccl,
+}
+
+impl Rows {
+    /// The rows `spec` reads over `window`, or over windows known only once the trace is
+    /// read (`windows_later`: NVTX windows, or a split of the span).
+    pub(super) fn of(
+        spec: &analysis::AnalysisSpec,
+        window: Option<crate::scope::Window>,
+        windows_later: bool,
+    ) -> Rows {
+        if spec.name == analysis::nccl_skew::SPEC.name && window.is_none() && !windows_later {
+            Rows::Nccl
+        } else {
+            Rows::Window(window)
+        }
+    }
+}
+
 /// Opens the trace (or the set) and scans it once with the query's filters pushed into the
 /// scan.
 pub(super) fn load(
     traces: &[PathBuf],
-    window: Option<crate::scope::Window>,
+    rows: Rows,
     expect: Expect,
     devices: &DeviceSel,
     needs: &[analysis::Table],
 ) -> anyhow::Result<Context> {
-    open_and_load(traces, window, expect, devices, needs).map(|(_, ctx)| ctx)
+    open_and_load(traces, rows, expect, devices, needs).map(|(_, ctx)| ctx)
 }
 
 /// How the command's traces are named in a message.
@@ -253,20 +280,25 @@ pub(super) fn expand(traces: &[PathBuf]) -> anyhow::Result<(Vec<PathBuf>, bool)>
 /// [`load`], keeping the open trace for its schema (None for a set).
 pub(super) fn open_and_load(
     traces: &[PathBuf],
-    window: Option<crate::scope::Window>,
+    rows: Rows,
     expect: Expect,
     devices: &DeviceSel,
     needs: &[analysis::Table],
 ) -> anyhow::Result<(Option<Trace>, Context)> {
     let (files, is_set) = expand(traces)?;
     let is_set = is_set || expect.force_set;
-    let filter = KernelFilter {
-        devices: match devices {
-            DeviceSel::Set(v) => Some(v.clone()),
-            DeviceSel::All => None,
+    let filter = match rows {
+        Rows::Window(window) => KernelFilter {
+            devices: match devices {
+                DeviceSel::Set(v) => Some(v.clone()),
+                DeviceSel::All => None,
+            },
+            bounds: window.map(|w| (w.start_ns, w.end_ns)),
+            ..KernelFilter::default()
         },
-        bounds: window.map(|w| (w.start_ns, w.end_ns)),
-        ..KernelFilter::default()
+        Rows::Nccl => {
+            KernelFilter { devices: Some(Vec::new()), nccl_anywhere: true, ..Default::default() }
+        }
     };
     if is_set {
         if expect.devices.is_some() {
