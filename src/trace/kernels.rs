@@ -202,7 +202,9 @@ impl Kernels {
         let mut demangled_raw: Vec<i64> = Vec::with_capacity(kept);
         let mut correlation: Vec<Option<i64>> = Vec::new();
         let mut process: Vec<Option<i64>> = Vec::new();
+        let mut dropped_short: HashSet<i64> = HashSet::default();
         for part in parts {
+            dropped_short.extend(part.dropped_short);
             out.start.extend(part.start);
             out.end.extend(part.end);
             out.device.extend(part.device);
@@ -248,6 +250,22 @@ impl Kernels {
             })?;
             out.nccl.push(value.to_ascii_lowercase().contains("nccl"));
             out.names.push(value);
+        }
+        let mut dropped: Vec<i64> =
+            dropped_short.into_iter().filter(|id| !ids.contains_key(id)).collect();
+        dropped.sort_unstable();
+        for id in dropped {
+            match lookup.query_row([id], |_| Ok(())) {
+                Ok(()) => {}
+                Err(rusqlite::Error::QueryReturnedNoRows) => {
+                    return Err(TraceError::BadValue {
+                        table: table.clone(),
+                        column: k::SHORT_NAME.into(),
+                        detail: format!("string id {id} has no row in `StringIds`"),
+                    });
+                }
+                Err(e) => return Err(TraceError::from_sqlite(e)),
+            }
         }
         out.inventory = inventory.finish();
         out.launch_keys = match (with_keys, read_keys) {
@@ -565,6 +583,9 @@ struct Part {
     inventory: InventoryAcc,
     skipped_invalid: u64,
     nccl_in_table: bool,
+    /// With NCCL kernels kept anywhere, the short-name ids of the rows dropped: each must name
+    /// a string, or a dropped row could be an NCCL kernel whose name is lost.
+    dropped_short: HashSet<i64>,
 }
 
 /// Scans one range of the kernel table (`sql` selects start, end, deviceId, streamId,
@@ -610,6 +631,9 @@ fn scan_part(
         let nccl = (filter.nccl_anywhere || !out.nccl_in_table) && nccl_ids.contains(&short);
         out.nccl_in_table |= nccl;
         if !(filter.in_box(device, start, end) || (filter.nccl_anywhere && nccl)) {
+            if filter.nccl_anywhere {
+                out.dropped_short.insert(short);
+            }
             continue;
         }
         let demangled: i64 = row.get(5).map_err(|e| bad(k::DEMANGLED_NAME, e))?;

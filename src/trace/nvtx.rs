@@ -165,78 +165,57 @@ impl NvtxRanges {
         let has_text_id = schema.has_column(names::NVTX_EVENTS, n::TEXT_ID);
         let text_id = if has_text_id { "textId" } else { "NULL" };
         let table = quote_ident(names::NVTX_EVENTS);
-        let where_bounds = if bounds.is_some() {
-            " AND start <= ?2 AND (\"end\" IS NULL OR \"end\" >= ?1)"
-        } else {
-            ""
+        let where_bounds = match bounds {
+            Some((a, b)) => format!(" AND start <= {b} AND (\"end\" IS NULL OR \"end\" >= {a})"),
+            None => String::new(),
         };
         // `ORDER BY rowid` makes table order the last tie-break of the sort below; a plain scan
-        // already returns rows in that order, so it costs nothing.
+        // already returns rows in that order, so it costs nothing. The table is read in rowid
+        // ranges over the cores; their rows join in rowid order.
         let sql = format!(
             "SELECT start, \"end\", eventType, globalTid, domainId, text, {text_id} FROM {table} \
-             WHERE eventType IN ({PUSH_POP_RANGE}, {START_END_RANGE}){where_bounds} ORDER BY rowid"
+             WHERE eventType IN ({PUSH_POP_RANGE}, {START_END_RANGE}){where_bounds} AND "
         );
-        let bad = |column: &str, e: rusqlite::Error| TraceError::BadValue {
-            table: names::NVTX_EVENTS.into(),
-            column: column.into(),
-            detail: e.to_string(),
-        };
-        let conn = trace.conn();
-        let mut stmt = conn.prepare(&sql).map_err(TraceError::from_sqlite)?;
-        let mut rows = match bounds {
-            Some((a, b)) => stmt.query([a, b]),
-            None => stmt.query([]),
-        }
-        .map_err(TraceError::from_sqlite)?;
-
+        let parts = super::split_scan(trace, names::NVTX_EVENTS, &mut |_| {}, |conn, range, _| {
+            scan_ranges(conn, &format!("{sql}{range} ORDER BY rowid"))
+        })?;
         let mut out = NvtxRanges { bounds, ..NvtxRanges::default() };
         let mut names = NameTable::default();
         let mut domain_keys: HashMap<(Option<i64>, Option<i64>), u32> = HashMap::default();
         let mut domain_list: Vec<(Option<i64>, Option<i64>)> = Vec::new();
         // textId values and the rows that use them, resolved in one pass over the distinct ids.
         let mut text_ids: HashMap<i64, Vec<usize>> = HashMap::default();
-        while let Some(row) = rows.next().map_err(TraceError::from_sqlite)? {
-            let start: i64 = row.get(0).map_err(|e| bad(n::START, e))?;
-            let end: Option<i64> = row.get(1).map_err(|e| bad(n::END, e))?;
-            check_timestamp(names::NVTX_EVENTS, n::START, start)?;
-            if let Some(e) = end {
-                check_timestamp(names::NVTX_EVENTS, n::END, e)?;
-            }
-            let event_type: i64 = row.get(2).map_err(|e| bad(n::EVENT_TYPE, e))?;
-            let global_tid: Option<i64> = row.get(3).map_err(|e| bad(n::GLOBAL_TID, e))?;
-            let domain_id: Option<i64> = row.get(4).map_err(|e| bad(n::DOMAIN_ID, e))?;
-            let text: Option<String> = row.get(5).map_err(|e| bad(n::TEXT, e))?;
-            let text_id: Option<i64> = row.get(6).map_err(|e| bad(n::TEXT_ID, e))?;
-            let i = out.start.len();
-            out.start.push(start);
-            out.end.push(end.unwrap_or(i64::MIN));
-            out.unterminated.push(end.is_none());
-            out.kind.push(if event_type == PUSH_POP_RANGE {
-                RangeKind::PushPop
-            } else {
-                RangeKind::StartEnd
-            });
-            out.global_tid.push(global_tid);
-            let key = (domain_id, global_tid.map(process_of));
-            let d = *domain_keys.entry(key).or_insert_with(|| {
-                domain_list.push(key);
-                (domain_list.len() - 1) as u32
-            });
-            out.domain.push(d);
-            match (text, text_id) {
-                (Some(t), _) => out.name.push(names.intern(&t)),
-                (None, Some(id)) => {
-                    out.name.push(u32::MAX);
-                    text_ids.entry(id).or_default().push(i);
-                }
-                (None, None) => {
-                    out.untexted += 1;
-                    out.name.push(names.intern(""));
-                }
+        for part in parts {
+            let base = out.start.len();
+            let name_of: Vec<u32> = part.names.names.iter().map(|n| names.intern(n)).collect();
+            let domain_of: Vec<u32> = part
+                .domains
+                .iter()
+                .map(|&key| {
+                    *domain_keys.entry(key).or_insert_with(|| {
+                        domain_list.push(key);
+                        (domain_list.len() - 1) as u32
+                    })
+                })
+                .collect();
+            out.start.extend(part.ranges.start);
+            out.end.extend(part.ranges.end);
+            out.unterminated.extend(part.ranges.unterminated);
+            out.kind.extend(part.ranges.kind);
+            out.global_tid.extend(part.ranges.global_tid);
+            out.name.extend(
+                part.ranges
+                    .name
+                    .iter()
+                    .map(|&i| if i == u32::MAX { i } else { name_of[i as usize] }),
+            );
+            out.domain.extend(part.ranges.domain.iter().map(|&d| domain_of[d as usize]));
+            out.untexted += part.ranges.untexted;
+            for (id, users) in part.text_ids {
+                text_ids.entry(id).or_default().extend(users.into_iter().map(|i| base + i));
             }
         }
-        drop(rows);
-        drop(stmt);
+        let conn = trace.conn();
 
         if !text_ids.is_empty() {
             schema
@@ -462,6 +441,78 @@ impl NvtxRanges {
     pub fn tid(&self, i: usize) -> Option<i64> {
         self.global_tid[i].map(tid_of)
     }
+}
+
+/// The ranges of one rowid range of `NVTX_EVENTS`, with names and domains local to it.
+struct RangesPart {
+    ranges: NvtxRanges,
+    names: NameTable,
+    /// Domain keys (domainId, process) by local domain id.
+    domains: Vec<(Option<i64>, Option<i64>)>,
+    /// textId values and the local rows that use them.
+    text_ids: HashMap<i64, Vec<usize>>,
+}
+
+/// Reads one rowid range of the NVTX table (`sql` selects start, end, eventType, globalTid,
+/// domainId, text and textId or NULL). Texts are borrowed from SQLite and interned: a row
+/// allocates nothing for a name seen before.
+fn scan_ranges(conn: &rusqlite::Connection, sql: &str) -> Result<RangesPart, TraceError> {
+    let bad = |column: &str, e: rusqlite::Error| TraceError::BadValue {
+        table: names::NVTX_EVENTS.into(),
+        column: column.into(),
+        detail: e.to_string(),
+    };
+    let mut stmt = conn.prepare(sql).map_err(TraceError::from_sqlite)?;
+    let mut rows = stmt.query([]).map_err(TraceError::from_sqlite)?;
+    let mut out = NvtxRanges::default();
+    let mut names = NameTable::default();
+    let mut domain_keys: HashMap<(Option<i64>, Option<i64>), u32> = HashMap::default();
+    let mut domains: Vec<(Option<i64>, Option<i64>)> = Vec::new();
+    let mut text_ids: HashMap<i64, Vec<usize>> = HashMap::default();
+    while let Some(row) = rows.next().map_err(TraceError::from_sqlite)? {
+        let start: i64 = row.get(0).map_err(|e| bad(n::START, e))?;
+        let end: Option<i64> = row.get(1).map_err(|e| bad(n::END, e))?;
+        check_timestamp(names::NVTX_EVENTS, n::START, start)?;
+        if let Some(e) = end {
+            check_timestamp(names::NVTX_EVENTS, n::END, e)?;
+        }
+        let event_type: i64 = row.get(2).map_err(|e| bad(n::EVENT_TYPE, e))?;
+        let global_tid: Option<i64> = row.get(3).map_err(|e| bad(n::GLOBAL_TID, e))?;
+        let domain_id: Option<i64> = row.get(4).map_err(|e| bad(n::DOMAIN_ID, e))?;
+        let text_id: Option<i64> = row.get(6).map_err(|e| bad(n::TEXT_ID, e))?;
+        let i = out.start.len();
+        out.start.push(start);
+        out.end.push(end.unwrap_or(i64::MIN));
+        out.unterminated.push(end.is_none());
+        out.kind.push(if event_type == PUSH_POP_RANGE {
+            RangeKind::PushPop
+        } else {
+            RangeKind::StartEnd
+        });
+        out.global_tid.push(global_tid);
+        let key = (domain_id, global_tid.map(process_of));
+        let d = *domain_keys.entry(key).or_insert_with(|| {
+            domains.push(key);
+            (domains.len() - 1) as u32
+        });
+        out.domain.push(d);
+        let text = row.get_ref(5).map_err(|e| bad(n::TEXT, e))?;
+        match (text, text_id) {
+            (rusqlite::types::ValueRef::Null, Some(id)) => {
+                out.name.push(u32::MAX);
+                text_ids.entry(id).or_default().push(i);
+            }
+            (rusqlite::types::ValueRef::Null, None) => {
+                out.untexted += 1;
+                out.name.push(names.intern(""));
+            }
+            (t, _) => {
+                let t = t.as_str().map_err(|e| bad(n::TEXT, e.into()))?;
+                out.name.push(names.intern(t));
+            }
+        }
+    }
+    Ok(RangesPart { ranges: out, names, domains, text_ids })
 }
 
 /// Distinct strings with dense ids.
@@ -985,6 +1036,17 @@ mod tests {
                     Launches::load(&trace, keys.clone()).unwrap()
                 });
                 assert_eq!(split, whole, "{name} {parts} parts");
+            }
+            // The ranges likewise, whole and in bounds.
+            for bounds in [None, whole.start_bounds()] {
+                let one = NvtxRanges::load(&trace, bounds).unwrap();
+                assert!(!one.is_empty(), "{name}");
+                for parts in [2, 3, 7] {
+                    let split = crate::trace::with_split(1, parts, || {
+                        NvtxRanges::load(&trace, bounds).unwrap()
+                    });
+                    assert_eq!(split, one, "{name} {parts} parts");
+                }
             }
         }
     }
