@@ -128,10 +128,13 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     let k = &ctx.kernels;
     let mut groups: HashMap<u32, Group> = HashMap::new();
     let mut all = Group::default();
+    // Whether each name matches the filter, decided once per name rather than per row.
+    let mut matched: Vec<Option<bool>> = vec![None; k.name_count()];
     for &d in &devices {
         for (i, s, e) in select(k, k.device_rows(d), params.window, params.semantics, true) {
             if let Some(f) = &params.filter
-                && !f.matches(k.name(i, style))
+                && !*matched[k.name_id(i, style) as usize]
+                    .get_or_insert_with(|| f.matches(k.name(i, style)))
             {
                 continue;
             }

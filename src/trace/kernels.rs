@@ -505,6 +505,11 @@ impl Kernels {
         }
     }
 
+    /// The number of dense name ids.
+    pub fn name_count(&self) -> usize {
+        self.names.len()
+    }
+
     /// The text of a dense name id.
     pub fn name_text(&self, id: u32) -> &str {
         &self.names[id as usize]
