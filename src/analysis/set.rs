@@ -282,8 +282,9 @@ pub fn load_set(
                 nccl_anywhere: filter.nccl_anywhere,
                 keys: filter.keys.as_ref().map(|(_, b)| (None, on_file(*b))),
             };
-            let ctx =
-                Context::load(&t, &own, None, needs, &mut |_| {}).map_err(file_err(t.path()))?;
+            let load = || Context::load(&t, &own, None, needs, &mut |_| {});
+            let ctx = if single { load() } else { crate::trace::unsplit(load) }
+                .map_err(file_err(t.path()))?;
             let listed = ctx.inventory.listed_gpus.iter().flatten().map(|g| g.id).collect();
             Ok(Part { ctx, host, clock, listed })
         })

@@ -614,12 +614,12 @@ fn scan_part(
     let mut rows = stmt.query([]).map_err(TraceError::from_sqlite)?;
     let mut seen: u64 = 0;
     while let Some(row) = rows.next().map_err(TraceError::from_sqlite)? {
-        let start: i64 = row.get(0).map_err(|e| bad(k::START, e))?;
-        let end: i64 = row.get(1).map_err(|e| bad(k::END, e))?;
+        let start: i64 = int(row, 0).map_err(|e| bad(k::START, e))?;
+        let end: i64 = int(row, 1).map_err(|e| bad(k::END, e))?;
         check_timestamp(table, k::START, start)?;
         check_timestamp(table, k::END, end)?;
-        let device: i64 = row.get(2).map_err(|e| bad(k::DEVICE, e))?;
-        let stream: i64 = row.get(3).map_err(|e| bad(k::STREAM, e))?;
+        let device: i64 = int(row, 2).map_err(|e| bad(k::DEVICE, e))?;
+        let stream: i64 = int(row, 3).map_err(|e| bad(k::STREAM, e))?;
         seen += 1;
         if seen.is_multiple_of(65_536)
             && let Some((report, parts)) = progress.as_mut()
@@ -630,7 +630,7 @@ fn scan_part(
             out.skipped_invalid += 1;
             continue;
         }
-        let short: i64 = row.get(4).map_err(|e| bad(k::SHORT_NAME, e))?;
+        let short: i64 = int(row, 4).map_err(|e| bad(k::SHORT_NAME, e))?;
         let pid_raw: Option<i64> = row.get(6).map_err(|e| bad(k::GLOBAL_PID, e))?;
         out.inventory.observe(device, stream, start, end, pid_raw.map(|g| (g >> 24) & 0xFF_FFFF));
         let nccl = (filter.nccl_anywhere || !out.nccl_in_table) && nccl_ids.contains(&short);
@@ -641,7 +641,7 @@ fn scan_part(
             }
             continue;
         }
-        let demangled: i64 = row.get(5).map_err(|e| bad(k::DEMANGLED_NAME, e))?;
+        let demangled: i64 = int(row, 5).map_err(|e| bad(k::DEMANGLED_NAME, e))?;
         out.start.push(start);
         out.end.push(end);
         out.device.push(device);
@@ -663,6 +663,15 @@ fn scan_part(
         report(seen * *parts);
     }
     Ok(out)
+}
+
+/// An integer column of a row, read without the checks `Row::get` repeats on every row (the
+/// column index is the scan's own); any other type gives `Row::get`'s error.
+fn int(row: &rusqlite::Row, i: usize) -> rusqlite::Result<i64> {
+    match row.get_ref_unwrap(i) {
+        rusqlite::types::ValueRef::Integer(v) => Ok(v),
+        _ => row.get(i),
+    }
 }
 
 /// The per-device inventory gathered in a scan: devices in a small list (a trace has a few),

@@ -230,6 +230,15 @@ pub(crate) fn with_split<R>(min_rows: i64, parts: i64, f: impl FnOnce() -> R) ->
     out
 }
 
+/// Runs `f` reading every table in one pass on this thread: the files of a set are read in
+/// parallel already, and more threads than cores only take turns.
+pub(crate) fn unsplit<R>(f: impl FnOnce() -> R) -> R {
+    let before = SPLIT.with(|s| s.replace(Some((i64::MAX, 1))));
+    let out = f();
+    SPLIT.with(|s| s.set(before));
+    out
+}
+
 /// Reads a table in rowid ranges, one per core, each on its own read-only connection and
 /// thread (the first on the trace's own connection, on the calling thread), and returns what
 /// `scan` made of each range in rowid order. `scan` gets the connection, the SQL condition
