@@ -343,6 +343,29 @@ pub struct NvtxData {
     pub launches: crate::trace::nvtx::Launches,
 }
 
+impl NvtxData {
+    /// Reads the launch records of the kernel rows `keep` selects (those with a launch key),
+    /// then the ranges that can enclose them or lie within `bounds`.
+    pub(crate) fn load(
+        trace: &crate::trace::Trace,
+        bounds: Option<(i64, i64)>,
+        kernels: &Kernels,
+        keep: impl Fn(usize) -> bool,
+    ) -> Result<NvtxData, crate::trace::TraceError> {
+        let keys: Vec<_> =
+            (0..kernels.len()).filter(|&i| keep(i)).filter_map(|i| kernels.launch_key(i)).collect();
+        let launches = crate::trace::nvtx::Launches::load(trace, keys)?;
+        // Ranges that can enclose a launch, and those in the scan's window.
+        let bounds = match (bounds, launches.start_bounds()) {
+            (None, _) => None,
+            (Some(b), None) => Some(b),
+            (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
+        };
+        let ranges = crate::trace::nvtx::NvtxRanges::load(trace, bounds)?;
+        Ok(NvtxData { ranges, launches })
+    }
+}
+
 /// A parameter an analysis adopts besides window, semantics and devices. The same `set`
 /// parses it from the command line and from a claim's `measure`; `get` gives it back for the
 /// command that reproduces a piece of evidence (None: left out, at its default).
@@ -1562,6 +1585,7 @@ impl Context {
         trace: &crate::trace::Trace,
         filter: &crate::trace::KernelFilter,
         needs: &[Table],
+        with_nvtx: bool,
         progress: &mut dyn FnMut(u64),
     ) -> Result<(Kernels, Option<crate::trace::Copies>, Option<NvtxData>), crate::trace::TraceError>
     {
@@ -1575,18 +1599,8 @@ impl Context {
         } else {
             None
         };
-        let nvtx = if needs.contains(&Table::Nvtx) {
-            let keys: Vec<_> =
-                (0..kernels.start.len()).filter_map(|i| kernels.launch_key(i)).collect();
-            let launches = crate::trace::nvtx::Launches::load(trace, keys)?;
-            // Ranges that can enclose a launch, and those in the scan's window.
-            let bounds = match (filter.bounds, launches.start_bounds()) {
-                (None, _) => None,
-                (Some(b), None) => Some(b),
-                (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
-            };
-            let ranges = crate::trace::nvtx::NvtxRanges::load(trace, bounds)?;
-            Some(NvtxData { ranges, launches })
+        let nvtx = if needs.contains(&Table::Nvtx) && with_nvtx {
+            Some(NvtxData::load(trace, filter.bounds, &kernels, |_| true)?)
         } else {
             None
         };
@@ -1603,11 +1617,25 @@ impl Context {
         needs: &[Table],
         progress: &mut dyn FnMut(u64),
     ) -> Result<Context, crate::trace::TraceError> {
+        Self::load_parts(trace, filter, expected_devices, needs, true, progress)
+    }
+
+    /// [`Context::load`]; with `with_nvtx` false, a scan that needs NVTX reads the kernels'
+    /// launch keys but leaves the launch records and ranges to [`Context::load_nvtx`] (a set
+    /// knows which rows need them only once its ranks are numbered).
+    pub(crate) fn load_parts(
+        trace: &crate::trace::Trace,
+        filter: &crate::trace::KernelFilter,
+        expected_devices: Option<Vec<i64>>,
+        needs: &[Table],
+        with_nvtx: bool,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<Context, crate::trace::TraceError> {
         let path = trace.path().to_path_buf();
         // The file is hashed on another thread while every table is read.
         let (tables, sha) = std::thread::scope(|s| {
             let hasher = s.spawn(move || crate::trace::sha256_file(&path));
-            let tables = Self::load_tables(trace, filter, needs, progress);
+            let tables = Self::load_tables(trace, filter, needs, with_nvtx, progress);
             let sha = hasher
                 .join()
                 .unwrap_or_else(|_| Err(std::io::Error::other("hashing thread panicked")));

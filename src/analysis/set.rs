@@ -226,6 +226,9 @@ pub fn rank_label(host: Option<&str>, file: &Path, pids: &[i64], device: i64) ->
 /// One file read on its own clock, before the merge.
 struct Part {
     ctx: Context,
+    trace: Trace,
+    /// The bounds of the set's filter on this file's clock.
+    bounds: Option<(i64, i64)>,
     host: Option<String>,
     clock: Clock,
     listed: Vec<i64>,
@@ -267,7 +270,7 @@ pub fn load_set(
     let origin = opened.iter().map(|(_, c, _)| c.start_utc_ns).min().unwrap_or(0);
     let single = paths.len() == 1;
     let shift_of = |c: &Clock| if single { 0 } else { c.zero_utc_ns - origin };
-    let parts: Vec<Part> = opened
+    let mut parts: Vec<Part> = opened
         .into_par_iter()
         .map(|(t, clock, host)| {
             let shift = shift_of(&clock);
@@ -282,28 +285,39 @@ pub fn load_set(
                 nccl_anywhere: filter.nccl_anywhere,
                 keys: filter.keys.as_ref().map(|(_, b)| (None, on_file(*b))),
             };
-            let load = || Context::load(&t, &own, None, needs, &mut |_| {});
+            // NVTX launches and ranges wait for the ranks: only the rows of the ranks that
+            // need them look their launches up.
+            let load = || Context::load_parts(&t, &own, None, needs, false, &mut |_| {});
             let ctx = if single { load() } else { crate::trace::unsplit(load) }
                 .map_err(file_err(t.path()))?;
             let listed = ctx.inventory.listed_gpus.iter().flatten().map(|g| g.id).collect();
-            Ok(Part { ctx, host, clock, listed })
+            Ok(Part { ctx, trace: t, bounds: own.bounds, host, clock, listed })
         })
         .collect::<Result<_, SetError>>()?;
+    let (ranks, maps) = number_ranks(&parts, paths);
+    if needs.contains(&Table::Nvtx) {
+        let wanted = filter.keys.as_ref().and_then(|(ranks, _)| ranks.clone());
+        parts.par_iter_mut().zip(&maps).try_for_each(|(p, map)| {
+            let k = &p.ctx.kernels;
+            let keep = |i: usize| {
+                wanted.as_ref().is_none_or(|w| map.get(&k.device[i]).is_some_and(|r| w.contains(r)))
+            };
+            let load = || super::NvtxData::load(&p.trace, p.bounds, k, keep);
+            let nvtx = if single { load() } else { crate::trace::unsplit(load) }
+                .map_err(file_err(p.trace.path()))?;
+            p.ctx.nvtx = Some(nvtx);
+            Ok::<(), SetError>(())
+        })?;
+    }
     progress(parts.iter().map(|p| p.ctx.kernels.len() as u64).sum());
-    Ok(merge(parts, paths, filter, expected_ranks, single, origin))
+    Ok(merge(parts, paths, filter, expected_ranks, single, origin, ranks, maps))
 }
 
-fn merge(
-    parts: Vec<Part>,
-    paths: &[PathBuf],
-    filter: &KernelFilter,
-    expected_ranks: Option<usize>,
-    single: bool,
-    origin: i64,
-) -> Context {
-    // Ranks: each file's devices with kernels, sorted, files in order, numbered from 0; so the
-    // numbering depends on the files alone, whatever tables a command reads. Devices with copies
-    // but no kernel (read only when an analysis needs copies) come after them.
+/// Ranks: each file's devices with kernels, sorted, files in order, numbered from 0; so the
+/// numbering depends on the files alone, whatever tables a command reads. Devices with copies
+/// but no kernel (read only when an analysis needs copies) come after them. Also, per file, its
+/// devices' ranks.
+fn number_ranks(parts: &[Part], paths: &[PathBuf]) -> (Vec<RankRef>, Vec<BTreeMap<i64, i64>>) {
     let mut ranks = Vec::new();
     let mut maps: Vec<BTreeMap<i64, i64>> = vec![BTreeMap::new(); parts.len()];
     let kernel_devices = |p: &Part| -> Vec<i64> {
@@ -352,6 +366,20 @@ fn merge(
             }
         }
     }
+    (ranks, maps)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn merge(
+    parts: Vec<Part>,
+    paths: &[PathBuf],
+    filter: &KernelFilter,
+    expected_ranks: Option<usize>,
+    single: bool,
+    origin: i64,
+    ranks: Vec<RankRef>,
+    maps: Vec<BTreeMap<i64, i64>>,
+) -> Context {
     let remaps: Vec<Remap> = parts
         .iter()
         .zip(maps)
