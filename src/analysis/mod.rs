@@ -1621,7 +1621,7 @@ impl Context {
     }
 
     /// [`Context::load`]; with `with_nvtx` false, a scan that needs NVTX reads the kernels'
-    /// launch keys but leaves the launch records and ranges to [`Context::load_nvtx`] (a set
+    /// launch keys but leaves the launch records and ranges to [`NvtxData::load`] (a set
     /// knows which rows need them only once its ranks are numbered).
     pub(crate) fn load_parts(
         trace: &crate::trace::Trace,
