@@ -571,40 +571,78 @@ pub fn run_with(set: ClaimSet, progress: &mut dyn FnMut(&str, u64), scans: &Scan
                 unique.push((*scope, *m, key));
             }
         }
-        type Run = (Params, Result<Evidence, String>, Option<(Params, Result<Evidence, String>)>);
-        let runs: Vec<Option<Run>> = unique
-            .par_iter()
-            .map(|(scope, m, key)| {
-                let mut p = m.params.clone();
-                let spec = analysis::spec(&m.analysis)?;
-                let result = match (&ctx, resolved.get(&scope.name)) {
-                    (Err(msg), _) => Err(msg.clone()),
-                    (Ok(_), Some(Err(msg))) => Err(msg.clone()),
-                    (Ok(ctx), Some(Ok((_, rws)))) => {
-                        // One window is reproduced by its seconds, a set by naming its ranges.
-                        if let [one] = rws.as_slice() {
-                            p.window = Some(one.window);
-                        }
-                        let w = scope.nvtx.as_ref().expect("resolved scopes have an NVTX window");
-                        analysis::run_nvtx_windows(spec, &p, ctx, w, rws).map_err(|e| e.with_hint())
-                    }
-                    (Ok(ctx), None) => {
-                        analysis::run_split(spec, &p, ctx).map_err(|e| e.with_hint())
-                    }
-                };
-                // A compared side over kernels, nvtx or copies: the same query over the side's
-                // whole span, for the per-name deltas.
-                let names = match (&ctx, &result, name_sides.contains(key)) {
-                    (Ok(ctx), Ok(ev), true) => {
-                        let whole = analysis::compare::names_params(&m.params, ev);
-                        let r = analysis::run_spec(spec, &whole, ctx).map_err(|e| e.to_string());
-                        Some((whole, r))
-                    }
-                    _ => None,
-                };
-                Some((p, result, names))
+        // Chart context over the resolved windows, run beside the queries.
+        let chart_queries: Vec<(&Scope, &Measure)> = queries
+            .iter()
+            .filter(|(_, m)| !sides_only.contains(&query_key(&set, m)))
+            .map(|(s, m)| match resolved.get(&s.name) {
+                Some(Ok((r, _))) => (r, *m),
+                _ => (*s, *m),
             })
             .collect();
+        let context_scopes: Vec<_> = match &ctx {
+            Ok(_) => context_scopes_of(&chart_queries)
+                .into_iter()
+                .filter(|(_, s)| s.nvtx.is_none() || s.window.is_some())
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        let context_runs = || -> Vec<(Params, Result<Evidence, String>)> {
+            let Ok(ctx) = &ctx else { return Vec::new() };
+            context_scopes
+                .par_iter()
+                .map(|(spec, scope)| {
+                    let mut p = Params::new(scope.devices.clone());
+                    p.window = scope.window;
+                    p.semantics = scope.semantics;
+                    if let Some(analysis::ChartContext::Top(n)) = spec.chart_context() {
+                        p.limit = Some(n);
+                    }
+                    let result = analysis::run_spec(spec, &p, ctx).map_err(|e| e.to_string());
+                    (p, result)
+                })
+                .collect()
+        };
+        type Run = (Params, Result<Evidence, String>, Option<(Params, Result<Evidence, String>)>);
+        let query_runs = || -> Vec<Option<Run>> {
+            unique
+                .par_iter()
+                .map(|(scope, m, key)| {
+                    let mut p = m.params.clone();
+                    let spec = analysis::spec(&m.analysis)?;
+                    let result = match (&ctx, resolved.get(&scope.name)) {
+                        (Err(msg), _) => Err(msg.clone()),
+                        (Ok(_), Some(Err(msg))) => Err(msg.clone()),
+                        (Ok(ctx), Some(Ok((_, rws)))) => {
+                            // One window is reproduced by its seconds, a set by naming its ranges.
+                            if let [one] = rws.as_slice() {
+                                p.window = Some(one.window);
+                            }
+                            let w =
+                                scope.nvtx.as_ref().expect("resolved scopes have an NVTX window");
+                            analysis::run_nvtx_windows(spec, &p, ctx, w, rws)
+                                .map_err(|e| e.with_hint())
+                        }
+                        (Ok(ctx), None) => {
+                            analysis::run_split(spec, &p, ctx).map_err(|e| e.with_hint())
+                        }
+                    };
+                    // A compared side over kernels, nvtx or copies: the same query over the side's
+                    // whole span, for the per-name deltas.
+                    let names = match (&ctx, &result, name_sides.contains(key)) {
+                        (Ok(ctx), Ok(ev), true) => {
+                            let whole = analysis::compare::names_params(&m.params, ev);
+                            let r =
+                                analysis::run_spec(spec, &whole, ctx).map_err(|e| e.to_string());
+                            Some((whole, r))
+                        }
+                        _ => None,
+                    };
+                    Some((p, result, names))
+                })
+                .collect()
+        };
+        let (runs, context_runs) = rayon::join(query_runs, context_runs);
         for ((scope, m, key), run) in unique.into_iter().zip(runs) {
             let (Some(spec), Some((p, result, names_run))) = (analysis::spec(&m.analysis), run)
             else {
@@ -629,34 +667,7 @@ pub fn run_with(set: ClaimSet, progress: &mut dyn FnMut(&str, u64), scans: &Scan
             ledger.push(LedgerEntry::new(key.clone(), words, result.clone()));
             evidence.insert(key, result);
         }
-        let Ok(ctx) = ctx else { continue };
-        // Chart context over the resolved windows.
-        let queries: Vec<(&Scope, &Measure)> = queries
-            .iter()
-            .filter(|(_, m)| !sides_only.contains(&query_key(&set, m)))
-            .map(|(s, m)| match resolved.get(&s.name) {
-                Some(Ok((r, _))) => (r, *m),
-                _ => (*s, *m),
-            })
-            .collect();
-        let context_scopes: Vec<_> = context_scopes_of(&queries)
-            .into_iter()
-            .filter(|(_, s)| s.nvtx.is_none() || s.window.is_some())
-            .collect();
-        let runs: Vec<(Params, Result<Evidence, String>)> = context_scopes
-            .par_iter()
-            .map(|(spec, scope)| {
-                let mut p = Params::new(scope.devices.clone());
-                p.window = scope.window;
-                p.semantics = scope.semantics;
-                if let Some(analysis::ChartContext::Top(n)) = spec.chart_context() {
-                    p.limit = Some(n);
-                }
-                let result = analysis::run_spec(spec, &p, &ctx).map_err(|e| e.to_string());
-                (p, result)
-            })
-            .collect();
-        for ((spec, scope), (p, result)) in context_scopes.iter().zip(runs) {
+        for ((spec, scope), (p, result)) in context_scopes.iter().zip(context_runs) {
             context.push(LedgerEntry::new(
                 format!("{}/{}/{}", decl.name, spec.name, scope.name),
                 command_words(spec, decl, &p, None),

@@ -5,6 +5,7 @@
 //! |C| - overlap, nccl_only = |N| - overlap, idle = total - |C ∪ N|; the four sum to total.
 //! Reads the kernel scan only (start, end, deviceId, streamId, shortName).
 
+use rayon::prelude::*;
 use serde_json::{Value, json};
 
 use super::intervals::{intersection_length, length, union};
@@ -199,8 +200,9 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     let devices = ctx.resolve_devices(&params.devices)?;
     ctx.check_window(params.window, &devices)?;
     let mut ev = ctx.evidence(&SPEC, params, devices.clone());
+    // Devices are independent: one per core.
     let parts: Vec<(i64, Breakdown)> =
-        devices.iter().map(|&d| (d, breakdown(ctx, d, params))).collect();
+        devices.par_iter().map(|&d| (d, breakdown(ctx, d, params))).collect();
     let edges: i64 = parts.iter().map(|p| p.1.edge_kernels).sum();
     if let Some(w) = params.window {
         match params.semantics {
