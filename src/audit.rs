@@ -13,7 +13,7 @@ use serde::Serialize;
 use crate::analysis::{self, Context, Evidence, Params, ToolRef};
 use crate::claims::{ClaimSet, Measure, Scope};
 use crate::scope::DeviceSel;
-use crate::trace::{KernelFilter, Trace};
+use crate::trace::{KernelFilter, NO_ROWS, RowBox, Trace, union_rows};
 use crate::verdict::{self, ClaimResult, EvidenceMap, Summary, query_key};
 
 /// One query of the ledger.
@@ -416,37 +416,11 @@ pub fn merge_scans(
     a: (KernelFilter, Vec<analysis::Table>),
     b: (KernelFilter, Vec<analysis::Table>),
 ) -> (KernelFilter, Vec<analysis::Table>) {
-    fn union(
-        a: (Option<Vec<i64>>, Option<(i64, i64)>),
-        b: (Option<Vec<i64>>, Option<(i64, i64)>),
-    ) -> (Option<Vec<i64>>, Option<(i64, i64)>) {
-        let empty = |x: &(Option<Vec<i64>>, _)| x.0.as_ref().is_some_and(Vec::is_empty);
-        if empty(&a) {
-            return b;
-        }
-        if empty(&b) {
-            return a;
-        }
-        let devices = match (a.0, b.0) {
-            (Some(mut x), Some(y)) => {
-                x.extend(y);
-                x.sort_unstable();
-                x.dedup();
-                Some(x)
-            }
-            _ => None,
-        };
-        let bounds = match (a.1, b.1) {
-            (Some((p, q)), Some((r, t))) => Some((p.min(r), q.max(t))),
-            _ => None,
-        };
-        (devices, bounds)
-    }
-    let (devices, bounds) = union((a.0.devices, a.0.bounds), (b.0.devices, b.0.bounds));
+    let (devices, bounds) = union_rows((a.0.devices, a.0.bounds), (b.0.devices, b.0.bounds));
     let nccl_anywhere = a.0.nccl_anywhere || b.0.nccl_anywhere;
     // No key box where NVTX is read means every kept row's keys.
     let keys = match (a.0.keys, b.0.keys) {
-        (Some(x), Some(y)) => Some(union(x, y)),
+        (Some(x), Some(y)) => Some(union_rows(x, y)),
         (Some(x), None) if !b.1.contains(&analysis::Table::Nvtx) => Some(x),
         (None, Some(y)) if !a.1.contains(&analysis::Table::Nvtx) => Some(y),
         _ => None,
@@ -773,64 +747,35 @@ fn context_scopes_of(
 fn union_filter<'a>(
     queries: impl Iterator<Item = (&'a Scope, &'static analysis::AnalysisSpec, bool)>,
 ) -> KernelFilter {
-    #[derive(Default)]
-    struct Box {
-        any: bool,
-        devices: Option<Vec<i64>>,
-        bounds: Option<(i64, i64)>,
-        whole: bool,
-    }
-    impl Box {
-        fn add(&mut self, s: &Scope) {
-            if !self.any {
-                self.devices = Some(Vec::new());
-            }
-            self.any = true;
-            match (&s.devices, self.devices.as_mut()) {
-                (DeviceSel::Set(v), Some(d)) => d.extend(v),
-                _ => self.devices = None,
-            }
-            // A window taken from NVTX ranges is known only once they are read.
-            match s.window.filter(|_| s.nvtx.is_none()) {
-                None => self.whole = true,
-                Some(w) => {
-                    self.bounds = Some(self.bounds.map_or((w.start_ns, w.end_ns), |(a, b)| {
-                        (a.min(w.start_ns), b.max(w.end_ns))
-                    }))
-                }
-            }
-        }
-        fn finish(mut self) -> (Option<Vec<i64>>, Option<(i64, i64)>) {
-            if !self.any {
-                return (Some(Vec::new()), None);
-            }
-            if let Some(d) = self.devices.as_mut() {
-                d.sort_unstable();
-                d.dedup();
-            }
-            (self.devices, if self.whole { None } else { self.bounds })
-        }
-    }
-    let (mut rows, mut keys) = (Box::default(), Box::default());
+    let (mut rows, mut keys) = (NO_ROWS, None);
     let mut nccl_anywhere = false;
     for (scope, spec, split) in queries {
-        // Split windows of a span need every row for the span of each window's kernels.
-        let nccl_only = spec.name == analysis::nccl_skew::SPEC.name
-            && scope.window.is_none()
-            && scope.nvtx.is_none()
-            && !split;
-        if nccl_only {
+        if spec.reads_only_nccl(scope.window.is_none() && scope.nvtx.is_none() && !split) {
             nccl_anywhere = true;
         } else {
-            rows.add(scope);
+            rows = union_rows(rows, box_of(scope));
         }
         if spec.needs.contains(&analysis::Table::Nvtx) || scope.nvtx.is_some() {
-            keys.add(scope);
+            keys = Some(union_rows(keys.unwrap_or(NO_ROWS), box_of(scope)));
         }
     }
-    let (devices, bounds) = rows.finish();
-    let keys = keys.any.then(|| keys.finish());
+    let (devices, bounds) = rows;
     KernelFilter { devices, bounds, nccl_anywhere, keys }
+}
+
+/// The rows a scope reads: its devices over its window, or over the whole trace when it has
+/// none or takes it from NVTX ranges (known only once they are read).
+fn box_of(s: &Scope) -> RowBox {
+    let devices = match &s.devices {
+        DeviceSel::Set(v) => {
+            let mut v = v.clone();
+            v.sort_unstable();
+            v.dedup();
+            Some(v)
+        }
+        DeviceSel::All => None,
+    };
+    (devices, s.window.filter(|_| s.nvtx.is_none()).map(|w| (w.start_ns, w.end_ns)))
 }
 
 #[cfg(test)]

@@ -439,6 +439,13 @@ pub struct AnalysisSpec {
 }
 
 impl AnalysisSpec {
+    /// Whether it reads NCCL kernels alone when it reads the whole trace (`whole_trace`: no
+    /// window, no NVTX windows, no split, whose windows' spans need every row): the
+    /// cross-rank matching of `nccl-skew`. Its scan keeps NCCL kernels anywhere, no other row.
+    pub fn reads_only_nccl(&self, whole_trace: bool) -> bool {
+        whole_trace && self.name == nccl_skew::SPEC.name
+    }
+
     /// The context query its chart needs.
     pub fn chart_context(&self) -> Option<ChartContext> {
         self.chart.and_then(ChartKind::context)

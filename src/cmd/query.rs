@@ -222,7 +222,7 @@ impl Rows {
         window: Option<crate::scope::Window>,
         windows_later: bool,
     ) -> Rows {
-        if spec.name == analysis::nccl_skew::SPEC.name && window.is_none() && !windows_later {
+        if spec.reads_only_nccl(window.is_none() && !windows_later) {
             Rows::Nccl
         } else {
             Rows::Window(window)

@@ -62,6 +62,35 @@ pub struct KernelFilter {
 /// A box of rows: devices (None: all) and bounds as in [`KernelFilter`] (None: all times).
 pub type RowBox = (Option<Vec<i64>>, Option<(i64, i64)>);
 
+/// The box that keeps no row.
+pub const NO_ROWS: RowBox = (Some(Vec::new()), None);
+
+/// The smallest box that holds both: devices united and sorted (None when either is all),
+/// bounds as their hull (None when either is all times); a box that keeps no row adds nothing.
+pub fn union_rows(a: RowBox, b: RowBox) -> RowBox {
+    let empty = |x: &RowBox| x.0.as_ref().is_some_and(Vec::is_empty);
+    if empty(&a) {
+        return b;
+    }
+    if empty(&b) {
+        return a;
+    }
+    let devices = match (a.0, b.0) {
+        (Some(mut x), Some(y)) => {
+            x.extend(y);
+            x.sort_unstable();
+            x.dedup();
+            Some(x)
+        }
+        _ => None,
+    };
+    let bounds = match (a.1, b.1) {
+        (Some((p, q)), Some((r, t))) => Some((p.min(r), q.max(t))),
+        _ => None,
+    };
+    (devices, bounds)
+}
+
 impl KernelFilter {
     /// Whether a row of `device` over `[start, end]` is in the box of `devices` and `bounds`.
     fn boxed(

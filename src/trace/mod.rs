@@ -25,7 +25,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 pub use copies::{Copies, CopyKind};
-pub use kernels::{KernelFilter, Kernels, NameStyle};
+pub use kernels::{KernelFilter, Kernels, NO_ROWS, NameStyle, RowBox, union_rows};
 pub use schema::{NvtxText, Origin, Requirement, Schema, TableRole, TimeBase, quote_ident};
 
 /// Errors reading a trace.
