@@ -704,20 +704,11 @@ fn int(row: &rusqlite::Row, i: usize) -> rusqlite::Result<i64> {
 }
 
 /// The per-device inventory gathered in a scan: devices in a small list (a trace has a few),
-/// the last one looked up first, streams and processes per device likewise.
+/// the last one looked up first.
 #[derive(Default)]
 struct InventoryAcc {
-    devices: Vec<DeviceAcc>,
+    devices: Vec<DeviceInventory>,
     last: usize,
-}
-
-struct DeviceAcc {
-    device: i64,
-    kernels: i64,
-    first_start_ns: i64,
-    last_end_ns: i64,
-    streams: Vec<(i64, i64)>,
-    pids: Vec<i64>,
 }
 
 impl InventoryAcc {
@@ -726,26 +717,13 @@ impl InventoryAcc {
             self.last = match self.devices.iter().position(|d| d.device == device) {
                 Some(i) => i,
                 None => {
-                    self.devices.push(DeviceAcc {
-                        device,
-                        kernels: 0,
-                        first_start_ns: start,
-                        last_end_ns: end,
-                        streams: Vec::new(),
-                        pids: Vec::new(),
-                    });
+                    self.devices.push(DeviceInventory::new(device, start, end));
                     self.devices.len() - 1
                 }
             };
         }
         let d = &mut self.devices[self.last];
-        d.kernels += 1;
-        d.first_start_ns = d.first_start_ns.min(start);
-        d.last_end_ns = d.last_end_ns.max(end);
-        match d.streams.iter_mut().find(|s| s.0 == stream) {
-            Some(s) => s.1 += 1,
-            None => d.streams.push((stream, 1)),
-        }
+        d.count(stream, start, end);
         if let Some(p) = pid
             && !d.pids.contains(&p)
         {
@@ -757,47 +735,19 @@ impl InventoryAcc {
     fn absorb(&mut self, other: InventoryAcc) {
         for o in other.devices {
             match self.devices.iter_mut().find(|d| d.device == o.device) {
+                Some(d) => combine(d, o),
                 None => self.devices.push(o),
-                Some(d) => {
-                    d.kernels += o.kernels;
-                    d.first_start_ns = d.first_start_ns.min(o.first_start_ns);
-                    d.last_end_ns = d.last_end_ns.max(o.last_end_ns);
-                    for (stream, n) in o.streams {
-                        match d.streams.iter_mut().find(|s| s.0 == stream) {
-                            Some(s) => s.1 += n,
-                            None => d.streams.push((stream, n)),
-                        }
-                    }
-                    for p in o.pids {
-                        if !d.pids.contains(&p) {
-                            d.pids.push(p);
-                        }
-                    }
-                }
             }
         }
     }
 
     /// The inventory by device, ascending, processes sorted.
-    fn finish(self) -> Vec<DeviceInventory> {
-        let mut out: Vec<DeviceInventory> = self
-            .devices
-            .into_iter()
-            .map(|d| {
-                let mut pids = d.pids;
-                pids.sort_unstable();
-                DeviceInventory {
-                    device: d.device,
-                    kernels: d.kernels,
-                    first_start_ns: d.first_start_ns,
-                    last_end_ns: d.last_end_ns,
-                    streams: d.streams.into_iter().collect(),
-                    pids,
-                }
-            })
-            .collect();
-        out.sort_by_key(|d| d.device);
-        out
+    fn finish(mut self) -> Vec<DeviceInventory> {
+        for d in &mut self.devices {
+            d.pids.sort_unstable();
+        }
+        self.devices.sort_by_key(|d| d.device);
+        self.devices
     }
 }
 

@@ -498,19 +498,29 @@ impl DeviceInventory {
         start: i64,
         end: i64,
     ) -> &mut DeviceInventory {
-        let d = map.entry(device).or_insert_with(|| DeviceInventory {
+        let d = map.entry(device).or_insert_with(|| DeviceInventory::new(device, start, end));
+        d.count(stream, start, end);
+        d
+    }
+
+    /// A device with no kernel counted yet, its range starting at the first one's.
+    pub(crate) fn new(device: i64, start: i64, end: i64) -> DeviceInventory {
+        DeviceInventory {
             device,
             kernels: 0,
             first_start_ns: start,
             last_end_ns: end,
             streams: BTreeMap::new(),
             pids: Vec::new(),
-        });
-        d.kernels += 1;
-        d.first_start_ns = d.first_start_ns.min(start);
-        d.last_end_ns = d.last_end_ns.max(end);
-        *d.streams.entry(stream).or_default() += 1;
-        d
+        }
+    }
+
+    /// Counts one kernel row of this device.
+    pub(crate) fn count(&mut self, stream: i64, start: i64, end: i64) {
+        self.kernels += 1;
+        self.first_start_ns = self.first_start_ns.min(start);
+        self.last_end_ns = self.last_end_ns.max(end);
+        *self.streams.entry(stream).or_default() += 1;
     }
 }
 
