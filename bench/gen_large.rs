@@ -26,12 +26,16 @@
 
 #[path = "../fixtures/nsys_ddl.rs"]
 mod nsys_ddl;
+#[path = "../fixtures/splitmix.rs"]
+mod splitmix;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
 use rusqlite::{Connection, Statement, Transaction, params};
+
+use splitmix::SplitMix as Rng;
 
 const US: i64 = 1_000;
 const MS: i64 = 1_000_000;
@@ -143,37 +147,15 @@ fn string_id(s: &str) -> i64 {
     strings().iter().position(|&x| x == s).map(|i| i as i64 + 1).expect("interned")
 }
 
-/// splitmix64 over integers: the same draws on every platform.
-struct Rng(u64);
+/// The generator's random stream keyed by `parts` (see `fixtures/splitmix.rs`).
+fn seeded(parts: &[u64]) -> Rng {
+    Rng::keyed(SEED, parts)
+}
 
-impl Rng {
-    fn new(parts: &[u64]) -> Rng {
-        let mut rng = Rng(SEED);
-        for &p in parts {
-            rng.0 ^= p.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            rng.next();
-        }
-        rng
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `lo..=hi`.
-    fn int(&mut self, lo: i64, hi: i64) -> i64 {
-        lo + (self.next() % (hi - lo + 1) as u64) as i64
-    }
-
-    /// Near-normal (the mean of four uniforms) with this mean and spread, at least 1 µs.
-    fn normal(&mut self, mean: i64, spread: i64) -> i64 {
-        let sum: i64 = (0..4).map(|_| self.int(-spread * 2, spread * 2)).sum();
-        (mean + sum / 4).max(US)
-    }
+/// Near-normal (the mean of four uniforms) with this mean and spread, at least 1 µs.
+fn near_normal(rng: &mut Rng, mean: i64, spread: i64) -> i64 {
+    let sum: i64 = (0..4).map(|_| rng.int(-spread * 2, spread * 2)).sum();
+    (mean + sum / 4).max(US)
 }
 
 /// The kind of compute kernel `i` of an iteration.
@@ -233,7 +215,7 @@ struct DeviceIteration {
 /// trigger waits for the collective's end (the data it brings): each collective realigns the
 /// ranks, and the straggler's lag between two collectives is what the others wait for.
 fn iteration(it: u64, devices: usize, start: i64) -> (Vec<DeviceIteration>, i64) {
-    let mut rngs: Vec<Rng> = (0..devices).map(|d| Rng::new(&[1, it, d as u64])).collect();
+    let mut rngs: Vec<Rng> = (0..devices).map(|d| seeded(&[1, it, d as u64])).collect();
     let mut out: Vec<DeviceIteration> = Vec::with_capacity(devices);
     let mut t = Vec::with_capacity(devices);
     for rng in rngs.iter_mut() {
@@ -266,7 +248,7 @@ fn iteration(it: u64, devices: usize, start: i64) -> (Vec<DeviceIteration>, i64)
         let gate = waits.iter().filter(|w| w.0 == i).map(|w| w.1).max();
         for d in 0..devices {
             let rng = &mut rngs[d];
-            let mut dur = rng.normal(k.mean, k.spread);
+            let mut dur = near_normal(rng, k.mean, k.spread);
             if d == devices - 1 {
                 dur += dur / 20;
             }
@@ -287,12 +269,12 @@ fn iteration(it: u64, devices: usize, start: i64) -> (Vec<DeviceIteration>, i64)
         while c < COLLECTIVES && trigger(c) == i {
             let arrivals: Vec<i64> = (0..devices)
                 .map(|d| {
-                    let jitter = Rng::new(&[2, it, c as u64, d as u64]).int(0, 30) * US;
+                    let jitter = seeded(&[2, it, c as u64, d as u64]).int(0, 30) * US;
                     (starts[d] + jitter).max(nccl_free[d] + 2 * US)
                 })
                 .collect();
             let last = *arrivals.iter().max().expect("devices");
-            let end = last + Rng::new(&[3, it, c as u64]).int(150, 600) * US;
+            let end = last + seeded(&[3, it, c as u64]).int(150, 600) * US;
             let name = string_id(collective_name(c));
             for (d, &a) in arrivals.iter().enumerate() {
                 nccl_free[d] = end;
@@ -386,7 +368,7 @@ fn insert_device(
     // Launches in issue order: the CPU thread issues activities in the order of the compute
     // kernels they sit next to, each 20-60 µs before the activity starts, never overlapping.
     di.activities.sort_by_key(|a| a.order);
-    let mut rng = Rng::new(&[4, it, rank as u64]);
+    let mut rng = seeded(&[4, it, rank as u64]);
     let mut cpu = i64::MIN;
     let mut launches: Vec<(i64, i64)> = Vec::with_capacity(di.activities.len());
     for a in &di.activities {

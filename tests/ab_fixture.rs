@@ -6,6 +6,8 @@
 mod generate;
 #[path = "../fixtures/nsys_ddl.rs"]
 mod nsys_ddl;
+#[path = "../fixtures/splitmix.rs"]
+mod splitmix;
 
 #[test]
 fn committed_pair_matches_the_generator() {

@@ -5,6 +5,8 @@
 mod generate;
 #[path = "../fixtures/nsys_ddl.rs"]
 mod nsys_ddl;
+#[path = "../fixtures/splitmix.rs"]
+mod splitmix;
 
 #[test]
 fn committed_fixture_matches_the_generator() {
