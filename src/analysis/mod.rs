@@ -1497,11 +1497,7 @@ pub(crate) fn effective_window(
         (Some(w), Semantics::Clip) => Some(w.as_array()),
         // The devices' kernel span, from the inventory of every row: a scan may keep only
         // some rows of a device outside the boxes its queries read (NCCL kernels alone).
-        (None, _) => devices
-            .iter()
-            .filter_map(|d| ctx.kernels.inventory.iter().find(|i| i.device == *d))
-            .map(|i| [i.first_start_ns, i.last_end_ns])
-            .reduce(|[a, b], [c, d]| [a.min(c), b.max(d)]),
+        (None, _) => ctx.kernel_range_of(devices),
         (window, _) => {
             let k = &ctx.kernels;
             let mut span: Option<[i64; 2]> = None;
