@@ -181,23 +181,14 @@ impl NvtxRanges {
         })?;
         let mut out = NvtxRanges { bounds, ..NvtxRanges::default() };
         let mut names = NameTable::default();
-        let mut domain_keys: HashMap<(Option<i64>, Option<i64>), u32> = HashMap::default();
-        let mut domain_list: Vec<(Option<i64>, Option<i64>)> = Vec::new();
+        let mut domain_keys = DomainKeys::default();
         // textId values and the rows that use them, resolved in one pass over the distinct ids.
         let mut text_ids: HashMap<i64, Vec<usize>> = HashMap::default();
         for part in parts {
             let base = out.start.len();
             let name_of: Vec<u32> = part.names.names.iter().map(|n| names.intern(n)).collect();
-            let domain_of: Vec<u32> = part
-                .domains
-                .iter()
-                .map(|&key| {
-                    *domain_keys.entry(key).or_insert_with(|| {
-                        domain_list.push(key);
-                        (domain_list.len() - 1) as u32
-                    })
-                })
-                .collect();
+            let domain_of: Vec<u32> =
+                part.domains.iter().map(|&key| domain_keys.intern(key)).collect();
             out.start.extend(part.ranges.start);
             out.end.extend(part.ranges.end);
             out.unterminated.extend(part.ranges.unterminated);
@@ -262,7 +253,7 @@ impl NvtxRanges {
             }
         }
 
-        out.domains = name_domains(trace, &domain_list)?;
+        out.domains = name_domains(trace, &domain_keys.keys)?;
         out.names = names.names;
         out.sort();
         Ok(out)
@@ -274,8 +265,7 @@ impl NvtxRanges {
     pub fn from_rows(rows: &[(i64, i64, Option<i64>, &str, i64)]) -> NvtxRanges {
         let mut out = NvtxRanges::default();
         let mut names = NameTable::default();
-        let mut domain_keys: HashMap<(Option<i64>, Option<i64>), u32> = HashMap::default();
-        let mut domain_list: Vec<(Option<i64>, Option<i64>)> = Vec::new();
+        let mut domain_keys = DomainKeys::default();
         let closed_at = rows.iter().map(|r| r.1.max(r.2.unwrap_or(i64::MIN))).max();
         for &(tid, start, end, name, domain) in rows {
             out.start.push(start);
@@ -285,16 +275,12 @@ impl NvtxRanges {
             out.global_tid.push(Some(tid));
             out.name.push(names.intern(name));
             let key = (Some(domain), Some(process_of(tid)));
-            let d = *domain_keys.entry(key).or_insert_with(|| {
-                domain_list.push(key);
-                (domain_list.len() - 1) as u32
-            });
-            out.domain.push(d);
+            out.domain.push(domain_keys.intern(key));
         }
         if out.unterminated.iter().any(|&u| u) {
             out.closed_at_ns = closed_at;
         }
-        out.domains = domain_list.iter().map(|&(id, process)| unnamed(id, process)).collect();
+        out.domains = domain_keys.keys.iter().map(|&(id, process)| unnamed(id, process)).collect();
         out.names = names.names;
         out.sort();
         out
@@ -447,8 +433,8 @@ impl NvtxRanges {
 struct RangesPart {
     ranges: NvtxRanges,
     names: NameTable,
-    /// Domain keys (domainId, process) by local domain id.
-    domains: Vec<(Option<i64>, Option<i64>)>,
+    /// Domain keys by local domain id.
+    domains: Vec<DomainKey>,
     /// textId values and the local rows that use them.
     text_ids: HashMap<i64, Vec<usize>>,
 }
@@ -466,8 +452,7 @@ fn scan_ranges(conn: &rusqlite::Connection, sql: &str) -> Result<RangesPart, Tra
     let mut rows = stmt.query([]).map_err(TraceError::from_sqlite)?;
     let mut out = NvtxRanges::default();
     let mut names = NameTable::default();
-    let mut domain_keys: HashMap<(Option<i64>, Option<i64>), u32> = HashMap::default();
-    let mut domains: Vec<(Option<i64>, Option<i64>)> = Vec::new();
+    let mut domains = DomainKeys::default();
     let mut text_ids: HashMap<i64, Vec<usize>> = HashMap::default();
     while let Some(row) = rows.next().map_err(TraceError::from_sqlite)? {
         let start: i64 = row.get(0).map_err(|e| bad(n::START, e))?;
@@ -491,11 +476,7 @@ fn scan_ranges(conn: &rusqlite::Connection, sql: &str) -> Result<RangesPart, Tra
         });
         out.global_tid.push(global_tid);
         let key = (domain_id, global_tid.map(process_of));
-        let d = *domain_keys.entry(key).or_insert_with(|| {
-            domains.push(key);
-            (domains.len() - 1) as u32
-        });
-        out.domain.push(d);
+        out.domain.push(domains.intern(key));
         let text = row.get_ref(5).map_err(|e| bad(n::TEXT, e))?;
         match (text, text_id) {
             (rusqlite::types::ValueRef::Null, Some(id)) => {
@@ -512,7 +493,26 @@ fn scan_ranges(conn: &rusqlite::Connection, sql: &str) -> Result<RangesPart, Tra
             }
         }
     }
-    Ok(RangesPart { ranges: out, names, domains, text_ids })
+    Ok(RangesPart { ranges: out, names, domains: domains.keys, text_ids })
+}
+
+/// A domain as the ranges key it before it is named: `domainId` and the process.
+type DomainKey = (Option<i64>, Option<i64>);
+
+/// Distinct domain keys with dense ids, in order of first use.
+#[derive(Default)]
+struct DomainKeys {
+    ids: HashMap<DomainKey, u32>,
+    keys: Vec<DomainKey>,
+}
+
+impl DomainKeys {
+    fn intern(&mut self, key: DomainKey) -> u32 {
+        *self.ids.entry(key).or_insert_with(|| {
+            self.keys.push(key);
+            (self.keys.len() - 1) as u32
+        })
+    }
 }
 
 /// Distinct strings with dense ids.
