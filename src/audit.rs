@@ -750,9 +750,9 @@ fn union_filter<'a>(
     let (mut rows, mut keys) = (NO_ROWS, None);
     let mut nccl_anywhere = false;
     for (scope, spec, split) in queries {
-        if spec.reads_only_nccl(scope.window.is_none() && scope.nvtx.is_none() && !split) {
-            nccl_anywhere = true;
-        } else {
+        // Collectives are matched over every NCCL kernel of a rank, whatever the window.
+        nccl_anywhere |= spec.needs_nccl_anywhere();
+        if !spec.reads_only_nccl(scope.window.is_none() && scope.nvtx.is_none() && !split) {
             rows = union_rows(rows, box_of(scope));
         }
         if spec.needs.contains(&analysis::Table::Nvtx) || scope.nvtx.is_some() {
@@ -821,17 +821,18 @@ mod tests {
         assert_eq!(f.bounds, Some((60, 70)));
         assert!(f.nccl_anywhere);
         assert_eq!(f.keys, Some((Some(vec![3]), Some((60, 70)))));
-        // Skew in a window reads that window like any query; other analyses over the whole
-        // trace read every row.
+        // Skew in a window reads that window like any query, and every NCCL kernel besides
+        // (a collective is matched over the whole trace, so a window cannot shift the
+        // pairing); other analyses over the whole trace read every row.
         let f = union_filter([(&all, spec("nccl-skew"), false)].into_iter());
         assert_eq!(
             (f.devices, f.bounds, f.nccl_anywhere, f.keys),
-            (None, Some((60, 70)), false, None)
+            (None, Some((60, 70)), true, None)
         );
         let f = union_filter([(&whole, spec("overlap"), false)].into_iter());
         assert_eq!((f.devices, f.bounds, f.nccl_anywhere), (None, None, false));
         let f = union_filter([(&whole, spec("nccl-skew"), true)].into_iter());
-        assert_eq!((f.devices, f.bounds, f.nccl_anywhere), (None, None, false));
+        assert_eq!((f.devices, f.bounds, f.nccl_anywhere), (None, None, true));
         // Only skew: no box at all.
         let f = union_filter([(&whole, spec("nccl-skew"), false)].into_iter());
         assert_eq!((f.devices, f.bounds, f.nccl_anywhere), (Some(vec![]), None, true));

@@ -509,7 +509,7 @@ fn query_command(a: &'static AnalysisSpec) -> clap::Command {
                 .value_parser(clap::builder::EnumValueParser::<Semantics>::new())
                 .default_value("clip")
                 .help("How the window selects kernels")
-                .long_help("How the window selects kernels.\n\nclip: kernels intersecting the window, clipped to it; the total is the window length. contain: kernels fully inside the window, unclipped; the total is the span of the kept kernels (the semantics of nsys-ai 0.3.0 --trim)."),
+                .long_help("How the window selects kernels.\n\nclip: kernels intersecting the window, clipped to it; the total is the window length. contain: kernels fully inside the window, unclipped; the total is the span of the kept kernels (the semantics of nsys-ai 0.3.0 --trim). Cross-rank matching (nccl-skew, nccl-calls) never clips a kernel: with clip a window that cuts a collective instance (some ranks' kernels in it, others not) leaves every cross-rank number null and fails gate R2; with contain only the instances wholly inside are kept, and the ones left out are counted."),
         )
         .arg(
             Arg::new("expect-devices")

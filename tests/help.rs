@@ -22,6 +22,7 @@ fn help_texts() {
         ("query-overlap", vec!["query", "overlap"]),
         ("query-kernels", vec!["query", "kernels"]),
         ("query-nccl-skew", vec!["query", "nccl-skew"]),
+        ("query-nccl-calls", vec!["query", "nccl-calls"]),
         ("query-copies", vec!["query", "copies"]),
         ("query-nvtx", vec!["query", "nvtx"]),
         ("query-compare", vec!["query", "compare"]),

@@ -100,6 +100,8 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
         ("change_high", "ci_high / a_median"),
         ("ratio", "b_median / a_median"),
     ],
+    rank_rows: None,
+    across: &[],
     chart: None,
     terms: &[],
     run: |_, _| {

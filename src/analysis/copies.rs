@@ -419,6 +419,8 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     needs: &[Table::Kernels, Table::Copies],
     cross_rank: &[],
     ratios: &[("bandwidth", "bytes / busy_ns")],
+    rank_rows: None,
+    across: &[],
     chart: None,
     terms: &["idle_copy"],
     run,

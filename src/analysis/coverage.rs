@@ -71,6 +71,8 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     needs: &[Table::Kernels],
     cross_rank: &[],
     ratios: &[],
+    rank_rows: None,
+    across: &[],
     chart: None,
     terms: &[],
     run,

@@ -76,6 +76,8 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     needs: &[Table::Kernels],
     cross_rank: &[],
     ratios: &[],
+    rank_rows: None,
+    across: &[],
     chart: Some(ChartKind::TopNames),
     terms: &["kernel_time"],
     run,

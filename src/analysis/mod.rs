@@ -9,6 +9,7 @@ pub mod copies;
 pub mod coverage;
 pub mod intervals;
 pub mod kernels;
+pub mod nccl_calls;
 pub mod nccl_skew;
 pub mod nvtx;
 pub mod overlap;
@@ -284,6 +285,26 @@ pub enum ScopeRule {
     WholeTrace,
 }
 
+/// The fields of an analysis's per-rank rows, with those that are a ratio of others.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct RankRows {
+    /// The numeric fields of each row.
+    pub fields: &'static [Field],
+    /// Row fields that are a ratio of other row fields, with that formula.
+    pub ratios: &'static [(&'static str, &'static str)],
+}
+
+/// How a field of a cross-rank analysis combines its ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Across {
+    /// Summed over the ranks (NCCL kernel time, waiting), or a ratio of such sums.
+    Sum,
+    /// A statistic of the differences between ranks (max start - min start of an instance,
+    /// its median or maximum over instances): neither a total nor any one rank's value.
+    Spread,
+}
+
 /// The chart the report draws for an analysis, which decides the context query behind it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -425,6 +446,13 @@ pub struct AnalysisSpec {
     /// Fields that are a ratio of other fields, with that formula: a claim that reads one is
     /// evaluated and shown through it (`wait_ns / nccl_ns`), exactly, with its fraction.
     pub ratios: &'static [(&'static str, &'static str)],
+    /// The fields of its per-rank rows where they are not its `values`' own (nccl-skew's
+    /// arrivals and waits per rank); an analysis whose rule is `PerDevice` has rows of its own
+    /// fields. A claim binds a row with `rank:` or `over_ranks:`.
+    pub rank_rows: Option<RankRows>,
+    /// How a field of a cross-rank analysis combines the ranks: a total over them, or a
+    /// statistic of their differences (the largest start difference is not a total).
+    pub across: &'static [(&'static str, Across)],
     /// The chart the report draws of it, if any.
     pub chart: Option<ChartKind>,
     /// Keys of the definitions (`def.KEY.term`, `def.KEY.text` in the UI strings) the report's
@@ -459,9 +487,36 @@ impl AnalysisSpec {
         Some((terms, total.name))
     }
 
-    /// A field by name.
+    /// A field by name: of its values, else of its per-rank rows.
     pub fn field(&self, name: &str) -> Option<&'static Field> {
-        self.fields.iter().find(|f| f.name == name)
+        self.fields
+            .iter()
+            .find(|f| f.name == name)
+            .or_else(|| self.rank_rows?.fields.iter().find(|f| f.name == name))
+    }
+
+    /// The fields and ratios of its per-rank rows, if it has rows a claim can bind per rank:
+    /// its own fields for an analysis with rows per device, else its declared rank rows.
+    pub fn row_fields(
+        &self,
+    ) -> Option<(&'static [Field], &'static [(&'static str, &'static str)])> {
+        match (self.scope, self.rank_rows) {
+            (ScopeRule::PerDevice, _) => Some((self.fields, self.ratios)),
+            (_, Some(r)) => Some((r.fields, r.ratios)),
+            _ => None,
+        }
+    }
+
+    /// How a field combines the ranks, where the analysis compares ranks and says.
+    pub fn across(&self, field: &str) -> Option<Across> {
+        self.across.iter().find(|(f, _)| *f == field).map(|(_, a)| *a)
+    }
+
+    /// Whether its scan needs every NCCL kernel of the trace whatever the window: the
+    /// cross-rank matching of `nccl-skew`, whose k-th instance of a collective must not shift
+    /// when a window leaves a rank's earlier kernel out.
+    pub fn needs_nccl_anywhere(&self) -> bool {
+        self.scope == ScopeRule::Ranks && self.needs.contains(&Table::Kernels)
     }
 
     /// A parameter by name.
@@ -496,8 +551,15 @@ impl AnalysisSpec {
 }
 
 /// Every analysis, in the order the CLI lists them.
-pub const ANALYSES: &[AnalysisSpec] =
-    &[overlap::SPEC, kernels::SPEC, nccl_skew::SPEC, copies::SPEC, nvtx::SPEC, coverage::SPEC];
+pub const ANALYSES: &[AnalysisSpec] = &[
+    overlap::SPEC,
+    kernels::SPEC,
+    nccl_skew::SPEC,
+    nccl_calls::SPEC,
+    copies::SPEC,
+    nvtx::SPEC,
+    coverage::SPEC,
+];
 
 /// The tables a set of analyses needs, each once, and NVTX when a window is taken from NVTX
 /// ranges.
@@ -600,6 +662,8 @@ pub struct Params {
     pub pids: Option<Vec<i64>>,
     /// Recording threads (nvtx).
     pub tids: Option<Vec<i64>>,
+    /// The matched instance to decompose, 1-based in time order (nccl-calls).
+    pub instance: Option<usize>,
 }
 
 impl Params {
@@ -622,6 +686,7 @@ impl Params {
             normalize: None,
             pids: None,
             tids: None,
+            instance: None,
         }
     }
 
@@ -862,7 +927,27 @@ pub const TID: Param = Param {
 
 /// Every parameter an analysis may adopt.
 pub const PARAMS: &[Param] =
-    &[NAMES, MATCH, REGEX, LIMIT, STREAM, NAME, DOMAIN, PID, TID, NESTING, NORMALIZE];
+    &[NAMES, MATCH, REGEX, LIMIT, STREAM, NAME, DOMAIN, PID, TID, NESTING, NORMALIZE, INSTANCE];
+
+/// `instance`: which matched collective instance to decompose (nccl-calls).
+pub const INSTANCE: Param = Param {
+    name: "instance",
+    value_name: "N",
+    help: "Decompose the N-th matched collective instance in time order (1-based); default: the one with the largest start skew",
+    default: None,
+    conflicts: &[],
+    set: |p, v| {
+        let n: usize = v
+            .trim()
+            .parse()
+            .ok()
+            .filter(|&n| n > 0)
+            .ok_or_else(|| format!("`{v}` is not a positive instance number"))?;
+        p.instance = Some(n);
+        Ok(())
+    },
+    get: |p| p.instance.map(|n| n.to_string()),
+};
 
 /// Where a trace's evidence comes from: identity of the file.
 #[derive(Debug, Clone, Serialize)]
@@ -1162,7 +1247,14 @@ impl Evidence {
         if v.is_null() {
             return Ok(None);
         }
-        if let Some((_, text)) = spec.ratios.iter().find(|(f, _)| *f == name) {
+        let row_ratios = spec.rank_rows.map_or(&[][..], |r| r.ratios);
+        let in_row = self.values.as_ref().is_some_and(|v| v.contains_key("device"));
+        let ratios = if in_row {
+            row_ratios.iter().chain(spec.ratios)
+        } else {
+            spec.ratios.iter().chain(&[])
+        };
+        if let Some((_, text)) = ratios.clone().find(|(f, _)| *f == name) {
             let expr = crate::formula::Expr::parse(text)
                 .map_err(|_| FieldError::NotExact(self.analysis.clone(), name.into()))?;
             let mut vars = BTreeMap::new();

@@ -11,11 +11,15 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
+use serde_json::Map;
+
 use super::{
-    AnalysisSpec, ChartKind, Context, Evidence, Field, FieldKind, Params, QueryError, ScopeRule,
-    Table, Unit, obj, quantiles, select,
+    Across, AnalysisSpec, ChartKind, Context, Evidence, Field, FieldKind, Params, QueryError,
+    RankRows, ScopeRule, Table, Unit, obj, quantiles,
 };
+use crate::scope::Semantics;
 use crate::term as table;
+use crate::trace::NameStyle;
 
 /// Registry entry.
 pub const SPEC: AnalysisSpec = AnalysisSpec {
@@ -32,7 +36,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
             name: "matched",
             unit: Unit::Count,
             kind: FieldKind::Count,
-            definition: "instances matched on every rank: the smallest per-rank NCCL kernel count",
+            definition: "collective instances kept: the k-th kernel of one collective on every rank, all in the window and running at one moment",
         },
         Field {
             name: "nccl_ns",
@@ -86,7 +90,31 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
             name: "unmatched",
             unit: Unit::Count,
             kind: FieldKind::Count,
-            definition: "NCCL kernels beyond the matched count on ranks with more of them",
+            definition: "NCCL kernels in the window that no instance holds: a collective with fewer kernels on another rank; any fails gate R2",
+        },
+        Field {
+            name: "cut_instances",
+            unit: Unit::Count,
+            kind: FieldKind::Count,
+            definition: "instances the window cuts (some ranks' kernels in it, others not, or crossing an edge): never matched; with clip they fail gate R2",
+        },
+        Field {
+            name: "overlap_failures",
+            unit: Unit::Count,
+            kind: FieldKind::Count,
+            definition: "instances in the window whose kernels never run at one moment (max start > min end): not one collective, they fail gate R2",
+        },
+        Field {
+            name: "straggler_last",
+            unit: Unit::Count,
+            kind: FieldKind::Count,
+            definition: "instances in which the straggler (the rank that arrives last most often) arrived last",
+        },
+        Field {
+            name: "straggler_share",
+            unit: Unit::Ratio,
+            kind: FieldKind::Count,
+            definition: "straggler_last / matched: the share of instances the straggler arrived last in",
         },
         Field {
             name: "name_mismatches",
@@ -96,11 +124,22 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
         },
     ],
     sums: &[],
-    params: &[super::STREAM],
+    params: &[super::STREAM, super::MATCH, super::REGEX],
     scope: ScopeRule::Ranks,
     needs: &[Table::Kernels],
     cross_rank: CROSS_RANK,
-    ratios: &[("wait_share", "wait_ns / nccl_ns")],
+    ratios: &[("wait_share", "wait_ns / nccl_ns"), ("straggler_share", "straggler_last / matched")],
+    rank_rows: Some(RankRows { fields: RANK_FIELDS, ratios: RANK_RATIOS }),
+    across: &[
+        ("nccl_ns", Across::Sum),
+        ("wait_ns", Across::Sum),
+        ("transfer_ns", Across::Sum),
+        ("wait_share", Across::Sum),
+        ("start_skew_median_ns", Across::Spread),
+        ("start_skew_max_ns", Across::Spread),
+        ("end_skew_median_ns", Across::Spread),
+        ("end_skew_max_ns", Across::Spread),
+    ],
     chart: Some(ChartKind::RankOffsets),
     terms: &["matching", "wait_share", "last_arrival"],
     run,
@@ -124,17 +163,169 @@ pub const CROSS_RANK: &[&str] = &[
     "rank_end_offset_ns",
     "last_arrivals",
     "most_often_last",
+    "first_arrivals",
+    "straggler_last",
+    "straggler_share",
     "name_mismatches",
 ];
+
+/// The fields of each rank's row (`rows`, one per rank, with `device` and, over a set,
+/// `label`): what a claim binds with `rank:` (one rank) or `over_ranks:` (every rank).
+pub const RANK_FIELDS: &[Field] = &[
+    Field {
+        name: "kernels",
+        unit: Unit::Count,
+        kind: FieldKind::Count,
+        definition: "the rank's NCCL kernels that the window selects",
+    },
+    Field {
+        name: "matched",
+        unit: Unit::Count,
+        kind: FieldKind::Count,
+        definition: "collective instances kept (the same on every rank)",
+    },
+    Field {
+        name: "arrived_last",
+        unit: Unit::Count,
+        kind: FieldKind::Count,
+        definition: "instances in which the rank started last (ties: the lowest rank)",
+    },
+    Field {
+        name: "arrived_first",
+        unit: Unit::Count,
+        kind: FieldKind::Count,
+        definition: "instances in which the rank started first (ties: the lowest rank)",
+    },
+    Field {
+        name: "last_share",
+        unit: Unit::Ratio,
+        kind: FieldKind::Count,
+        definition: "arrived_last / matched",
+    },
+    Field {
+        name: "first_share",
+        unit: Unit::Ratio,
+        kind: FieldKind::Count,
+        definition: "arrived_first / matched",
+    },
+    Field {
+        name: "straggler",
+        unit: Unit::Count,
+        kind: FieldKind::Count,
+        definition: "1 when the rank arrived last most often (each of a tie), else 0",
+    },
+    Field {
+        name: "wait_ns",
+        unit: Unit::Ns,
+        kind: FieldKind::NcclKernelTime,
+        definition: "the rank's waiting summed over instances: its duration - the instance's minimum duration",
+    },
+    Field {
+        name: "mean_wait_ns",
+        unit: Unit::Ns,
+        kind: FieldKind::NcclKernelTime,
+        definition: "wait_ns / matched",
+    },
+    Field {
+        name: "start_offset_median_ns",
+        unit: Unit::Ns,
+        kind: FieldKind::Wall,
+        definition: "median over instances of the rank's start - the instance's earliest start",
+    },
+    Field {
+        name: "start_offset_max_ns",
+        unit: Unit::Ns,
+        kind: FieldKind::Wall,
+        definition: "largest start - earliest start of an instance",
+    },
+    Field {
+        name: "end_offset_median_ns",
+        unit: Unit::Ns,
+        kind: FieldKind::Wall,
+        definition: "median over instances of the rank's end - the instance's earliest end",
+    },
+    Field {
+        name: "end_offset_max_ns",
+        unit: Unit::Ns,
+        kind: FieldKind::Wall,
+        definition: "largest end - earliest end of an instance",
+    },
+];
+
+/// Row fields that are a ratio of others.
+pub const RANK_RATIOS: &[(&str, &str)] = &[
+    ("last_share", "arrived_last / matched"),
+    ("first_share", "arrived_first / matched"),
+    ("mean_wait_ns", "wait_ns / matched"),
+];
+
+/// Row fields that compare ranks: null where the scope's values that compare ranks are.
+const RANK_CROSS: &[&str] = &[
+    "last_share",
+    "first_share",
+    "mean_wait_ns",
+    "arrived_last",
+    "arrived_first",
+    "straggler",
+    "wait_ns",
+    "start_offset_median_ns",
+    "start_offset_max_ns",
+    "end_offset_median_ns",
+    "end_offset_max_ns",
+];
+
+/// How instances are matched across ranks: the k-th kernel of one collective (the name's
+/// collective, [`collective`]) on each rank, each rank's kernels in start order. The exports
+/// read so far carry no communicator or sequence number (NCCL's NVTX payload schemas are
+/// exported without their values), so this is the rule every piece of evidence discloses.
+pub const MATCH_RULE: &str = "collective-ordinal";
+
+/// The collective an NCCL kernel runs, from its name: `ncclKernel_AllReduce_RING_LL_Sum_float`
+/// and `ncclDevKernel_AllReduce_Sum_f32_RING_LL` are `AllReduce`, `ncclDevKernel_SendRecv` is
+/// `SendRecv`. A name without NCCL's kernel prefix is its own collective.
+pub fn collective(name: &str) -> &str {
+    for prefix in ["ncclKernel_", "ncclDevKernel_"] {
+        if let Some(rest) = name.strip_prefix(prefix) {
+            let end = rest.find(|c: char| !c.is_ascii_alphanumeric()).unwrap_or(rest.len());
+            if end > 0 {
+                return &rest[..end];
+            }
+        }
+    }
+    name
+}
+
+/// Where a matched instance lies against the window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// Every rank's kernel is in the window: kept.
+    Inside,
+    /// No rank's kernel is selected by the window.
+    Outside,
+    /// Some ranks' kernels are in the window and others are not (or, with `clip`, a kernel
+    /// crosses an edge): the window cuts the instance.
+    Cut,
+}
+
+/// An instance the window cuts, for the finding that names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CutInstance {
+    /// The collective.
+    pub collective: String,
+    /// Its 1-based ordinal among that collective's instances.
+    pub ordinal: usize,
+    /// Earliest start and latest end over the ranks.
+    pub span: [i64; 2],
+}
 
 /// The result of matching, before it is put into evidence.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Skew {
     /// Device ids of the ranks.
     pub ranks: Vec<i64>,
-    /// NCCL kernels per rank.
+    /// NCCL kernels per rank that the window selects.
     pub counts: Vec<i64>,
-    /// Matched instances.
+    /// Matched instances kept (every rank's kernel in the window, the overlap test passed).
     pub matched: usize,
     /// Σ durations of matched kernels.
     pub nccl: i64,
@@ -148,6 +339,8 @@ pub struct Skew {
     pub rank_wait: Vec<i64>,
     /// Times each rank started last.
     pub last_arrivals: Vec<i64>,
+    /// Times each rank started first.
+    pub first_arrivals: Vec<i64>,
     /// Instances with differing names.
     pub name_mismatches: i64,
     /// Per rank, the stream its kernels were taken from (None: every stream).
@@ -156,12 +349,34 @@ pub struct Skew {
     pub start_offsets: Vec<Vec<i64>>,
     /// Per rank, per instance: end minus the instance's earliest end.
     pub end_offsets: Vec<Vec<i64>>,
+    /// Instances the window cuts (clip: reported as a broken match; contain: left out).
+    pub cut: Vec<CutInstance>,
+    /// Instances in the window whose kernels are not all running at one moment (max start >
+    /// min end): not one collective, so not an instance.
+    pub overlap_failures: Vec<CutInstance>,
+    /// Per rank, NCCL kernels in the window that no instance holds (a collective with fewer
+    /// kernels on another rank).
+    pub unmatched: Vec<i64>,
+    /// Per kept instance: its collective and the kernel rows, one per rank.
+    pub instances: Vec<(String, Vec<usize>)>,
 }
 
-/// Matches the k-th NCCL kernels of every rank.
+impl Skew {
+    /// Whether the matching inside the window cannot be trusted: an unmatched kernel, an
+    /// instance failing the overlap test, or (under `clip`) an instance the window cuts.
+    pub fn broken(&self, semantics: Semantics) -> bool {
+        self.unmatched.iter().any(|&u| u > 0)
+            || !self.overlap_failures.is_empty()
+            || (semantics == Semantics::Clip && !self.cut.is_empty())
+    }
+}
+
+/// Matches the NCCL kernels of every rank into collective instances: per collective, the
+/// k-th kernel of each rank (every NCCL kernel of the rank the scan holds, in start order, on
+/// its stream), so a window never shifts the pairing. An instance is kept when every rank's
+/// kernel is in the window and all of them run at one moment (max start <= min end).
 pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, QueryError> {
     let k = &ctx.kernels;
-    let mut streams = Vec::with_capacity(ranks.len());
     if let Some(map) = &params.stream_map
         && let Some(r) = ranks.iter().find(|r| !map.contains_key(r))
     {
@@ -171,50 +386,122 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, Qu
                 .into(),
         });
     }
-    let per_rank: Vec<Vec<usize>> = ranks
-        .iter()
-        .map(|&d| {
-            let nccl: Vec<usize> =
-                select(k, k.device_rows(d), params.window, params.semantics, false)
-                    .into_iter()
-                    .map(|(i, _, _)| i)
-                    .filter(|&i| k.is_nccl(i))
-                    .collect();
-            // `auto`: the stream with the most of this rank's NCCL kernels (ties: the lowest).
-            let stream = if let Some(map) = &params.stream_map {
-                map.get(&d).copied()
-            } else if params.stream_auto {
-                let mut per: std::collections::BTreeMap<i64, usize> = BTreeMap::new();
-                for &i in &nccl {
-                    *per.entry(k.stream[i]).or_default() += 1;
-                }
-                per.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))).map(|(s, _)| *s)
-            } else {
-                params.stream
-            };
-            streams.push(stream);
-            nccl.into_iter().filter(|&i| stream.is_none_or(|s| k.stream[i] == s)).collect()
-        })
-        .collect();
-    let counts: Vec<i64> = per_rank.iter().map(|v| v.len() as i64).collect();
-    let matched = per_rank.iter().map(Vec::len).min().unwrap_or(0);
+    let window = params.window;
+    // Whether the window selects a kernel, and whether it holds all of it.
+    let selects = |i: usize| match window {
+        None => true,
+        Some(w) => match params.semantics {
+            Semantics::Clip => k.end[i] > w.start_ns && k.start[i] < w.end_ns,
+            Semantics::Contain => k.start[i] >= w.start_ns && k.end[i] <= w.end_ns,
+        },
+    };
+    let holds = |i: usize| window.is_none_or(|w| k.start[i] >= w.start_ns && k.end[i] <= w.end_ns);
+    let mut streams = Vec::with_capacity(ranks.len());
+    // Per rank: its NCCL kernels on its stream, in start order, by collective.
+    let mut per_rank: Vec<BTreeMap<&str, Vec<usize>>> = Vec::with_capacity(ranks.len());
+    let mut counts = Vec::with_capacity(ranks.len());
+    for &d in ranks {
+        let mut nccl: Vec<usize> = k.device_rows(d).filter(|&i| k.is_nccl(i)).collect();
+        nccl.sort_by_key(|&i| (k.start[i], k.end[i]));
+        // `auto`: the stream with the most of this rank's NCCL kernels in the window (ties:
+        // the lowest).
+        let stream = if let Some(map) = &params.stream_map {
+            map.get(&d).copied()
+        } else if params.stream_auto {
+            let mut per: BTreeMap<i64, usize> = BTreeMap::new();
+            for &i in nccl.iter().filter(|&&i| selects(i)) {
+                *per.entry(k.stream[i]).or_default() += 1;
+            }
+            per.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))).map(|(s, _)| *s)
+        } else {
+            params.stream
+        };
+        streams.push(stream);
+        let mut by: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        let mut count = 0;
+        let named = |i: usize| {
+            params.filter.as_ref().is_none_or(|f| f.matches(k.name(i, NameStyle::Short)))
+        };
+        for i in nccl.into_iter().filter(|&i| stream.is_none_or(|s| k.stream[i] == s) && named(i)) {
+            count += i64::from(selects(i));
+            by.entry(collective(k.name(i, NameStyle::Short))).or_default().push(i);
+        }
+        counts.push(count);
+        per_rank.push(by);
+    }
     let mut out = Skew {
         ranks: ranks.to_vec(),
         streams,
         counts,
-        matched,
+        matched: 0,
         nccl: 0,
         wait: 0,
-        start_skews: Vec::with_capacity(matched),
-        end_skews: Vec::with_capacity(matched),
+        start_skews: Vec::new(),
+        end_skews: Vec::new(),
         rank_wait: vec![0; ranks.len()],
         last_arrivals: vec![0; ranks.len()],
+        first_arrivals: vec![0; ranks.len()],
         name_mismatches: 0,
-        start_offsets: vec![Vec::with_capacity(matched); ranks.len()],
-        end_offsets: vec![Vec::with_capacity(matched); ranks.len()],
+        start_offsets: vec![Vec::new(); ranks.len()],
+        end_offsets: vec![Vec::new(); ranks.len()],
+        cut: Vec::new(),
+        overlap_failures: Vec::new(),
+        unmatched: vec![0; ranks.len()],
+        instances: Vec::new(),
     };
-    for j in 0..matched {
-        let rows: Vec<usize> = per_rank.iter().map(|v| v[j]).collect();
+    let mut names: Vec<&str> = per_rank.iter().flat_map(|m| m.keys().copied()).collect();
+    names.sort_unstable();
+    names.dedup();
+    for name in names {
+        let lists: Vec<&[usize]> =
+            per_rank.iter().map(|m| m.get(name).map_or(&[][..], Vec::as_slice)).collect();
+        let n = lists.iter().map(|l| l.len()).min().unwrap_or(0);
+        for (r, l) in lists.iter().enumerate() {
+            out.unmatched[r] += l[n..].iter().filter(|&&i| selects(i)).count() as i64;
+        }
+        for j in 0..n {
+            let rows: Vec<usize> = lists.iter().map(|l| l[j]).collect();
+            let selected = rows.iter().filter(|&&i| selects(i)).count();
+            let place = if rows.iter().all(|&i| selects(i) && holds(i)) {
+                Place::Inside
+            } else if selected == 0 {
+                Place::Outside
+            } else {
+                Place::Cut
+            };
+            let smin = rows.iter().map(|&i| k.start[i]).min().unwrap_or(0);
+            let smax = rows.iter().map(|&i| k.start[i]).max().unwrap_or(0);
+            let emin = rows.iter().map(|&i| k.end[i]).min().unwrap_or(0);
+            let emax = rows.iter().map(|&i| k.end[i]).max().unwrap_or(0);
+            let this =
+                || CutInstance { collective: name.to_string(), ordinal: j + 1, span: [smin, emax] };
+            match place {
+                Place::Outside => continue,
+                Place::Cut => {
+                    out.cut.push(this());
+                    continue;
+                }
+                Place::Inside => {}
+            }
+            if ranks.len() >= 2 && smax > emin {
+                out.overlap_failures.push(this());
+                continue;
+            }
+            out.instances.push((name.to_string(), rows));
+        }
+    }
+    // Kept instances in time order.
+    out.instances.sort_by_key(|(_, rows)| {
+        (rows.iter().map(|&i| k.start[i]).min().unwrap_or(0), rows.first().copied())
+    });
+    out.cut.sort_by_key(|c| c.span);
+    out.overlap_failures.sort_by_key(|c| c.span);
+    out.matched = out.instances.len();
+    for r in 0..ranks.len() {
+        out.start_offsets[r].reserve(out.matched);
+        out.end_offsets[r].reserve(out.matched);
+    }
+    for (_, rows) in &out.instances {
         let durs: Vec<i64> = rows.iter().map(|&i| k.end[i] - k.start[i]).collect();
         let transfer = durs.iter().copied().min().unwrap_or(0);
         for (r, &d) in durs.iter().enumerate() {
@@ -237,9 +524,13 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, Qu
             out.start_offsets[r].push(k.start[i] - smin);
             out.end_offsets[r].push(k.end[i] - emin);
         }
-        // The last arrival is the rank with the latest start; ties go to the lowest rank.
+        // The last arrival is the rank with the latest start, the first the one with the
+        // earliest; ties go to the lowest rank.
         if let Some(r) = rows.iter().position(|&i| k.start[i] == smax) {
             out.last_arrivals[r] += 1;
+        }
+        if let Some(r) = rows.iter().position(|&i| k.start[i] == smin) {
+            out.first_arrivals[r] += 1;
         }
         let first = k.short[rows[0]];
         if rows.iter().any(|&i| k.short[i] != first) {
@@ -255,6 +546,7 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     ctx.check_window(params.window, &ranks)?;
     let s = compute(ctx, &ranks, params)?;
     let mut ev = ctx.evidence(&SPEC, params, ranks.clone());
+    ev.parameters.insert("match".into(), json!(MATCH_RULE));
     if params.stream_auto || params.stream_map.is_some() {
         let mut all: Vec<i64> = s.streams.iter().flatten().copied().collect();
         all.sort_unstable();
@@ -286,7 +578,7 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
         ev.scope.streams = params.stream.map(|s| vec![s]);
         ev.parameters.insert("stream".into(), params.stream.map_or(Value::Null, |s| json!(s)));
     }
-    ev.window.effective_ns = super::effective_window(ctx, &ranks, params);
+    ev.window.effective_ns = effective(ctx, &ranks, params, &s);
 
     let mut starts = s.start_skews.clone();
     starts.sort_unstable();
@@ -294,7 +586,7 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     ends.sort_unstable();
     let (s_min, s_med, s_p90, s_max) = quantiles(&starts);
     let (e_min, e_med, e_p90, e_max) = quantiles(&ends);
-    let unmatched: i64 = s.counts.iter().map(|c| c - s.matched as i64).sum();
+    let unmatched: i64 = s.unmatched.iter().sum();
     let by_rank = |v: &[i64]| -> BTreeMap<String, i64> {
         s.ranks.iter().zip(v).map(|(r, x)| (r.to_string(), *x)).collect()
     };
@@ -325,6 +617,8 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
         ("matched", json!(s.matched)),
         ("instance_counts", json!(by_rank(&s.counts))),
         ("unmatched", json!(unmatched)),
+        ("cut_instances", json!(s.cut.len())),
+        ("overlap_failures", json!(s.overlap_failures.len())),
         ("nccl_ns", json!(s.nccl)),
         ("wait_ns", json!(s.wait)),
         ("transfer_ns", json!(s.nccl - s.wait)),
@@ -339,23 +633,27 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
         ("rank_start_offset_ns", json!(offsets(&s.start_offsets))),
         ("rank_end_offset_ns", json!(offsets(&s.end_offsets))),
         ("last_arrivals", json!(by_rank(&s.last_arrivals))),
+        ("first_arrivals", json!(by_rank(&s.first_arrivals))),
         ("most_often_last", json!(most_last)),
+        ("straggler_last", json!(most.unwrap_or(0))),
+        ("straggler_share", ratio(most.unwrap_or(0), s.matched as i64)),
         ("name_mismatches", json!(s.name_mismatches)),
     ]));
+    ev.rows = Some(rank_rows(ctx, &s, &most_last));
     let compared = s.ranks.len() >= 2 && s.matched > 0;
-    leave_uncomparable_null(&mut ev, ctx, &s);
-    if compared {
-        ev.note("note.transfer_estimate", &[]);
+    let broken = s.broken(params.semantics);
+    leave_uncomparable_null(&mut ev, ctx, &s, CROSS_RANK, RANK_CROSS);
+    if broken {
+        leave_broken_null(&mut ev, &s, params, CROSS_RANK, RANK_CROSS);
+    } else if !s.cut.is_empty() {
+        // `contain`: instances the window cuts are left out, and said so.
+        ev.note(
+            "note.cut_left_out",
+            &[("n", s.cut.len().to_string()), ("list", instance_list(&s.cut))],
+        );
     }
-    if s.counts.iter().any(|&c| c != s.matched as i64) {
-        let counts = s
-            .ranks
-            .iter()
-            .zip(&s.counts)
-            .map(|(r, c)| format!("{r}:{c}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        ev.note("note.unequal_counts", &[("counts", counts), ("matched", s.matched.to_string())]);
+    if compared && !broken {
+        ev.note("note.transfer_estimate", &[]);
     }
     if !ev.scope.missing_devices.is_empty() {
         let missing = crate::scope::format_device_list(&ev.scope.missing_devices);
@@ -364,7 +662,7 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     if compared && s.name_mismatches > 0 {
         ev.note("note.name_mismatches", &[("n", s.name_mismatches.to_string())]);
     }
-    if compared && most_last.len() > 1 {
+    if compared && !broken && most_last.len() > 1 {
         let tied = most_last.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
         let n = most.unwrap_or(0).to_string();
         ev.note(
@@ -375,16 +673,168 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     Ok(ev)
 }
 
+/// The interval a piece of evidence covers: kernels are kept whole, so within a window
+/// (clip as contain) the span of the kept instances; else the devices' kernel span.
+pub(super) fn effective(
+    ctx: &Context,
+    ranks: &[i64],
+    params: &Params,
+    s: &Skew,
+) -> Option<[i64; 2]> {
+    if params.window.is_none() {
+        return super::effective_window(ctx, ranks, params);
+    }
+    let k = &ctx.kernels;
+    s.instances.iter().flat_map(|(_, r)| r.iter().copied()).fold(None, |span, i| {
+        Some(span.map_or([k.start[i], k.end[i]], |[a, b]: [i64; 2]| {
+            [a.min(k.start[i]), b.max(k.end[i])]
+        }))
+    })
+}
+
+/// One row per rank: its arrivals, waits and offsets over the kept instances, the fields a
+/// claim binds with `rank:` or `over_ranks:`.
+fn rank_rows(ctx: &Context, s: &Skew, most_last: &[i64]) -> Vec<Map<String, Value>> {
+    let set = ctx.trace.set.as_deref();
+    s.ranks
+        .iter()
+        .enumerate()
+        .map(|(r, &rank)| {
+            let q = |v: &[i64]| {
+                let mut v = v.to_vec();
+                v.sort_unstable();
+                let (_, median, _, max) = quantiles(&v);
+                (median, max)
+            };
+            let (so_med, so_max) = q(&s.start_offsets[r]);
+            let (eo_med, eo_max) = q(&s.end_offsets[r]);
+            let mut row = obj([
+                ("device", json!(rank)),
+                ("kernels", json!(s.counts[r])),
+                ("unmatched", json!(s.unmatched[r])),
+                ("matched", json!(s.matched)),
+                ("arrived_last", json!(s.last_arrivals[r])),
+                ("arrived_first", json!(s.first_arrivals[r])),
+                ("straggler", json!(i64::from(most_last.contains(&rank)))),
+                ("wait_ns", json!(s.rank_wait[r])),
+                ("last_share", ratio(s.last_arrivals[r], s.matched as i64)),
+                ("first_share", ratio(s.first_arrivals[r], s.matched as i64)),
+                ("mean_wait_ns", ratio(s.rank_wait[r], s.matched as i64)),
+                ("start_offset_median_ns", json!(so_med)),
+                ("start_offset_max_ns", json!(so_max)),
+                ("end_offset_median_ns", json!(eo_med)),
+                ("end_offset_max_ns", json!(eo_max)),
+            ]);
+            if let Some(set) = set {
+                row.insert("label".into(), json!(set.label(rank)));
+            }
+            row
+        })
+        .collect()
+}
+
+/// A ratio for display (its exact value is evaluated from the declared formula), null
+/// without a denominator.
+fn ratio(num: i64, den: i64) -> Value {
+    if den > 0 { json!(num as f64 / den as f64) } else { Value::Null }
+}
+
+/// The instances of a finding, at most five, each as `AllReduce #2 (2.4812-2.5263 s)`.
+pub(super) fn instance_list(list: &[CutInstance]) -> String {
+    let mut out: Vec<String> = list
+        .iter()
+        .take(5)
+        .map(|c| {
+            format!(
+                "{} #{} ({}-{} s)",
+                c.collective,
+                c.ordinal,
+                crate::scope::format_seconds(c.span[0]),
+                crate::scope::format_seconds(c.span[1])
+            )
+        })
+        .collect();
+    if list.len() > 5 {
+        out.push(format!("… {} more", list.len() - 5));
+    }
+    out.join(", ")
+}
+
+/// Nulls every quantity that compares ranks when the matching in the window cannot be
+/// trusted, one note per reason, each naming what broke it; what mends it is the need.
+pub(super) fn leave_broken_null(
+    ev: &mut Evidence,
+    s: &Skew,
+    params: &Params,
+    fields: &[&str],
+    row_fields: &[&str],
+) {
+    if params.semantics == Semantics::Clip && !s.cut.is_empty() {
+        ev.leave_null(
+            fields,
+            "note.window_cuts",
+            &[("n", s.cut.len().to_string()), ("list", instance_list(&s.cut))],
+            ("need.whole_instances", &[]),
+        );
+    }
+    let unmatched: i64 = s.unmatched.iter().sum();
+    if unmatched > 0 {
+        let per = s
+            .ranks
+            .iter()
+            .zip(&s.unmatched)
+            .filter(|(_, u)| **u > 0)
+            .map(|(r, u)| format!("{r}:{u}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        ev.leave_null(
+            fields,
+            "note.unmatched_kernels",
+            &[("n", unmatched.to_string()), ("per_rank", per)],
+            ("need.matched_kernels", &[]),
+        );
+    }
+    if !s.overlap_failures.is_empty() {
+        ev.leave_null(
+            fields,
+            "note.overlap_failures",
+            &[
+                ("n", s.overlap_failures.len().to_string()),
+                ("list", instance_list(&s.overlap_failures)),
+            ],
+            ("need.matched_kernels", &[]),
+        );
+    }
+    null_rank_rows(ev, row_fields);
+}
+
+/// Nulls the per-rank quantities of every row.
+pub(super) fn null_rank_rows(ev: &mut Evidence, fields: &[&str]) {
+    if let Some(rows) = &mut ev.rows {
+        for row in rows {
+            for f in fields {
+                row.insert((*f).into(), Value::Null);
+            }
+        }
+    }
+}
+
 /// Nulls the quantities that compare ranks when there is nothing to compare, with a note per
 /// reason, the most basic first: no NCCL kernel at all, one rank, no matched instance.
-fn leave_uncomparable_null(ev: &mut Evidence, ctx: &Context, s: &Skew) {
+pub(super) fn leave_uncomparable_null(
+    ev: &mut Evidence,
+    ctx: &Context,
+    s: &Skew,
+    fields: &[&str],
+    row_fields: &[&str],
+) {
     let devices = crate::scope::format_device_list(&s.ranks);
     if s.counts.iter().all(|&c| c == 0) {
         if !ctx.kernels.nccl_in_table {
-            ev.leave_null(CROSS_RANK, "note.no_nccl_in_trace", &[], ("need.nccl_trace", &[]));
+            ev.leave_null(fields, "note.no_nccl_in_trace", &[], ("need.nccl_trace", &[]));
         } else {
             ev.leave_null(
-                CROSS_RANK,
+                fields,
                 "note.no_nccl",
                 &[("devices", devices.clone())],
                 ("need.nccl_kernels", &[]),
@@ -392,21 +842,19 @@ fn leave_uncomparable_null(ev: &mut Evidence, ctx: &Context, s: &Skew) {
         }
     }
     if s.ranks.len() < 2 {
-        ev.leave_null(
-            CROSS_RANK,
-            "note.one_rank",
-            &[("devices", devices)],
-            ("need.two_ranks", &[]),
-        );
+        ev.leave_null(fields, "note.one_rank", &[("devices", devices)], ("need.two_ranks", &[]));
     } else if s.matched == 0 && s.counts.iter().any(|&c| c > 0) {
         let empty: Vec<i64> =
             s.ranks.iter().zip(&s.counts).filter(|(_, c)| **c == 0).map(|(r, _)| *r).collect();
         ev.leave_null(
-            CROSS_RANK,
+            fields,
             "note.no_matched",
             &[("empty", crate::scope::format_device_list(&empty))],
             ("need.matched", &[]),
         );
+    }
+    if s.ranks.len() < 2 || s.matched == 0 {
+        null_rank_rows(ev, row_fields);
     }
 }
 
@@ -445,6 +893,17 @@ pub fn table(ev: &Evidence, width: usize) -> String {
         );
         s += &line("start skew", &skew("start_skew_ns"));
         s += &line("end skew", &skew("end_skew_ns"));
+        s += &line(
+            "instances",
+            &format!(
+                "matched {} · cut by the window {} · failing the overlap test {} · unmatched kernels {} · rule {}",
+                plain(v.get("matched")),
+                plain(v.get("cut_instances")),
+                plain(v.get("overlap_failures")),
+                plain(v.get("unmatched")),
+                ev.parameters.get("match").and_then(Value::as_str).unwrap_or(MATCH_RULE)
+            ),
+        );
         s += &line("rank wait", &pairs(field(v, "rank_wait_ns"), time));
         // A list: several devices when they tie.
         let last: Vec<i64> = field(v, "most_often_last")
@@ -473,19 +932,55 @@ pub fn table(ev: &Evidence, width: usize) -> String {
             );
         }
     }
+    // Per rank: the fields a claim binds with `rank:` or `over_ranks:`.
+    if let Some(rows) = ev.rows.as_ref().filter(|r| !r.is_empty()) {
+        let out: Vec<Vec<String>> = rows
+            .iter()
+            .map(|r| {
+                vec![
+                    plain(r.get("device")),
+                    r.get("label").and_then(Value::as_str).unwrap_or("").to_string(),
+                    plain(r.get("kernels")),
+                    plain(r.get("arrived_last")),
+                    plain(r.get("arrived_first")),
+                    time(r.get("wait_ns")),
+                    time(r.get("start_offset_median_ns")),
+                    time(r.get("start_offset_max_ns")),
+                    time(r.get("end_offset_max_ns")),
+                ]
+            })
+            .collect();
+        s += "\n";
+        s += &table::render(
+            &[
+                Column::value("rank"),
+                Column::text("label"),
+                Column::number("kernels"),
+                Column::number("last"),
+                Column::number("first"),
+                Column::number("wait"),
+                Column::number("start Δ median"),
+                Column::number("start Δ max"),
+                Column::number("end Δ max"),
+            ],
+            &out,
+            width,
+        );
+    }
     s
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scope::DeviceSel;
+    use crate::scope::{DeviceSel, Window};
     use crate::trace::Kernels;
 
     #[test]
     fn two_instances_three_ranks_by_hand() {
         // Instance 0 ends together at 1000; starts 100, 400, 700 -> durations 900, 600, 300.
         // Instance 1: starts 2000, 2000, 2100, ends 2500, 2510, 2500 -> 500, 510, 400.
+        // Device 3 has a third kernel at 3000, which the window 0-2.6 µs leaves out.
         let ctx = Context::from_kernels(Kernels::from_rows(&[
             (1, 56, 100, 1000, "ncclAG"),
             (2, 56, 400, 1000, "ncclAG"),
@@ -498,27 +993,141 @@ mod tests {
         ]));
         let mut p = Params::new(DeviceSel::All);
         p.stream = Some(56);
+        p.window = Some(Window { start_ns: 0, end_ns: 2600 });
         let s = compute(&ctx, &[1, 2, 3], &p).unwrap();
         assert_eq!(s.matched, 2);
-        assert_eq!(s.counts, vec![2, 2, 3]);
+        assert_eq!(s.counts, vec![2, 2, 2]);
+        assert_eq!(s.unmatched, vec![0, 0, 0]);
         assert_eq!(s.nccl, 900 + 600 + 300 + 500 + 510 + 400);
         assert_eq!(s.wait, (600 + 300) + (100 + 110));
         assert_eq!(s.start_skews, vec![600, 100]);
         assert_eq!(s.end_skews, vec![0, 10]);
         assert_eq!(s.rank_wait, vec![600 + 100, 300 + 110, 0]);
         assert_eq!(s.last_arrivals, vec![0, 0, 2]);
+        // First: device 1 at 100; instance 1 ties devices 1 and 2 at 2000 (the lowest).
+        assert_eq!(s.first_arrivals, vec![2, 0, 0]);
         assert_eq!(s.start_offsets, vec![vec![0, 0], vec![300, 0], vec![600, 100]]);
         assert_eq!(s.end_offsets, vec![vec![0, 0], vec![0, 10], vec![0, 0]]);
         let ev = run(&p, &ctx).unwrap();
-        let v = ev.values.unwrap();
+        let v = ev.values.as_ref().unwrap();
         assert_eq!(v["wait_share"], json!(1110.0 / 3210.0));
         assert_eq!(v["most_often_last"], json!([3]));
+        assert_eq!(v["straggler_last"], 2);
+        assert_eq!(v["unmatched"], 0);
+        // Rows per rank: device 3 arrived last twice of 2, waits nothing.
+        let rows = ev.rows.as_ref().unwrap();
+        assert_eq!(rows[2]["device"], 3);
+        assert_eq!(rows[2]["arrived_last"], 2);
+        assert_eq!(rows[2]["straggler"], 1);
+        assert_eq!(rows[0]["straggler"], 0);
+        assert_eq!(rows[0]["wait_ns"], 700);
+        assert_eq!(rows[1]["start_offset_max_ns"], 300);
+        assert_eq!(rows[2]["start_offset_median_ns"], 100);
+        assert_eq!(rows[1]["end_offset_max_ns"], 10);
+        let view = Evidence { values: Some(rows[0].clone()), rows: None, ..ev.clone() };
+        // mean_wait_ns = 700 / 2, exactly.
+        assert_eq!(view.field("mean_wait_ns").unwrap(), crate::formula::Rational::new(350, 1));
+
+        // Over the whole trace the third kernel has no counterpart: nothing that compares
+        // ranks is judged, and the note names the rank.
+        p.window = None;
+        let ev = run(&p, &ctx).unwrap();
+        let v = ev.values.as_ref().unwrap();
         assert_eq!(v["unmatched"], 1);
-        assert!(
-            ev.notes
-                .iter()
-                .any(|n| n.finding.key == "note.unequal_counts" && n.text.contains("unequal"))
-        );
+        assert_eq!(v["matched"], 2);
+        assert_eq!(v["start_skew_max_ns"], Value::Null);
+        let n = note(&ev, "note.unmatched_kernels");
+        assert_eq!(n.finding.args["per_rank"], "3:1");
+        assert_eq!(ev.rows.as_ref().unwrap()[2]["arrived_last"], Value::Null);
+    }
+
+    #[test]
+    fn collectives_are_matched_by_name_not_by_position_on_the_stream() {
+        // Device 2 issues its ReduceScatter before its AllGather; both run together with
+        // device 1's. By position, AllGather would pair with ReduceScatter.
+        let ctx = Context::from_kernels(Kernels::from_rows(&[
+            (1, 56, 100, 500, "ncclDevKernel_AllGather_RING_LL"),
+            (1, 56, 600, 1000, "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL"),
+            (2, 56, 120, 480, "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL"),
+            (2, 57, 130, 490, "ncclDevKernel_AllGather_RING_LL"),
+        ]));
+        // Both streams of device 2 (no stream chosen): AllGather 100-500 with 130-490,
+        // ReduceScatter 600-1000 with 120-480, which never run at one moment.
+        let s = compute(&ctx, &[1, 2], &Params::new(DeviceSel::All)).unwrap();
+        assert_eq!(s.instances.len(), 1);
+        assert_eq!(s.instances[0].0, "AllGather");
+        assert_eq!(s.start_skews, vec![30]);
+        assert_eq!(s.overlap_failures.len(), 1);
+        assert_eq!(s.overlap_failures[0].collective, "ReduceScatter");
+        let ev = run(&Params::new(DeviceSel::All), &ctx).unwrap();
+        assert_eq!(ev.values.as_ref().unwrap()["overlap_failures"], 1);
+        assert_eq!(ev.values.as_ref().unwrap()["wait_share"], Value::Null);
+        let n = note(&ev, "note.overlap_failures");
+        assert!(n.finding.args["list"].starts_with("ReduceScatter #1 ("), "{n:?}");
+    }
+
+    #[test]
+    fn a_missing_kernel_on_one_rank_fails_the_overlap_test_not_the_numbers() {
+        // Three AllReduces on device 1, the second lost on device 2: ordinal pairing would
+        // match device 2's third with device 1's second.
+        let ctx = Context::from_kernels(Kernels::from_rows(&[
+            (1, 7, 0, 100, "ncclKernel_AllReduce_RING_LL_Sum_float"),
+            (1, 7, 1000, 1100, "ncclKernel_AllReduce_RING_LL_Sum_float"),
+            (1, 7, 2000, 2100, "ncclKernel_AllReduce_RING_LL_Sum_float"),
+            (2, 7, 10, 100, "ncclKernel_AllReduce_RING_LL_Sum_float"),
+            (2, 7, 2010, 2100, "ncclKernel_AllReduce_RING_LL_Sum_float"),
+        ]));
+        let s = compute(&ctx, &[1, 2], &Params::new(DeviceSel::All)).unwrap();
+        assert_eq!(s.matched, 1);
+        assert_eq!(s.overlap_failures.len(), 1);
+        assert_eq!(s.overlap_failures[0].span, [1000, 2100]);
+        assert_eq!(s.unmatched, vec![1, 0]);
+        assert!(s.broken(Semantics::Clip));
+    }
+
+    #[test]
+    fn a_window_that_cuts_an_instance_is_broken_under_clip_and_left_out_under_contain() {
+        // Instance 1 runs 100-1000 (device 1) and 500-1000 (device 2); instance 2 runs
+        // 2000-2500 on both. The window 0.3-3 µs holds device 2's first kernel but not
+        // device 1's.
+        let ctx = Context::from_kernels(Kernels::from_rows(&[
+            (1, 7, 100, 1000, "ncclAR"),
+            (2, 7, 500, 1000, "ncclAR"),
+            (1, 7, 2000, 2500, "ncclAR"),
+            (2, 7, 2100, 2500, "ncclAR"),
+        ]));
+        let mut p = Params::new(DeviceSel::All);
+        p.window = Some(Window { start_ns: 300, end_ns: 3000 });
+        let ev = run(&p, &ctx).unwrap();
+        let v = ev.values.as_ref().unwrap();
+        assert_eq!(v["cut_instances"], 1);
+        assert_eq!(v["start_skew_max_ns"], Value::Null);
+        let n = note(&ev, "note.window_cuts");
+        assert_eq!(n.finding.args["n"], "1");
+        assert_eq!(n.needs.as_ref().unwrap().finding.key, "need.whole_instances");
+        // Contain keeps the whole second instance only, and says what it left out.
+        p.semantics = Semantics::Contain;
+        let ev = run(&p, &ctx).unwrap();
+        let v = ev.values.as_ref().unwrap();
+        assert_eq!((v["matched"].clone(), v["start_skew_max_ns"].clone()), (json!(1), json!(100)));
+        assert_eq!(note(&ev, "note.cut_left_out").finding.args["n"], "1");
+        assert_eq!(ev.window.effective_ns, Some([2000, 2500]));
+        // A window between the instances holds the second whole: the same numbers, no note.
+        p.semantics = Semantics::Clip;
+        p.window = Some(Window { start_ns: 1500, end_ns: 3000 });
+        let ev = run(&p, &ctx).unwrap();
+        assert_eq!(ev.values.as_ref().unwrap()["start_skew_max_ns"], 100);
+        assert!(ev.notes.iter().all(|n| n.finding.key != "note.window_cuts"));
+    }
+
+    #[test]
+    fn the_collective_of_a_kernel_name() {
+        assert_eq!(collective("ncclKernel_AllReduce_RING_LL_Sum_float"), "AllReduce");
+        assert_eq!(collective("ncclDevKernel_AllReduce_Sum_f32_RING_LL"), "AllReduce");
+        assert_eq!(collective("ncclDevKernel_SendRecv"), "SendRecv");
+        assert_eq!(collective("ncclDevKernel_SendRecv(ncclDevKernelArgs)"), "SendRecv");
+        assert_eq!(collective("ncclAG"), "ncclAG");
+        assert_eq!(collective("ncclKernel_"), "ncclKernel_");
     }
 
     /// The note of a key, which must be present once.

@@ -1346,6 +1346,8 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     needs: &[Table::Kernels, Table::Nvtx],
     cross_rank: &[],
     ratios: &[("kernel_share", "kernel_ns / selected_kernel_ns")],
+    rank_rows: None,
+    across: &[],
     chart: None,
     terms: &["nvtx_attribution"],
     run,

@@ -110,6 +110,8 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     needs: &[Table::Kernels, Table::Copies],
     cross_rank: &[],
     ratios: &[],
+    rank_rows: None,
+    across: &[],
     chart: Some(ChartKind::Breakdown),
     terms: &["exposed", "overlap", "idle", "contain"],
     run,

@@ -387,6 +387,51 @@ pub struct Measure {
     /// For `compare`: the two sides and what is compared.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compare: Option<Box<Compare>>,
+    /// Over an analysis with per-rank rows: one rank's row (`rank:`), or every rank's judged
+    /// by a declared reduction (`over_ranks:`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ranks: Option<RankSel>,
+}
+
+/// Which per-rank rows a measure reads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RankSel {
+    /// One rank: by number, or by its label over a trace set (`host:pid/devN`).
+    One(String),
+    /// Every rank of the scope, the formula evaluated on each.
+    Every(Reduce),
+}
+
+/// How the per-rank values of `over_ranks:` decide the part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reduce {
+    /// The condition holds on every rank.
+    All,
+    /// The condition holds on at least one rank.
+    Any,
+    /// The largest value over ranks is judged.
+    Max,
+    /// The smallest value over ranks is judged.
+    Min,
+}
+
+impl Reduce {
+    /// The word in a claims file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reduce::All => "all",
+            Reduce::Any => "any",
+            Reduce::Max => "max",
+            Reduce::Min => "min",
+        }
+    }
+
+    /// Parses the word of a claims file.
+    pub fn parse(s: &str) -> Option<Reduce> {
+        [Reduce::All, Reduce::Any, Reduce::Max, Reduce::Min].into_iter().find(|r| r.as_str() == s)
+    }
 }
 
 /// A `compare` measure: side A (the measure's scope) against side B (`versus`), on one metric

@@ -799,7 +799,7 @@ fn measurement(
     }
     // Keys that are no parameter of any analysis: misspelled or unknown.
     for (name, v) in &raw.params {
-        if analysis::PARAMS.iter().any(|p| p.name == name) {
+        if analysis::PARAMS.iter().any(|p| p.name == name) || RANK_KEYS.contains(&name.as_str()) {
             continue;
         }
         let near = did_you_mean(
@@ -856,7 +856,8 @@ fn measurement(
             Some(suggestion(&m.scope.value, raw_scopes.keys().map(String::as_str))),
         );
     }
-    let value = formula_over(c, m.value, spec, what)?;
+    let ranks = rank_selection(c, outer, spec, what);
+    let value = formula_over(c, m.value, spec, what, ranks.is_some())?;
     // Parameters: each key is one the analysis declares, parsed by the same code as the
     // command line's option of that name.
     let mut params =
@@ -880,7 +881,7 @@ fn measurement(
                 } else {
                     format!("{what}: unknown key `{name}` in `measure`")
                 },
-                Some(match did_you_mean(name, known.iter().copied().chain(["analysis", "scope", "value", "unit"])) {
+                Some(match did_you_mean(name, known.iter().copied().chain(["analysis", "scope", "value", "unit"]).chain(RANK_KEYS)) {
                     Some(s) => format!("did you mean `{s}`?"),
                     None if known.is_empty() => format!(
                         "a parameter the analysis would ignore is refused; `{}` takes none besides its scope",
@@ -926,6 +927,7 @@ fn measurement(
         );
     }
     if spec.scope == analysis::ScopeRule::PerDevice
+        && ranks.is_none()
         && let Some(s) = scope
         && !matches!(&s.devices, DeviceSel::Set(v) if v.len() == 1)
     {
@@ -959,6 +961,7 @@ fn measurement(
         args,
         params,
         compare: None,
+        ranks,
     })
 }
 
@@ -977,11 +980,78 @@ fn measure_unit(c: &mut Checker, u: &Spanned<String>, what: &str) -> Unit {
 
 /// A measure's formula, parsed, over fields `spec` declares; each problem reported at the
 /// formula's position.
+/// The keys of a measure that select per-rank rows.
+const RANK_KEYS: [&str; 2] = ["rank", "over_ranks"];
+
+/// A measure's `rank:` (one rank's row, by number or label) or `over_ranks:` (every rank's,
+/// with a reduction), checked against the analysis: only one with per-rank rows takes them.
+fn rank_selection(
+    c: &mut Checker,
+    outer: &Spanned<RawMeasure>,
+    spec: &analysis::AnalysisSpec,
+    what: &str,
+) -> Option<crate::claims::RankSel> {
+    let get = |k: &str| outer.value.params.iter().find(|(n, _)| n == k).map(|(_, v)| v);
+    let (one, every) = (get("rank"), get("over_ranks"));
+    let first = one.or(every)?;
+    if spec.row_fields().is_none() {
+        let with: Vec<&str> = analysis::ANALYSES
+            .iter()
+            .filter(|a| a.row_fields().is_some())
+            .map(|a| a.name)
+            .collect();
+        c.err(
+            at(first),
+            format!(
+                "{what}: analysis `{}` has no per-rank rows for `rank`/`over_ranks`",
+                spec.name
+            ),
+            Some(format!(
+                "per-rank rows come from {}",
+                with.iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", ")
+            )),
+        );
+        return None;
+    }
+    match (one, every) {
+        (Some(_), Some(e)) => {
+            c.err(
+                at(e),
+                format!("{what}: give `rank` or `over_ranks`, not both"),
+                Some("`rank` reads one rank's row; `over_ranks` judges every rank's".into()),
+            );
+            None
+        }
+        (Some(r), None) if r.value.trim().is_empty() => {
+            c.err(
+                at(r),
+                format!("{what}: `rank` is empty"),
+                Some("give a rank number or its label (`verdict inspect` lists them)".into()),
+            );
+            None
+        }
+        (Some(r), None) => Some(crate::claims::RankSel::One(r.value.trim().to_string())),
+        (None, Some(e)) => match crate::claims::Reduce::parse(e.value.trim()) {
+            Some(red) => Some(crate::claims::RankSel::Every(red)),
+            None => {
+                c.err(
+                    at(e),
+                    format!("{what}: `over_ranks` must be all, any, max or min, not `{}`", e.value),
+                    Some("all: the condition on every rank; any: on one; max/min: the extreme value judged".into()),
+                );
+                None
+            }
+        },
+        (None, None) => None,
+    }
+}
+
 fn formula_over(
     c: &mut Checker,
     value: &Spanned<String>,
     spec: &analysis::AnalysisSpec,
     what: &str,
+    per_rank: bool,
 ) -> Option<Expr> {
     let expr = match Expr::parse(&value.value) {
         Ok(e) => e,
@@ -999,15 +1069,39 @@ fn formula_over(
             return None;
         }
     };
-    let fields: Vec<&str> = spec.fields.iter().map(|f| f.name).collect();
+    // Over per-rank rows the formula reads the row's fields; otherwise the values'.
+    let fields: Vec<&str> = match spec.row_fields().filter(|_| per_rank) {
+        Some((row, _)) => row.iter().map(|f| f.name).collect(),
+        None => spec.fields.iter().map(|f| f.name).collect(),
+    };
+    let row_only: Vec<&str> = spec
+        .row_fields()
+        .map_or(&[][..], |(row, _)| row)
+        .iter()
+        .map(|f| f.name)
+        .filter(|f| !spec.fields.iter().any(|g| g.name == *f))
+        .collect();
     for v in expr.vars() {
-        if !fields.contains(&v.as_str()) {
+        if fields.contains(&v.as_str()) {
+            continue;
+        }
+        if !per_rank && row_only.contains(&v.as_str()) {
             c.err(
                 at(value),
-                format!("{what}: analysis `{}` has no field `{v}`", spec.name),
-                Some(suggestion(&v, fields.iter().copied())),
+                format!("{what}: `{v}` is a per-rank field of `{}`", spec.name),
+                Some("add `rank: N` (or the rank's label) for one rank, or `over_ranks: all|any|max|min` for every rank".into()),
             );
+            continue;
         }
+        c.err(
+            at(value),
+            format!(
+                "{what}: analysis `{}` has no {}field `{v}`",
+                spec.name,
+                if per_rank { "per-rank " } else { "" }
+            ),
+            Some(suggestion(&v, fields.iter().copied())),
+        );
     }
     Some(expr)
 }
@@ -1120,7 +1214,7 @@ fn compare_measurement(
     let a = side(c, scope_a, "A");
     let b = side(c, versus, "B");
     let spec = &analysis::compare::SPEC;
-    let value_expr = formula_over(c, value, spec, what)?;
+    let value_expr = formula_over(c, value, spec, what, false)?;
     let (a, b) = (a?, b?);
     let metric_unit = analysis::spec(&of.value).map_or(analysis::Unit::Ratio, |s| {
         analysis::compare::metric_unit(s, &a.value, &metric.value)
@@ -1163,6 +1257,7 @@ fn compare_measurement(
             seed,
             sides: [a, b],
         })),
+        ranks: None,
     })
 }
 

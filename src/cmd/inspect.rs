@@ -18,7 +18,7 @@ pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
     // Keep no kernel rows: the inventory is gathered in the same scan.
     let (trace, ctx) = open_and_load(
         &args.traces,
-        Rows::Window(None),
+        Rows::Window(None, false),
         Expect {
             devices: args.expect_devices.map(|d| d.0),
             ranks: args.expect_ranks.map(|n| n as usize),

@@ -207,8 +207,9 @@ pub(super) struct Expect {
 /// The rows a query reads: a window (None: the whole trace), or NCCL kernels alone.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Rows {
-    /// The selected devices in a window, or over the whole trace.
-    Window(Option<crate::scope::Window>),
+    /// The selected devices in a window, or over the whole trace, and (`true`) every NCCL
+    /// kernel besides, for the cross-rank matching of collectives.
+    Window(Option<crate::scope::Window>, bool),
     /// Every NCCL kernel of the whole trace, and no other: the cross-rank matching of
     /// `nccl-skew` without a window reads nothing else.
     Nccl,
@@ -225,7 +226,7 @@ impl Rows {
         if spec.reads_only_nccl(window.is_none() && !windows_later) {
             Rows::Nccl
         } else {
-            Rows::Window(window)
+            Rows::Window(window, spec.needs_nccl_anywhere())
         }
     }
 }
@@ -288,12 +289,13 @@ pub(super) fn open_and_load(
     let (files, is_set) = expand(traces)?;
     let is_set = is_set || expect.force_set;
     let filter = match rows {
-        Rows::Window(window) => KernelFilter {
+        Rows::Window(window, nccl_anywhere) => KernelFilter {
             devices: match devices {
                 DeviceSel::Set(v) => Some(v.clone()),
                 DeviceSel::All => None,
             },
             bounds: window.map(|w| (w.start_ns, w.end_ns)),
+            nccl_anywhere,
             ..KernelFilter::default()
         },
         Rows::Nccl => {

@@ -128,13 +128,23 @@ pub fn r2(about: &About, measure: &Measure, ev: &Evidence) -> Gate {
 /// why that field is null is the finding.
 fn too_few_ranks(measure: &Measure, ev: &Evidence) -> Option<Gate> {
     let cross = crate::analysis::spec(&measure.analysis).map_or(&[][..], |s| s.cross_rank);
-    let field = measure.value.vars().into_iter().find(|v| cross.contains(&v.as_str()))?;
+    // A per-rank row of a cross-rank analysis compares ranks whatever its field.
+    let rows = measure.ranks.is_some() && !cross.is_empty();
+    let field = measure.value.vars().into_iter().find(|v| rows || cross.contains(&v.as_str()))?;
     let ranks = ev.scope.devices.len();
     let matched = ev.value("matched").and_then(serde_json::Value::as_i64);
-    if ranks >= 2 && matched != Some(0) {
+    // Why the quantities that compare ranks do not exist here: the field's own note, else
+    // the note that nulls them all (a window that cuts an instance, kernels without a
+    // counterpart, instances failing the overlap test).
+    let reason = ev
+        .null_reasons(&field)
+        .first()
+        .copied()
+        .or_else(|| cross.iter().find_map(|f| ev.null_reasons(f).first().copied()));
+    if ranks >= 2 && matched != Some(0) && reason.is_none() {
         return None;
     }
-    let finding = match ev.null_reasons(&field).first() {
+    let finding = match reason {
         Some(note) => note.finding.clone(),
         None => Finding::new(
             "gate.r2.too_few_ranks",
@@ -370,18 +380,36 @@ pub fn r4(
         _ => {}
     }
     let devices = &ev.scope.devices;
-    let sums = devices.len() > 1
-        && crate::analysis::spec(&measure.analysis).is_some_and(|s| {
-            matches!(
-                s.scope,
-                crate::analysis::ScopeRule::Summed | crate::analysis::ScopeRule::Ranks
-            )
-        });
+    let spec = crate::analysis::spec(&measure.analysis);
     let args = [
         ("devices", format_device_list(devices)),
         ("n", devices.len().to_string()),
         ("unit", unit.symbol().to_string()),
     ];
+    // Over ranks, a field is a total or a statistic of their differences, as its analysis
+    // declares; one rank's row (or each rank's, judged per rank) is neither.
+    let across = |a: crate::analysis::Across| {
+        spec.is_some_and(|s| measure.value.vars().iter().any(|v| s.across(v) == Some(a)))
+    };
+    if devices.len() > 1
+        && measure.ranks.is_none()
+        && spec.is_some_and(|s| s.scope == crate::analysis::ScopeRule::Ranks)
+    {
+        if across(crate::analysis::Across::Spread) && !across(crate::analysis::Across::Sum) {
+            return gate("R4", GateStatus::Note, "gate.r4.across_ranks", &args);
+        }
+        if !across(crate::analysis::Across::Sum) {
+            return gate("R4", GateStatus::Pass, "gate.r4.ok", &args);
+        }
+    }
+    let sums = devices.len() > 1
+        && measure.ranks.is_none()
+        && spec.is_some_and(|s| {
+            matches!(
+                s.scope,
+                crate::analysis::ScopeRule::Summed | crate::analysis::ScopeRule::Ranks
+            )
+        });
     if sums {
         return match about.per {
             Some(Per::Device) => gate("R4", GateStatus::Fail, "gate.r4.sum_as_per_device", &args),
@@ -533,6 +561,7 @@ mod tests {
             args: Vec::new(),
             params: Params::new(DeviceSel::All),
             compare: None,
+            ranks: None,
         }
     }
 

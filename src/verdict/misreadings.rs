@@ -75,6 +75,22 @@ pub fn applicable(set: &ClaimSet, results: &[ClaimResult], evidence: &EvidenceMa
             ],
         ));
     }
+    if let Some((p, g)) = parts().find_map(|(_, p)| {
+        p.gates
+            .iter()
+            .find(|g| g.status != GateStatus::Fail && g.finding.key == "gate.r4.across_ranks")
+            .map(|g| (p, &g.finding))
+    }) {
+        out.push(Finding::new(
+            "mis.across_ranks",
+            &[
+                ("part", p.id.clone()),
+                ("value", shown(p)),
+                ("n", arg(g, "n")),
+                ("devices", arg(g, "devices")),
+            ],
+        ));
+    }
     // Two shares of different denominators side by side in one claim.
     for (claim, r) in set.claims.iter().zip(results) {
         let mut shares: Vec<(String, String)> = Vec::new();

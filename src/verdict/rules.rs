@@ -61,7 +61,9 @@ fn ratio_definition(m: &crate::claims::Measure) -> Option<(&'static str, Expr)> 
         return None;
     }
     let spec = crate::analysis::spec(&m.analysis)?;
-    let (_, text) = spec.ratios.iter().find(|(f, _)| f == field)?;
+    // Over per-rank rows, the rows' ratios (`last_share`) come first.
+    let rows = m.ranks.as_ref().and_then(|_| spec.row_fields()).map_or(&[][..], |(_, r)| r);
+    let (_, text) = rows.iter().chain(spec.ratios).find(|(f, _)| f == field)?;
     Some((*text, Expr::parse(text).ok()?))
 }
 
@@ -189,9 +191,220 @@ fn measured(set: &ClaimSet, claim: &Claim, p: &Part, evidence: &EvidenceMap) -> 
         r3(&about, m),
         r4(&about, m, p.condition.as_ref(), p.says.as_ref(), ev),
     ];
+    if let Some(sel) = &m.ranks {
+        return per_rank(set, r, p, m, ev, sel);
+    }
     if !ev.samples.is_empty() {
         return samples(r, p, m, ev);
     }
+    single(set, r, p, m, ev)
+}
+
+/// The name a report gives a rank's row: its label over a trace set, else its number.
+fn row_label(row: &serde_json::Map<String, Value>) -> String {
+    match (row.get("label").and_then(Value::as_str), row.get("device").and_then(Value::as_i64)) {
+        (Some(l), Some(d)) => format!("{d} {l}"),
+        (None, Some(d)) => d.to_string(),
+        (Some(l), None) => l.to_string(),
+        (None, None) => "?".into(),
+    }
+}
+
+/// A measure over per-rank rows: one rank's row judged as one value (`rank:`), or the
+/// formula on every rank's row, decided by the declared reduction (`over_ranks:`) with each
+/// rank's value listed. A rank the evidence does not have, or a row value that does not
+/// exist, leaves the part unverifiable with the reason.
+fn per_rank(
+    set: &ClaimSet,
+    mut r: PartResult,
+    p: &Part,
+    m: &crate::claims::Measure,
+    ev: &Evidence,
+    sel: &crate::claims::RankSel,
+) -> PartResult {
+    use crate::claims::{RankSel, Reduce};
+    let rows = ev.rows.as_deref().unwrap_or(&[]);
+    let view = |row: &serde_json::Map<String, Value>| Evidence {
+        values: Some(row.clone()),
+        rows: None,
+        samples: Vec::new(),
+        ..ev.clone()
+    };
+    let labels = || rows.iter().map(row_label).collect::<Vec<_>>().join(", ");
+    let reduce = match sel {
+        RankSel::One(want) => {
+            let found = rows.iter().find(|row| {
+                row.get("device").and_then(Value::as_i64).is_some_and(|d| d.to_string() == *want)
+                    || row.get("label").and_then(Value::as_str) == Some(want.as_str())
+            });
+            let Some(row) = found else {
+                r.outcome = PartOutcome::Unverifiable;
+                r.reason = Finding::new(
+                    "part.rank_absent",
+                    &[("rank", want.clone()), ("ranks", labels())],
+                );
+                return r;
+            };
+            let mut out = single(set, r, p, m, &view(row));
+            if let Some(f) = &mut out.formula {
+                f.substituted = format!("rank {}: {}", row_label(row), f.substituted);
+            }
+            return out;
+        }
+        RankSel::Every(red) => *red,
+    };
+    let definition = ratio_definition(m);
+    let expr = definition.as_ref().map_or(&m.value, |(_, e)| e);
+    let mut values: Vec<(String, Rational)> = Vec::new();
+    for row in rows {
+        let one = view(row);
+        match expr.eval(&vars_of(expr, &one)) {
+            Ok(v) => values.push((row_label(row), v)),
+            Err(_) => {
+                // The first field the row lacks: its reason is the evidence's note.
+                let field = expr
+                    .vars()
+                    .into_iter()
+                    .find(|f| one.value(f).is_none_or(Value::is_null))
+                    .unwrap_or_default();
+                r.outcome = PartOutcome::Unverifiable;
+                r.reason = ev.null_reasons(&field).first().map_or_else(
+                    || {
+                        Finding::new(
+                            "part.rank_value_missing",
+                            &[("rank", row_label(row)), ("field", field.clone())],
+                        )
+                    },
+                    |n| n.finding.clone(),
+                );
+                return r;
+            }
+        }
+    }
+    if values.is_empty() {
+        r.outcome = PartOutcome::Unverifiable;
+        r.reason = Finding::new("part.rank_absent", &[("rank", "-".into()), ("ranks", "-".into())]);
+        return r;
+    }
+    let shown = |v: Rational| show(v, m.unit);
+    let listing = values.iter().map(|(l, v)| format!("{l}: {}", shown(*v))).collect::<Vec<_>>();
+    let n = values.len();
+    let pick = |max: bool| {
+        let mut best = values[0].clone();
+        for (l, v) in &values[1..] {
+            let o = v.cmp_to(best.1);
+            if (max && o == std::cmp::Ordering::Greater) || (!max && o == std::cmp::Ordering::Less)
+            {
+                best = (l.clone(), *v);
+            }
+        }
+        best
+    };
+    r.samples = values.iter().map(|(_, v)| [v.num.to_string(), v.den.to_string()]).collect();
+    match reduce {
+        Reduce::Max | Reduce::Min => {
+            let (label, v) = pick(reduce == Reduce::Max);
+            r.formula = Some(FormulaResult {
+                symbolic: m.value_text.clone(),
+                definition: definition.map(|(text, _)| text.to_string()),
+                substituted: format!(
+                    "{} over {n} ranks = rank {label} ({})",
+                    reduce.as_str(),
+                    listing.join(", ")
+                ),
+                display: Some(shown(v)),
+                exact: Some([v.num.to_string(), v.den.to_string()]),
+                unit: m.unit,
+                error: None,
+            });
+            judge_value(r, p, m, v)
+        }
+        Reduce::All | Reduce::Any => {
+            let Some(c) = &p.condition else {
+                r.outcome = PartOutcome::Unverifiable;
+                r.reason = Finding::new(
+                    "part.over_ranks_needs_condition",
+                    &[("reduce", reduce.as_str().into())],
+                );
+                return r;
+            };
+            let mut held = Vec::new();
+            let mut failed = Vec::new();
+            let mut finding = None;
+            for (l, v) in &values {
+                let Some((ok, f)) = check_condition(c, *v) else {
+                    r.reason = Finding::new(
+                        "part.formula_failed",
+                        &[(
+                            "error",
+                            "the condition's bounds overflow exact arithmetic".to_string(),
+                        )],
+                    );
+                    return r;
+                };
+                finding = Some(f);
+                if ok { held.push(l.clone()) } else { failed.push(format!("{l}: {}", shown(*v))) }
+            }
+            let ok = match reduce {
+                Reduce::All => failed.is_empty(),
+                _ => !held.is_empty(),
+            };
+            // The deciding value: for `all` the rank that fails (else the extreme one), for
+            // `any` a rank that holds.
+            r.formula = Some(FormulaResult {
+                symbolic: m.value_text.clone(),
+                definition: definition.map(|(text, _)| text.to_string()),
+                substituted: format!("{} of {n} ranks ({})", reduce.as_str(), listing.join(", ")),
+                display: None,
+                exact: None,
+                unit: m.unit,
+                error: None,
+            });
+            r.condition = finding.map(|f| ConditionResult { finding: f, satisfied: ok });
+            let failed_gates: Vec<&str> =
+                r.gates.iter().filter(|g| g.status == GateStatus::Fail).map(|g| g.gate).collect();
+            if !failed_gates.is_empty() {
+                r.outcome = PartOutcome::Unverifiable;
+                r.reason = Finding::new("part.gate_failed", &[("gates", failed_gates.join(", "))]);
+                return r;
+            }
+            if p.kind == Kind::Causal {
+                r.outcome = PartOutcome::Unverifiable;
+                r.reason = Finding::new("part.causal_measured", &[("value", listing.join(", "))]);
+                return r;
+            }
+            let (held_n, total) = (held.len().to_string(), n.to_string());
+            if ok {
+                r.outcome = PartOutcome::Supported;
+                r.reason = Finding::new(
+                    "part.ranks_hold",
+                    &[("reduce", reduce.as_str().into()), ("held", held_n), ("n", total)],
+                );
+            } else {
+                r.outcome = PartOutcome::NotSupported;
+                r.reason = Finding::new(
+                    "part.ranks_fail",
+                    &[
+                        ("reduce", reduce.as_str().into()),
+                        ("held", held_n),
+                        ("n", total),
+                        ("failed", failed.join(", ")),
+                    ],
+                );
+            }
+            r
+        }
+    }
+}
+
+/// One value: the formula over the evidence's values, substituted, and judged.
+fn single(
+    set: &ClaimSet,
+    mut r: PartResult,
+    p: &Part,
+    m: &crate::claims::Measure,
+    ev: &Evidence,
+) -> PartResult {
     // A field that is a ratio of others (`wait_share`) is evaluated through its formula, so
     // the report shows its fraction and the value is exact.
     let definition = ratio_definition(m);

@@ -1,0 +1,578 @@
+//! `nccl-calls`: the CPU side of matched NCCL collectives, and what makes up a start skew.
+//!
+//! Instances are matched as `nccl-skew` matches them. For each rank's kernel of an instance:
+//! the launch record of the CUDA runtime call that launched it (joined on `correlationId`),
+//! the NCCL call that encloses that launch on the launching thread (the innermost NVTX range
+//! whose name starts with `nccl`, as NCCL's NVTX domain names its API calls:
+//! `ncclAllReduce`, `ncclGroupEnd`...), and the communicator init before it (the latest range
+//! whose name holds `CommInit` that ends at or before the call starts, on the same thread).
+//!
+//! A kernel starts at `call start + (launch end - call start) + (kernel start - launch end)`:
+//! the CPU's arrival at the collective, the launch (the runtime call, which may block), and the
+//! queueing behind earlier work on the stream (negative when the kernel starts before the
+//! launch call returns). Between the rank that starts last and the one that starts first, the
+//! differences of the three terms add up exactly to the instance's start skew; the
+//! difference of the init ends is the part of the first term that communicator set-up
+//! explains. Across nodes, each difference carries the nodes' clock synchronisation error.
+
+use serde_json::{Map, Value, json};
+
+use super::nccl_skew::{self, Skew};
+use super::{
+    AnalysisSpec, Context, Evidence, Field, FieldKind, Params, QueryError, RankRows, ScopeRule,
+    Table, Unit, obj,
+};
+use crate::scope::format_device_list;
+use crate::term as table;
+
+/// Registry entry.
+pub const SPEC: AnalysisSpec = AnalysisSpec {
+    name: "nccl-calls",
+    summary: "the CPU side of matched NCCL collectives: each rank's NCCL call, kernel launch and queueing, and the parts of the largest start skew",
+    fields: &[
+        Field {
+            name: "ranks",
+            unit: Unit::Count,
+            kind: FieldKind::Count,
+            definition: "ranks (devices) compared",
+        },
+        Field {
+            name: "matched",
+            unit: Unit::Count,
+            kind: FieldKind::Count,
+            definition: "collective instances kept, as nccl-skew matches them",
+        },
+        Field {
+            name: "instance",
+            unit: Unit::Count,
+            kind: FieldKind::Count,
+            definition: "the instance decomposed (1-based, in time order): `instance`, else the one with the largest start skew (ties: the earliest)",
+        },
+        Field {
+            name: "start_skew_ns",
+            unit: Unit::Ns,
+            kind: FieldKind::Wall,
+            definition: "the instance's latest kernel start - its earliest",
+        },
+        Field {
+            name: "skew_from_call_ns",
+            unit: Unit::Ns,
+            kind: FieldKind::Wall,
+            definition: "call start of the rank that starts last - that of the rank that starts first: the CPU's late arrival at the collective",
+        },
+        Field {
+            name: "skew_from_launch_ns",
+            unit: Unit::Ns,
+            kind: FieldKind::Wall,
+            definition: "the same difference of launch end - call start: a slower kernel launch inside the call",
+        },
+        Field {
+            name: "skew_from_queue_ns",
+            unit: Unit::Ns,
+            kind: FieldKind::Wall,
+            definition: "the same difference of kernel start - launch end: queueing behind earlier work; the three add up to start_skew_ns",
+        },
+        Field {
+            name: "skew_from_init_ns",
+            unit: Unit::Ns,
+            kind: FieldKind::Wall,
+            definition: "the same difference of the communicator init ends: the part of skew_from_call_ns that communicator set-up explains",
+        },
+        Field {
+            name: "init_end_skew_ns",
+            unit: Unit::Ns,
+            kind: FieldKind::Wall,
+            definition: "latest communicator init end - earliest, over the ranks",
+        },
+        Field {
+            name: "call_skew_ns",
+            unit: Unit::Ns,
+            kind: FieldKind::Wall,
+            definition: "latest NCCL call start - earliest, over the ranks",
+        },
+        Field {
+            name: "call_to_kernel_max_ns",
+            unit: Unit::Ns,
+            kind: FieldKind::Wall,
+            definition: "the largest kernel start - call start of a rank",
+        },
+        Field {
+            name: "call_to_kernel_min_ns",
+            unit: Unit::Ns,
+            kind: FieldKind::Wall,
+            definition: "the smallest kernel start - call start of a rank",
+        },
+    ],
+    sums: &[],
+    params: &[super::STREAM, super::MATCH, super::REGEX, super::INSTANCE],
+    scope: ScopeRule::Ranks,
+    needs: &[Table::Kernels, Table::Nvtx],
+    cross_rank: CROSS_RANK,
+    ratios: &[],
+    rank_rows: Some(RankRows { fields: RANK_FIELDS, ratios: &[] }),
+    across: &[
+        ("start_skew_ns", super::Across::Spread),
+        ("skew_from_call_ns", super::Across::Spread),
+        ("skew_from_launch_ns", super::Across::Spread),
+        ("skew_from_queue_ns", super::Across::Spread),
+        ("skew_from_init_ns", super::Across::Spread),
+        ("init_end_skew_ns", super::Across::Spread),
+        ("call_skew_ns", super::Across::Spread),
+    ],
+    chart: None,
+    terms: &["matching", "call_decomposition"],
+    run,
+    table,
+};
+
+/// Values that compare ranks: null without two ranks, a matched instance, or a matching to
+/// trust.
+const CROSS_RANK: &[&str] = &[
+    "instance",
+    "start_skew_ns",
+    "skew_from_call_ns",
+    "skew_from_launch_ns",
+    "skew_from_queue_ns",
+    "skew_from_init_ns",
+    "init_end_skew_ns",
+    "call_skew_ns",
+    "call_to_kernel_max_ns",
+    "call_to_kernel_min_ns",
+];
+
+/// The fields of each rank's row, for the decomposed instance.
+pub const RANK_FIELDS: &[Field] = &[
+    Field {
+        name: "kernel_start_offset_ns",
+        unit: Unit::Ns,
+        kind: FieldKind::Wall,
+        definition: "the rank's kernel start - the instance's earliest",
+    },
+    Field {
+        name: "call_offset_ns",
+        unit: Unit::Ns,
+        kind: FieldKind::Wall,
+        definition: "the rank's NCCL call start - the earliest over the ranks",
+    },
+    Field {
+        name: "init_end_offset_ns",
+        unit: Unit::Ns,
+        kind: FieldKind::Wall,
+        definition: "the rank's communicator init end - the earliest over the ranks",
+    },
+    Field {
+        name: "init_to_call_ns",
+        unit: Unit::Ns,
+        kind: FieldKind::Wall,
+        definition: "call start - the communicator init's end",
+    },
+    Field {
+        name: "call_to_launch_ns",
+        unit: Unit::Ns,
+        kind: FieldKind::Wall,
+        definition: "launch end - call start: reaching and making the kernel launch",
+    },
+    Field {
+        name: "launch_ns",
+        unit: Unit::Ns,
+        kind: FieldKind::Wall,
+        definition: "the launch call's own duration (end - start)",
+    },
+    Field {
+        name: "queue_ns",
+        unit: Unit::Ns,
+        kind: FieldKind::Wall,
+        definition: "kernel start - launch end: queueing (negative when the kernel starts before the call returns)",
+    },
+    Field {
+        name: "call_to_kernel_ns",
+        unit: Unit::Ns,
+        kind: FieldKind::Wall,
+        definition: "kernel start - call start",
+    },
+];
+
+/// Row fields that compare ranks.
+const RANK_CROSS: &[&str] = &["kernel_start_offset_ns", "call_offset_ns", "init_end_offset_ns"];
+
+/// One rank's CPU side of one kernel, on the set's clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallSide {
+    /// The kernel's start.
+    pub kernel_start: i64,
+    /// The launch call (start, end), if the runtime table has it.
+    pub launch: Option<(i64, i64)>,
+    /// The enclosing NCCL call's start and its name id, if an NVTX range encloses the launch.
+    pub call: Option<(i64, u32)>,
+    /// The end of the communicator init before the call.
+    pub init_end: Option<i64>,
+}
+
+/// The CPU side of kernel row `i`: its launch record, the NCCL call around it, the init
+/// before that.
+pub fn call_side(ctx: &Context, i: usize) -> CallSide {
+    let k = &ctx.kernels;
+    let mut out = CallSide { kernel_start: k.start[i], launch: None, call: None, init_end: None };
+    let Some(nvtx) = &ctx.nvtx else { return out };
+    let Some(j) = k.launch_key(i).and_then(|key| nvtx.launches.find(key)) else { return out };
+    let (ls, le, tid) = (nvtx.launches.start[j], nvtx.launches.end[j], nvtx.launches.global_tid[j]);
+    out.launch = Some((ls, le));
+    let r = &nvtx.ranges;
+    let rows = r.thread_rows(tid);
+    // The innermost NCCL call enclosing the launch: on one thread an enclosing range comes
+    // first, so the last one that encloses it is the innermost.
+    let mut call: Option<usize> = None;
+    for x in rows.clone() {
+        if r.start[x] > ls {
+            break;
+        }
+        let name = r.name_of(x);
+        if name.starts_with("nccl") && !name.contains("CommInit") && r.end[x] >= le {
+            call = Some(x);
+        }
+    }
+    let Some(c) = call else { return out };
+    out.call = Some((r.start[c], r.name[c]));
+    out.init_end = rows
+        .filter(|&x| r.name_of(x).contains("CommInit") && r.end[x] <= r.start[c])
+        .map(|x| r.end[x])
+        .max();
+    out
+}
+
+/// Runs the analysis.
+pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
+    let ranks = ctx.resolve_devices(&params.devices)?;
+    ctx.check_window(params.window, &ranks)?;
+    let s = nccl_skew::compute(ctx, &ranks, params)?;
+    let mut ev = ctx.evidence(&SPEC, params, ranks.clone());
+    ev.window.effective_ns = nccl_skew::effective(ctx, &ranks, params, &s);
+    ev.parameters.insert("match".into(), json!(nccl_skew::MATCH_RULE));
+    ev.parameters
+        .insert("stream".into(), (super::STREAM.get)(params).map_or(Value::Null, |s| json!(s)));
+    // The instance asked for, else the one with the largest start skew (ties: the earliest).
+    let pick = match params.instance {
+        Some(n) if n > s.matched => {
+            return Err(QueryError::Failed {
+                reason: format!("instance {n} asked for, {} matched", s.matched),
+                hint: format!(
+                    "give an instance from 1 to {}, or none for the one with the largest start skew",
+                    s.matched
+                ),
+            });
+        }
+        Some(n) => Some(n - 1),
+        None => s
+            .start_skews
+            .iter()
+            .enumerate()
+            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(&a.0)))
+            .map(|(j, _)| j),
+    };
+    let sides: Vec<CallSide> = pick
+        .map(|j| s.instances[j].1.iter().map(|&i| call_side(ctx, i)).collect())
+        .unwrap_or_default();
+    let mut values = obj([("ranks", json!(s.ranks.len())), ("matched", json!(s.matched))]);
+    for f in CROSS_RANK {
+        values.insert((*f).into(), Value::Null);
+    }
+    ev.rows = Some(rows(ctx, &s, &sides));
+    if let Some(j) = pick {
+        values.insert("instance".into(), json!(j + 1));
+        values.insert("start_skew_ns".into(), json!(s.start_skews[j]));
+        decompose(&mut values, &sides);
+        let collective = &s.instances[j].0;
+        let key = if params.instance.is_some() {
+            "note.calls_instance_chosen"
+        } else {
+            "note.calls_instance"
+        };
+        ev.note(key, &[("k", (j + 1).to_string()), ("collective", collective.clone())]);
+    }
+    ev.values = Some(values);
+    nccl_skew::leave_uncomparable_null(&mut ev, ctx, &s, CROSS_RANK, RANK_CROSS);
+    if s.broken(params.semantics) {
+        nccl_skew::leave_broken_null(&mut ev, &s, params, CROSS_RANK, RANK_CROSS);
+    }
+    missing_cpu_side(&mut ev, ctx, &s, &sides);
+    Ok(ev)
+}
+
+/// The differences between the rank that starts last and the one that starts first (ties:
+/// the lowest rank), and the spreads over ranks, where every rank has its CPU side.
+fn decompose(values: &mut Map<String, Value>, sides: &[CallSide]) {
+    let (Some(last), Some(first)) = (
+        (0..sides.len())
+            .max_by(|&a, &b| sides[a].kernel_start.cmp(&sides[b].kernel_start).then(b.cmp(&a))),
+        (0..sides.len())
+            .min_by(|&a, &b| sides[a].kernel_start.cmp(&sides[b].kernel_start).then(a.cmp(&b))),
+    ) else {
+        return;
+    };
+    let parts = |c: &CallSide| {
+        let (_, le) = c.launch?;
+        let (cs, _) = c.call?;
+        Some((cs, le - cs, c.kernel_start - le))
+    };
+    if let (Some(l), Some(f)) = (parts(&sides[last]), parts(&sides[first])) {
+        values.insert("skew_from_call_ns".into(), json!(l.0 - f.0));
+        values.insert("skew_from_launch_ns".into(), json!(l.1 - f.1));
+        values.insert("skew_from_queue_ns".into(), json!(l.2 - f.2));
+    }
+    if let (Some(l), Some(f)) = (sides[last].init_end, sides[first].init_end) {
+        values.insert("skew_from_init_ns".into(), json!(l - f));
+    }
+    let spread = |v: Option<Vec<i64>>| {
+        v.and_then(|v| Some(v.iter().max()? - v.iter().min()?)).map_or(Value::Null, |x| json!(x))
+    };
+    values.insert("init_end_skew_ns".into(), spread(sides.iter().map(|c| c.init_end).collect()));
+    values
+        .insert("call_skew_ns".into(), spread(sides.iter().map(|c| c.call.map(|x| x.0)).collect()));
+    let to_kernel: Option<Vec<i64>> =
+        sides.iter().map(|c| c.call.map(|(cs, _)| c.kernel_start - cs)).collect();
+    if let Some(v) = to_kernel.filter(|v| !v.is_empty()) {
+        values.insert("call_to_kernel_max_ns".into(), json!(v.iter().max()));
+        values.insert("call_to_kernel_min_ns".into(), json!(v.iter().min()));
+    }
+}
+
+/// One row per rank for the decomposed instance.
+fn rows(ctx: &Context, s: &Skew, sides: &[CallSide]) -> Vec<Map<String, Value>> {
+    let set = ctx.trace.set.as_deref();
+    let min = |f: &dyn Fn(&CallSide) -> Option<i64>| -> Option<i64> {
+        sides.iter().map(f).collect::<Option<Vec<i64>>>()?.into_iter().min()
+    };
+    let k0 = min(&|c| Some(c.kernel_start));
+    let c0 = min(&|c| c.call.map(|x| x.0));
+    let i0 = min(&|c| c.init_end);
+    let opt = |v: Option<i64>| v.map_or(Value::Null, |x| json!(x));
+    s.ranks
+        .iter()
+        .enumerate()
+        .map(|(r, &rank)| {
+            let mut row = obj([("device", json!(rank))]);
+            if let Some(set) = set {
+                row.insert("label".into(), json!(set.label(rank)));
+            }
+            let c = sides.get(r);
+            let call = c.and_then(|c| c.call);
+            let launch = c.and_then(|c| c.launch);
+            let ks = c.map(|c| c.kernel_start);
+            let init = c.and_then(|c| c.init_end);
+            let name = call
+                .and_then(|(_, n)| ctx.nvtx.as_ref().map(|x| x.ranges.name_text(n).to_string()));
+            row.insert("call".into(), name.map_or(Value::Null, |n| json!(n)));
+            row.insert("kernel_start_offset_ns".into(), opt(ks.zip(k0).map(|(a, b)| a - b)));
+            row.insert("call_offset_ns".into(), opt(call.zip(c0).map(|((a, _), b)| a - b)));
+            row.insert("init_end_offset_ns".into(), opt(init.zip(i0).map(|(a, b)| a - b)));
+            row.insert("init_to_call_ns".into(), opt(call.zip(init).map(|((a, _), b)| a - b)));
+            row.insert(
+                "call_to_launch_ns".into(),
+                opt(call.zip(launch).map(|((a, _), (_, le))| le - a)),
+            );
+            row.insert("launch_ns".into(), opt(launch.map(|(a, b)| b - a)));
+            row.insert("queue_ns".into(), opt(ks.zip(launch).map(|(k, (_, le))| k - le)));
+            row.insert("call_to_kernel_ns".into(), opt(ks.zip(call).map(|(k, (a, _))| k - a)));
+            row
+        })
+        .collect()
+}
+
+/// Nulls what the trace cannot give, with a note: no runtime records, no NCCL ranges around
+/// the launches, no communicator init.
+fn missing_cpu_side(ev: &mut Evidence, ctx: &Context, s: &Skew, sides: &[CallSide]) {
+    if sides.is_empty() {
+        return;
+    }
+    let without = |f: &dyn Fn(&CallSide) -> bool| -> Vec<i64> {
+        s.ranks.iter().zip(sides).filter(|(_, c)| !f(c)).map(|(r, _)| *r).collect()
+    };
+    let no_launch = without(&|c| c.launch.is_some());
+    let no_call = without(&|c| c.call.is_some());
+    let no_init = without(&|c| c.init_end.is_some());
+    let absent = ctx.nvtx.as_ref().is_none_or(|n| n.launches.table_absent);
+    if !no_launch.is_empty() {
+        ev.leave_null(
+            &[
+                "skew_from_call_ns",
+                "skew_from_launch_ns",
+                "skew_from_queue_ns",
+                "call_skew_ns",
+                "call_to_kernel_max_ns",
+                "call_to_kernel_min_ns",
+            ],
+            if absent { "note.no_runtime_table" } else { "note.no_launch_record" },
+            &[("devices", format_device_list(&no_launch))],
+            ("need.runtime_trace", &[]),
+        );
+    } else if !no_call.is_empty() {
+        ev.leave_null(
+            &[
+                "skew_from_call_ns",
+                "skew_from_launch_ns",
+                "skew_from_queue_ns",
+                "call_skew_ns",
+                "call_to_kernel_max_ns",
+                "call_to_kernel_min_ns",
+            ],
+            "note.no_nccl_call",
+            &[("devices", format_device_list(&no_call))],
+            ("need.nccl_nvtx", &[]),
+        );
+    }
+    if !no_init.is_empty() {
+        ev.leave_null(
+            &["skew_from_init_ns", "init_end_skew_ns"],
+            "note.no_comm_init",
+            &[("devices", format_device_list(&no_init))],
+            ("need.comm_init", &[]),
+        );
+    }
+}
+
+/// The terminal table of `verdict query`.
+pub fn table(ev: &Evidence, width: usize) -> String {
+    use super::show::{plain, time};
+    use crate::term::Column;
+    let mut s = String::new();
+    if let Some(v) = &ev.values {
+        let line = |label: &str, text: &str| table::hang(&format!("{label:<13}"), text, 13, width);
+        s += &line(
+            "ranks",
+            &format!(
+                "{} · matched instances {} · decomposed instance {}",
+                plain(v.get("ranks")),
+                plain(v.get("matched")),
+                plain(v.get("instance"))
+            ),
+        );
+        s += &line(
+            "start skew",
+            &format!(
+                "{} = call {} + launch {} + queue {}",
+                time(v.get("start_skew_ns")),
+                time(v.get("skew_from_call_ns")),
+                time(v.get("skew_from_launch_ns")),
+                time(v.get("skew_from_queue_ns"))
+            ),
+        );
+        s += &line(
+            "init",
+            &format!(
+                "init ends spread {} · of the call's part, init explains {}",
+                time(v.get("init_end_skew_ns")),
+                time(v.get("skew_from_init_ns"))
+            ),
+        );
+        s += &line(
+            "call→kernel",
+            &format!(
+                "min {} · max {} · call starts spread {}",
+                time(v.get("call_to_kernel_min_ns")),
+                time(v.get("call_to_kernel_max_ns")),
+                time(v.get("call_skew_ns"))
+            ),
+        );
+    }
+    if let Some(rows) = ev.rows.as_ref().filter(|r| !r.is_empty()) {
+        let out: Vec<Vec<String>> = rows
+            .iter()
+            .map(|r| {
+                vec![
+                    plain(r.get("device")),
+                    r.get("label").and_then(Value::as_str).unwrap_or("").to_string(),
+                    r.get("call").and_then(Value::as_str).unwrap_or("n/a").to_string(),
+                    time(r.get("init_end_offset_ns")),
+                    time(r.get("init_to_call_ns")),
+                    time(r.get("call_to_launch_ns")),
+                    time(r.get("queue_ns")),
+                    time(r.get("kernel_start_offset_ns")),
+                ]
+            })
+            .collect();
+        s += "\n";
+        s += &table::render(
+            &[
+                Column::value("rank"),
+                Column::text("label"),
+                Column::text("call"),
+                Column::number("init end Δ"),
+                Column::number("init→call"),
+                Column::number("call→launch end"),
+                Column::number("queue"),
+                Column::number("kernel start Δ"),
+            ],
+            &out,
+            width,
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::NvtxData;
+    use crate::scope::DeviceSel;
+    use crate::trace::Kernels;
+    use crate::trace::nvtx::{Launches, NvtxRanges};
+
+    /// Two ranks (processes 1 and 2, one thread each): rank 0 inits until 1,000, calls at
+    /// 1,100, its launch runs 1,150-1,300 and the kernel starts at 1,400; rank 1 inits
+    /// until 3,000, calls at 3,050, launches 3,060-6,000, and its kernel starts at 6,010.
+    fn ctx() -> Context {
+        let tid = |p: i64| (p << 24) | 7;
+        let kernels = Kernels::from_rows_with_launch_keys(
+            &[
+                (0, 7, 1_400, 9_000, "ncclKernel_AllReduce_RING_LL_Sum_float"),
+                (1, 7, 6_010, 9_000, "ncclKernel_AllReduce_RING_LL_Sum_float"),
+            ],
+            &[(Some(1), Some(11)), (Some(2), Some(22))],
+        );
+        let launches =
+            Launches::from_rows(&[(tid(1), 11, 1_150, 1_300), (tid(2), 22, 3_060, 6_000)]);
+        let ranges = NvtxRanges::from_rows(&[
+            (tid(1), 0, Some(1_000), "ncclCommInitRank", 1),
+            (tid(1), 1_100, Some(1_350), "ncclAllReduce", 1),
+            (tid(2), 0, Some(3_000), "ncclCommInitRank", 1),
+            (tid(2), 3_050, Some(6_020), "ncclAllReduce", 1),
+        ]);
+        Context::from_kernels(kernels).with_nvtx(NvtxData { ranges, launches })
+    }
+
+    #[test]
+    fn the_start_skew_is_the_sum_of_its_cpu_parts() {
+        let ev = run(&Params::new(DeviceSel::All), &ctx()).unwrap();
+        let v = ev.values.as_ref().unwrap();
+        // Start skew 6,010 - 1,400 = 4,610 = call (3,050 - 1,100 = 1,950) + launch
+        // ((6,000 - 3,050) - (1,300 - 1,100) = 2,750) + queue ((6,010 - 6,000) - (1,400 -
+        // 1,300) = -90).
+        assert_eq!(v["start_skew_ns"], 4_610);
+        assert_eq!(v["skew_from_call_ns"], 1_950);
+        assert_eq!(v["skew_from_launch_ns"], 2_750);
+        assert_eq!(v["skew_from_queue_ns"], -90);
+        assert_eq!(v["skew_from_init_ns"], 2_000);
+        assert_eq!(v["init_end_skew_ns"], 2_000);
+        assert_eq!(v["call_skew_ns"], 1_950);
+        assert_eq!(v["call_to_kernel_max_ns"], 2_960);
+        assert_eq!(v["call_to_kernel_min_ns"], 300);
+        let rows = ev.rows.as_ref().unwrap();
+        assert_eq!(rows[1]["call"], "ncclAllReduce");
+        assert_eq!(rows[1]["init_to_call_ns"], 50);
+        assert_eq!(rows[1]["launch_ns"], 2_940);
+        assert_eq!(rows[0]["queue_ns"], 100);
+        assert_eq!(rows[1]["init_end_offset_ns"], 2_000);
+        assert_eq!(rows[0]["kernel_start_offset_ns"], 0);
+    }
+
+    #[test]
+    fn without_runtime_records_the_cpu_parts_are_null_with_the_reason() {
+        let mut c = ctx();
+        c.nvtx.as_mut().unwrap().launches = Launches::from_rows(&[]);
+        let ev = run(&Params::new(DeviceSel::All), &c).unwrap();
+        let v = ev.values.as_ref().unwrap();
+        assert_eq!(v["start_skew_ns"], 4_610);
+        assert_eq!(v["skew_from_call_ns"], Value::Null);
+        assert_eq!(ev.null_reasons("skew_from_launch_ns")[0].finding.key, "note.no_launch_record");
+    }
+}
