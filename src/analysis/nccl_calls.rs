@@ -206,13 +206,22 @@ pub struct CallSide {
     pub call: Option<(i64, u32)>,
     /// The end of the communicator init before the call.
     pub init_end: Option<i64>,
+    /// Whether the call is the first NCCL call after that init on its thread (init explains
+    /// the start-up instance, not a later one).
+    pub first_after_init: bool,
 }
 
 /// The CPU side of kernel row `i`: its launch record, the NCCL call around it, the init
 /// before that.
 pub fn call_side(ctx: &Context, i: usize) -> CallSide {
     let k = &ctx.kernels;
-    let mut out = CallSide { kernel_start: k.start[i], launch: None, call: None, init_end: None };
+    let mut out = CallSide {
+        kernel_start: k.start[i],
+        launch: None,
+        call: None,
+        init_end: None,
+        first_after_init: false,
+    };
     let Some(nvtx) = &ctx.nvtx else { return out };
     let Some(j) = k.launch_key(i).and_then(|key| nvtx.launches.find(key)) else { return out };
     let (ls, le, tid) = (nvtx.launches.start[j], nvtx.launches.end[j], nvtx.launches.global_tid[j]);
@@ -234,9 +243,20 @@ pub fn call_side(ctx: &Context, i: usize) -> CallSide {
     let Some(c) = call else { return out };
     out.call = Some((r.start[c], r.name[c]));
     out.init_end = rows
+        .clone()
         .filter(|&x| r.name_of(x).contains("CommInit") && r.end[x] <= r.start[c])
         .map(|x| r.end[x])
         .max();
+    out.first_after_init = out.init_end.is_some_and(|e| {
+        !rows.into_iter().any(|x| {
+            let name = r.name_of(x);
+            x != c
+                && name.starts_with("nccl")
+                && !name.contains("CommInit")
+                && r.start[x] >= e
+                && r.start[x] < r.start[c]
+        })
+    });
     out
 }
 
@@ -290,7 +310,7 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
         ev.note(key, &[("k", (j + 1).to_string()), ("collective", collective.clone())]);
     }
     ev.values = Some(values);
-    nccl_skew::leave_uncomparable_null(&mut ev, ctx, &s, CROSS_RANK, RANK_CROSS);
+    nccl_skew::leave_uncomparable_null(&mut ev, ctx, &s, params.semantics, CROSS_RANK, RANK_CROSS);
     if s.broken(params.semantics) {
         nccl_skew::leave_broken_null(&mut ev, &s, params, CROSS_RANK, RANK_CROSS);
     }
@@ -319,7 +339,9 @@ fn decompose(values: &mut Map<String, Value>, sides: &[CallSide]) {
         values.insert("skew_from_launch_ns".into(), json!(l.1 - f.1));
         values.insert("skew_from_queue_ns".into(), json!(l.2 - f.2));
     }
-    if let (Some(l), Some(f)) = (sides[last].init_end, sides[first].init_end) {
+    if let (Some(l), Some(f)) = (sides[last].init_end, sides[first].init_end)
+        && sides.iter().all(|c| c.first_after_init)
+    {
         values.insert("skew_from_init_ns".into(), json!(l - f));
     }
     let spread = |v: Option<Vec<i64>>| {
@@ -427,6 +449,16 @@ fn missing_cpu_side(ev: &mut Evidence, ctx: &Context, s: &Skew, sides: &[CallSid
             &[("devices", format_device_list(&no_init))],
             ("need.comm_init", &[]),
         );
+    } else {
+        let later = without(&|c| c.first_after_init);
+        if !later.is_empty() {
+            ev.leave_null(
+                &["skew_from_init_ns"],
+                "note.not_first_after_init",
+                &[("devices", format_device_list(&later))],
+                ("need.first_instance", &[]),
+            );
+        }
     }
 }
 

@@ -642,7 +642,7 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     ev.rows = Some(rank_rows(ctx, &s, &most_last));
     let compared = s.ranks.len() >= 2 && s.matched > 0;
     let broken = s.broken(params.semantics);
-    leave_uncomparable_null(&mut ev, ctx, &s, CROSS_RANK, RANK_CROSS);
+    leave_uncomparable_null(&mut ev, ctx, &s, params.semantics, CROSS_RANK, RANK_CROSS);
     if broken {
         leave_broken_null(&mut ev, &s, params, CROSS_RANK, RANK_CROSS);
     } else if !s.cut.is_empty() {
@@ -825,6 +825,7 @@ pub(super) fn leave_uncomparable_null(
     ev: &mut Evidence,
     ctx: &Context,
     s: &Skew,
+    semantics: Semantics,
     fields: &[&str],
     row_fields: &[&str],
 ) {
@@ -846,12 +847,22 @@ pub(super) fn leave_uncomparable_null(
     } else if s.matched == 0 && s.counts.iter().any(|&c| c > 0) {
         let empty: Vec<i64> =
             s.ranks.iter().zip(&s.counts).filter(|(_, c)| **c == 0).map(|(r, _)| *r).collect();
-        ev.leave_null(
-            fields,
-            "note.no_matched",
-            &[("empty", crate::scope::format_device_list(&empty))],
-            ("need.matched", &[]),
-        );
+        if !empty.is_empty() {
+            ev.leave_null(
+                fields,
+                "note.no_matched",
+                &[("empty", crate::scope::format_device_list(&empty))],
+                ("need.matched", &[]),
+            );
+        } else if !s.broken(semantics) {
+            // `contain`: every instance the window selects is cut, and left out.
+            ev.leave_null(
+                fields,
+                "note.no_whole_instance",
+                &[("n", s.cut.len().to_string())],
+                ("need.whole_instances", &[]),
+            );
+        }
     }
     if s.ranks.len() < 2 || s.matched == 0 {
         null_rank_rows(ev, row_fields);

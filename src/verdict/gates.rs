@@ -94,6 +94,23 @@ pub fn r1(about: &About, scope: &Scope, ev: &Evidence) -> Gate {
                 ],
             )
         }
+        // Cross-rank matching keeps kernels whole: the window selects instances, it is no
+        // denominator.
+        (Some(w), _)
+            if crate::analysis::spec(&ev.analysis)
+                .is_some_and(|s| s.scope == crate::analysis::ScopeRule::Ranks) =>
+        {
+            gate(
+                "R1",
+                GateStatus::Pass,
+                "gate.r1.same_window_instances",
+                &[
+                    ("window", span_text(w.as_array())),
+                    ("window_ms", ms(w.len_ns())),
+                    ("semantics", scope.semantics.to_string()),
+                ],
+            )
+        }
         (Some(w), _) => gate(
             "R1",
             GateStatus::Pass,
@@ -381,6 +398,30 @@ pub fn r4(
     }
     let devices = &ev.scope.devices;
     let spec = crate::analysis::spec(&measure.analysis);
+    // A rank's row is that rank's value; over ranks each rank's value is judged on its own.
+    match &measure.ranks {
+        Some(crate::claims::RankSel::One(rank)) => {
+            return gate(
+                "R4",
+                GateStatus::Pass,
+                "gate.r4.one_rank",
+                &[("rank", rank.clone()), ("unit", unit.symbol().to_string())],
+            );
+        }
+        Some(crate::claims::RankSel::Every(red)) => {
+            return gate(
+                "R4",
+                GateStatus::Pass,
+                "gate.r4.each_rank",
+                &[
+                    ("n", devices.len().to_string()),
+                    ("reduce", red.as_str().to_string()),
+                    ("unit", unit.symbol().to_string()),
+                ],
+            );
+        }
+        None => {}
+    }
     let args = [
         ("devices", format_device_list(devices)),
         ("n", devices.len().to_string()),

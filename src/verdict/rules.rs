@@ -355,7 +355,7 @@ fn per_rank(
                 symbolic: m.value_text.clone(),
                 definition: definition.map(|(text, _)| text.to_string()),
                 substituted: format!("{} of {n} ranks ({})", reduce.as_str(), listing.join(", ")),
-                display: None,
+                display: Some(format!("{} of {n} ranks", held.len())),
                 exact: None,
                 unit: m.unit,
                 error: None,
