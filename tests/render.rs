@@ -227,7 +227,10 @@ fn committed_examples_are_current() {
     // The trace-set example reads unlicensed traces from ../shared, never committed: it is
     // compared where they are.
     let shared: &[(&str, &str, &str)] = if util::shared_traces().is_some() {
-        &[("claims/dsl-fs24-ring.yaml", "dsl-fs24-ring", "full")]
+        &[
+            ("claims/dsl-fs24-ring.yaml", "dsl-fs24-ring", "full"),
+            ("claims/dsl-fs24-tree.yaml", "dsl-fs24-tree", "full"),
+        ]
     } else {
         util::skip_no_shared("committed_examples_are_current (dsl-fs24-ring)");
         &[]

@@ -442,6 +442,9 @@ pub fn r4(
         if !across(crate::analysis::Across::Sum) {
             return gate("R4", GateStatus::Pass, "gate.r4.ok", &args);
         }
+        if about.per != Some(Per::Device) {
+            return gate("R4", GateStatus::Note, "gate.r4.ranks_summed", &args);
+        }
     }
     let sums = devices.len() > 1
         && measure.ranks.is_none()

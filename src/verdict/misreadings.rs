@@ -29,16 +29,21 @@ pub fn applicable(set: &ClaimSet, results: &[ClaimResult], evidence: &EvidenceMa
         ));
     }
     // "It ran" read as "it is optimised": an interpretation supported by a kernel observation.
-    if let Some((r, p)) =
-        parts().find(|(_, p)| p.kind == Kind::Interpretation && p.outcome == PartOutcome::Supported)
-    {
-        let observed = r
-            .parts
-            .iter()
-            .find(|o| o.kind == Kind::Observation && o.outcome == PartOutcome::Supported)
-            .and_then(|o| {
-                Some(format!("{} = {}", code(&o.id), o.formula.as_ref()?.display.clone()?))
-            });
+    let kernel_observation = |o: &&crate::verdict::PartResult| {
+        o.kind == Kind::Observation
+            && o.outcome == PartOutcome::Supported
+            && o.evidence
+                .as_deref()
+                .is_some_and(|k| k.split('/').nth(1) == Some(crate::analysis::kernels::SPEC.name))
+    };
+    if let Some((r, p)) = parts().find(|(r, p)| {
+        p.kind == Kind::Interpretation
+            && p.outcome == PartOutcome::Supported
+            && r.parts.iter().any(|o| kernel_observation(&o))
+    }) {
+        let observed = r.parts.iter().find(kernel_observation).and_then(|o| {
+            Some(format!("{} = {}", code(&o.id), o.formula.as_ref()?.display.clone()?))
+        });
         out.push(Finding::new(
             "mis.presence",
             &[
