@@ -402,9 +402,15 @@ fn day26_gates_disclose_the_contain_span_and_the_missing_device() {
         assert_eq!(r2["finding"]["args"]["claim"], "0-7");
         assert_eq!(r2["finding"]["args"]["evidence"], "1-7");
         assert_eq!(r2["finding"]["args"]["missing"], "0");
-        // R4: a total over the 7 devices, as the auditor chose (`per: sum`, `chosen_by`).
+        // R4: a total over the 7 devices, as the auditor chose (`per: sum`, `chosen_by`);
+        // the wait share sums the ranks' NCCL kernel time, and says ranks.
         assert_eq!(gate(r, "R4")["status"], "note", "{c}/{p} R4");
-        assert_eq!(gate(r, "R4")["finding"]["key"], "gate.r4.summed_auditor");
+        let key = if c == "rank-wait" {
+            "gate.r4.ranks_summed_auditor"
+        } else {
+            "gate.r4.summed_auditor"
+        };
+        assert_eq!(gate(r, "R4")["finding"]["key"], key);
         assert_eq!(gate(r, "R4")["finding"]["args"]["n"], "7");
     }
     // Coverage of the trace: device 0 of the expected 0-7 has no kernels.

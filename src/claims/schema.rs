@@ -9,10 +9,11 @@
 use serde_json::{Value, json};
 
 /// The keys a `measure` may have besides `analysis`, `scope`, `value` and `unit`: every
-/// analysis parameter, and a comparison's keys, as an anchored pattern.
+/// analysis parameter, a comparison's keys and the per-rank selections, as an anchored
+/// pattern.
 fn measure_keys() -> String {
     let mut keys: Vec<&str> = crate::analysis::PARAMS.iter().map(|p| p.name).collect();
-    keys.extend(["versus", "of", "metric", "split", "seed"]);
+    keys.extend(["versus", "of", "metric", "split", "seed", "rank", "over_ranks"]);
     format!("^({})$", keys.join("|"))
 }
 

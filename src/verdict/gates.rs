@@ -442,8 +442,12 @@ pub fn r4(
         if !across(crate::analysis::Across::Sum) {
             return gate("R4", GateStatus::Pass, "gate.r4.ok", &args);
         }
-        if about.per != Some(Per::Device) {
-            return gate("R4", GateStatus::Note, "gate.r4.ranks_summed", &args);
+        match about.per {
+            Some(Per::Sum) => {
+                return gate("R4", GateStatus::Note, &by(about, "gate.r4.ranks_summed"), &args);
+            }
+            None => return gate("R4", GateStatus::Note, "gate.r4.ranks_summed_unstated", &args),
+            Some(Per::Device) => {}
         }
     }
     let sums = devices.len() > 1
