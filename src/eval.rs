@@ -566,36 +566,49 @@ pub const NEXT_STEP_GRADES: [&str; 3] = ["good", "partial", "poor"];
 /// One blind review sheet in Markdown: the question, the answer's claims as written with the
 /// tool's verdict and reason, its next step, and the blanks to fill. Nothing that names the
 /// answer's file, source, group or conditions.
+///
+/// Every value goes through the escaping every report applies ([`crate::render::markup`]):
+/// author text is re-emitted as safe Markdown (raw HTML shown as text, links only to http,
+/// https and mailto), ids are code spans, and control characters and bidirectional overrides
+/// are shown as escapes, since reviewers open sheets in Markdown viewers.
 pub fn sheet_markdown(id: &str, eval: &EvalFile, audit: &Audit, lang: &str) -> String {
+    use crate::render::markup::{markdown_code_span, markdown_safe, markdown_text};
     let tr = |t: &Text| t.get(lang).or_else(|| t.values().next()).cloned().unwrap_or_default();
+    let inline = |t: &Text| markdown_safe(&tr(t), true);
     let mut s = format!("# Review sheet {id}\n\n");
     if let Some(q) = &eval.question {
-        s += &format!("**Question**: {}\n\n", tr(q));
+        s += &format!("**Question**: {}\n\n", inline(q));
     }
     s += "## The answer's claims, with the tool's verdicts\n\n";
     for (claim, r) in audit.claims.claims.iter().zip(&audit.results) {
+        let reason = r.reason.in_language(lang).unwrap_or_else(|| r.reason.english());
         s += &format!(
-            "- **{}**: {} — tool: **{}** ({})\n",
-            claim.id,
-            tr(&claim.statement),
+            "- {}: {} — tool: **{}** ({})\n",
+            markdown_code_span(&claim.id, false),
+            inline(&claim.statement),
             r.verdict.key().replace('_', " "),
-            r.reason.in_language(lang).unwrap_or_else(|| r.reason.english())
+            markdown_safe(&reason, true)
         );
         for (part, p) in claim.parts.iter().zip(&r.parts) {
-            let text = part.text.as_ref().map(tr).unwrap_or_default();
+            let text = part.text.as_ref().map(inline).unwrap_or_default();
             let value = p.formula.as_ref().and_then(|f| f.display.clone());
             s += &format!(
-                "  - `{}` ({}): {}{} — {}\n",
-                part.id,
+                "  - {} ({}): {}{} — {}\n",
+                markdown_code_span(&part.id, false),
                 part.kind.as_str(),
                 text,
-                value.map_or(String::new(), |v| format!(" = {v}")),
+                value.map_or(String::new(), |v| format!(" = {}", markdown_text(&v, true))),
                 p.outcome.key().replace('_', " ")
             );
         }
     }
     s += "\n## The answer's next step\n\n";
-    s += &audit.claims.review.next.as_ref().map_or_else(|| "(none stated)".to_string(), tr);
+    s += &audit
+        .claims
+        .review
+        .next
+        .as_ref()
+        .map_or_else(|| "(none stated)".to_string(), |t| markdown_safe(&tr(t), false));
     s += &format!(
         "\n\n## Your grades (also in the CSV row of {id})\n\n- R6 usefulness, 1 (useless) to 5 (decides the question): ___\n- next step: {} ___\n",
         NEXT_STEP_GRADES.join(" / ")

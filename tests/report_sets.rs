@@ -515,3 +515,37 @@ fn files_of_the_report_that_a_render_did_not_write_are_named_and_removed_with_cl
     expected.sort();
     assert_eq!(now, expected);
 }
+
+/// Issue 28: a folder holding a reviewer's filled grades and edited sheets is never
+/// replaced by blank ones; the refusal names the files, writes nothing and `--force` is the
+/// way to replace them.
+#[test]
+fn review_sheets_over_a_reviewers_work_are_refused_unless_forced() {
+    let dir = tempfile::tempdir().unwrap();
+    let sheets = dir.path().join("sheets");
+    std::fs::create_dir(&sheets).unwrap();
+    std::fs::write(sheets.join("grades.csv"), "sheet,reviewer\nS01,chen,5,good,\n").unwrap();
+    std::fs::write(sheets.join("S02.md"), "edited\n").unwrap();
+    std::fs::write(sheets.join("notes.txt"), "mine\n").unwrap();
+    let before = snapshot(&sheets);
+    let eval = |force: bool| {
+        let mut c = verdict();
+        c.args(["eval", "claims/eval-day26/eval.yaml", "--review-sheets"]).arg(&sheets);
+        if force {
+            c.arg("--force");
+        }
+        c.output().unwrap()
+    };
+    let out = eval(false);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("(`S02.md`, `grades.csv`)"), "{stderr}");
+    assert!(stderr.contains("hint:") && stderr.contains("--force"), "{stderr}");
+    assert!(out.stdout.is_empty());
+    assert_eq!(snapshot(&sheets), before, "a refused run changed the folder");
+    let out = eval(true);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let grades = std::fs::read_to_string(sheets.join("grades.csv")).unwrap();
+    assert!(grades.starts_with("sheet,reviewer,usefulness,next_step,notes\nS01,,,,\n"));
+    assert_eq!(std::fs::read_to_string(sheets.join("notes.txt")).unwrap(), "mine\n");
+}

@@ -15,6 +15,9 @@ use crate::trace::{KernelFilter, Trace};
 /// Runs `eval`.
 pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
     let file = eval::load(&args.eval)?;
+    if let Some(dir) = args.review_sheets.as_deref().filter(|_| !args.force) {
+        refuse_filled_sheets(dir)?;
+    }
     let mut sets = Vec::new();
     for a in &file.answers {
         sets.push(eval::load_answer(&file, a)?);
@@ -203,6 +206,40 @@ fn write_report(ev: &eval::Evaluation, dir: &std::path::Path) -> anyhow::Result<
         eprintln!("warning: {}\n  hint: {}", h.message, h.hint);
     }
     Ok(())
+}
+
+/// Refuses a review-sheets folder that already holds sheets or a grades file: they may be a
+/// reviewer's filled work, which blank ones would replace.
+fn refuse_filled_sheets(dir: &std::path::Path) -> anyhow::Result<()> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        // Absent (it is created) or unreadable (creating or writing in it says why).
+        return Ok(());
+    };
+    let mut found: Vec<String> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n == "grades.csv" || is_sheet_name(n))
+        .collect();
+    if found.is_empty() {
+        return Ok(());
+    }
+    found.sort();
+    Err(crate::Hinted::new(
+        format!(
+            "`{}` already holds review sheets or grades ({})",
+            dir.display(),
+            found.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+        ),
+        "they may hold a reviewer's work: write the sheets into another folder, or pass --force to replace them",
+    )
+    .into())
+}
+
+/// Whether a file name is a review sheet's: `S` and at least two digits, then `.md`.
+fn is_sheet_name(name: &str) -> bool {
+    name.strip_prefix('S')
+        .and_then(|n| n.strip_suffix(".md"))
+        .is_some_and(|d| d.len() >= 2 && d.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Writes one file of the eval's output atomically and says so.
