@@ -787,6 +787,72 @@ fn kernel_time_overflow() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Terminal layout (issue 28): a value of a megabyte is shown cut with its length; JSON keeps
+// it whole. (How long the layout takes is measured by `bench/term-layout`, not here.)
+
+/// The note that ends a value cut for the terminal.
+fn cut_note(chars: usize) -> String {
+    let n = chars.to_string();
+    let mut grouped = String::new();
+    for (i, c) in n.chars().enumerate() {
+        if i > 0 && (n.len() - i).is_multiple_of(3) {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    format!("… (cut: {grouped} characters in all, {grouped} bytes; --json shows the whole value)")
+}
+
+/// Text without its white space: the note wraps with the table, inside a word too.
+fn flat(text: &str) -> String {
+    text.split_whitespace().collect()
+}
+
+#[test]
+fn megabyte_nvtx_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let path = trace_from(d, "traces/megabyte-nvtx-name.sql");
+    let name: String =
+        util::open_ro(&path).query_row("SELECT text FROM NVTX_EVENTS", [], |r| r.get(0)).unwrap();
+    assert_eq!(name.len(), 1 << 20);
+    let run = run_at(d, &["query", "nvtx", "t.sqlite", "--device", "0"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(flat(&run.stdout).contains(&flat(&cut_note(1 << 20))), "{}", run.stdout);
+    // The first 4,096 bytes are shown (wrapped, the last line's piece before the note left
+    // out here), no more.
+    let shown: String =
+        run.stdout.split_whitespace().filter(|w| w.chars().all(|c| "abc_".contains(c))).collect();
+    assert!(run.stdout.len() < 16_384, "{} bytes on the terminal", run.stdout.len());
+    assert!(shown.len() > 4000 && shown.len() < 4096, "{}", run.stdout);
+    assert!(name.starts_with(&shown), "{}", run.stdout);
+    let json =
+        util::run_json_in(Some(d), &["query", "nvtx", "t.sqlite", "--device", "0", "--json"]);
+    let rows = json["rows"].as_array().unwrap();
+    assert_eq!(rows[0]["name"].as_str().unwrap(), name, "--json keeps the name whole");
+
+    // A claim statement of a million characters: `check` shows it cut, the ledger whole.
+    let statement = "x".repeat(1_000_000);
+    let claims = format!(
+        "report:\n  id: long\n  languages: [en]\n  title: {{ en: t }}\n  question: {{ en: q }}\n  answer: {{ en: a }}\ntraces:\n  T: {{ path: t.sqlite }}\nscopes:\n  s: {{ trace: T, devices: \"0\" }}\nclaims:\n  - id: c\n    statement: {{ en: \"{statement}\" }}\n    principal: k\n    parts:\n      - id: k\n        kind: observation\n        text: {{ en: k }}\n        measure: {{ analysis: kernels, scope: s, value: count, unit: count }}\n"
+    );
+    std::fs::write(d.join("long.yaml"), claims).unwrap();
+    let run = run_at(d, &["check", "long.yaml"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    // The table's cell is the claim's id, a dash and the statement: 4 + 1,000,000
+    // characters, 6 + 1,000,000 bytes (the dash takes three).
+    assert!(
+        flat(&run.stdout)
+            .contains(&flat(&cut_note(1_000_004).replace("1,000,004 bytes", "1,000,006 bytes"))),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.len() < 16_384, "{} bytes on the terminal", run.stdout.len());
+    let ledger = util::run_json_in(Some(d), &["check", "long.yaml", "--json"]);
+    assert_eq!(ledger["claims"]["claims"][0]["statement"]["en"].as_str().unwrap(), statement);
+}
+
+// ---------------------------------------------------------------------------------------------
 
 #[test]
 fn every_corpus_file_is_tested_and_listed() {
@@ -815,6 +881,7 @@ fn every_corpus_file_is_tested_and_listed() {
             "traces/hot-journal.sql",
             "traces/kernel-extreme-timestamps.sql",
             "traces/kernel-time-overflow.sql",
+            "traces/megabyte-nvtx-name.sql",
             "traces/uncheckpointed-wal.sql",
         ]
     );
