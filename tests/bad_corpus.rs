@@ -787,6 +787,91 @@ fn kernel_time_overflow() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Trace sets (issue 28): each file once, by identity and by content; a glob member that is
+// not a regular file is refused as a listed one is.
+
+#[test]
+fn set_member_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let runs = d.join("runs");
+    std::fs::create_dir(&runs).unwrap();
+    let sql = std::fs::read_to_string(bad("traces/set-member-twice.sql")).unwrap();
+    for (name, at) in [("a.sqlite", 3000), ("b.sqlite", 3500)] {
+        create(&runs.join(name))
+            .execute_batch(&format!(
+                "{sql}INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES ({at}, {}, 0, 8, 2, 2, 16777216);",
+                at + 1000
+            ))
+            .unwrap();
+    }
+    let glob = "runs/*.sqlite";
+    fn skew<'a>(args: &[&'a str]) -> Vec<&'a str> {
+        let mut a = vec!["query", "nccl-skew"];
+        a.extend(args);
+        a.push("--json");
+        a
+    }
+    // The set as it is: two ranks.
+    let v = util::run_json_in(Some(d), &skew(&[glob]));
+    assert_eq!(v["trace"]["set"]["ranks"].as_array().unwrap().len(), 2, "{v}");
+    let extra = runs.join("c.sqlite");
+    let same_file = ["`runs/a.sqlite` and `runs/c.sqlite` are the same file (device "];
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink("a.sqlite", &extra).unwrap();
+        refused(d, &skew(&[glob]), &same_file);
+        std::fs::remove_file(&extra).unwrap();
+    }
+    std::fs::hard_link(runs.join("a.sqlite"), &extra).unwrap();
+    refused(d, &skew(&[glob]), &same_file);
+    std::fs::remove_file(&extra).unwrap();
+    std::fs::copy(runs.join("a.sqlite"), &extra).unwrap();
+    let sha = util::sha256_file(&extra);
+    refused(
+        d,
+        &skew(&[glob]),
+        &[&format!(
+            "`runs/a.sqlite` and `runs/c.sqlite` are byte for byte the same (sha256 {sha})"
+        )],
+    );
+    std::fs::remove_file(&extra).unwrap();
+    // Two paths to one file in the arguments, and one path twice.
+    refused(d, &skew(&["runs/a.sqlite", "./runs/a.sqlite"]), &["are the same file"]);
+    refused(d, &skew(&["runs/a.sqlite", glob]), &["`runs/a.sqlite` is named twice"]);
+    // What a glob finds that is not a regular file.
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink("gone.sqlite", &extra).unwrap();
+        refused(
+            d,
+            &skew(&[glob]),
+            &[
+                "`runs/c.sqlite` (matched by `runs/*.sqlite`) is a symbolic link to nothing, not a regular file",
+            ],
+        );
+        std::fs::remove_file(&extra).unwrap();
+    }
+    std::fs::create_dir(&extra).unwrap();
+    refused(d, &skew(&[glob]), &["`runs/c.sqlite` (matched by `runs/*.sqlite`) is a directory"]);
+    std::fs::remove_dir(&extra).unwrap();
+    // A claims file's list: `[a, ./a]` is one file twice, `[a, a]` one path twice.
+    let claims = |paths: &str| {
+        format!(
+            "report:\n  id: set\n  languages: [en]\n  title: {{ en: t }}\n  question: {{ en: q }}\n  answer: {{ en: a }}\ntraces:\n  T: {{ path: {paths} }}\nscopes:\n  s: {{ trace: T }}\nclaims:\n  - id: c\n    statement: {{ en: s }}\n    principal: k\n    parts:\n      - id: k\n        kind: observation\n        text: {{ en: k }}\n        measure: {{ analysis: nccl-skew, scope: s, value: matched, unit: count }}\n"
+        )
+    };
+    std::fs::write(d.join("twice.yaml"), claims("[runs/a.sqlite, ./runs/a.sqlite]")).unwrap();
+    let run = run_at(d, &["check", "twice.yaml"]);
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert!(run.stderr.contains("a.sqlite` are the same file (device "), "{}", run.stderr);
+    std::fs::write(d.join("same.yaml"), claims("[runs/a.sqlite, runs/a.sqlite]")).unwrap();
+    let run = run_at(d, &["check", "same.yaml"]);
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert!(run.stderr.contains("runs/a.sqlite` is named twice"), "{}", run.stderr);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Terminal layout (issue 28): a value of a megabyte is shown cut with its length; JSON keeps
 // it whole. (How long the layout takes is measured by `bench/term-layout`, not here.)
 
@@ -882,6 +967,7 @@ fn every_corpus_file_is_tested_and_listed() {
             "traces/kernel-extreme-timestamps.sql",
             "traces/kernel-time-overflow.sql",
             "traces/megabyte-nvtx-name.sql",
+            "traces/set-member-twice.sql",
             "traces/uncheckpointed-wal.sql",
         ]
     );

@@ -1275,9 +1275,15 @@ pub(crate) fn glob_files(base: &Path, p: &str) -> Result<Vec<PathBuf>, String> {
     let mut found = Vec::new();
     for m in glob::glob(&full).map_err(|e| format!("`{p}` is not a valid glob ({e})"))? {
         let m = m.map_err(|e| format!("`{p}`: {e}"))?;
-        if m.is_file() {
-            found.push(m);
+        // As a file named in a list would be: never skipped in silence (issue 28).
+        if !m.is_file() {
+            return Err(format!(
+                "`{}` (matched by `{p}`) is {}, not a regular file",
+                m.display(),
+                super::load::kind_of_path(&m)
+            ));
         }
+        found.push(m);
     }
     if found.is_empty() {
         let at = if base.as_os_str().is_empty() { Path::new(".") } else { base };
@@ -1287,20 +1293,26 @@ pub(crate) fn glob_files(base: &Path, p: &str) -> Result<Vec<PathBuf>, String> {
     Ok(found)
 }
 
-/// The files of a trace set: each entry a path or a glob relative to `base`, sorted, each
-/// file once.
+/// The files of a trace set: each entry a path or a glob relative to `base`, sorted; a file
+/// named twice (by two entries, or by a glob and a path) is an error.
 fn expand_set(base: &Path, patterns: &[String]) -> Result<Vec<PathBuf>, String> {
     if patterns.is_empty() {
         return Err("the list of files is empty".into());
     }
     let mut files = BTreeSet::new();
     for p in patterns {
-        if is_set_path(base, p) {
-            files.extend(glob_files(base, p)?);
+        let found = if is_set_path(base, p) {
+            glob_files(base, p)?
         } else {
             let f = base.join(p);
             if !f.exists() {
                 return Err(format!("`{p}` does not exist (resolved to `{}`)", f.display()));
+            }
+            vec![f]
+        };
+        for f in found {
+            if files.contains(&f) {
+                return Err(format!("`{}` is named twice (`{p}` names it again)", f.display()));
             }
             files.insert(f);
         }

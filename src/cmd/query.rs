@@ -272,7 +272,13 @@ pub(super) fn expand(traces: &[PathBuf]) -> anyhow::Result<(Vec<PathBuf>, bool)>
         out.extend(found);
     }
     out.sort();
-    out.dedup();
+    if let Some(w) = out.windows(2).find(|w| w[0] == w[1]) {
+        return Err(crate::Hinted::new(
+            format!("`{}` is named twice", w[0].display()),
+            "a trace set holds each file once: drop the repeated argument or the file the glob already matches",
+        )
+        .into());
+    }
     let set = globbed || out.len() > 1;
     Ok((out, set))
 }
