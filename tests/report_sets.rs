@@ -549,3 +549,35 @@ fn review_sheets_over_a_reviewers_work_are_refused_unless_forced() {
     assert!(grades.starts_with("sheet,reviewer,usefulness,next_step,notes\nS01,,,,\n"));
     assert_eq!(std::fs::read_to_string(sheets.join("notes.txt")).unwrap(), "mine\n");
 }
+
+/// Issue 28: a protocol-relative `--image-base` (`//host/x`) would load the images from
+/// another host, and a bidirectional or invisible control makes the address read as another:
+/// both are refused before anything is written, the control shown as an escape.
+#[test]
+fn an_image_base_that_names_another_host_or_hides_characters_is_refused() {
+    for (base, shown, why) in [
+        ("//evil.example/x/", "//evil.example/x/", "starts with `//`"),
+        ("///evil.example/x/", "///evil.example/x/", "starts with `//`"),
+        (
+            "https://example.org\u{202e}gro.live/",
+            "https://example.org\\u{202e}gro.live/",
+            "bidirectional",
+        ),
+        ("https://exa\u{200b}mple.org/", "https://exa\u{200b}mple.org/", "invisible"),
+        ("/posts/\u{2066}x\u{2069}/", "/posts/\\u{2066}x\\u{2069}/", "bidirectional"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let out_dir = dir.path().join("out");
+        let out = verdict()
+            .args(["render", CLAIMS, "--format", "md", "--image-base", base, "--out"])
+            .arg(&out_dir)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{base:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&format!("`{shown}` is not an image base")), "{base:?}: {err}");
+        assert!(err.contains(why) && err.contains("hint:"), "{base:?}: {err}");
+        assert!(!err.contains('\u{202e}') && !err.contains('\u{2066}'), "{err}");
+        assert!(!out_dir.exists(), "{base:?}: an error must leave no file behind");
+    }
+}
