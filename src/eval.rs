@@ -134,6 +134,7 @@ pub fn load(path: &Path) -> Result<EvalFile, ClaimsError> {
         );
     }
     let mut answers = Vec::new();
+    let mut positions = Vec::new();
     for a in &raw.answers {
         let resolved = base.join(&a.claims.value);
         // A glob (that names no file itself) stands for every file it matches, in sorted
@@ -164,6 +165,7 @@ pub fn load(path: &Path) -> Result<EvalFile, ClaimsError> {
                     );
                 }
                 answers.push(AnswerDecl { claims: shown, resolved: f, conditions });
+                positions.push(at(&a.claims));
             }
             continue;
         }
@@ -190,6 +192,38 @@ pub fn load(path: &Path) -> Result<EvalFile, ClaimsError> {
             resolved,
             conditions: a.conditions.clone(),
         });
+        positions.push(at(&a.claims));
+    }
+    // Each answer once (issue 28): the same file under two names, or a copy of its bytes,
+    // would be scored twice and weigh twice in its group.
+    // Per answer kept: its index, file identity and sha256.
+    type Seen = (usize, Option<(u64, u64)>, Option<String>);
+    let mut seen: Vec<Seen> = Vec::new();
+    for (i, a) in answers.iter().enumerate() {
+        let id = crate::claims::load::file_id(&a.resolved);
+        // Only a regular file is read: a named pipe would block (it is refused above).
+        let sha =
+            a.resolved.is_file().then(|| crate::trace::sha256_file(&a.resolved).ok()).flatten();
+        let same = seen.iter().find_map(|(j, jid, jsha)| {
+            if id.is_some() && id == *jid {
+                Some((*j, "the same file as"))
+            } else if sha.is_some() && sha == *jsha {
+                Some((*j, "byte for byte the same as"))
+            } else {
+                None
+            }
+        });
+        match same {
+            Some((j, how)) => problem(
+                positions[i],
+                format!(
+                    "answer `{}` is {how} answer `{}` (line {})",
+                    a.claims, answers[j].claims, positions[j].0
+                ),
+                "list each answer once; a rerun is a new claims file with its own `run` condition",
+            ),
+            None => seen.push((i, id, sha)),
+        }
     }
     let held: Vec<String> = raw.eval.held.iter().map(|h| h.value.clone()).collect();
     for h in &raw.eval.held {
@@ -641,11 +675,27 @@ pub struct Grade {
 /// Reads filled grade files: every sheet graded once by each reviewer, usefulness 1-5, the
 /// next step one of [`NEXT_STEP_GRADES`]. Returns the grades by sheet index, or every problem
 /// as `FILE:LINE: message`.
+///
+/// The files are CSV as spreadsheets write it (RFC 4180: a quoted field may hold commas,
+/// quotes and line breaks); a note with unquoted commas is read whole, as the last field. One
+/// file is one reviewer's: a row naming another reviewer is a problem, and so is a file given
+/// twice (issue 28), since either would make a reviewer of a few rows or count a review twice.
 pub fn read_grades(files: &[PathBuf], sheets: usize) -> Result<Vec<Vec<Grade>>, Vec<String>> {
     let mut by_sheet: Vec<Vec<Grade>> = vec![Vec::new(); sheets];
     let mut problems = Vec::new();
+    let mut given: Vec<(Option<(u64, u64)>, &PathBuf)> = Vec::new();
     for f in files {
         let name = f.display();
+        let id = crate::claims::load::file_id(f);
+        if let Some((_, first)) = given.iter().find(|(i, p)| (id.is_some() && *i == id) || *p == f)
+        {
+            problems.push(format!(
+                "{name}: the same grades file is given twice (as `{}` before)",
+                first.display()
+            ));
+            continue;
+        }
+        given.push((id, f));
         let text = match std::fs::read_to_string(f) {
             Ok(t) => t,
             Err(e) => {
@@ -653,17 +703,34 @@ pub fn read_grades(files: &[PathBuf], sheets: usize) -> Result<Vec<Vec<Grade>>, 
                 continue;
             }
         };
+        let mut reader = csv::ReaderBuilder::new()
+            .has_headers(true)
+            .flexible(true)
+            .trim(csv::Trim::All)
+            .from_reader(text.as_bytes());
         let mut seen = vec![false; sheets];
-        for (n, line) in text.lines().enumerate().skip(1) {
-            if line.trim().is_empty() {
+        let mut file_reviewer: Option<(String, u64)> = None;
+        for record in reader.records() {
+            let record = match record {
+                Ok(r) => r,
+                Err(e) => {
+                    let line = e.position().map_or(0, |p| p.line());
+                    problems.push(format!("{name}:{line}: not CSV ({e})"));
+                    continue;
+                }
+            };
+            let line = record.position().map_or(0, |p| p.line());
+            if record.iter().all(str::is_empty) {
                 continue;
             }
-            let at = |m: String| format!("{name}:{}: {m}", n + 1);
-            let cells: Vec<&str> = line.splitn(5, ',').map(str::trim).collect();
-            let [sheet, reviewer, usefulness, next, notes] = cells[..] else {
+            let at = |m: String| format!("{name}:{line}: {m}");
+            if record.len() < 5 {
                 problems.push(at("expected sheet,reviewer,usefulness,next_step,notes".into()));
                 continue;
-            };
+            }
+            let cells: Vec<&str> = record.iter().collect();
+            let [sheet, reviewer, usefulness, next] = [cells[0], cells[1], cells[2], cells[3]];
+            let notes = cells[4..].join(",");
             let Some(i) = (0..sheets).find(|i| sheet_id(*i) == sheet) else {
                 problems.push(at(format!("`{sheet}` is not a sheet of this eval")));
                 continue;
@@ -675,6 +742,13 @@ pub fn read_grades(files: &[PathBuf], sheets: usize) -> Result<Vec<Vec<Grade>>, 
             seen[i] = true;
             if reviewer.is_empty() {
                 problems.push(at(format!("{sheet}: the reviewer is not named")));
+            }
+            match &file_reviewer {
+                None if !reviewer.is_empty() => file_reviewer = Some((reviewer.to_string(), line)),
+                Some((r, l)) if !reviewer.is_empty() && r != reviewer => problems.push(at(format!(
+                    "{sheet}: reviewer `{reviewer}` is not `{r}`, who grades the file from line {l}"
+                ))),
+                _ => {}
             }
             let u = usefulness.parse::<i64>().ok().filter(|u| (1..=5).contains(u));
             if u.is_none() {
@@ -691,7 +765,7 @@ pub fn read_grades(files: &[PathBuf], sheets: usize) -> Result<Vec<Vec<Grade>>, 
                     reviewer: reviewer.to_string(),
                     usefulness: u,
                     next_step: next.to_string(),
-                    notes: notes.to_string(),
+                    notes,
                 });
             }
         }

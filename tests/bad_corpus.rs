@@ -872,6 +872,82 @@ fn set_member_twice() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Eval (issue 28): each answer once, each grades file once, one reviewer per file.
+
+#[test]
+fn eval_duplicate_answers() {
+    let root = manifest_dir();
+    let path = "fixtures/bad/claims/eval-duplicate-answers.yaml";
+    bad("claims/eval-duplicate-answers.yaml");
+    let stderr = refused(&root, &["eval", path], &["is the same file as answer"]);
+    assert!(
+        stderr.contains(&format!("{path}:12:13: answer `../../../claims/eval-day26/../eval-day26/blind-1.yaml` is the same file as answer `../../../claims/eval-day26/blind-1.yaml` (line 10)")),
+        "{stderr}"
+    );
+    // A copy of the bytes under another name is the same answer too.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::copy(root.join("claims/eval-day26/blind-1.yaml"), d.join("a.yaml")).unwrap();
+    std::fs::copy(root.join("claims/eval-day26/blind-1.yaml"), d.join("b.yaml")).unwrap();
+    let text = std::fs::read_to_string(bad("claims/eval-duplicate-answers.yaml"))
+        .unwrap()
+        .replace("../../../claims/eval-day26/blind-1.yaml", "a.yaml")
+        .replace("../../../claims/eval-day26/../eval-day26/blind-1.yaml", "b.yaml");
+    std::fs::write(d.join("eval.yaml"), text).unwrap();
+    refused(
+        d,
+        &["eval", "eval.yaml"],
+        &["answer `b.yaml` is byte for byte the same as answer `a.yaml` (line 10)"],
+    );
+}
+
+#[test]
+fn grades_other_reviewer() {
+    let root = manifest_dir();
+    let eval = "claims/eval-day26/eval.yaml";
+    let other = "fixtures/bad/claims/grades-other-reviewer.csv";
+    bad("claims/grades-other-reviewer.csv");
+    let lin = "claims/eval-day26/grades-lin.csv";
+    refused(
+        &root,
+        &["eval", eval, "--grades", lin, other],
+        &[&format!(
+            "{other}:5: S04: reviewer `lin` is not `chen`, who grades the file from line 2"
+        )],
+    );
+    // One file given twice, under two names, is one review counted twice.
+    let again = "claims/eval-day26/../eval-day26/grades-lin.csv";
+    refused(
+        &root,
+        &["eval", eval, "--grades", lin, again],
+        &[&format!("{again}: the same grades file is given twice (as `{lin}` before)")],
+    );
+    // Quoted fields as spreadsheets write them are read: a note with a comma, a quote and a
+    // line break.
+    let dir = tempfile::tempdir().unwrap();
+    let quoted = dir.path().join("chen.csv");
+    let text =
+        std::fs::read_to_string(root.join("claims/eval-day26/grades-chen.csv")).unwrap().replace(
+            "S06,chen,1,poor,off topic",
+            "S06,\"chen\",1,poor,\"off topic, \"\"TP\"\"\nsecond line\"",
+        );
+    std::fs::write(&quoted, text).unwrap();
+    let v = util::run_json_in(
+        Some(&root),
+        &["eval", eval, "--json", "--grades", lin, util::s(&quoted)],
+    );
+    let notes: Vec<String> = v["review"]["answers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|a| a[1].as_array().unwrap().iter())
+        .filter(|g| g["reviewer"] == "chen")
+        .map(|g| g["notes"].as_str().unwrap().to_string())
+        .collect();
+    assert!(notes.contains(&"off topic, \"TP\"\nsecond line".to_string()), "{notes:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
 // Terminal layout (issue 28): a value of a megabyte is shown cut with its length; JSON keeps
 // it whole. (How long the layout takes is measured by `bench/term-layout`, not here.)
 
@@ -957,9 +1033,11 @@ fn every_corpus_file_is_tested_and_listed() {
             "claims/between-reversed.yaml",
             "claims/condition-extreme-bounds.yaml",
             "claims/empty-trace-path.yaml",
+            "claims/eval-duplicate-answers.yaml",
             "claims/formula-many-terms.yaml",
             "claims/formula-minus-signs.yaml",
             "claims/formula-nested-parentheses.yaml",
+            "claims/grades-other-reviewer.csv",
             "claims/negative-tolerance.yaml",
             "claims/self-reference.yaml",
             "traces/gpu-device-id.sql",
