@@ -581,3 +581,47 @@ fn an_image_base_that_names_another_host_or_hides_characters_is_refused() {
         assert!(!out_dir.exists(), "{base:?}: an error must leave no file behind");
     }
 }
+
+/// Issue 28: `templates eject` never writes into a folder that holds anything (it may hold
+/// edited templates), and a write that fails part-way (here: the file size limit, past the
+/// templates and short of the UI strings) leaves nothing behind, not a partial set.
+#[test]
+fn templates_eject_refuses_a_non_empty_folder_and_removes_a_partial_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let tpl = dir.path().join("tpl");
+    std::fs::create_dir(&tpl).unwrap();
+    std::fs::write(tpl.join("report.md"), "mine\n").unwrap();
+    std::fs::write(tpl.join("notes.txt"), "mine\n").unwrap();
+    let before = snapshot(&tpl);
+    let out = verdict().args(["templates", "eject"]).arg(&tpl).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("is not empty (it holds `notes.txt`, `report.md`)"), "{err}");
+    assert!(err.contains("hint:"), "{err}");
+    assert_eq!(snapshot(&tpl), before);
+
+    #[cfg(unix)]
+    {
+        let fresh = dir.path().join("new").join("tpl");
+        // Files up to 16 KiB (dash's 512-byte blocks) or 32 KiB (bash's): every template, not
+        // the UI strings (36 KiB); SIGXFSZ ignored, so the write fails with EFBIG.
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg("trap '' XFSZ; ulimit -f 32; exec \"$0\" templates eject \"$1\"")
+            .arg(assert_cmd::cargo::cargo_bin("verdict"))
+            .arg(&fresh)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("cannot write") && err.contains("en.toml"), "{err}");
+        assert!(out.stdout.is_empty());
+        assert!(!dir.path().join("new").exists(), "a partial set was left: {err}");
+        // With the space back, the same command writes the whole set.
+        let out = verdict().args(["templates", "eject"]).arg(&fresh).output().unwrap();
+        assert!(out.status.success());
+        assert!(
+            fresh.join("i18n/zh-TW.toml").is_file() && fresh.join("partials/claim.md").is_file()
+        );
+    }
+}
