@@ -787,6 +787,46 @@ fn kernel_time_overflow() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Leftovers of issue 28: NULLs where nsys writes none, and file names SQLite's URI misread.
+
+#[test]
+fn null_metadata() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    trace_from(d, "traces/null-metadata.sql");
+    for args in every_command("t.sqlite") {
+        let run = run_at(d, &args);
+        assert_eq!(run.code, Some(0), "{args:?}:\n{}", run.stderr);
+    }
+    let inspect = util::run_json_in(Some(d), &["inspect", "t.sqlite", "--json"]);
+    assert_eq!(inspect["trace"]["schema_version"], "3.25.0");
+    let listed: Vec<i64> = inspect["values"]["listed_gpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(listed, [0, 1], "the row without an id lists no GPU");
+    assert_eq!(inspect["values"]["listed_without_kernels"], serde_json::json!([1]));
+
+    // `//dir/t.sqlite` is a path, not a URI authority; a name that is not UTF-8 opens.
+    let doubled = format!("/{}", d.join("t.sqlite").display());
+    let out = util::verdict().args(["query", "kernels", &doubled, "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let odd = d.join(std::ffi::OsStr::from_bytes(b"t\xff %3f?#.sqlite"));
+        std::fs::copy(d.join("t.sqlite"), &odd).unwrap();
+        let out =
+            util::verdict().args(["query", "kernels"]).arg(&odd).arg("--json").output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(util::int(&v["values"], "count"), 2);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Trace sets (issue 28): each file once, by identity and by content; a glob member that is
 // not a regular file is refused as a listed one is.
 
@@ -1045,6 +1085,7 @@ fn every_corpus_file_is_tested_and_listed() {
             "traces/kernel-extreme-timestamps.sql",
             "traces/kernel-time-overflow.sql",
             "traces/megabyte-nvtx-name.sql",
+            "traces/null-metadata.sql",
             "traces/set-member-twice.sql",
             "traces/uncheckpointed-wal.sql",
         ]

@@ -258,7 +258,9 @@ pub(super) fn expand(traces: &[PathBuf]) -> anyhow::Result<(Vec<PathBuf>, bool)>
     let mut globbed = false;
     for t in traces {
         let text = t.to_string_lossy();
-        if !crate::claims::validate::is_set_path(Path::new(""), &text) {
+        // A file that exists is that file, whatever its name holds (a `?`, bytes that are
+        // not UTF-8, which the glob's text would not match).
+        if t.exists() || !crate::claims::validate::is_set_path(Path::new(""), &text) {
             out.push(t.clone());
             continue;
         }

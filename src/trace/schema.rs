@@ -151,7 +151,12 @@ impl Schema {
         let mut meta = BTreeMap::new();
         if let Some(t) = &metadata_table {
             let mut stmt = conn
-                .prepare(&format!("SELECT name, value FROM {}", quote_ident(t)))
+                // A row without a name names nothing: it is read as absent, never as a
+                // reason to refuse a readable trace (issue 28).
+                .prepare(&format!(
+                    "SELECT name, value FROM {} WHERE name IS NOT NULL",
+                    quote_ident(t)
+                ))
                 .map_err(TraceError::from_sqlite)?;
             let rows = stmt
                 .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?)))
