@@ -307,6 +307,73 @@ fn self_reference() {
     insta::assert_snapshot!("self-reference", stderr);
 }
 
+#[test]
+fn interpretation_cycle() {
+    let stderr = refused_claims(
+        "claims/interpretation-cycle.yaml",
+        "28:16",
+        &[
+            "claim `exposed`: parts read each other in a cycle through `from` (`reading` -> `meaning` -> `reading`)",
+        ],
+    );
+    insta::assert_snapshot!("interpretation-cycle", stderr);
+}
+
+#[test]
+fn exists_not_boolean() {
+    let stderr = refused_claims(
+        "claims/exists-not-boolean.yaml",
+        "20:30",
+        &["invalid boolean", "write `true` or `false`"],
+    );
+    insta::assert_snapshot!("exists-not-boolean", stderr);
+    // Unquoted YAML 1.1 spellings too.
+    for spelling in ["yes", "on", "y"] {
+        let (dir, name) = variant("claims/exists-not-boolean.yaml", "\"yes\"", spelling);
+        refused(dir.path(), &["check", &name], &[":20:30: ", "write `true` or `false`"]);
+    }
+}
+
+#[test]
+fn report_id_too_long() {
+    let stderr = refused_claims(
+        "claims/report-id-too-long.yaml",
+        "5:7",
+        &["report id is 65 characters; the limit is 64"],
+    );
+    insta::assert_snapshot!("report-id-too-long", stderr);
+    // 250 characters passed `check` and failed `render` with "File name too long"; 64 pass.
+    let long = "r".repeat(65);
+    let (dir, name) = variant("claims/report-id-too-long.yaml", &long, &"r".repeat(250));
+    refused(dir.path(), &["check", &name], &["report id is 250 characters; the limit is 64"]);
+    let (dir, name) = variant("claims/report-id-too-long.yaml", &long, &"r".repeat(64));
+    let out = dir.path().join("out");
+    let run = run_at(dir.path(), &["render", &name, "--format", "md", "--out", util::s(&out)]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(out.join(format!("{}.en.md", "r".repeat(64))).is_file());
+}
+
+#[test]
+fn problems_without_hints() {
+    let path = "fixtures/bad/claims/problems-without-hints.yaml";
+    bad("claims/problems-without-hints.yaml");
+    let run = run_at(&manifest_dir(), &["check", path]);
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(lines[0], format!("error: 11 problems in `{path}`"));
+    // Every located problem is followed by its hint.
+    let located: Vec<usize> =
+        (1..lines.len()).filter(|&i| lines[i].starts_with(&format!("{path}:"))).collect();
+    assert_eq!(located.len(), 11, "{}", run.stderr);
+    for i in located {
+        assert!(
+            lines.get(i + 1).is_some_and(|l| l.starts_with("  hint: ") && l.len() > 10),
+            "no hint after {}",
+            lines[i]
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Claims files: what is not a regular file is refused before it is read; the limits on size,
 // YAML values and claims have their own messages.
@@ -1074,11 +1141,15 @@ fn every_corpus_file_is_tested_and_listed() {
             "claims/condition-extreme-bounds.yaml",
             "claims/empty-trace-path.yaml",
             "claims/eval-duplicate-answers.yaml",
+            "claims/exists-not-boolean.yaml",
             "claims/formula-many-terms.yaml",
             "claims/formula-minus-signs.yaml",
             "claims/formula-nested-parentheses.yaml",
             "claims/grades-other-reviewer.csv",
+            "claims/interpretation-cycle.yaml",
             "claims/negative-tolerance.yaml",
+            "claims/problems-without-hints.yaml",
+            "claims/report-id-too-long.yaml",
             "claims/self-reference.yaml",
             "traces/gpu-device-id.sql",
             "traces/hot-journal.sql",

@@ -190,6 +190,9 @@ pub fn parse(text: &str) -> Result<RawClaimFile, Problem> {
 /// error into one positioned problem (an eval file is read this way too).
 pub fn parse_as<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, Problem> {
     let options = serde_saphyr::options! {
+        // YAML 1.2's booleans only: `exists: yes` or `"on"` is a type error at its position,
+        // not a `true` the author may not have meant.
+        strict_booleans: true,
         budget: serde_saphyr::budget! {
             max_nodes: MAX_YAML_NODES,
             // Every node is one or two events (a start and an end), plus the stream's own.
@@ -222,6 +225,8 @@ pub fn parse_as<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, Problem
             "add the required key (docs/claims.md lists them)"
         } else if message.contains("unknown variant") {
             "use one of the values listed in the message"
+        } else if message.contains("invalid boolean") {
+            "write `true` or `false` (YAML 1.2): `yes`, `no`, `on` and `off` are not booleans here"
         } else {
             "check the YAML syntax around this position"
         };
