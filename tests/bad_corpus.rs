@@ -1121,6 +1121,40 @@ fn megabyte_nvtx_name() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Write errors (issue 28): each says what to check, and prints its cause once.
+
+#[test]
+fn write_errors_say_what_to_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("afile"), "x").unwrap();
+    let claims = manifest_dir().join("claims/day26-profile-blind.yaml");
+    let eval = manifest_dir().join("claims/eval-day26/eval.yaml");
+    let (claims, eval) = (util::s(&claims), util::s(&eval));
+    let under_a_file = "a part of the path is a file, not a folder";
+    let mut cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["render", claims, "--format", "md", "--out", "afile/out"], under_a_file),
+        (vec!["eval", eval, "--out", "afile/x"], under_a_file),
+        (vec!["eval", eval, "--review-sheets", "afile/s"], under_a_file),
+        (vec!["templates", "eject", "afile/t"], "whose parent exists and is writable"),
+    ];
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink("nowhere", d.join("dangling")).unwrap();
+        std::os::unix::fs::symlink("loop", d.join("loop")).unwrap();
+        cases.push((
+            vec!["render", claims, "--format", "md", "--out", "dangling"],
+            "a symbolic link to nothing",
+        ));
+        cases.push((vec!["inspect", "loop"], "points back to itself"));
+    }
+    for (args, hint) in cases {
+        let stderr = refused(d, &args, &[hint]);
+        assert_eq!(stderr.matches("os error").count(), 1, "{args:?}: the cause once:\n{stderr}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 
 #[test]
 fn every_corpus_file_is_tested_and_listed() {
