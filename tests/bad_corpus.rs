@@ -1152,6 +1152,23 @@ fn write_errors_say_what_to_check() {
         let stderr = refused(d, &args, &[hint]);
         assert_eq!(stderr.matches("os error").count(), 1, "{args:?}: the cause once:\n{stderr}");
     }
+    // A template or UI strings file that does not parse names its line and what to do.
+    let tpl = d.join("tpl");
+    assert_eq!(run_at(d, &["templates", "eject", "tpl"]).code, Some(0));
+    let md = std::fs::read_to_string(tpl.join("report.md")).unwrap();
+    std::fs::write(tpl.join("report.md"), format!("{md}{{{{ oops\n")).unwrap();
+    let out = d.join("out");
+    let args = ["render", claims, "--format", "md", "--templates", "tpl", "--out", "out"];
+    let run = run_at(d, &args);
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert!(run.stderr.contains("report.md:"), "{}", run.stderr);
+    assert!(run.stderr.contains("hint: fix the template or UI strings file"), "{}", run.stderr);
+    assert!(
+        !out.exists()
+            || std::fs::read_dir(&out).unwrap().all(|e| {
+                e.unwrap().file_name().to_string_lossy().starts_with(".verdict-render.lock")
+            })
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
