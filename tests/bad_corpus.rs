@@ -875,6 +875,12 @@ fn null_metadata() {
         .collect();
     assert_eq!(listed, [0, 1], "the row without an id lists no GPU");
     assert_eq!(inspect["values"]["listed_without_kernels"], serde_json::json!([1]));
+    // The range whose string is NULL reads as a range without a text, beside `step`.
+    let nvtx = util::run_json_in(Some(d), &["query", "nvtx", "t.sqlite", "--json"]);
+    let names: Vec<&str> =
+        nvtx["rows"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"step"), "{nvtx}");
+    assert_eq!(util::int(&nvtx["values"], "ranges"), 2, "{nvtx}");
 
     // `//dir/t.sqlite` is a path, not a URI authority; a name that is not UTF-8 opens.
     let doubled = format!("/{}", d.join("t.sqlite").display());
