@@ -874,6 +874,21 @@ fn null_metadata() {
         .map(|g| g["id"].as_i64().unwrap())
         .collect();
     assert_eq!(listed, [0, 1], "the row without an id lists no GPU");
+    // Each table's NULLs are disclosed as a note.
+    let nulls: Vec<String> = inspect["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["key"] == "note.null_rows")
+        .map(|n| n["text"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        nulls,
+        [
+            "1 row(s) of `META_DATA_EXPORT.name` are NULL where nsys writes a value: read as absent",
+            "1 row(s) of `TARGET_INFO_GPU.id` are NULL where nsys writes a value: read as absent",
+        ]
+    );
     assert_eq!(inspect["values"]["listed_without_kernels"], serde_json::json!([1]));
     // The range whose string is NULL reads as a range without a text, beside `step`.
     let nvtx = util::run_json_in(Some(d), &["query", "nvtx", "t.sqlite", "--json"]);
