@@ -126,6 +126,26 @@ pub fn load(path: &Path) -> Result<EvalFile, ClaimsError> {
         problems.push(Problem { line: pos.0, column: pos.1, message, hint: Some(hint.into()) })
     };
     let groups = raw.eval.groups.as_ref().map_or_else(|| "group".to_string(), |g| g.value.clone());
+    // The id names the report's files (`ID.eval.json`...), as a claims file's report id does:
+    // the same characters and length, so that it can neither leave --out nor be too long.
+    let id = &raw.eval.id.value;
+    if id.is_empty() || !id.chars().all(|ch| ch.is_ascii_alphanumeric() || "-_.".contains(ch)) {
+        problem(
+            at(&raw.eval.id),
+            format!("eval id `{id}` cannot name output files"),
+            "use letters, digits, `-`, `_` and `.`",
+        );
+    } else if id.len() > crate::claims::validate::MAX_REPORT_ID {
+        problem(
+            at(&raw.eval.id),
+            format!(
+                "eval id is {} characters; the limit is {}",
+                id.len(),
+                crate::claims::validate::MAX_REPORT_ID
+            ),
+            "the id names every output file, and some file systems take names of 143 bytes at most",
+        );
+    }
     if raw.answers.is_empty() {
         problem(
             at(&raw.eval.id),

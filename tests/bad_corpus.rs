@@ -1030,6 +1030,28 @@ fn eval_duplicate_answers() {
 }
 
 #[test]
+fn eval_id_that_cannot_name_files() {
+    // The eval id names the report's files: `../x` would write outside --out, 65 characters
+    // past what some file systems take.
+    for (id, needle) in [
+        ("../../escape", "eval id `../../escape` cannot name output files"),
+        (&*"e".repeat(65), "eval id is 65 characters; the limit is 64"),
+    ] {
+        let (dir, name) = variant(
+            "claims/eval-duplicate-answers.yaml",
+            "id: duplicate-answers",
+            &format!("id: \"{id}\""),
+        );
+        let out = dir.path().join("out");
+        refused(
+            dir.path(),
+            &["eval", &name, "--out", util::s(&out)],
+            &[&format!("{name}:5:7: {needle}")],
+        );
+    }
+}
+
+#[test]
 fn grades_other_reviewer() {
     let root = manifest_dir();
     let eval = "claims/eval-day26/eval.yaml";
