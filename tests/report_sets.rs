@@ -625,3 +625,25 @@ fn templates_eject_refuses_a_non_empty_folder_and_removes_a_partial_set() {
         );
     }
 }
+
+/// Issue 28: review sheets are written all or none: a write that fails (here `grades.csv`, a
+/// folder in the way, after every sheet) takes back the sheets written before it.
+#[test]
+fn review_sheets_that_fail_part_way_leave_no_sheet() {
+    let dir = tempfile::tempdir().unwrap();
+    let sheets = dir.path().join("sheets");
+    std::fs::create_dir_all(sheets.join("grades.csv")).unwrap();
+    let out = verdict()
+        .args(["eval", "claims/eval-day26/eval.yaml", "--force", "--review-sheets"])
+        .arg(&sheets)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot write") && err.contains("grades.csv") && err.contains("hint:"));
+    let left: Vec<String> = std::fs::read_dir(&sheets)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["grades.csv"], "{err}");
+}

@@ -53,12 +53,28 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
         std::fs::create_dir_all(dir)
             .map_err(|e| anyhow::anyhow!("cannot create `{}`: {e}", dir.display()))?;
         let order = eval::sheet_order(audits.len(), file.seed);
-        for (i, &a) in order.iter().enumerate() {
-            let id = eval::sheet_id(i);
-            let sheet = eval::sheet_markdown(&id, &file, &audits[a], &args.lang);
-            put(dir, &format!("{id}.md"), sheet.as_bytes())?;
+        let mut files: Vec<(String, String)> = order
+            .iter()
+            .enumerate()
+            .map(|(i, &a)| {
+                let id = eval::sheet_id(i);
+                let sheet = eval::sheet_markdown(&id, &file, &audits[a], &args.lang);
+                (format!("{id}.md"), sheet)
+            })
+            .collect();
+        files.push(("grades.csv".into(), eval::grades_template(audits.len())));
+        // All or none: a write that fails (a full disk) takes back the files written before
+        // it, so no partial set of sheets is left to be handed out.
+        let mut written = Vec::new();
+        for (name, text) in &files {
+            if let Err(e) = put(dir, name, text.as_bytes()) {
+                for w in &written {
+                    let _ = std::fs::remove_file(dir.join(w));
+                }
+                return Err(e);
+            }
+            written.push(name);
         }
-        put(dir, "grades.csv", eval::grades_template(audits.len()).as_bytes())?;
     }
     let mut ev = eval::evaluate(file, scored);
     if !args.grades.is_empty() {
