@@ -188,8 +188,14 @@ pub struct EvalArgs {
     pub json: bool,
     /// Write one blind review sheet per answer (Markdown) and the grades CSV to fill into DIR:
     /// answers shuffled by the eval's seed, nothing naming their file, group or conditions.
+    ///
+    /// A folder that already holds a `grades.csv` or sheets (`S01.md`...) is refused, since
+    /// they may be a reviewer's work; `--force` replaces them.
     #[arg(long, value_name = "DIR")]
     pub review_sheets: Option<PathBuf>,
+    /// Replace the sheets and `grades.csv` already in the --review-sheets folder.
+    #[arg(long, requires = "review_sheets")]
+    pub force: bool,
     /// Read filled grades CSVs (one per reviewer), check them, unblind them, and add the human
     /// grades and the reviewers' agreement (Cohen's kappa) to the evaluation.
     #[arg(long, value_name = "FILE", num_args = 1..)]

@@ -37,9 +37,54 @@ pub fn print(err: &anyhow::Error) {
         eprintln!("error: {}", shown(&e.to_string()));
         return;
     }
-    let chain: Vec<String> = err.chain().map(|c| c.to_string()).collect();
-    eprintln!("error: {}", shown(&chain.join(": ")));
-    for h in hints(err) {
+    // A cause that a message already quotes (`cannot read x: <cause>`) is printed once.
+    let mut message = String::new();
+    for cause in err.chain().map(|c| c.to_string()) {
+        if message.contains(&cause) {
+            continue;
+        }
+        if !message.is_empty() {
+            message.push_str(": ");
+        }
+        message.push_str(&cause);
+    }
+    eprintln!("error: {}", shown(&message));
+    let mut hints = hints(err);
+    if hints.is_empty() {
+        hints.push(fallback_hint(err, &message));
+    }
+    for h in hints {
         eprintln!("  hint: {}", shown(&h));
     }
+}
+
+/// The hint of an error that carries none: what to check for the operating system's error
+/// it holds (a full disk, a read-only folder, a path under a file, a link to nothing), else
+/// the paths it names. Every exit 2 says what to do.
+fn fallback_hint(err: &anyhow::Error, message: &str) -> String {
+    use std::io::ErrorKind as K;
+    let kind = err.chain().find_map(|c| c.downcast_ref::<std::io::Error>()).map(|e| e.kind());
+    let has = |s: &str| message.contains(s);
+    let hint = if kind == Some(K::StorageFull) || has("No space left") || has("Disk quota") {
+        "the disk is full: free space on it, or write to a folder on another disk"
+    } else if kind == Some(K::ReadOnlyFilesystem) || has("Read-only file system") {
+        "the folder is on a read-only file system: write to another folder"
+    } else if kind == Some(K::PermissionDenied) || has("Permission denied") {
+        "check the permissions of the path and of its folder, or write to a folder you own"
+    } else if kind == Some(K::NotADirectory) || has("Not a directory") {
+        "a part of the path is a file, not a folder: check the path's parent folders"
+    } else if kind == Some(K::AlreadyExists) || has("File exists") {
+        "the path exists as something else (a file, or a symbolic link to nothing): remove it or choose another path"
+    } else if has("Too many levels of symbolic links") || has("symbolic link") {
+        "a symbolic link in the path points back to itself: check the links along the path"
+    } else if kind == Some(K::NotFound) || has("No such file") {
+        "check that the path exists, and for an output, that its parent folder exists"
+    } else if message.starts_with("templates: ") || message.starts_with("i18n `") {
+        "fix the template or UI strings file at the line shown (from --templates), or remove it there to use the built-in one (`verdict templates eject DIR` writes them fresh)"
+    } else if kind == Some(K::InvalidFilename) || has("File name too long") {
+        "shorten the file name (most file systems take 255 bytes, some 143)"
+    } else {
+        "check the paths the message names: that they exist, and for outputs that the folder is writable with space left"
+    };
+    hint.to_string()
 }

@@ -126,6 +126,26 @@ pub fn load(path: &Path) -> Result<EvalFile, ClaimsError> {
         problems.push(Problem { line: pos.0, column: pos.1, message, hint: Some(hint.into()) })
     };
     let groups = raw.eval.groups.as_ref().map_or_else(|| "group".to_string(), |g| g.value.clone());
+    // The id names the report's files (`ID.eval.json`...), as a claims file's report id does:
+    // the same characters and length, so that it can neither leave --out nor be too long.
+    let id = &raw.eval.id.value;
+    if id.is_empty() || !id.chars().all(|ch| ch.is_ascii_alphanumeric() || "-_.".contains(ch)) {
+        problem(
+            at(&raw.eval.id),
+            format!("eval id `{id}` cannot name output files"),
+            "use letters, digits, `-`, `_` and `.`",
+        );
+    } else if id.len() > crate::claims::validate::MAX_REPORT_ID {
+        problem(
+            at(&raw.eval.id),
+            format!(
+                "eval id is {} characters; the limit is {}",
+                id.len(),
+                crate::claims::validate::MAX_REPORT_ID
+            ),
+            "the id names every output file, and some file systems take names of 143 bytes at most",
+        );
+    }
     if raw.answers.is_empty() {
         problem(
             at(&raw.eval.id),
@@ -134,6 +154,7 @@ pub fn load(path: &Path) -> Result<EvalFile, ClaimsError> {
         );
     }
     let mut answers = Vec::new();
+    let mut positions = Vec::new();
     for a in &raw.answers {
         let resolved = base.join(&a.claims.value);
         // A glob (that names no file itself) stands for every file it matches, in sorted
@@ -164,6 +185,7 @@ pub fn load(path: &Path) -> Result<EvalFile, ClaimsError> {
                     );
                 }
                 answers.push(AnswerDecl { claims: shown, resolved: f, conditions });
+                positions.push(at(&a.claims));
             }
             continue;
         }
@@ -190,6 +212,38 @@ pub fn load(path: &Path) -> Result<EvalFile, ClaimsError> {
             resolved,
             conditions: a.conditions.clone(),
         });
+        positions.push(at(&a.claims));
+    }
+    // Each answer once (issue 28): the same file under two names, or a copy of its bytes,
+    // would be scored twice and weigh twice in its group.
+    // Per answer kept: its index, file identity and sha256.
+    type Seen = (usize, Option<(u64, u64)>, Option<String>);
+    let mut seen: Vec<Seen> = Vec::new();
+    for (i, a) in answers.iter().enumerate() {
+        let id = crate::claims::load::file_id(&a.resolved);
+        // Only a regular file is read: a named pipe would block (it is refused above).
+        let sha =
+            a.resolved.is_file().then(|| crate::trace::sha256_file(&a.resolved).ok()).flatten();
+        let same = seen.iter().find_map(|(j, jid, jsha)| {
+            if id.is_some() && id == *jid {
+                Some((*j, "the same file as"))
+            } else if sha.is_some() && sha == *jsha {
+                Some((*j, "byte for byte the same as"))
+            } else {
+                None
+            }
+        });
+        match same {
+            Some((j, how)) => problem(
+                positions[i],
+                format!(
+                    "answer `{}` is {how} answer `{}` (line {})",
+                    a.claims, answers[j].claims, positions[j].0
+                ),
+                "list each answer once; a rerun is a new claims file with its own `run` condition",
+            ),
+            None => seen.push((i, id, sha)),
+        }
     }
     let held: Vec<String> = raw.eval.held.iter().map(|h| h.value.clone()).collect();
     for h in &raw.eval.held {
@@ -566,36 +620,49 @@ pub const NEXT_STEP_GRADES: [&str; 3] = ["good", "partial", "poor"];
 /// One blind review sheet in Markdown: the question, the answer's claims as written with the
 /// tool's verdict and reason, its next step, and the blanks to fill. Nothing that names the
 /// answer's file, source, group or conditions.
+///
+/// Every value goes through the escaping every report applies ([`crate::render::markup`]):
+/// author text is re-emitted as safe Markdown (raw HTML shown as text, links only to http,
+/// https and mailto), ids are code spans, and control characters and bidirectional overrides
+/// are shown as escapes, since reviewers open sheets in Markdown viewers.
 pub fn sheet_markdown(id: &str, eval: &EvalFile, audit: &Audit, lang: &str) -> String {
+    use crate::render::markup::{markdown_code_span, markdown_safe, markdown_text};
     let tr = |t: &Text| t.get(lang).or_else(|| t.values().next()).cloned().unwrap_or_default();
+    let inline = |t: &Text| markdown_safe(&tr(t), true);
     let mut s = format!("# Review sheet {id}\n\n");
     if let Some(q) = &eval.question {
-        s += &format!("**Question**: {}\n\n", tr(q));
+        s += &format!("**Question**: {}\n\n", inline(q));
     }
     s += "## The answer's claims, with the tool's verdicts\n\n";
     for (claim, r) in audit.claims.claims.iter().zip(&audit.results) {
+        let reason = r.reason.in_language(lang).unwrap_or_else(|| r.reason.english());
         s += &format!(
-            "- **{}**: {} — tool: **{}** ({})\n",
-            claim.id,
-            tr(&claim.statement),
+            "- {}: {} — tool: **{}** ({})\n",
+            markdown_code_span(&claim.id, false),
+            inline(&claim.statement),
             r.verdict.key().replace('_', " "),
-            r.reason.in_language(lang).unwrap_or_else(|| r.reason.english())
+            markdown_safe(&reason, true)
         );
         for (part, p) in claim.parts.iter().zip(&r.parts) {
-            let text = part.text.as_ref().map(tr).unwrap_or_default();
+            let text = part.text.as_ref().map(inline).unwrap_or_default();
             let value = p.formula.as_ref().and_then(|f| f.display.clone());
             s += &format!(
-                "  - `{}` ({}): {}{} — {}\n",
-                part.id,
+                "  - {} ({}): {}{} — {}\n",
+                markdown_code_span(&part.id, false),
                 part.kind.as_str(),
                 text,
-                value.map_or(String::new(), |v| format!(" = {v}")),
+                value.map_or(String::new(), |v| format!(" = {}", markdown_text(&v, true))),
                 p.outcome.key().replace('_', " ")
             );
         }
     }
     s += "\n## The answer's next step\n\n";
-    s += &audit.claims.review.next.as_ref().map_or_else(|| "(none stated)".to_string(), tr);
+    s += &audit
+        .claims
+        .review
+        .next
+        .as_ref()
+        .map_or_else(|| "(none stated)".to_string(), |t| markdown_safe(&tr(t), false));
     s += &format!(
         "\n\n## Your grades (also in the CSV row of {id})\n\n- R6 usefulness, 1 (useless) to 5 (decides the question): ___\n- next step: {} ___\n",
         NEXT_STEP_GRADES.join(" / ")
@@ -628,11 +695,27 @@ pub struct Grade {
 /// Reads filled grade files: every sheet graded once by each reviewer, usefulness 1-5, the
 /// next step one of [`NEXT_STEP_GRADES`]. Returns the grades by sheet index, or every problem
 /// as `FILE:LINE: message`.
+///
+/// The files are CSV as spreadsheets write it (RFC 4180: a quoted field may hold commas,
+/// quotes and line breaks); a note with unquoted commas is read whole, as the last field. One
+/// file is one reviewer's: a row naming another reviewer is a problem, and so is a file given
+/// twice (issue 28), since either would make a reviewer of a few rows or count a review twice.
 pub fn read_grades(files: &[PathBuf], sheets: usize) -> Result<Vec<Vec<Grade>>, Vec<String>> {
     let mut by_sheet: Vec<Vec<Grade>> = vec![Vec::new(); sheets];
     let mut problems = Vec::new();
+    let mut given: Vec<(Option<(u64, u64)>, &PathBuf)> = Vec::new();
     for f in files {
         let name = f.display();
+        let id = crate::claims::load::file_id(f);
+        if let Some((_, first)) = given.iter().find(|(i, p)| (id.is_some() && *i == id) || *p == f)
+        {
+            problems.push(format!(
+                "{name}: the same grades file is given twice (as `{}` before)",
+                first.display()
+            ));
+            continue;
+        }
+        given.push((id, f));
         let text = match std::fs::read_to_string(f) {
             Ok(t) => t,
             Err(e) => {
@@ -640,17 +723,34 @@ pub fn read_grades(files: &[PathBuf], sheets: usize) -> Result<Vec<Vec<Grade>>, 
                 continue;
             }
         };
+        let mut reader = csv::ReaderBuilder::new()
+            .has_headers(true)
+            .flexible(true)
+            .trim(csv::Trim::All)
+            .from_reader(text.as_bytes());
         let mut seen = vec![false; sheets];
-        for (n, line) in text.lines().enumerate().skip(1) {
-            if line.trim().is_empty() {
+        let mut file_reviewer: Option<(String, u64)> = None;
+        for record in reader.records() {
+            let record = match record {
+                Ok(r) => r,
+                Err(e) => {
+                    let line = e.position().map_or(0, |p| p.line());
+                    problems.push(format!("{name}:{line}: not CSV ({e})"));
+                    continue;
+                }
+            };
+            let line = record.position().map_or(0, |p| p.line());
+            if record.iter().all(str::is_empty) {
                 continue;
             }
-            let at = |m: String| format!("{name}:{}: {m}", n + 1);
-            let cells: Vec<&str> = line.splitn(5, ',').map(str::trim).collect();
-            let [sheet, reviewer, usefulness, next, notes] = cells[..] else {
+            let at = |m: String| format!("{name}:{line}: {m}");
+            if record.len() < 5 {
                 problems.push(at("expected sheet,reviewer,usefulness,next_step,notes".into()));
                 continue;
-            };
+            }
+            let cells: Vec<&str> = record.iter().collect();
+            let [sheet, reviewer, usefulness, next] = [cells[0], cells[1], cells[2], cells[3]];
+            let notes = cells[4..].join(",");
             let Some(i) = (0..sheets).find(|i| sheet_id(*i) == sheet) else {
                 problems.push(at(format!("`{sheet}` is not a sheet of this eval")));
                 continue;
@@ -662,6 +762,13 @@ pub fn read_grades(files: &[PathBuf], sheets: usize) -> Result<Vec<Vec<Grade>>, 
             seen[i] = true;
             if reviewer.is_empty() {
                 problems.push(at(format!("{sheet}: the reviewer is not named")));
+            }
+            match &file_reviewer {
+                None if !reviewer.is_empty() => file_reviewer = Some((reviewer.to_string(), line)),
+                Some((r, l)) if !reviewer.is_empty() && r != reviewer => problems.push(at(format!(
+                    "{sheet}: reviewer `{reviewer}` is not `{r}`, who grades the file from line {l}"
+                ))),
+                _ => {}
             }
             let u = usefulness.parse::<i64>().ok().filter(|u| (1..=5).contains(u));
             if u.is_none() {
@@ -678,7 +785,7 @@ pub fn read_grades(files: &[PathBuf], sheets: usize) -> Result<Vec<Vec<Grade>>, 
                     reviewer: reviewer.to_string(),
                     usefulness: u,
                     next_step: next.to_string(),
-                    notes: notes.to_string(),
+                    notes,
                 });
             }
         }

@@ -84,7 +84,7 @@ pub fn render(columns: &[Column], rows: &[Vec<String>], width: usize) -> String 
         r.get(i).map_or("", String::as_str)
     }
     let rows: Vec<Vec<String>> =
-        rows.iter().map(|r| r.iter().map(|c| shown(c).into_owned()).collect()).collect();
+        rows.iter().map(|r| r.iter().map(|c| shown_value(c).into_owned()).collect()).collect();
     let widest = |s: &str| s.split('\n').map(UnicodeWidthStr::width).max().unwrap_or(0);
     let mut natural: Vec<usize> = columns.iter().map(|c| widest(c.title)).collect();
     let mut cells_max = vec![0; columns.len()];
@@ -190,7 +190,7 @@ pub fn display_width(s: &str) -> usize {
 /// to `width`; every line ends with a newline. Each line keeps at least ten display columns
 /// for the text, overflowing a narrower width.
 pub fn hang(first: &str, text: &str, indent: usize, width: usize) -> String {
-    let (first, text) = (&*shown(first), &*shown(text));
+    let (first, text) = (&*shown_value(first), &*shown_value(text));
     let room = |used: usize| width.saturating_sub(used).max(MIN_TEXT);
     let (first_room, rest_room) = (room(first.width()), room(indent));
     let lines = wrap_to(text, |k| if k == 0 { first_room } else { rest_room });
@@ -204,11 +204,34 @@ pub fn hang(first: &str, text: &str, indent: usize, width: usize) -> String {
     out
 }
 
+/// The longest value shown whole on the terminal, in bytes; past it the value is cut at a
+/// character boundary and its length follows (`--json` keeps every value whole).
+pub const SHOWN_MAX: usize = 4096;
+
 /// Text as the terminal may receive it: line breaks kept, every other control character
 /// (tab and carriage return included: they would move the cursor off the layout) and every
 /// bidirectional override shown as an escape (`\x1b`, see [`crate::visible`]).
 pub fn shown(text: &str) -> std::borrow::Cow<'_, str> {
     crate::visible::visible(text, &['\n'])
+}
+
+/// One value (a table cell, a line of prose) as [`shown`], cut when it is longer than
+/// [`SHOWN_MAX`] bytes: its first [`SHOWN_MAX`] and then its length. A megabyte NVTX name
+/// is not a cell anyone reads, and laying it out would take longer than the query.
+pub fn shown_value(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.len() <= SHOWN_MAX {
+        return shown(text);
+    }
+    let mut end = SHOWN_MAX;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let head = shown(&text[..end]);
+    std::borrow::Cow::Owned(format!(
+        "{head}… (cut: {} characters in all, {} bytes; --json shows the whole value)",
+        crate::units::thousands(text.chars().count() as i128),
+        crate::units::thousands(text.len() as i128)
+    ))
 }
 
 /// Breaks `text` into lines of at most `width` display columns (a newline in `text` always
@@ -223,6 +246,8 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
 /// the rest of the line, as CJK text breaks between any two characters. A lone `·` or
 /// `—` stays at the end of the line of the word before it.
 pub fn wrap_to(text: &str, width: impl Fn(usize) -> usize) -> Vec<String> {
+    // Linear in the text (issue 28): the widths of the line and of the rest of the word are
+    // kept as they change, never measured again, so a long word is cut in one pass.
     let mut lines: Vec<String> = Vec::new();
     for para in text.split('\n') {
         if para.width() <= width(lines.len()) {
@@ -230,33 +255,39 @@ pub fn wrap_to(text: &str, width: impl Fn(usize) -> usize) -> Vec<String> {
             continue;
         }
         let mut line = String::new();
+        let mut used = 0;
         for word in words(para) {
             let mut rest = word.as_str();
+            let mut rest_width = rest.width();
             while !rest.is_empty() {
                 let w = width(lines.len()).max(1);
-                let (used, sep) = (line.width(), usize::from(!line.is_empty()));
-                if used + sep + rest.width() <= w {
+                let sep = usize::from(!line.is_empty());
+                if used + sep + rest_width <= w {
                     if sep == 1 {
                         line.push(' ');
                     }
                     line.push_str(rest);
+                    used += sep + rest_width;
                     break;
                 }
                 // A run of more than four CJK characters breaks anywhere; a shorter one is
                 // most likely one word (無法驗證) and moves to the next line whole.
                 let cjk = rest.chars().next().and_then(UnicodeWidthChar::width) == Some(2)
-                    && rest.width() > 8;
+                    && rest_width > 8;
                 if line.is_empty() || cjk {
-                    let (head, tail) = cut(rest, w.saturating_sub(used + sep), line.is_empty());
+                    let (head, head_width, tail) =
+                        cut(rest, w.saturating_sub(used + sep), line.is_empty());
                     if !head.is_empty() {
                         if sep == 1 {
                             line.push(' ');
                         }
                         line.push_str(head);
                         rest = tail;
+                        rest_width -= head_width;
                     }
                 }
                 lines.push(std::mem::take(&mut line));
+                used = 0;
             }
         }
         if !line.is_empty() {
@@ -284,8 +315,9 @@ fn words(s: &str) -> Vec<String> {
 
 /// Splits `s` so that the head takes at most `room` display columns, preferring to cut after a
 /// break character in the second half (or right before an underscore), never before CJK
-/// punctuation; with `progress`, the head has at least one character.
-fn cut(s: &str, room: usize, progress: bool) -> (&str, &str) {
+/// punctuation; with `progress`, the head has at least one character. Returns the head, its
+/// display width and the tail; reads no further than the head.
+fn cut(s: &str, room: usize, progress: bool) -> (&str, usize, &str) {
     let mut used = 0;
     let mut end = 0;
     let mut soft = None;
@@ -298,19 +330,24 @@ fn cut(s: &str, room: usize, progress: bool) -> (&str, &str) {
         end = i + c.len_utf8();
         if matches!(c, '_' | '/' | '-' | ',' | '，' | '、' | '；' | '：' | '。') && used * 2 >= room
         {
-            soft = Some(end);
+            soft = Some((end, used));
         }
     }
     // A cut right before an underscore is as good as one after it.
-    let mut at =
-        if end < s.len() && !s[end..].starts_with('_') { soft.unwrap_or(end) } else { end };
+    let (mut at, mut head_width) = if end < s.len() && !s[end..].starts_with('_') {
+        soft.unwrap_or((end, used))
+    } else {
+        (end, used)
+    };
     // CJK punctuation does not start a line: it takes the character before it along.
     if s[at..].starts_with(['，', '。', '、', '；', '：', '）', '」'])
-        && let Some((i, _)) = s[..at].char_indices().last().filter(|&(i, _)| i > 0)
+        && let Some((i, c)) = s[..at].char_indices().last().filter(|&(i, _)| i > 0)
     {
         at = i;
+        head_width -= c.width().unwrap_or(0);
     }
-    s.split_at(at)
+    let (head, tail) = s.split_at(at);
+    (head, head_width, tail)
 }
 
 #[cfg(test)]
@@ -483,6 +520,26 @@ mod tests {
             sp(4 + 2 + 2)
         );
         assert_eq!(t, expected);
+    }
+
+    #[test]
+    fn a_value_past_the_limit_is_cut_with_its_length() {
+        let long = format!("{}é{}", "a".repeat(SHOWN_MAX - 1), "b".repeat(10_000));
+        let s = shown_value(&long);
+        // `é` takes bytes 4095 and 4096: the cut falls before it.
+        let (head, tail) = s.split_at(SHOWN_MAX - 1);
+        assert_eq!(head, "a".repeat(SHOWN_MAX - 1));
+        assert_eq!(
+            tail,
+            "… (cut: 14,096 characters in all, 14,097 bytes; --json shows the whole value)"
+        );
+        let exact = "x".repeat(SHOWN_MAX);
+        assert_eq!(shown_value(&exact), exact);
+        // Wrapping a long word is linear: a megabyte word is cut into lines of the width.
+        let word = "ab_".repeat(400_000);
+        let lines = wrap(&word, 100);
+        assert_eq!(lines.concat(), word);
+        assert!(lines.iter().all(|l| l.width() <= 100));
     }
 
     #[test]

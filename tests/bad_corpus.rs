@@ -307,6 +307,73 @@ fn self_reference() {
     insta::assert_snapshot!("self-reference", stderr);
 }
 
+#[test]
+fn interpretation_cycle() {
+    let stderr = refused_claims(
+        "claims/interpretation-cycle.yaml",
+        "28:16",
+        &[
+            "claim `exposed`: parts read each other in a cycle through `from` (`reading` -> `meaning` -> `reading`)",
+        ],
+    );
+    insta::assert_snapshot!("interpretation-cycle", stderr);
+}
+
+#[test]
+fn exists_not_boolean() {
+    let stderr = refused_claims(
+        "claims/exists-not-boolean.yaml",
+        "20:30",
+        &["invalid boolean", "write `true` or `false`"],
+    );
+    insta::assert_snapshot!("exists-not-boolean", stderr);
+    // Unquoted YAML 1.1 spellings too.
+    for spelling in ["yes", "on", "y"] {
+        let (dir, name) = variant("claims/exists-not-boolean.yaml", "\"yes\"", spelling);
+        refused(dir.path(), &["check", &name], &[":20:30: ", "write `true` or `false`"]);
+    }
+}
+
+#[test]
+fn report_id_too_long() {
+    let stderr = refused_claims(
+        "claims/report-id-too-long.yaml",
+        "5:7",
+        &["report id is 65 characters; the limit is 64"],
+    );
+    insta::assert_snapshot!("report-id-too-long", stderr);
+    // 250 characters passed `check` and failed `render` with "File name too long"; 64 pass.
+    let long = "r".repeat(65);
+    let (dir, name) = variant("claims/report-id-too-long.yaml", &long, &"r".repeat(250));
+    refused(dir.path(), &["check", &name], &["report id is 250 characters; the limit is 64"]);
+    let (dir, name) = variant("claims/report-id-too-long.yaml", &long, &"r".repeat(64));
+    let out = dir.path().join("out");
+    let run = run_at(dir.path(), &["render", &name, "--format", "md", "--out", util::s(&out)]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(out.join(format!("{}.en.md", "r".repeat(64))).is_file());
+}
+
+#[test]
+fn problems_without_hints() {
+    let path = "fixtures/bad/claims/problems-without-hints.yaml";
+    bad("claims/problems-without-hints.yaml");
+    let run = run_at(&manifest_dir(), &["check", path]);
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(lines[0], format!("error: 11 problems in `{path}`"));
+    // Every located problem is followed by its hint.
+    let located: Vec<usize> =
+        (1..lines.len()).filter(|&i| lines[i].starts_with(&format!("{path}:"))).collect();
+    assert_eq!(located.len(), 11, "{}", run.stderr);
+    for i in located {
+        assert!(
+            lines.get(i + 1).is_some_and(|l| l.starts_with("  hint: ") && l.len() > 10),
+            "no hint after {}",
+            lines[i]
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Claims files: what is not a regular file is refused before it is read; the limits on size,
 // YAML values and claims have their own messages.
@@ -787,6 +854,367 @@ fn kernel_time_overflow() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Leftovers of issue 28: NULLs where nsys writes none, and file names SQLite's URI misread.
+
+#[test]
+fn null_metadata() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    trace_from(d, "traces/null-metadata.sql");
+    for args in every_command("t.sqlite") {
+        let run = run_at(d, &args);
+        assert_eq!(run.code, Some(0), "{args:?}:\n{}", run.stderr);
+    }
+    let inspect = util::run_json_in(Some(d), &["inspect", "t.sqlite", "--json"]);
+    assert_eq!(inspect["trace"]["schema_version"], "3.25.0");
+    let listed: Vec<i64> = inspect["values"]["listed_gpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(listed, [0, 1], "the row without an id lists no GPU");
+    // Each table's NULLs are disclosed as a note.
+    let nulls: Vec<String> = inspect["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["key"] == "note.null_rows")
+        .map(|n| n["text"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        nulls,
+        [
+            "1 row(s) of `META_DATA_EXPORT.name` are NULL where nsys writes a value: read as absent",
+            "1 row(s) of `TARGET_INFO_GPU.id` are NULL where nsys writes a value: read as absent",
+        ]
+    );
+    assert_eq!(inspect["values"]["listed_without_kernels"], serde_json::json!([1]));
+    // The range whose string is NULL reads as a range without a text, beside `step`.
+    let nvtx = util::run_json_in(Some(d), &["query", "nvtx", "t.sqlite", "--json"]);
+    let names: Vec<&str> =
+        nvtx["rows"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"step"), "{nvtx}");
+    assert_eq!(util::int(&nvtx["values"], "ranges"), 2, "{nvtx}");
+
+    // `//dir/t.sqlite` is a path, not a URI authority; a name that is not UTF-8 opens.
+    let doubled = format!("/{}", d.join("t.sqlite").display());
+    let out = util::verdict().args(["query", "kernels", &doubled, "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let odd = d.join(std::ffi::OsStr::from_bytes(b"t\xff %3f?#.sqlite"));
+        std::fs::copy(d.join("t.sqlite"), &odd).unwrap();
+        let out =
+            util::verdict().args(["query", "kernels"]).arg(&odd).arg("--json").output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(util::int(&v["values"], "count"), 2);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Trace sets (issue 28): each file once, by identity and by content; a glob member that is
+// not a regular file is refused as a listed one is.
+
+#[test]
+fn set_member_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let runs = d.join("runs");
+    std::fs::create_dir(&runs).unwrap();
+    let sql = std::fs::read_to_string(bad("traces/set-member-twice.sql")).unwrap();
+    for (name, at) in [("a.sqlite", 3000), ("b.sqlite", 3500)] {
+        create(&runs.join(name))
+            .execute_batch(&format!(
+                "{sql}INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES ({at}, {}, 0, 8, 2, 2, 16777216);",
+                at + 1000
+            ))
+            .unwrap();
+    }
+    let glob = "runs/*.sqlite";
+    fn skew<'a>(args: &[&'a str]) -> Vec<&'a str> {
+        let mut a = vec!["query", "nccl-skew"];
+        a.extend(args);
+        a.push("--json");
+        a
+    }
+    // The set as it is: two ranks.
+    let v = util::run_json_in(Some(d), &skew(&[glob]));
+    assert_eq!(v["trace"]["set"]["ranks"].as_array().unwrap().len(), 2, "{v}");
+    let extra = runs.join("c.sqlite");
+    let same_file = ["`runs/a.sqlite` and `runs/c.sqlite` are the same file (device "];
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink("a.sqlite", &extra).unwrap();
+        refused(d, &skew(&[glob]), &same_file);
+        std::fs::remove_file(&extra).unwrap();
+    }
+    std::fs::hard_link(runs.join("a.sqlite"), &extra).unwrap();
+    refused(d, &skew(&[glob]), &same_file);
+    std::fs::remove_file(&extra).unwrap();
+    std::fs::copy(runs.join("a.sqlite"), &extra).unwrap();
+    let sha = util::sha256_file(&extra);
+    refused(
+        d,
+        &skew(&[glob]),
+        &[&format!(
+            "`runs/a.sqlite` and `runs/c.sqlite` are byte for byte the same (sha256 {sha})"
+        )],
+    );
+    std::fs::remove_file(&extra).unwrap();
+    // Two paths to one file in the arguments, and one path twice.
+    refused(d, &skew(&["runs/a.sqlite", "./runs/a.sqlite"]), &["are the same file"]);
+    refused(d, &skew(&["runs/a.sqlite", glob]), &["`runs/a.sqlite` is named twice"]);
+    // What a glob finds that is not a regular file.
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink("gone.sqlite", &extra).unwrap();
+        refused(
+            d,
+            &skew(&[glob]),
+            &[
+                "`runs/c.sqlite` (matched by `runs/*.sqlite`) is a symbolic link to nothing, not a regular file",
+            ],
+        );
+        std::fs::remove_file(&extra).unwrap();
+    }
+    std::fs::create_dir(&extra).unwrap();
+    refused(d, &skew(&[glob]), &["`runs/c.sqlite` (matched by `runs/*.sqlite`) is a directory"]);
+    std::fs::remove_dir(&extra).unwrap();
+    // A claims file's list: `[a, ./a]` is one file twice, `[a, a]` one path twice.
+    let claims = |paths: &str| {
+        format!(
+            "report:\n  id: set\n  languages: [en]\n  title: {{ en: t }}\n  question: {{ en: q }}\n  answer: {{ en: a }}\ntraces:\n  T: {{ path: {paths} }}\nscopes:\n  s: {{ trace: T }}\nclaims:\n  - id: c\n    statement: {{ en: s }}\n    principal: k\n    parts:\n      - id: k\n        kind: observation\n        text: {{ en: k }}\n        measure: {{ analysis: nccl-skew, scope: s, value: matched, unit: count }}\n"
+        )
+    };
+    std::fs::write(d.join("twice.yaml"), claims("[runs/a.sqlite, ./runs/a.sqlite]")).unwrap();
+    let run = run_at(d, &["check", "twice.yaml"]);
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert!(run.stderr.contains("a.sqlite` are the same file (device "), "{}", run.stderr);
+    std::fs::write(d.join("same.yaml"), claims("[runs/a.sqlite, runs/a.sqlite]")).unwrap();
+    let run = run_at(d, &["check", "same.yaml"]);
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert!(run.stderr.contains("runs/a.sqlite` is named twice"), "{}", run.stderr);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Eval (issue 28): each answer once, each grades file once, one reviewer per file.
+
+#[test]
+fn eval_duplicate_answers() {
+    let root = manifest_dir();
+    let path = "fixtures/bad/claims/eval-duplicate-answers.yaml";
+    bad("claims/eval-duplicate-answers.yaml");
+    let stderr = refused(&root, &["eval", path], &["is the same file as answer"]);
+    assert!(
+        stderr.contains(&format!("{path}:12:13: answer `../../../claims/eval-day26/../eval-day26/blind-1.yaml` is the same file as answer `../../../claims/eval-day26/blind-1.yaml` (line 10)")),
+        "{stderr}"
+    );
+    // A copy of the bytes under another name is the same answer too.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::copy(root.join("claims/eval-day26/blind-1.yaml"), d.join("a.yaml")).unwrap();
+    std::fs::copy(root.join("claims/eval-day26/blind-1.yaml"), d.join("b.yaml")).unwrap();
+    let text = std::fs::read_to_string(bad("claims/eval-duplicate-answers.yaml"))
+        .unwrap()
+        .replace("../../../claims/eval-day26/blind-1.yaml", "a.yaml")
+        .replace("../../../claims/eval-day26/../eval-day26/blind-1.yaml", "b.yaml");
+    std::fs::write(d.join("eval.yaml"), text).unwrap();
+    refused(
+        d,
+        &["eval", "eval.yaml"],
+        &["answer `b.yaml` is byte for byte the same as answer `a.yaml` (line 10)"],
+    );
+}
+
+#[test]
+fn eval_id_that_cannot_name_files() {
+    // The eval id names the report's files: `../x` would write outside --out, 65 characters
+    // past what some file systems take.
+    for (id, needle) in [
+        ("../../escape", "eval id `../../escape` cannot name output files"),
+        (&*"e".repeat(65), "eval id is 65 characters; the limit is 64"),
+    ] {
+        let (dir, name) = variant(
+            "claims/eval-duplicate-answers.yaml",
+            "id: duplicate-answers",
+            &format!("id: \"{id}\""),
+        );
+        let out = dir.path().join("out");
+        refused(
+            dir.path(),
+            &["eval", &name, "--out", util::s(&out)],
+            &[&format!("{name}:5:7: {needle}")],
+        );
+    }
+}
+
+#[test]
+fn grades_other_reviewer() {
+    let root = manifest_dir();
+    let eval = "claims/eval-day26/eval.yaml";
+    let other = "fixtures/bad/claims/grades-other-reviewer.csv";
+    bad("claims/grades-other-reviewer.csv");
+    let lin = "claims/eval-day26/grades-lin.csv";
+    refused(
+        &root,
+        &["eval", eval, "--grades", lin, other],
+        &[&format!(
+            "{other}:5: S04: reviewer `lin` is not `chen`, who grades the file from line 2"
+        )],
+    );
+    // One file given twice, under two names, is one review counted twice.
+    let again = "claims/eval-day26/../eval-day26/grades-lin.csv";
+    refused(
+        &root,
+        &["eval", eval, "--grades", lin, again],
+        &[&format!("{again}: the same grades file is given twice (as `{lin}` before)")],
+    );
+    // Quoted fields as spreadsheets write them are read: a note with a comma, a quote and a
+    // line break.
+    let dir = tempfile::tempdir().unwrap();
+    let quoted = dir.path().join("chen.csv");
+    let text =
+        std::fs::read_to_string(root.join("claims/eval-day26/grades-chen.csv")).unwrap().replace(
+            "S06,chen,1,poor,off topic",
+            "S06,\"chen\",1,poor,\"off topic, \"\"TP\"\"\nsecond line\"",
+        );
+    std::fs::write(&quoted, text).unwrap();
+    let v = util::run_json_in(
+        Some(&root),
+        &["eval", eval, "--json", "--grades", lin, util::s(&quoted)],
+    );
+    let notes: Vec<String> = v["review"]["answers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|a| a[1].as_array().unwrap().iter())
+        .filter(|g| g["reviewer"] == "chen")
+        .map(|g| g["notes"].as_str().unwrap().to_string())
+        .collect();
+    assert!(notes.contains(&"off topic, \"TP\"\nsecond line".to_string()), "{notes:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Terminal layout (issue 28): a value of a megabyte is shown cut with its length; JSON keeps
+// it whole. (How long the layout takes is measured by `bench/term-layout`, not here.)
+
+/// The note that ends a value cut for the terminal.
+fn cut_note(chars: usize) -> String {
+    let n = chars.to_string();
+    let mut grouped = String::new();
+    for (i, c) in n.chars().enumerate() {
+        if i > 0 && (n.len() - i).is_multiple_of(3) {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    format!("… (cut: {grouped} characters in all, {grouped} bytes; --json shows the whole value)")
+}
+
+/// Text without its white space: the note wraps with the table, inside a word too.
+fn flat(text: &str) -> String {
+    text.split_whitespace().collect()
+}
+
+#[test]
+fn megabyte_nvtx_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let path = trace_from(d, "traces/megabyte-nvtx-name.sql");
+    let name: String =
+        util::open_ro(&path).query_row("SELECT text FROM NVTX_EVENTS", [], |r| r.get(0)).unwrap();
+    assert_eq!(name.len(), 1 << 20);
+    let run = run_at(d, &["query", "nvtx", "t.sqlite", "--device", "0"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(flat(&run.stdout).contains(&flat(&cut_note(1 << 20))), "{}", run.stdout);
+    // The first 4,096 bytes are shown (wrapped, the last line's piece before the note left
+    // out here), no more.
+    let shown: String =
+        run.stdout.split_whitespace().filter(|w| w.chars().all(|c| "abc_".contains(c))).collect();
+    assert!(run.stdout.len() < 16_384, "{} bytes on the terminal", run.stdout.len());
+    assert!(shown.len() > 4000 && shown.len() < 4096, "{}", run.stdout);
+    assert!(name.starts_with(&shown), "{}", run.stdout);
+    let json =
+        util::run_json_in(Some(d), &["query", "nvtx", "t.sqlite", "--device", "0", "--json"]);
+    let rows = json["rows"].as_array().unwrap();
+    assert_eq!(rows[0]["name"].as_str().unwrap(), name, "--json keeps the name whole");
+
+    // A claim statement of a million characters: `check` shows it cut, the ledger whole.
+    let statement = "x".repeat(1_000_000);
+    let claims = format!(
+        "report:\n  id: long\n  languages: [en]\n  title: {{ en: t }}\n  question: {{ en: q }}\n  answer: {{ en: a }}\ntraces:\n  T: {{ path: t.sqlite }}\nscopes:\n  s: {{ trace: T, devices: \"0\" }}\nclaims:\n  - id: c\n    statement: {{ en: \"{statement}\" }}\n    principal: k\n    parts:\n      - id: k\n        kind: observation\n        text: {{ en: k }}\n        measure: {{ analysis: kernels, scope: s, value: count, unit: count }}\n"
+    );
+    std::fs::write(d.join("long.yaml"), claims).unwrap();
+    let run = run_at(d, &["check", "long.yaml"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    // The table's cell is the claim's id, a dash and the statement: 4 + 1,000,000
+    // characters, 6 + 1,000,000 bytes (the dash takes three).
+    assert!(
+        flat(&run.stdout)
+            .contains(&flat(&cut_note(1_000_004).replace("1,000,004 bytes", "1,000,006 bytes"))),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.len() < 16_384, "{} bytes on the terminal", run.stdout.len());
+    let ledger = util::run_json_in(Some(d), &["check", "long.yaml", "--json"]);
+    assert_eq!(ledger["claims"]["claims"][0]["statement"]["en"].as_str().unwrap(), statement);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Write errors (issue 28): each says what to check, and prints its cause once.
+
+#[test]
+fn write_errors_say_what_to_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("afile"), "x").unwrap();
+    let claims = manifest_dir().join("claims/day26-profile-blind.yaml");
+    let eval = manifest_dir().join("claims/eval-day26/eval.yaml");
+    let (claims, eval) = (util::s(&claims), util::s(&eval));
+    let under_a_file = "a part of the path is a file, not a folder";
+    let mut cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["render", claims, "--format", "md", "--out", "afile/out"], under_a_file),
+        (vec!["eval", eval, "--out", "afile/x"], under_a_file),
+        (vec!["eval", eval, "--review-sheets", "afile/s"], under_a_file),
+        (vec!["templates", "eject", "afile/t"], "whose parent exists and is writable"),
+    ];
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink("nowhere", d.join("dangling")).unwrap();
+        std::os::unix::fs::symlink("loop", d.join("loop")).unwrap();
+        cases.push((
+            vec!["render", claims, "--format", "md", "--out", "dangling"],
+            "a symbolic link to nothing",
+        ));
+        cases.push((vec!["inspect", "loop"], "points back to itself"));
+    }
+    for (args, hint) in cases {
+        let stderr = refused(d, &args, &[hint]);
+        assert_eq!(stderr.matches("os error").count(), 1, "{args:?}: the cause once:\n{stderr}");
+    }
+    // A template or UI strings file that does not parse names its line and what to do.
+    let tpl = d.join("tpl");
+    assert_eq!(run_at(d, &["templates", "eject", "tpl"]).code, Some(0));
+    let md = std::fs::read_to_string(tpl.join("report.md")).unwrap();
+    std::fs::write(tpl.join("report.md"), format!("{md}{{{{ oops\n")).unwrap();
+    let out = d.join("out");
+    let args = ["render", claims, "--format", "md", "--templates", "tpl", "--out", "out"];
+    let run = run_at(d, &args);
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert!(run.stderr.contains("report.md:"), "{}", run.stderr);
+    assert!(run.stderr.contains("hint: fix the template or UI strings file"), "{}", run.stderr);
+    assert!(
+        !out.exists()
+            || std::fs::read_dir(&out).unwrap().all(|e| {
+                e.unwrap().file_name().to_string_lossy().starts_with(".verdict-render.lock")
+            })
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
 
 #[test]
 fn every_corpus_file_is_tested_and_listed() {
@@ -806,15 +1234,24 @@ fn every_corpus_file_is_tested_and_listed() {
             "claims/between-reversed.yaml",
             "claims/condition-extreme-bounds.yaml",
             "claims/empty-trace-path.yaml",
+            "claims/eval-duplicate-answers.yaml",
+            "claims/exists-not-boolean.yaml",
             "claims/formula-many-terms.yaml",
             "claims/formula-minus-signs.yaml",
             "claims/formula-nested-parentheses.yaml",
+            "claims/grades-other-reviewer.csv",
+            "claims/interpretation-cycle.yaml",
             "claims/negative-tolerance.yaml",
+            "claims/problems-without-hints.yaml",
+            "claims/report-id-too-long.yaml",
             "claims/self-reference.yaml",
             "traces/gpu-device-id.sql",
             "traces/hot-journal.sql",
             "traces/kernel-extreme-timestamps.sql",
             "traces/kernel-time-overflow.sql",
+            "traces/megabyte-nvtx-name.sql",
+            "traces/null-metadata.sql",
+            "traces/set-member-twice.sql",
             "traces/uncheckpointed-wal.sql",
         ]
     );

@@ -263,6 +263,13 @@ fn typst_ready() -> bool {
 
 /// Checks one Markdown report as a CommonMark/GFM reader sees it.
 fn check_markdown(name: &str, md: &str) {
+    let events = check_markdown_text(name, md);
+    check_table_rows(name, &events);
+}
+
+/// Checks Markdown for raw HTML, links and images other than ours, payloads that do not show
+/// as text, and raw control characters; returns its events.
+fn check_markdown_text<'a>(name: &str, md: &'a str) -> Vec<Event<'a>> {
     let opts = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH;
     let events: Vec<Event<'_>> = Parser::new_ext(md, opts).collect();
     // No raw HTML of any kind, links only to the allowed schemes, images only of our charts.
@@ -336,12 +343,18 @@ fn check_markdown(name: &str, md: &str) {
         assert!(html.contains(shown), "{name}: `{shown}` is not shown");
     }
     assert!(html.contains("<a href=\"https://example.org/ok\">ok</a>"), "{name}: the https link");
+    assert_no_raw_controls(name, md, true);
+    events
+}
+
+/// Every table row of a report ends with its verdict, one row per claim.
+fn check_table_rows(name: &str, events: &[Event<'_>]) {
     // Every table row ends with its verdict: a `|` in a cell would shift it.
     let verdicts =
         ["supported", "partially supported", "not supported", "unverifiable", "reported"];
     let mut row: Option<Vec<String>> = None;
     let mut rows = 0;
-    for e in &events {
+    for e in events {
         match e {
             Event::Start(Tag::TableRow) => row = Some(Vec::new()),
             Event::Start(Tag::TableCell) => {
@@ -364,7 +377,6 @@ fn check_markdown(name: &str, md: &str) {
         }
     }
     assert_eq!(rows, 2 + payloads().len(), "{name}: one row per claim");
-    assert_no_raw_controls(name, md, true);
 }
 
 /// Renders the hostile claims into `out` in `formats`, every profile.
@@ -509,4 +521,33 @@ fn an_error_message_shows_control_characters_as_escapes() {
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert_no_raw_controls("the error", &stderr, false);
     assert!(stderr.contains("no\\x1b[2J\\x07such.sqlite"), "{stderr}");
+}
+
+/// Blind review sheets (issue 28) are read in Markdown viewers: the hostile answer's
+/// statements, part texts, ids and next step show as text there too.
+#[test]
+fn every_review_sheet_reads_as_text_with_safe_links() {
+    let c = case();
+    let eval = c.dir.path().join("eval.yaml");
+    std::fs::write(
+        &eval,
+        format!(
+            "eval:\n  id: hostile-eval\n  languages: [en]\n  title: {{ en: t }}\n  question: {t}\n  groups: group\n  held: []\nanswers:\n  - claims: {}\n    conditions: {{ group: a }}\n",
+            yaml(&c.claims.file_name().unwrap().to_string_lossy()),
+            t = text(),
+        ),
+    )
+    .unwrap();
+    let sheets = c.dir.path().join("sheets");
+    let out = verdict(&[
+        "eval".as_ref(),
+        eval.as_os_str(),
+        "--review-sheets".as_ref(),
+        sheets.as_os_str(),
+    ]);
+    assert!(out.status.success(), "eval failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let sheet = std::fs::read_to_string(sheets.join("S01.md")).unwrap();
+    check_markdown_text("S01.md", &sheet);
+    // The payloads of ids, which are code spans, show whole.
+    assert!(sheet.contains("```` ` `` <img src=x onerror=alert(2)> ``` ` ````"), "{sheet}");
 }

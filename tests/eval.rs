@@ -179,7 +179,7 @@ fn answer_of_sheet(sheet: &str) -> String {
         let audit = run_json(&["check", p.to_str().unwrap(), "--json"]);
         let all = audit["claims"]["claims"].as_array().unwrap().iter().all(|c| {
             sheet.contains(&format!(
-                "**{}**: {}",
+                "`{}`: {}",
                 c["id"].as_str().unwrap(),
                 c["statement"]["en"].as_str().unwrap()
             ))

@@ -515,3 +515,135 @@ fn files_of_the_report_that_a_render_did_not_write_are_named_and_removed_with_cl
     expected.sort();
     assert_eq!(now, expected);
 }
+
+/// Issue 28: a folder holding a reviewer's filled grades and edited sheets is never
+/// replaced by blank ones; the refusal names the files, writes nothing and `--force` is the
+/// way to replace them.
+#[test]
+fn review_sheets_over_a_reviewers_work_are_refused_unless_forced() {
+    let dir = tempfile::tempdir().unwrap();
+    let sheets = dir.path().join("sheets");
+    std::fs::create_dir(&sheets).unwrap();
+    std::fs::write(sheets.join("grades.csv"), "sheet,reviewer\nS01,chen,5,good,\n").unwrap();
+    std::fs::write(sheets.join("S02.md"), "edited\n").unwrap();
+    std::fs::write(sheets.join("notes.txt"), "mine\n").unwrap();
+    let before = snapshot(&sheets);
+    let eval = |force: bool| {
+        let mut c = verdict();
+        c.args(["eval", "claims/eval-day26/eval.yaml", "--review-sheets"]).arg(&sheets);
+        if force {
+            c.arg("--force");
+        }
+        c.output().unwrap()
+    };
+    let out = eval(false);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("(`S02.md`, `grades.csv`)"), "{stderr}");
+    assert!(stderr.contains("hint:") && stderr.contains("--force"), "{stderr}");
+    assert!(out.stdout.is_empty());
+    assert_eq!(snapshot(&sheets), before, "a refused run changed the folder");
+    let out = eval(true);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let grades = std::fs::read_to_string(sheets.join("grades.csv")).unwrap();
+    assert!(grades.starts_with("sheet,reviewer,usefulness,next_step,notes\nS01,,,,\n"));
+    assert_eq!(std::fs::read_to_string(sheets.join("notes.txt")).unwrap(), "mine\n");
+}
+
+/// Issue 28: a protocol-relative `--image-base` (`//host/x`) would load the images from
+/// another host, and a bidirectional or invisible control makes the address read as another:
+/// both are refused before anything is written, the control shown as an escape.
+#[test]
+fn an_image_base_that_names_another_host_or_hides_characters_is_refused() {
+    for (base, shown, why) in [
+        ("//evil.example/x/", "//evil.example/x/", "starts with `//`"),
+        ("///evil.example/x/", "///evil.example/x/", "starts with `//`"),
+        (
+            "https://example.org\u{202e}gro.live/",
+            "https://example.org\\u{202e}gro.live/",
+            "bidirectional",
+        ),
+        ("https://exa\u{200b}mple.org/", "https://exa\u{200b}mple.org/", "invisible"),
+        ("/posts/\u{2066}x\u{2069}/", "/posts/\\u{2066}x\\u{2069}/", "bidirectional"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let out_dir = dir.path().join("out");
+        let out = verdict()
+            .args(["render", CLAIMS, "--format", "md", "--image-base", base, "--out"])
+            .arg(&out_dir)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{base:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&format!("`{shown}` is not an image base")), "{base:?}: {err}");
+        assert!(err.contains(why) && err.contains("hint:"), "{base:?}: {err}");
+        assert!(!err.contains('\u{202e}') && !err.contains('\u{2066}'), "{err}");
+        assert!(!out_dir.exists(), "{base:?}: an error must leave no file behind");
+    }
+}
+
+/// Issue 28: `templates eject` never writes into a folder that holds anything (it may hold
+/// edited templates), and a write that fails part-way (here: the file size limit, past the
+/// templates and short of the UI strings) leaves nothing behind, not a partial set.
+#[test]
+fn templates_eject_refuses_a_non_empty_folder_and_removes_a_partial_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let tpl = dir.path().join("tpl");
+    std::fs::create_dir(&tpl).unwrap();
+    std::fs::write(tpl.join("report.md"), "mine\n").unwrap();
+    std::fs::write(tpl.join("notes.txt"), "mine\n").unwrap();
+    let before = snapshot(&tpl);
+    let out = verdict().args(["templates", "eject"]).arg(&tpl).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("is not empty (it holds `notes.txt`, `report.md`)"), "{err}");
+    assert!(err.contains("hint:"), "{err}");
+    assert_eq!(snapshot(&tpl), before);
+
+    #[cfg(unix)]
+    {
+        let fresh = dir.path().join("new").join("tpl");
+        // Files up to 16 KiB (dash's 512-byte blocks) or 32 KiB (bash's): every template, not
+        // the UI strings (36 KiB); SIGXFSZ ignored, so the write fails with EFBIG.
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg("trap '' XFSZ; ulimit -f 32; exec \"$0\" templates eject \"$1\"")
+            .arg(assert_cmd::cargo::cargo_bin("verdict"))
+            .arg(&fresh)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("cannot write") && err.contains("en.toml"), "{err}");
+        assert!(out.stdout.is_empty());
+        assert!(!dir.path().join("new").exists(), "a partial set was left: {err}");
+        // With the space back, the same command writes the whole set.
+        let out = verdict().args(["templates", "eject"]).arg(&fresh).output().unwrap();
+        assert!(out.status.success());
+        assert!(
+            fresh.join("i18n/zh-TW.toml").is_file() && fresh.join("partials/claim.md").is_file()
+        );
+    }
+}
+
+/// Issue 28: review sheets are written all or none: a write that fails (here `grades.csv`, a
+/// folder in the way, after every sheet) takes back the sheets written before it.
+#[test]
+fn review_sheets_that_fail_part_way_leave_no_sheet() {
+    let dir = tempfile::tempdir().unwrap();
+    let sheets = dir.path().join("sheets");
+    std::fs::create_dir_all(sheets.join("grades.csv")).unwrap();
+    let out = verdict()
+        .args(["eval", "claims/eval-day26/eval.yaml", "--force", "--review-sheets"])
+        .arg(&sheets)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot write") && err.contains("grades.csv") && err.contains("hint:"));
+    let left: Vec<String> = std::fs::read_dir(&sheets)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["grades.csv"], "{err}");
+}

@@ -42,6 +42,17 @@ pub enum SetError {
     /// No file at all.
     #[error("the set has no file")]
     Empty,
+    /// Two members are one file (a link, or two paths to it) or hold the same bytes: one
+    /// rank's capture would count twice.
+    #[error("`{}` and `{}` are {how}", first.display(), second.display())]
+    Duplicate {
+        /// The member met first.
+        first: PathBuf,
+        /// The one that repeats it.
+        second: PathBuf,
+        /// `the same file (...)` or `byte for byte the same (...)`.
+        how: String,
+    },
 }
 
 impl SetError {
@@ -56,6 +67,9 @@ impl SetError {
                 "split the set (one claims file per group of nodes), or see ARCHITECTURE.md on fleet scale".into(),
             ),
             SetError::Empty => Some("the trace entry's list or glob matched no file".into()),
+            SetError::Duplicate { .. } => Some(
+                "a set holds each rank's export once: remove the link or the copy from the list or the glob's folder".into(),
+            ),
         }
     }
 }
@@ -253,6 +267,20 @@ pub fn load_set(
     if paths.len() as i64 > MAX_FILE_TAG {
         return Err(SetError::TooMany(paths.len()));
     }
+    // One file once (issue 28): a link or a second path to a member would add its ranks
+    // again.
+    let mut ids: BTreeMap<(u64, u64), &PathBuf> = BTreeMap::new();
+    for p in paths {
+        if let Some(id) = crate::claims::load::file_id(p)
+            && let Some(first) = ids.insert(id, p)
+        {
+            return Err(SetError::Duplicate {
+                first: first.clone(),
+                second: p.clone(),
+                how: format!("the same file (device {}, inode {})", id.0, id.1),
+            });
+        }
+    }
     let file_err = |path: &Path| {
         let path = path.to_path_buf();
         move |source| SetError::File { path: path.clone(), source }
@@ -294,6 +322,16 @@ pub fn load_set(
             Ok(Part { ctx, trace: t, bounds: own.bounds, host, clock, listed })
         })
         .collect::<Result<_, SetError>>()?;
+    // ... and the same bytes once: a copy of a member is the same capture.
+    for (i, p) in parts.iter().enumerate() {
+        if let Some(j) = parts[..i].iter().position(|q| q.ctx.trace.sha256 == p.ctx.trace.sha256) {
+            return Err(SetError::Duplicate {
+                first: paths[j].clone(),
+                second: paths[i].clone(),
+                how: format!("byte for byte the same (sha256 {})", p.ctx.trace.sha256),
+            });
+        }
+    }
     let (ranks, maps) = number_ranks(&parts, paths);
     if needs.contains(&Table::Nvtx) {
         let wanted = filter.keys.as_ref().and_then(|(ranks, _)| ranks.clone());

@@ -127,6 +127,35 @@ pub(crate) fn read(path: &Path) -> Result<String, (String, String)> {
     })
 }
 
+/// The identity of a file: its device and inode, links followed (two paths with the same
+/// identity are one file: a symbolic or hard link, or `a` and `./a`). None when the file
+/// cannot be read, which its own open reports.
+pub(crate) fn file_id(path: &Path) -> Option<(u64, u64)> {
+    let meta = std::fs::metadata(path).ok()?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Some((meta.dev(), meta.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        None
+    }
+}
+
+/// What a path that is not a regular file is, for the message: its kind, or a symbolic link
+/// that points nowhere.
+pub(crate) fn kind_of_path(path: &Path) -> &'static str {
+    match std::fs::metadata(path) {
+        Ok(meta) => kind_of(&meta),
+        Err(_) if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink()) => {
+            "a symbolic link to nothing"
+        }
+        Err(_) => "unreadable",
+    }
+}
+
 /// What a path that is not a regular file is, for the message.
 fn kind_of(meta: &std::fs::Metadata) -> &'static str {
     let t = meta.file_type();
@@ -161,6 +190,9 @@ pub fn parse(text: &str) -> Result<RawClaimFile, Problem> {
 /// error into one positioned problem (an eval file is read this way too).
 pub fn parse_as<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, Problem> {
     let options = serde_saphyr::options! {
+        // YAML 1.2's booleans only: `exists: yes` or `"on"` is a type error at its position,
+        // not a `true` the author may not have meant.
+        strict_booleans: true,
         budget: serde_saphyr::budget! {
             max_nodes: MAX_YAML_NODES,
             // Every node is one or two events (a start and an end), plus the stream's own.
@@ -193,6 +225,8 @@ pub fn parse_as<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, Problem
             "add the required key (docs/claims.md lists them)"
         } else if message.contains("unknown variant") {
             "use one of the values listed in the message"
+        } else if message.contains("invalid boolean") {
+            "write `true` or `false` (YAML 1.2): `yes`, `no`, `on` and `off` are not booleans here"
         } else {
             "check the YAML syntax around this position"
         };

@@ -81,7 +81,7 @@ impl Checker {
                 self.err(
                     at(t),
                     format!("{what} has text in `{k}`, which `report.languages` does not list"),
-                    None,
+                    Some(format!("add `{k}` to `report.languages`, or remove the `{k}` text")),
                 );
             }
         }
@@ -157,6 +157,52 @@ fn formula_hint(e: &crate::formula::ParseError) -> String {
     }
 }
 
+/// The longest report id: with the longest suffix a report adds (`.zh-TW.nccl-skew-NN.png`,
+/// under 30 bytes) a file name stays within 143 bytes, the shortest limit of a common file
+/// system (eCryptfs); ext4, XFS, APFS and NTFS take 255.
+pub const MAX_REPORT_ID: usize = 64;
+
+/// The first cycle of a claim's parts through `from` (a part naming itself is reported on its
+/// own), as the parts around it with the first again at the end, and the position of the
+/// `from` entry that closes it: a cycle would make each part's support rest on itself.
+fn from_cycle(parts: &[RawPart]) -> Option<(Vec<String>, (u32, u32))> {
+    let index = |id: &str| parts.iter().position(|p| p.id.value == id);
+    // 0 unvisited, 1 on the current path, 2 done.
+    let mut state = vec![0u8; parts.len()];
+    let mut path: Vec<usize> = Vec::new();
+    fn visit(
+        i: usize,
+        parts: &[RawPart],
+        index: &dyn Fn(&str) -> Option<usize>,
+        state: &mut [u8],
+        path: &mut Vec<usize>,
+    ) -> Option<(Vec<String>, (u32, u32))> {
+        state[i] = 1;
+        path.push(i);
+        for f in &parts[i].from {
+            let Some(j) = index(&f.value).filter(|&j| j != i) else { continue };
+            if state[j] == 1 {
+                let start = path.iter().position(|&k| k == j).unwrap_or(0);
+                let mut cycle: Vec<String> =
+                    path[start..].iter().map(|&k| parts[k].id.value.clone()).collect();
+                cycle.push(parts[j].id.value.clone());
+                return Some((cycle, at(f)));
+            }
+            if state[j] == 0
+                && let Some(found) = visit(j, parts, index, state, path)
+            {
+                return Some(found);
+            }
+        }
+        path.pop();
+        state[i] = 2;
+        None
+    }
+    (0..parts.len()).find_map(|i| {
+        if state[i] == 0 { visit(i, parts, &index, &mut state, &mut path) } else { None }
+    })
+}
+
 /// Validates the raw file; `path` locates relative trace paths.
 pub fn validate(raw: RawClaimFile, path: &Path) -> Result<ClaimSet, ClaimsError> {
     let file = path.display().to_string();
@@ -172,6 +218,17 @@ pub fn validate(raw: RawClaimFile, path: &Path) -> Result<ClaimSet, ClaimsError>
             at(&r.id),
             format!("report id `{}` cannot name output files", r.id.value),
             Some("use letters, digits, `-`, `_` and `.`".into()),
+        );
+    } else if r.id.value.len() > MAX_REPORT_ID {
+        c.err(
+            at(&r.id),
+            format!(
+                "report id is {} characters; the limit is {MAX_REPORT_ID}",
+                r.id.value.chars().count()
+            ),
+            Some(format!(
+                "the id names every output file (`ID.zh-TW.nccl-skew-2.png`...), and some file systems take names of 143 bytes at most: use {MAX_REPORT_ID} characters or fewer"
+            )),
         );
     }
     let mut langs = Vec::new();
@@ -404,13 +461,27 @@ pub fn validate(raw: RawClaimFile, path: &Path) -> Result<ClaimSet, ClaimsError>
                 c.err(
                     at(&rp.id),
                     format!("duplicate part id `{}` in claim `{}`", rp.id.value, rc.id.value),
-                    None,
+                    Some("give each part of a claim its own id".into()),
                 );
             }
         }
         let part_names: Vec<&str> = rc.parts.iter().map(|p| p.id.value.as_str()).collect();
         for rp in &rc.parts {
             parts.push(part(&mut c, rp, &rc.id.value, &part_names, &scopes, &raw.scopes));
+        }
+        if let Some((cycle, pos)) = from_cycle(&rc.parts) {
+            c.err(
+                pos,
+                format!(
+                    "claim `{}`: parts read each other in a cycle through `from` ({})",
+                    rc.id.value,
+                    cycle.iter().map(|p| format!("`{p}`")).collect::<Vec<_>>().join(" -> ")
+                ),
+                Some(
+                    "an interpretation rests on the parts it reads, never on one that reads it: drop one `from` entry of the cycle"
+                        .into(),
+                ),
+            );
         }
         if parts.is_empty() {
             c.err(
@@ -595,7 +666,7 @@ fn part(
                     "{what}: a{} part cannot be measured",
                     if kind == Kind::Action { "n action" } else { "n arithmetic" }
                 ),
-                None,
+                Some("measure an observation, interpretation or causal part; an arithmetic part computes a `formula` from others, an action is text".into()),
             );
         }
         measure = measurement(c, m, &what, scopes, raw_scopes);
@@ -631,7 +702,11 @@ fn part(
             ),
         }
     } else if kind == Kind::Arithmetic {
-        c.err(at(&rp.id), format!("{what}: an arithmetic part needs a `formula`"), None);
+        c.err(
+            at(&rp.id),
+            format!("{what}: an arithmetic part needs a `formula`"),
+            Some("e.g. formula: \"1 / (1 - share)\", over the ids of measured parts".into()),
+        );
     }
     if let Some(u) = &rp.unit {
         match Unit::parse(&u.value) {
@@ -656,7 +731,11 @@ fn part(
     }
     let condition = rp.condition.as_ref().and_then(|cond| {
         if rp.measure.is_none() {
-            c.err(at(cond), format!("{what}: a condition needs a `measure` to apply to"), None);
+            c.err(
+                at(cond),
+                format!("{what}: a condition needs a `measure` to apply to"),
+                Some("add a `measure` to the part, or drop the condition".into()),
+            );
         }
         condition(c, cond, unit.unwrap_or(Unit::Count), &what)
     });
@@ -691,14 +770,18 @@ fn part(
         c.err(
             at(&rp.id),
             format!("{what}: an interpretation must name the parts it reads in `from`"),
-            None,
+            Some("e.g. from: [share], the observations the interpretation rests on".into()),
         );
     }
     if kind == Kind::Causal && rp.measure.is_none() && rp.needs.is_empty() {
         c.err(at(&rp.id), format!("{what}: an unmeasured causal part must list the evidence that would decide it in `needs`"), Some("e.g. needs: [{en: \"a fusion on/off A/B run\"}]".to_string()));
     }
     if kind == Kind::Action && rp.text.is_none() {
-        c.err(at(&rp.id), format!("{what}: an action needs its `text`"), None);
+        c.err(
+            at(&rp.id),
+            format!("{what}: an action needs its `text`"),
+            Some("e.g. text: {en: \"run an A/B of NCCL overlap on and off\"}".into()),
+        );
     }
     Part {
         id: pid.clone(),
@@ -904,12 +987,22 @@ fn measurement(
         if let Some((other, _)) = m.params.iter().find(|(n, _)| conflicting(name, n))
             && name < other
         {
-            c.err(at(v), format!("{what}: give `{name}` or `{other}`, not both"), None);
+            c.err(
+                at(v),
+                format!("{what}: give `{name}` or `{other}`, not both"),
+                Some(format!(
+                    "keep one of `{name}` and `{other}`: they select the same thing two ways"
+                )),
+            );
             continue;
         }
         match (param.set)(&mut params, &v.value) {
             Ok(()) => args.push((name.clone(), v.value.clone())),
-            Err(e) => c.err(at(v), format!("{what}: `{name}`: {e}"), None),
+            Err(e) => c.err(
+                at(v),
+                format!("{what}: `{name}`: {e}"),
+                Some(format!("`verdict query {} --help` lists `{name}` and its values", spec.name)),
+            ),
         }
     }
     args.sort_by_key(|(n, _)| spec.params.iter().position(|p| p.name == n));
@@ -1282,13 +1375,17 @@ fn condition(
     .filter(|x| **x)
     .count();
     if n != 1 {
-        c.err(pos, format!("{what}: a condition has exactly one of between, at_least, at_most, above, below, approx, exists ({n} given)"), None);
+        c.err(pos, format!("{what}: a condition has exactly one of between, at_least, at_most, above, below, approx, exists ({n} given)"), Some("keep one condition per part; a second claim of the part goes in another part".into()));
         return None;
     }
     let mut q = |t: &str| c.quantity(pos, t, unit, &format!("{what}: condition value"));
     Some(if let Some(b) = &r.between {
         if b.len() != 2 {
-            c.err(pos, format!("{what}: `between` takes two values [low, high]"), None);
+            c.err(
+                pos,
+                format!("{what}: `between` takes two values [low, high]"),
+                Some("e.g. between: [\"10%\", \"30%\"]".into()),
+            );
             return None;
         }
         let (lo, hi) = (q(&b[0])?, q(&b[1])?);
@@ -1370,9 +1467,15 @@ pub(crate) fn glob_files(base: &Path, p: &str) -> Result<Vec<PathBuf>, String> {
     let mut found = Vec::new();
     for m in glob::glob(&full).map_err(|e| format!("`{p}` is not a valid glob ({e})"))? {
         let m = m.map_err(|e| format!("`{p}`: {e}"))?;
-        if m.is_file() {
-            found.push(m);
+        // As a file named in a list would be: never skipped in silence (issue 28).
+        if !m.is_file() {
+            return Err(format!(
+                "`{}` (matched by `{p}`) is {}, not a regular file",
+                m.display(),
+                super::load::kind_of_path(&m)
+            ));
         }
+        found.push(m);
     }
     if found.is_empty() {
         let at = if base.as_os_str().is_empty() { Path::new(".") } else { base };
@@ -1382,20 +1485,26 @@ pub(crate) fn glob_files(base: &Path, p: &str) -> Result<Vec<PathBuf>, String> {
     Ok(found)
 }
 
-/// The files of a trace set: each entry a path or a glob relative to `base`, sorted, each
-/// file once.
+/// The files of a trace set: each entry a path or a glob relative to `base`, sorted; a file
+/// named twice (by two entries, or by a glob and a path) is an error.
 fn expand_set(base: &Path, patterns: &[String]) -> Result<Vec<PathBuf>, String> {
     if patterns.is_empty() {
         return Err("the list of files is empty".into());
     }
     let mut files = BTreeSet::new();
     for p in patterns {
-        if is_set_path(base, p) {
-            files.extend(glob_files(base, p)?);
+        let found = if is_set_path(base, p) {
+            glob_files(base, p)?
         } else {
             let f = base.join(p);
             if !f.exists() {
                 return Err(format!("`{p}` does not exist (resolved to `{}`)", f.display()));
+            }
+            vec![f]
+        };
+        for f in found {
+            if files.contains(&f) {
+                return Err(format!("`{}` is named twice (`{p}` names it again)", f.display()));
             }
             files.insert(f);
         }

@@ -15,6 +15,9 @@ use crate::trace::{KernelFilter, Trace};
 /// Runs `eval`.
 pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
     let file = eval::load(&args.eval)?;
+    if let Some(dir) = args.review_sheets.as_deref().filter(|_| !args.force) {
+        refuse_filled_sheets(dir)?;
+    }
     let mut sets = Vec::new();
     for a in &file.answers {
         sets.push(eval::load_answer(&file, a)?);
@@ -50,12 +53,28 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
         std::fs::create_dir_all(dir)
             .map_err(|e| anyhow::anyhow!("cannot create `{}`: {e}", dir.display()))?;
         let order = eval::sheet_order(audits.len(), file.seed);
-        for (i, &a) in order.iter().enumerate() {
-            let id = eval::sheet_id(i);
-            let sheet = eval::sheet_markdown(&id, &file, &audits[a], &args.lang);
-            put(dir, &format!("{id}.md"), sheet.as_bytes())?;
+        let mut files: Vec<(String, String)> = order
+            .iter()
+            .enumerate()
+            .map(|(i, &a)| {
+                let id = eval::sheet_id(i);
+                let sheet = eval::sheet_markdown(&id, &file, &audits[a], &args.lang);
+                (format!("{id}.md"), sheet)
+            })
+            .collect();
+        files.push(("grades.csv".into(), eval::grades_template(audits.len())));
+        // All or none: a write that fails (a full disk) takes back the files written before
+        // it, so no partial set of sheets is left to be handed out.
+        let mut written = Vec::new();
+        for (name, text) in &files {
+            if let Err(e) = put(dir, name, text.as_bytes()) {
+                for w in &written {
+                    let _ = std::fs::remove_file(dir.join(w));
+                }
+                return Err(e);
+            }
+            written.push(name);
         }
-        put(dir, "grades.csv", eval::grades_template(audits.len()).as_bytes())?;
     }
     let mut ev = eval::evaluate(file, scored);
     if !args.grades.is_empty() {
@@ -203,6 +222,40 @@ fn write_report(ev: &eval::Evaluation, dir: &std::path::Path) -> anyhow::Result<
         eprintln!("warning: {}\n  hint: {}", h.message, h.hint);
     }
     Ok(())
+}
+
+/// Refuses a review-sheets folder that already holds sheets or a grades file: they may be a
+/// reviewer's filled work, which blank ones would replace.
+fn refuse_filled_sheets(dir: &std::path::Path) -> anyhow::Result<()> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        // Absent (it is created) or unreadable (creating or writing in it says why).
+        return Ok(());
+    };
+    let mut found: Vec<String> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n == "grades.csv" || is_sheet_name(n))
+        .collect();
+    if found.is_empty() {
+        return Ok(());
+    }
+    found.sort();
+    Err(crate::Hinted::new(
+        format!(
+            "`{}` already holds review sheets or grades ({})",
+            dir.display(),
+            found.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+        ),
+        "they may hold a reviewer's work: write the sheets into another folder, or pass --force to replace them",
+    )
+    .into())
+}
+
+/// Whether a file name is a review sheet's: `S` and at least two digits, then `.md`.
+fn is_sheet_name(name: &str) -> bool {
+    name.strip_prefix('S')
+        .and_then(|n| n.strip_suffix(".md"))
+        .is_some_and(|d| d.len() >= 2 && d.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Writes one file of the eval's output atomically and says so.

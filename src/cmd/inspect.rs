@@ -29,7 +29,13 @@ pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
     )?;
     let Some(trace) = trace else { return run_set(&ctx, args.json) };
     let schema = trace.schema();
-    let ev = analysis::coverage::run(&Params::new(DeviceSel::All), &ctx)?;
+    let mut ev = analysis::coverage::run(&Params::new(DeviceSel::All), &ctx)?;
+    for (table, column, n) in &schema.null_rows {
+        ev.note(
+            "note.null_rows",
+            &[("n", n.to_string()), ("table", table.clone()), ("column", column.clone())],
+        );
+    }
     let nvtx = nvtx_per_process(&trace, &ctx)?;
     if args.json {
         let mut v = serde_json::to_value(&ev)?;

@@ -259,7 +259,9 @@ pub(super) fn expand(traces: &[PathBuf]) -> anyhow::Result<(Vec<PathBuf>, bool)>
     let mut globbed = false;
     for t in traces {
         let text = t.to_string_lossy();
-        if !crate::claims::validate::is_set_path(Path::new(""), &text) {
+        // A file that exists is that file, whatever its name holds (a `?`, bytes that are
+        // not UTF-8, which the glob's text would not match).
+        if t.exists() || !crate::claims::validate::is_set_path(Path::new(""), &text) {
             out.push(t.clone());
             continue;
         }
@@ -273,7 +275,13 @@ pub(super) fn expand(traces: &[PathBuf]) -> anyhow::Result<(Vec<PathBuf>, bool)>
         out.extend(found);
     }
     out.sort();
-    out.dedup();
+    if let Some(w) = out.windows(2).find(|w| w[0] == w[1]) {
+        return Err(crate::Hinted::new(
+            format!("`{}` is named twice", w[0].display()),
+            "a trace set holds each file once: drop the repeated argument or the file the glob already matches",
+        )
+        .into());
+    }
     let set = globbed || out.len() > 1;
     Ok((out, set))
 }

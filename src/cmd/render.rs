@@ -150,8 +150,12 @@ pub(super) fn source_date_epoch() -> anyhow::Result<i64> {
 pub fn templates(cmd: TemplatesCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         TemplatesCommand::Eject { dir } => {
-            let written = templates::eject(&dir)
-                .map_err(|e| crate::Hinted::new(e, "pass a new or empty folder; edit the files there and use `render --templates DIR`"))?;
+            let written = templates::eject(&dir).map_err(|e| {
+                crate::Hinted::new(
+                    e,
+                    "pass a new or empty folder whose parent exists and is writable, on a disk with space; edit the files there and use `render --templates DIR`",
+                )
+            })?;
             super::emit(&written.iter().map(|p| format!("wrote {p}\n")).collect::<String>())?;
             Ok(ExitCode::SUCCESS)
         }

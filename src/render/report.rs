@@ -50,9 +50,10 @@ pub struct Written {
 pub struct ImageBase(String);
 
 impl ImageBase {
-    /// Checks a base: http(s) with a host, or starting with `/`; no space, control character,
-    /// `<`, `>`, `(`, `)`, `\`, `?` or `#` (a query or fragment cannot precede a file name, and
-    /// the others would end or break a Markdown link).
+    /// Checks a base: http(s) with a host, or starting with one `/` (not `//`, which names
+    /// another host); no space, control character, `<`, `>`, `(`, `)`, `\`, `?` or `#` (a
+    /// query or fragment cannot precede a file name, and the others would end or break a
+    /// Markdown link), and no bidirectional or invisible control.
     pub fn parse(s: &str) -> Result<ImageBase, crate::Hinted> {
         let hint = "pass an http(s) URL or a path from the site root, such as `https://example.org/posts/day26/` or `/posts/day26/`";
         let lower = s.to_ascii_lowercase();
@@ -62,6 +63,10 @@ impl ImageBase {
         let why = match rest {
             Some(r) if r.split('/').next().is_none_or(str::is_empty) => Some("it has no host"),
             Some(_) => None,
+            // `//host/x` is protocol-relative: the images would come from another host.
+            None if s.starts_with("//") => {
+                Some("it starts with `//`, which names another host (protocol-relative)")
+            }
             None if s.starts_with('/') => None,
             None => Some("it is neither an http(s) URL nor a path from the site root"),
         };
@@ -69,6 +74,11 @@ impl ImageBase {
             s.chars()
                 .any(|c| c.is_whitespace() || c.is_control() || "<>()\\?#".contains(c))
                 .then_some("it holds a space, a control character or one of `< > ( ) \\ ? #`")
+        });
+        let why = why.or_else(|| {
+            s.chars().any(invisible).then_some(
+                "it holds a bidirectional or invisible control (shown as an escape), which makes the address read as another",
+            )
         });
         match why {
             Some(why) => {
@@ -82,6 +92,32 @@ impl ImageBase {
     pub fn join(&self, file: &str) -> String {
         format!("{}/{file}", self.0)
     }
+}
+
+/// Whether `c` is a bidirectional control or a character that shows nothing (zero-width
+/// spaces and joiners, the soft hyphen, word joiners and invisible operators, the byte-order
+/// mark): in an address they make it read as another.
+fn invisible(c: char) -> bool {
+    crate::visible::is_hidden(c)
+        || matches!(
+            c,
+            '\u{00AD}'
+                | '\u{034F}'
+                | '\u{061C}'
+                | '\u{115F}'
+                | '\u{1160}'
+                | '\u{17B4}'
+                | '\u{17B5}'
+                | '\u{180E}'
+                | '\u{200B}'..='\u{200F}'
+                | '\u{202A}'..='\u{202E}'
+                | '\u{2060}'..='\u{206F}'
+                | '\u{3164}'
+                | '\u{FE00}'..='\u{FE0F}'
+                | '\u{FEFF}'
+                | '\u{FFA0}'
+                | '\u{FFF9}'..='\u{FFFB}'
+        )
 }
 
 /// What to render.

@@ -127,23 +127,75 @@ pub fn tera(format: Format, overrides: Option<&Path>) -> Result<Tera, String> {
     Ok(tera)
 }
 
-/// Writes the built-in templates into a folder for editing.
+/// Writes the built-in templates into a folder for editing: a new folder, or an empty one.
+///
+/// A folder that holds anything is refused, naming what it holds (issue 28): the files there
+/// may be someone's edited templates. On a failure (a full disk, a read-only folder) every
+/// file and folder this call made is removed again, so no partial set is left to be mistaken
+/// for the templates.
 pub fn eject(dir: &Path) -> Result<Vec<String>, String> {
-    let mut written = Vec::new();
-    for (name, _) in BUILTIN {
-        let p = dir.join(name);
-        if p.exists() {
-            return Err(format!("`{}` already exists; eject into an empty folder", p.display()));
+    match std::fs::read_dir(dir) {
+        Ok(entries) => {
+            let mut held: Vec<String> = entries
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect();
+            if !held.is_empty() {
+                held.sort();
+                let more = if held.len() > 5 {
+                    format!(" and {} more", held.len() - 5)
+                } else {
+                    String::new()
+                };
+                held.truncate(5);
+                return Err(format!(
+                    "`{}` is not empty (it holds {}{more}); eject into a new or empty folder",
+                    dir.display(),
+                    held.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+                ));
+            }
         }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(format!("cannot read `{}` ({e})", dir.display())),
+    }
+    let mut made: Vec<std::path::PathBuf> = Vec::new();
+    let result = eject_into(dir, &mut made);
+    if result.is_err() {
+        // Files first, then folders, the deepest first.
+        for p in made.iter().rev() {
+            let _ = if p.is_dir() { std::fs::remove_dir(p) } else { std::fs::remove_file(p) };
+        }
+    }
+    result
+}
+
+/// Writes every built-in into `dir`, recording each file and folder it makes in `made`.
+fn eject_into(dir: &Path, made: &mut Vec<std::path::PathBuf>) -> Result<Vec<String>, String> {
+    let mut written = Vec::new();
+    let folder = |p: &Path, made: &mut Vec<std::path::PathBuf>| -> Result<(), String> {
+        if p.is_dir() {
+            return Ok(());
+        }
+        std::fs::create_dir(p).map_err(|e| format!("cannot create `{}` ({e})", p.display()))?;
+        made.push(p.to_path_buf());
+        Ok(())
+    };
+    // The folders missing above `dir` too, the outermost first, each recorded.
+    let missing: Vec<&Path> =
+        dir.ancestors().filter(|a| !a.as_os_str().is_empty()).take_while(|a| !a.exists()).collect();
+    for a in missing.iter().rev() {
+        folder(a, made)?;
     }
     for (name, src) in BUILTIN {
         let p = dir.join(name);
         if let Some(parent) = p.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| format!("cannot create `{}` ({e})", parent.display()))?;
+            folder(parent, made)?;
         }
-        super::write::atomic(&p, src.as_bytes())
-            .map_err(|e| format!("cannot write `{}` ({e})", p.display()))?;
+        let result = super::write::create(&p, src.as_bytes());
+        if p.exists() {
+            made.push(p.clone());
+        }
+        result.map_err(|e| format!("cannot write `{}` ({e})", p.display()))?;
         written.push(p.display().to_string());
     }
     Ok(written)

@@ -296,7 +296,11 @@ fn open_read_only(path: &Path) -> Result<Connection, TraceError> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
         | OpenFlags::SQLITE_OPEN_URI
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let uri = format!("file:{}?mode=ro&immutable=1", uri_escape(path));
+    // An absolute path gets an empty authority (`file:///x`): `file://host/x` would read a
+    // path that starts with `//` as a host name.
+    let escaped = uri_escape(path);
+    let scheme = if escaped.starts_with('/') { "file://" } else { "file:" };
+    let uri = format!("{scheme}{escaped}?mode=ro&immutable=1");
     Connection::open_with_flags(uri, flags).map_err(TraceError::from_sqlite)
 }
 
@@ -379,8 +383,9 @@ impl Trace {
         };
         let name_col =
             if self.schema.has_column(table, names::gpu::NAME) { "name" } else { "NULL" };
+        // A row without an id lists no GPU: read as absent, not a reason to refuse the trace.
         let sql = format!(
-            "SELECT {id}, {name_col} FROM {table} ORDER BY {id}",
+            "SELECT {id}, {name_col} FROM {table} WHERE {id} IS NOT NULL ORDER BY {id}",
             id = quote_ident(id_col),
             table = quote_ident(table)
         );
@@ -626,16 +631,20 @@ fn read_up_to(f: &mut File, buf: &mut [u8]) -> io::Result<usize> {
     Ok(n)
 }
 
-/// Escapes the characters that SQLite's URI parser treats specially.
+/// The path as the path of a SQLite URI: every byte but unreserved ASCII and `/`
+/// percent-encoded, which SQLite decodes back to the same bytes, so a name that is not UTF-8,
+/// or holds `%`, `?` or `#`, opens the file it names.
 fn uri_escape(path: &Path) -> String {
-    let s = path.to_string_lossy();
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '%' => out.push_str("%25"),
-            '?' => out.push_str("%3f"),
-            '#' => out.push_str("%23"),
-            c => out.push(c),
+    #[cfg(unix)]
+    let bytes = std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str()).to_vec();
+    #[cfg(not(unix))]
+    let bytes = path.to_string_lossy().into_owned().into_bytes();
+    let mut out = String::with_capacity(bytes.len());
+    for b in bytes {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
         }
     }
     out

@@ -217,7 +217,9 @@ impl NvtxRanges {
             let mut ids: Vec<(&i64, &Vec<usize>)> = text_ids.iter().collect();
             ids.sort_unstable_by_key(|(id, _)| **id);
             for (id, users) in ids {
-                let value: String = match lookup.query_row([id], |r| r.get(0)) {
+                // A NULL string names nothing: the ranges read as ranges without a text
+                // (counted and disclosed), never as a reason to refuse the trace.
+                let value: Option<String> = match lookup.query_row([id], |r| r.get(0)) {
                     Ok(v) => v,
                     Err(rusqlite::Error::QueryReturnedNoRows) => {
                         return Err(TraceError::BadValue {
@@ -228,7 +230,13 @@ impl NvtxRanges {
                     }
                     Err(e) => return Err(TraceError::from_sqlite(e)),
                 };
-                let name = names.intern(&value);
+                let name = match value {
+                    Some(v) => names.intern(&v),
+                    None => {
+                        out.untexted += users.len() as u64;
+                        names.intern("")
+                    }
+                };
                 for &i in users {
                     out.name[i] = name;
                 }

@@ -75,6 +75,9 @@ pub struct Schema {
     pub session_start_utc_ns: Option<i64>,
     /// Where the trace comes from, as its metadata says.
     pub origin: Origin,
+    /// Metadata rows read as absent because a column that names them holds NULL, where nsys
+    /// writes a value: (table, column, rows). Disclosed by `inspect` as a note.
+    pub null_rows: Vec<(String, String, u64)>,
 }
 
 /// Where a trace comes from, as its export metadata says.
@@ -151,7 +154,12 @@ impl Schema {
         let mut meta = BTreeMap::new();
         if let Some(t) = &metadata_table {
             let mut stmt = conn
-                .prepare(&format!("SELECT name, value FROM {}", quote_ident(t)))
+                // A row without a name names nothing: it is read as absent, never as a
+                // reason to refuse a readable trace (issue 28).
+                .prepare(&format!(
+                    "SELECT name, value FROM {} WHERE name IS NOT NULL",
+                    quote_ident(t)
+                ))
                 .map_err(TraceError::from_sqlite)?;
             let rows = stmt
                 .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?)))
@@ -200,7 +208,34 @@ impl Schema {
                 f.rsplit(['/', '\\']).next().unwrap_or(&f).to_string()
             }),
         };
+        // NULLs where nsys writes a value: such rows are read as absent (issue 28), counted
+        // here so that they are disclosed.
+        let mut null_rows = Vec::new();
+        let gpu_id = ["id", "deviceId"].into_iter().find(|c| {
+            tables.get(names::TARGET_INFO_GPU).is_some_and(|cols| cols.iter().any(|x| x == c))
+        });
+        let checks = metadata_table
+            .iter()
+            .map(|t| (t.clone(), "name"))
+            .chain(gpu_id.map(|c| (names::TARGET_INFO_GPU.to_string(), c)));
+        for (table, column) in checks {
+            let n: i64 = conn
+                .query_row(
+                    &format!(
+                        "SELECT count(*) FROM {} WHERE {} IS NULL",
+                        quote_ident(&table),
+                        quote_ident(column)
+                    ),
+                    [],
+                    |r| r.get(0),
+                )
+                .map_err(TraceError::from_sqlite)?;
+            if n > 0 {
+                null_rows.push((table, column.to_string(), n as u64));
+            }
+        }
         Ok(Schema {
+            null_rows,
             origin,
             session_start_utc_ns,
             has_string_ids: tables.contains_key(names::STRING_IDS),
