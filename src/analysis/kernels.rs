@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::{
     AnalysisSpec, ChartKind, Context, Evidence, Field, FieldKind, Params, QueryError, ScopeRule,
-    Table, Unit, obj, quantiles, select,
+    Table, Unit, obj, quantiles_of, select,
 };
 use crate::scope::Semantics;
 use crate::term as table;
@@ -37,7 +37,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
             name: "mean_ns",
             unit: Unit::Ns,
             kind: FieldKind::KernelTime,
-            definition: "total_ns / count, rounded down",
+            definition: "total_ns / count, rounded down; null when count is 0",
         },
         Field {
             name: "min_ns",
@@ -82,6 +82,9 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     table,
 };
 
+/// The statistics that do not exist over no kernel.
+const NO_MATCH_NULLS: [&str; 4] = ["mean_ns", "min_ns", "median_ns", "max_ns"];
+
 /// Default top-N when no limit is given.
 pub const DEFAULT_LIMIT: usize = 15;
 
@@ -99,16 +102,18 @@ struct Group {
 fn stats(g: &Group, what: &str) -> Result<(serde_json::Map<String, Value>, i64), QueryError> {
     let mut d = g.durations.clone();
     d.sort_unstable();
-    let (min, median, _, max) = quantiles(&d);
+    let q = quantiles_of(&d);
     let total = super::checked_sum(d.iter().copied(), what)?;
     let count = d.len() as i64;
+    // Over no kernel these do not exist: null, and `run` says why.
+    let or_null = |f: fn(&super::Quantiles) -> i64| q.as_ref().map_or(Value::Null, |q| json!(f(q)));
     let values = obj([
         ("count", json!(count)),
         ("total_ns", json!(total)),
-        ("mean_ns", json!(if count > 0 { total / count } else { 0 })),
-        ("min_ns", json!(min)),
-        ("median_ns", json!(median)),
-        ("max_ns", json!(max)),
+        ("mean_ns", if count > 0 { json!(total / count) } else { Value::Null }),
+        ("min_ns", or_null(|q| q.min)),
+        ("median_ns", or_null(|q| q.median)),
+        ("max_ns", or_null(|q| q.max)),
         (
             "per_device",
             json!(
@@ -169,6 +174,15 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     values.insert("names".into(), json!(total_names));
     values.insert("devices_with_match".into(), json!(all.per_device.len()));
     ev.values = Some(values);
+    if all.durations.is_empty() {
+        let what = params.filter.as_ref().map_or_else(|| "no filter".into(), |f| f.describe());
+        ev.leave_null(
+            &NO_MATCH_NULLS,
+            "note.no_kernel_match",
+            &[("filter", what), ("devices", crate::scope::format_device_list(&devices))],
+            ("need.kernel_match", &[]),
+        );
+    }
     ev.rows = Some(
         named
             .into_iter()

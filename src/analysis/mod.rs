@@ -1520,15 +1520,31 @@ pub(crate) fn edge_crossings(k: &Kernels, rows: std::ops::Range<usize>, w: Windo
     .count() as i64
 }
 
-/// Lower median and nearest-rank p90 of a sorted slice.
-pub(crate) fn quantiles(sorted: &[i64]) -> (i64, i64, i64, i64) {
-    if sorted.is_empty() {
-        return (0, 0, 0, 0);
-    }
+/// Order statistics of a sample that has at least one value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Quantiles {
+    /// The smallest value.
+    pub min: i64,
+    /// The lower median: the `ceil(n/2)`-th smallest.
+    pub median: i64,
+    /// The nearest-rank 90th percentile: the `ceil(0.9 n)`-th smallest.
+    pub p90: i64,
+    /// The largest value.
+    pub max: i64,
+}
+
+/// Lower median and nearest-rank p90 of a sorted slice; None for an empty one, whose order
+/// statistics do not exist (never a stand-in 0).
+pub(crate) fn quantiles_of(sorted: &[i64]) -> Option<Quantiles> {
     let n = sorted.len();
-    let median = sorted[(n - 1) / 2];
-    let p90 = sorted[(9 * n).div_ceil(10) - 1];
-    (sorted[0], median, p90, sorted[n - 1])
+    let (&min, &max) = (sorted.first()?, sorted.last()?);
+    Some(Quantiles { min, median: sorted[(n - 1) / 2], p90: sorted[(9 * n).div_ceil(10) - 1], max })
+}
+
+/// [`quantiles_of`] as a tuple (min, median, p90, max), with zeros for an empty slice: only
+/// for a caller that decides the empty case itself and nulls these values with a note.
+pub(crate) fn quantiles(sorted: &[i64]) -> (i64, i64, i64, i64) {
+    quantiles_of(sorted).map_or((0, 0, 0, 0), |q| (q.min, q.median, q.p90, q.max))
 }
 
 /// Builds a JSON object from key-value pairs.
@@ -1791,5 +1807,14 @@ pub(crate) mod tests {
         assert_eq!(quantiles(&[1, 2, 3, 4]), (1, 2, 4, 4));
         assert_eq!(quantiles(&(1..=10).collect::<Vec<_>>()), (1, 5, 9, 10));
         assert_eq!(quantiles(&[7]), (7, 7, 7, 7));
+        assert_eq!(
+            quantiles_of(&[1, 2, 3, 4]),
+            Some(Quantiles { min: 1, median: 2, p90: 4, max: 4 })
+        );
+    }
+
+    #[test]
+    fn an_empty_sample_has_no_quantiles() {
+        assert_eq!(quantiles_of(&[]), None);
     }
 }

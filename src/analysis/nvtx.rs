@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use super::{
     AnalysisSpec, Context, Evidence, Field, FieldKind, NvtxData, Params, QueryError, ScopeRule,
-    Table, Unit, obj, quantiles, select,
+    Table, Unit, obj, quantiles_of, select,
 };
 use crate::formula::Rational;
 use crate::scope::{Semantics, Window};
@@ -401,23 +401,23 @@ pub fn range_stats(ranges: &NvtxRanges, params: &StatsParams) -> Result<RangeSum
     }
     let mut all: Vec<i64> = acc.values().flat_map(|a| a.durations.iter().copied()).collect();
     all.sort_unstable();
-    let pooled = if all.is_empty() {
-        None
-    } else {
-        let (min_ns, median_ns, p90_ns, max_ns) = quantiles(&all);
-        Some(Pooled {
+    let pooled = match quantiles_of(&all) {
+        None => None,
+        Some(q) => Some(Pooled {
             total_ns: checked_sum(all.iter().copied(), "range durations")?,
-            min_ns,
-            median_ns,
-            p90_ns,
-            max_ns,
-        })
+            min_ns: q.min,
+            median_ns: q.median,
+            p90_ns: q.p90,
+            max_ns: q.max,
+        }),
     };
     let mut rows = Vec::with_capacity(acc.len());
     for (g, mut a) in acc {
         a.durations.sort_unstable();
         let total = checked_sum(a.durations.iter().copied(), "range durations")?;
-        let (min, median, p90, max) = quantiles(&a.durations);
+        // A group exists because a range joined it.
+        let Some(q) = quantiles_of(&a.durations) else { continue };
+        let (min, median, p90, max) = (q.min, q.median, q.p90, q.max);
         rows.push(RangeStats {
             name: grouping.groups[g as usize].clone(),
             count: a.durations.len() as u64,
@@ -1503,6 +1503,34 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
             &[],
             ("need.runtime_capture", &[]),
         );
+    }
+    // Empty populations: their statistics do not exist, and the note says which filter left
+    // them empty.
+    if !data.ranges.table_absent {
+        if stats.pooled.is_none() {
+            ev.leave_null(
+                &["range_min_ns", "range_median_ns", "range_p90_ns", "range_max_ns"],
+                "note.no_range_match",
+                &[],
+                ("need.range_match", &[]),
+            );
+        }
+        if !data.launches.table_absent && att.rows.is_empty() {
+            ev.leave_null(
+                &["gpu_span_ns"],
+                "note.no_kernel_attributed",
+                &[],
+                ("need.range_match", &[]),
+            );
+        }
+        if !data.launches.table_absent && att.selected.kernel_ns == 0 {
+            ev.leave_null(
+                &["kernel_share"],
+                "note.no_kernel_time",
+                &[],
+                ("need.kernels_in_window", &[]),
+            );
+        }
     }
     // Kernels that no range could ever receive, and (without a filter) kernels launched
     // outside every range; with a filter, kernels outside the ranges asked for are the point.

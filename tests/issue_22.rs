@@ -1,0 +1,118 @@
+//! Regressions of issue 22: meanings that were wrong while every number agreed.
+//!
+//! Each expected value is computed here independently: by hand, or by SQL over the fixture
+//! through a read-only connection, never copied from the tool's output.
+
+mod util;
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use util::{fixture, manifest_dir, open_ro, run_in, run_json};
+
+/// Writes `text` as `name` in a fresh temporary folder and returns both.
+fn claims_file(name: &str, text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let p = dir.path().join(name);
+    std::fs::write(&p, text).expect("write claims");
+    (dir, p)
+}
+
+/// `verdict check FILE --json`, whatever its exit code (an unverifiable claim is not an error).
+fn check_json(file: &Path) -> Value {
+    let out = run_in(Some(&manifest_dir()), &["check", file.to_str().unwrap(), "--json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON ({e}): {stderr}"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Empty matches are not 0
+
+/// The review's `zero.yaml`: a median over no kernel.
+fn zero_yaml(trace: &Path) -> String {
+    format!(
+        r#"report: {{ id: zero, languages: [en], title: {{en: z}}, question: {{en: q}}, answer: {{en: a}}, decision: {{en: d}}, date: "2026-08-28" }}
+sources: {{ s: {{ label: {{ en: s }} }} }}
+traces: {{ A: {{ path: "{}", label: {{ en: A }} }} }}
+scopes: {{ all: {{ trace: A, devices: all }} }}
+claims:
+  - id: c1
+    source: s
+    statement: {{ en: "the no-such kernel's median is under 1 us" }}
+    parts:
+      - id: p
+        kind: observation
+        text: {{ en: "median of no_such_kernel" }}
+        measure: {{ analysis: kernels, scope: all, value: "median_ns", unit: ns, match: "no_such_kernel" }}
+        condition: {{ at_most: "1000 ns" }}
+"#,
+        trace.display()
+    )
+}
+
+#[test]
+fn a_median_over_no_kernel_is_null_and_the_claim_unverifiable() {
+    let trace = fixture("nsys-ai/h100_2gpu_1s.sqlite");
+    // Independently: no kernel of the trace has that name.
+    let n: i64 = open_ro(&trace)
+        .query_row(
+            "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName WHERE s.value LIKE '%no_such_kernel%'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(n, 0);
+    let ev = run_json(&["query", "kernels", trace.to_str().unwrap(), "--match", "zzz", "--json"]);
+    let v = &ev["values"];
+    assert_eq!(v["count"], 0);
+    assert_eq!(v["total_ns"], 0, "a sum over nothing is 0");
+    for f in ["mean_ns", "min_ns", "median_ns", "max_ns"] {
+        assert!(v[f].is_null(), "{f} = {}", v[f]);
+        assert!(
+            ev["notes"].as_array().unwrap().iter().any(|n| n["key"] == "note.no_kernel_match"
+                && n["null_fields"].as_array().unwrap().iter().any(|x| x == f)),
+            "no note explains {f}: {}",
+            ev["notes"]
+        );
+    }
+    let (_dir, claims) = claims_file("zero.yaml", &zero_yaml(&trace));
+    let audit = check_json(&claims);
+    let c1 = audit["results"].as_array().unwrap().iter().find(|r| r["id"] == "c1").unwrap();
+    assert_eq!(c1["verdict"], "unverifiable", "{c1}");
+    assert_eq!(c1["parts"][0]["outcome"], "unverifiable", "{}", c1["parts"][0]);
+    assert_eq!(c1["parts"][0]["reason"]["key"], "note.no_kernel_match", "the reason is named: {c1}");
+}
+
+#[test]
+fn nvtx_range_statistics_over_no_range_are_null_with_a_reason() {
+    let trace = fixture("day26/megatron.sqlite");
+    let ev = run_json(&[
+        "query",
+        "nvtx",
+        trace.to_str().unwrap(),
+        "--device",
+        "4",
+        "--name",
+        "no such range",
+        "--json",
+    ]);
+    let v = &ev["values"];
+    assert_eq!(v["ranges"], 0);
+    assert_eq!(v["kernels"], 0);
+    let notes = ev["notes"].as_array().unwrap();
+    for (f, key) in [
+        ("range_median_ns", "note.no_range_match"),
+        ("range_max_ns", "note.no_range_match"),
+        ("gpu_span_ns", "note.no_kernel_attributed"),
+    ] {
+        assert!(v[f].is_null(), "{f} = {}", v[f]);
+        assert!(
+            notes.iter().any(|n| n["key"] == key
+                && n["null_fields"].as_array().unwrap().iter().any(|x| x == f)),
+            "{f}: {}",
+            ev["notes"]
+        );
+    }
+}
