@@ -116,3 +116,45 @@ fn nvtx_range_statistics_over_no_range_are_null_with_a_reason() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// `check`'s text
+
+/// `verdict check ARGS` from the crate root: its standard output.
+fn check_text(args: &[&str]) -> String {
+    let mut a = vec!["check"];
+    a.extend_from_slice(args);
+    let out = run_in(Some(&manifest_dir()), &a);
+    assert!(out.status.code().is_some_and(|c| c < 2), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn the_check_header_never_ends_on_an_empty_missing_item() {
+    let text = check_text(&["claims/h100-2gpu-no-nccl.yaml"]);
+    let header: Vec<&str> = text.lines().take_while(|l| !l.trim().is_empty()).collect();
+    assert!(header.iter().all(|l| !l.trim_end().ends_with("· missing")), "{text}");
+    assert!(text.contains("no expected device is missing"), "{text}");
+}
+
+#[test]
+fn the_check_header_speaks_the_language_asked_for() {
+    let text = check_text(&["claims/day26-profile-blind.yaml", "--lang", "zh-TW"]);
+    let header: String =
+        text.lines().take_while(|l| !l.trim().is_empty()).collect::<Vec<_>>().join("\n");
+    for english in ["claims ", "report ", "devices with kernels", "missing"] {
+        assert!(!header.contains(english), "`{english}` in the zh-TW header:\n{header}");
+    }
+    assert!(header.starts_with("主張檔"), "{header}");
+    assert!(header.contains("有 kernel 的 device 1-7"), "{header}");
+}
+
+#[test]
+fn gate_r2_never_names_device_none() {
+    let trace = fixture("nsys-ai/h100_2gpu_1s.sqlite");
+    let (_dir, claims) = claims_file("zero.yaml", &zero_yaml(&trace));
+    // Lines wrap at 100 columns: read the words.
+    let text = check_text(&[claims.to_str().unwrap()]).split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(!text.contains("device none"), "{text}");
+    assert!(text.contains("expected devices without kernels: none"), "{text}");
+}
