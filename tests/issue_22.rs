@@ -82,7 +82,10 @@ fn a_median_over_no_kernel_is_null_and_the_claim_unverifiable() {
     let c1 = audit["results"].as_array().unwrap().iter().find(|r| r["id"] == "c1").unwrap();
     assert_eq!(c1["verdict"], "unverifiable", "{c1}");
     assert_eq!(c1["parts"][0]["outcome"], "unverifiable", "{}", c1["parts"][0]);
-    assert_eq!(c1["parts"][0]["reason"]["key"], "note.no_kernel_match", "the reason is named: {c1}");
+    assert_eq!(
+        c1["parts"][0]["reason"]["key"], "note.no_kernel_match",
+        "the reason is named: {c1}"
+    );
 }
 
 #[test]
@@ -109,8 +112,10 @@ fn nvtx_range_statistics_over_no_range_are_null_with_a_reason() {
     ] {
         assert!(v[f].is_null(), "{f} = {}", v[f]);
         assert!(
-            notes.iter().any(|n| n["key"] == key
-                && n["null_fields"].as_array().unwrap().iter().any(|x| x == f)),
+            notes
+                .iter()
+                .any(|n| n["key"] == key
+                    && n["null_fields"].as_array().unwrap().iter().any(|x| x == f)),
             "{f}: {}",
             ev["notes"]
         );
@@ -154,7 +159,8 @@ fn gate_r2_never_names_device_none() {
     let trace = fixture("nsys-ai/h100_2gpu_1s.sqlite");
     let (_dir, claims) = claims_file("zero.yaml", &zero_yaml(&trace));
     // Lines wrap at 100 columns: read the words.
-    let text = check_text(&[claims.to_str().unwrap()]).split_whitespace().collect::<Vec<_>>().join(" ");
+    let text =
+        check_text(&[claims.to_str().unwrap()]).split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(!text.contains("device none"), "{text}");
     assert!(text.contains("expected devices without kernels: none"), "{text}");
 }

@@ -521,6 +521,22 @@ pub fn spec(name: &str) -> Option<&'static AnalysisSpec> {
     ANALYSES.iter().chain(DERIVED).find(|a| a.name == name)
 }
 
+/// The analyses a comparison can run on each side: every `verdict query` analysis of the
+/// registry (not `coverage`, which is `verdict inspect`, nor the derived ones).
+pub fn comparable() -> impl Iterator<Item = &'static AnalysisSpec> {
+    ANALYSES.iter().filter(|a| a.is_query())
+}
+
+/// Whether `name` is an analysis a comparison can run.
+pub fn is_comparable(name: &str) -> bool {
+    comparable().any(|a| a.name == name)
+}
+
+/// [`comparable`]'s names, as a hint lists them: `overlap, kernels, ...`.
+pub fn comparable_names() -> String {
+    comparable().map(|a| a.name).collect::<Vec<_>>().join(", ")
+}
+
 /// Analyses over the evidence of others rather than a trace: `compare`. They are not
 /// `verdict query` subcommands built from the registry, and run after the per-trace queries.
 pub const DERIVED: &[AnalysisSpec] = &[compare::SPEC];

@@ -1052,12 +1052,12 @@ fn compare_measurement(
     let (scope_a, value) = (raw.scope.as_ref()?, raw.value.as_ref()?);
     let (versus, of, metric) = (key("versus")?, key("of")?, key("metric")?);
     if let Some(spec) = analysis::spec(&of.value)
-        && (!spec.is_query() || analysis::DERIVED.iter().any(|d| d.name == spec.name))
+        && !analysis::is_comparable(spec.name)
     {
         c.err(
             at(of),
             format!("{what}: `compare` cannot compare `{}`", of.value),
-            Some("compare one of: overlap, kernels, nccl-skew, copies, nvtx".into()),
+            Some(format!("compare one of: {}", analysis::comparable_names())),
         );
         return None;
     }

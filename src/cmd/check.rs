@@ -66,7 +66,11 @@ pub fn render(a: &Audit, t: &Strings, width: usize) -> Result<String, String> {
                 tr.sha256.get(..16).unwrap_or(""),
                 t.get("ui.term_present")?,
                 tr.present,
-                if tr.missing.is_empty() { t.get("ui.term_missing_none")? } else { tr.missing.as_str() }
+                if tr.missing.is_empty() {
+                    t.get("ui.term_missing_none")?
+                } else {
+                    tr.missing.as_str()
+                }
             ),
             Some(e) => format!("{} = {} · {}: {e}", tr.name, tr.path, t.get("ui.term_error")?),
         };
