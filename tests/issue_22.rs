@@ -164,3 +164,39 @@ fn gate_r2_never_names_device_none() {
     assert!(!text.contains("device none"), "{text}");
     assert!(text.contains("expected devices without kernels: none"), "{text}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Reproducing commands
+
+#[test]
+fn a_reproducing_command_keeps_the_expected_devices_and_gives_the_same_evidence() {
+    let trace = fixture("nsys-ai/h100_2gpu_1s.sqlite");
+    // The capture holds devices 0 and 1 (by SQL); the claims file expects 0-3, so 2 and 3 are
+    // missing by its declaration, and by nothing else.
+    let present: Vec<i64> = {
+        let db = open_ro(&trace);
+        let mut st = db
+            .prepare("SELECT DISTINCT deviceId FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY deviceId")
+            .unwrap();
+        st.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
+    };
+    assert_eq!(present, [0, 1]);
+    let text = std::fs::read_to_string(manifest_dir().join("claims/h100-2gpu-no-nccl.yaml"))
+        .unwrap()
+        .replace("../fixtures/nsys-ai/h100_2gpu_1s.sqlite", trace.to_str().unwrap())
+        .replace("expect_devices: 0-1", "expect_devices: 0-3");
+    let (_dir, claims) = claims_file("expect.yaml", &text);
+    let audit = check_json(&claims);
+    let ledger = audit["ledger"].as_array().unwrap();
+    assert!(!ledger.is_empty());
+    for e in ledger {
+        let want = &e["evidence"];
+        assert_eq!(want["scope"]["missing_devices"], serde_json::json!([2, 3]), "{}", e["command"]);
+        let argv: Vec<String> = serde_json::from_value(e["argv"].clone()).unwrap();
+        let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
+        let got = run_json(&args);
+        assert_eq!(got["scope"], want["scope"], "{}", e["command"]);
+        assert_eq!(got["values"], want["values"], "{}", e["command"]);
+        assert_eq!(got["notes"], want["notes"], "{}", e["command"]);
+    }
+}

@@ -1420,11 +1420,9 @@ pub fn command_words(
     }
     add(&["verdict", "query", spec.name]);
     c.extend(traces.iter().cloned());
-    // A query's values do not depend on the expected devices; they say which ranks are
-    // missing from a set, so those are stated.
-    if let Expect::Ranks(_) = expect {
-        c.extend(expect_words);
-    }
+    // The expected devices or ranks decide `missing_devices` and its notes: a command that
+    // left them out would give other evidence than the one it reproduces.
+    c.extend(expect_words);
     c.extend(spec.device_words(&p.devices));
     let mut add = |words: &[&str]| c.extend(words.iter().map(|w| w.to_string()));
     match (p.window, windows) {
