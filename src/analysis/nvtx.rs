@@ -607,6 +607,18 @@ pub fn attribute_each(
         }
     }
     queries.sort_unstable();
+    // Only the ranges the window keeps can receive kernels, as the range statistics count
+    // them: under clip those that intersect it, under contain those inside it. A range that
+    // ended before the window (on the CPU) is not kept, even if a kernel it launched runs in
+    // the window; that kernel goes to the kept range that encloses its launch, if any.
+    let kept = |r: usize| {
+        let (s, e) = (ranges.start[r], ranges.end[r]);
+        match (params.window, params.semantics) {
+            (None, _) => true,
+            (Some(w), Semantics::Clip) => e > w.start_ns && s < w.end_ns,
+            (Some(w), Semantics::Contain) => s >= w.start_ns && e <= w.end_ns,
+        }
+    };
     let mut grouping = Grouping::new(ranges, params.rule, &params.ranges);
     let mut active: VecDeque<usize> = VecDeque::new();
     let mut q = 0;
@@ -620,7 +632,7 @@ pub fn attribute_each(
             // Rows are in (start, end descending, table order) order, so the deque stays
             // in that order; a range that has ended by `t` has ended for every later launch.
             while next < rows.end && ranges.start[next] <= t {
-                if ranges.end[next] > t && grouping.candidate(next) {
+                if ranges.end[next] > t && kept(next) && grouping.candidate(next) {
                     active.push_back(next);
                 }
                 next += 1;
@@ -1931,7 +1943,9 @@ mod tests {
 
     #[test]
     fn window_clips_kernel_time_and_span() {
-        let ranges = NvtxRanges::from_rows(&[(T1, 0, Some(100), "r", 0)]);
+        // The range runs into the window, so the window keeps it (clip) and it can receive
+        // the kernels launched inside it.
+        let ranges = NvtxRanges::from_rows(&[(T1, 0, Some(2000), "r", 0)]);
         let (k, l) = setup(&[T1; 3], &[10, 20, 30]);
         // Kernels at [1000,1010) [1100,1110) [1200,1210); window [1005, 1205).
         let w = Some(Window { start_ns: 1005, end_ns: 1205 });
@@ -1942,6 +1956,27 @@ mod tests {
         let contain = AttributionParams { semantics: Semantics::Contain, ..clip };
         let a = attribute(&k, &l, &ranges, &contain).unwrap();
         assert_eq!(a.selected, Tally { kernels: 1, kernel_ns: 10 });
+        // Under contain the range is not inside the window: not kept, it receives nothing.
+        assert_eq!(a.attributed, Tally::default());
+    }
+
+    #[test]
+    fn a_range_the_window_does_not_keep_receives_no_kernel() {
+        // `outer` covers the window; `op` ended before it, on the CPU, but launched the kernel
+        // that runs in it: under clip the kernel goes to `outer`, the kept range around `op`.
+        let ranges =
+            NvtxRanges::from_rows(&[(T1, 0, Some(2000), "outer", 0), (T1, 5, Some(15), "op", 0)]);
+        let (k, l) = setup(&[T1; 3], &[10, 20, 30]);
+        let w = Some(Window { start_ns: 1005, end_ns: 1205 });
+        let clip = AttributionParams { window: w, ..params(Nesting::Innermost) };
+        let a = attribute(&k, &l, &ranges, &clip).unwrap();
+        assert_eq!(
+            a.rows.iter().map(|r| (r.name.as_str(), r.kernels)).collect::<Vec<_>>(),
+            [("outer", 3)]
+        );
+        // Without a window `op` is kept and receives the kernel it launched.
+        let a = attribute(&k, &l, &ranges, &params(Nesting::Innermost)).unwrap();
+        assert_eq!(a.rows.iter().find(|r| r.name == "op").map(|r| r.kernels), Some(1));
     }
 
     /// The definition, applied literally: every range of the thread, every kernel.
