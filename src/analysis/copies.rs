@@ -234,6 +234,20 @@ pub fn device_copies(
     window: Option<Window>,
     semantics: Semantics,
 ) -> Result<DeviceCopies, CopiesError> {
+    device_copies_from(copies, kernels, device, window, semantics, None)
+}
+
+/// [`device_copies`] in a window of a split: copies that start before `counted_from` belong
+/// to an earlier window, where their rows and bytes are counted; here they add only their
+/// (clipped) time to the busy unions and the idle split, which are wall time.
+pub fn device_copies_from(
+    copies: &Copies,
+    kernels: &Kernels,
+    device: i64,
+    window: Option<Window>,
+    semantics: Semantics,
+    counted_from: Option<i64>,
+) -> Result<DeviceCopies, CopiesError> {
     for (scan, filter) in [("kernel", &kernels.filter), ("copies", &copies.filter)] {
         if !covers(filter, device, window) {
             return Err(CopiesError::NotLoaded {
@@ -271,9 +285,12 @@ pub fn device_copies(
             edge_bytes = edge_bytes.checked_add(bytes).ok_or_else(|| overflow("bytes"))?;
         }
         let Some(iv) = pick(s, e, window, semantics) else { continue };
+        let counted = counted_from.is_none_or(|t| s >= t);
         for acc in [per_kind.entry(copies.kind[i]).or_default(), &mut all] {
-            acc.count += 1;
-            acc.bytes = acc.bytes.checked_add(bytes).ok_or_else(|| overflow("bytes"))?;
+            if counted {
+                acc.count += 1;
+                acc.bytes = acc.bytes.checked_add(bytes).ok_or_else(|| overflow("bytes"))?;
+            }
             acc.intervals.push(iv);
         }
     }
@@ -474,8 +491,15 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     let mut per = Vec::new();
     for &d in &devices {
         per.push(
-            device_copies(copies, &ctx.kernels, d, params.window, params.semantics)
-                .map_err(|e| QueryError::Failed { reason: e.to_string(), hint: e.hint() })?,
+            device_copies_from(
+                copies,
+                &ctx.kernels,
+                d,
+                params.window,
+                params.semantics,
+                params.counted_from,
+            )
+            .map_err(|e| QueryError::Failed { reason: e.to_string(), hint: e.hint() })?,
         );
     }
     if !copies.memcpy.present && !copies.memset.present {

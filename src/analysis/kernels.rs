@@ -93,6 +93,10 @@ pub const DEFAULT_LIMIT_TEXT: &str = "15";
 
 #[derive(Default)]
 struct Group {
+    /// The time of every kernel in the window (clipped under clip): kernel time.
+    time: Vec<i64>,
+    /// The durations of the kernels that belong to the window (in a split, those that start
+    /// in it): counts and order statistics.
     durations: Vec<i64>,
     per_device: BTreeMap<i64, i64>,
 }
@@ -103,7 +107,7 @@ fn stats(g: &Group, what: &str) -> Result<(serde_json::Map<String, Value>, i64),
     let mut d = g.durations.clone();
     d.sort_unstable();
     let q = quantiles_of(&d);
-    let total = super::checked_sum(d.iter().copied(), what)?;
+    let total = super::checked_sum(g.time.iter().copied(), what)?;
     let count = d.len() as i64;
     // Over no kernel these do not exist: null, and `run` says why.
     let or_null = |f: fn(&super::Quantiles) -> i64| q.as_ref().map_or(Value::Null, |q| json!(f(q)));
@@ -143,11 +147,14 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
             {
                 continue;
             }
-            let g = groups.entry(k.name_id(i, style)).or_default();
-            g.durations.push(e - s);
-            *g.per_device.entry(d).or_default() += 1;
-            all.durations.push(e - s);
-            *all.per_device.entry(d).or_default() += 1;
+            let counted = params.counts(k.start[i]);
+            for g in [groups.entry(k.name_id(i, style)).or_default(), &mut all] {
+                g.time.push(e - s);
+                if counted {
+                    g.durations.push(e - s);
+                    *g.per_device.entry(d).or_default() += 1;
+                }
+            }
         }
     }
     // All the matching kernels first: when a name's total overflows, so does this one, and the

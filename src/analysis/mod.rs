@@ -616,6 +616,11 @@ pub struct Params {
     pub pids: Option<Vec<i64>>,
     /// Recording threads (nvtx).
     pub tids: Option<Vec<i64>>,
+    /// Inside a split, the start of this window when it is not the first: a row (kernel,
+    /// copy, NVTX range) that starts before it belongs to an earlier window, where it is
+    /// counted; here it adds only wall time to the unions of `overlap` and `copies`, clipped.
+    /// Set by [`run_split`] only, so that each row is counted in exactly one split window.
+    pub counted_from: Option<i64>,
 }
 
 impl Params {
@@ -638,7 +643,14 @@ impl Params {
             normalize: None,
             pids: None,
             tids: None,
+            counted_from: None,
         }
+    }
+
+    /// Whether a row that starts at `start` is counted in this window (see
+    /// [`Params::counted_from`]).
+    pub fn counts(&self, start: i64) -> bool {
+        self.counted_from.is_none_or(|t| start >= t)
     }
 
     /// Applies one parameter of `spec` from its text, as the command line and a claim's
@@ -1259,11 +1271,24 @@ pub fn run_windows(
     ctx: &Context,
     windows: &[crate::scope::Window],
 ) -> Result<Evidence, QueryError> {
+    run_windows_as(spec, params, ctx, windows, false)
+}
+
+/// [`run_windows`]; with `tiles` (the windows of a split, which tile one window), each row is
+/// counted in the window where it starts, the first window taking those that start before it.
+fn run_windows_as(
+    spec: &AnalysisSpec,
+    params: &Params,
+    ctx: &Context,
+    windows: &[crate::scope::Window],
+    tiles: bool,
+) -> Result<Evidence, QueryError> {
     let [first, rest @ ..] = windows else { return run_spec(spec, params, ctx) };
     let mut p = params.clone();
     let mut runs = Vec::with_capacity(windows.len());
-    for w in windows {
+    for (i, w) in windows.iter().enumerate() {
         p.window = Some(*w);
+        p.counted_from = (tiles && i > 0).then_some(w.start_ns);
         runs.push(run_spec(spec, &p, ctx)?);
     }
     if rest.is_empty() {
@@ -1348,10 +1373,12 @@ pub fn run_split(
     let windows = split_windows(ctx, params, n)?;
     let mut p = params.clone();
     p.split = None;
-    let mut ev = run_windows(spec, &p, ctx, &windows)?;
+    let mut ev = run_windows_as(spec, &p, ctx, &windows, true)?;
     let (a, b) = (windows[0].start_ns, windows[windows.len() - 1].end_ns);
     ev.window.requested_ns = Some([a, b]);
     ev.parameters.insert("split".into(), serde_json::json!(n));
+    ev.parameters.insert("split_membership".into(), serde_json::json!("start"));
+    ev.note("note.split_membership", &[]);
     ev.note(
         if params.window.is_some() { "note.split_window" } else { "note.split_span" },
         &[

@@ -276,6 +276,9 @@ pub struct StatsParams {
     /// How the window selects ranges: `clip` keeps ranges that intersect it, with their
     /// durations clipped to it; `contain` keeps ranges fully inside it, unclipped.
     pub semantics: Semantics,
+    /// In a window of a split, its start when it is not the first: ranges that start before
+    /// it belong to an earlier window and are left out here.
+    pub counted_from: Option<i64>,
 }
 
 /// Duration statistics of the ranges of one (normalised) name.
@@ -360,6 +363,10 @@ pub fn range_stats(ranges: &NvtxRanges, params: &StatsParams) -> Result<RangeSum
             continue;
         }
         let (s, e) = (ranges.start[i], ranges.end[i]);
+        // In a split, a range belongs to the window where it starts, clipped to it.
+        if params.counted_from.is_some_and(|t| s < t) {
+            continue;
+        }
         let (s, e) = match params.window {
             None => (s, e),
             Some(w) => match params.semantics {
@@ -497,6 +504,9 @@ pub struct AttributionParams {
     pub rule: NameRule,
     /// Which ranges can receive kernels; the others are ignored, as if not recorded.
     pub ranges: RangeFilter,
+    /// In a window of a split, its start when it is not the first: kernels that start before
+    /// it belong to an earlier window, where they are counted; here they add only their time.
+    pub counted_from: Option<i64>,
 }
 
 /// Why a kernel was not attributed.
@@ -533,6 +543,9 @@ pub struct KernelOutcome {
     pub start_ns: i64,
     /// End of its GPU interval (ns), clipped to the window under `clip`.
     pub end_ns: i64,
+    /// Whether it is counted in this window: always, but in a split, where a kernel that
+    /// started in an earlier window adds only its time here.
+    pub counted: bool,
     /// Its launch record's row in the [`Launches`], when found.
     pub launch: Option<usize>,
     /// The range it is attributed to, or why not.
@@ -579,6 +592,7 @@ pub fn attribute_each(
             kernel,
             start_ns,
             end_ns,
+            counted: params.counted_from.is_none_or(|t| kernels.start[kernel] >= t),
             launch: None,
             outcome: Outcome::Unattributed(Reason::NoLaunchRecord),
         })
@@ -687,8 +701,8 @@ pub struct Tally {
 }
 
 impl Tally {
-    fn add(&mut self, ns: i64) -> Result<(), NvtxError> {
-        self.kernels += 1;
+    fn add(&mut self, ns: i64, counted: bool) -> Result<(), NvtxError> {
+        self.kernels += u64::from(counted);
         self.kernel_ns = self
             .kernel_ns
             .checked_add(ns)
@@ -826,11 +840,11 @@ pub fn attribute(
     let mut used_unterminated: BTreeSet<usize> = BTreeSet::new();
     for o in &each {
         let ns = o.end_ns - o.start_ns;
-        selected.add(ns)?;
+        selected.add(ns, o.counted)?;
         match o.outcome {
-            Outcome::Unattributed(reason) => unattributed.get_mut(reason).add(ns)?,
+            Outcome::Unattributed(reason) => unattributed.get_mut(reason).add(ns, o.counted)?,
             Outcome::Range(r) => {
-                attributed.add(ns)?;
+                attributed.add(ns, o.counted)?;
                 if ranges.unterminated[r] {
                     used_unterminated.insert(r);
                 }
@@ -840,7 +854,7 @@ pub fn attribute(
                     last: o.end_ns,
                     ranges: BTreeSet::new(),
                 });
-                a.tally.add(ns)?;
+                a.tally.add(ns, o.counted)?;
                 a.first = a.first.min(o.start_ns);
                 a.last = a.last.max(o.end_ns);
                 a.ranges.insert(r);
@@ -1408,6 +1422,7 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
             rule,
             window: params.window,
             semantics: params.semantics,
+            counted_from: params.counted_from,
         },
     )
     .map_err(failed)?;
@@ -1422,6 +1437,7 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
             nesting,
             rule,
             ranges: filter,
+            counted_from: params.counted_from,
         },
     )
     .map_err(failed)?;
