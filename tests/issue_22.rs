@@ -349,3 +349,93 @@ fn split_windows_count_each_kernel_once() {
         assert_eq!(split_sum(&ev, "total_ns"), b - a);
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Copy kinds
+
+/// Length of the union of intervals.
+fn union_ns(mut v: Vec<(i64, i64)>) -> i64 {
+    v.sort_unstable();
+    let (mut total, mut cur): (i64, Option<(i64, i64)>) = (0, None);
+    for (s, e) in v {
+        match cur {
+            Some((a, b)) if s <= b => cur = Some((a, b.max(e))),
+            Some((a, b)) => {
+                total += b - a;
+                cur = Some((s, e));
+            }
+            None => cur = Some((s, e)),
+        }
+    }
+    total + cur.map_or(0, |(a, b)| b - a)
+}
+
+#[test]
+fn unified_memory_copies_are_named_from_the_export_and_memsets_kept_apart() {
+    // A copy of the H100 capture whose every other host-to-device copy of device 0 is made a
+    // unified-memory migration (copyKind 11, which its ENUM_CUDA_MEMCPY_OPER names
+    // CUDA_MEMCPY_KIND_UVM_HTOD, "Unified Host-to-Device"). The committed fixture is never
+    // written.
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("uvm.sqlite");
+    std::fs::copy(fixture("nsys-ai/h100_2gpu_1s.sqlite"), &trace).unwrap();
+    {
+        let db = rusqlite::Connection::open(&trace).unwrap();
+        db.execute(
+            "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET copyKind = 11 \
+             WHERE deviceId = 0 AND copyKind = 1 AND rowid % 2 = 0",
+            [],
+        )
+        .unwrap();
+    }
+    let db = open_ro(&trace);
+    let (label, name): (String, String) = db
+        .query_row("SELECT label, name FROM ENUM_CUDA_MEMCPY_OPER WHERE id = 11", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!(
+        (label.as_str(), name.as_str()),
+        ("Unified Host-to-Device", "CUDA_MEMCPY_KIND_UVM_HTOD")
+    );
+    let rows = |sql: &str| -> Vec<(i64, i64, i64)> {
+        let mut st = db.prepare(sql).unwrap();
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    let sum = |v: &[(i64, i64, i64)]| v.iter().map(|r| r.2).sum::<i64>();
+    let spans = |v: &[(i64, i64, i64)]| v.iter().map(|r| (r.0, r.1)).collect::<Vec<_>>();
+    let memcpy = |kind: &str| {
+        rows(&format!(
+            "SELECT start, \"end\", bytes FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE deviceId = 0 AND {kind}"
+        ))
+    };
+    let (uvm, htod, all) = (memcpy("copyKind = 11"), memcpy("copyKind = 1"), memcpy("1"));
+    let memset =
+        rows("SELECT start, \"end\", bytes FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE deviceId = 0");
+    assert!(!uvm.is_empty() && !htod.is_empty() && !memset.is_empty());
+
+    let ev = run_json(&["query", "copies", trace.to_str().unwrap(), "--device", "0", "--json"]);
+    let v = &ev["values"];
+    let kinds = v["kinds"].as_array().unwrap();
+    let unified = kinds.iter().find(|k| k["kind"] == "UnifiedHtoD").expect("a unified kind");
+    assert_eq!(unified["label"], "Unified Host-to-Device");
+    assert!(kinds.iter().all(|k| !k["kind"].as_str().unwrap().starts_with("unknown")), "{kinds:?}");
+    assert_eq!(unified["bytes"].as_i64(), Some(sum(&uvm)));
+    assert_eq!(v["unified_htod_bytes"].as_i64(), Some(sum(&uvm)));
+    assert_eq!(v["unified_htod_busy_ns"].as_i64(), Some(union_ns(spans(&uvm))));
+    assert_eq!(v["htod_bytes"].as_i64(), Some(sum(&htod)));
+    // Bytes moved are the memcpy rows' alone; memsets are apart.
+    assert_eq!(v["bytes"].as_i64(), Some(sum(&all)));
+    assert_eq!(v["memset_bytes"].as_i64(), Some(sum(&memset)));
+    let busy = union_ns(spans(&all));
+    assert_eq!(v["memcpy_busy_ns"].as_i64(), Some(busy));
+    let mut every = spans(&all);
+    every.extend(spans(&memset));
+    assert_eq!(v["busy_ns"].as_i64(), Some(union_ns(every)));
+    // Bandwidth over the memcpy rows only: bytes / memcpy busy.
+    let bw = v["bandwidth"].as_f64().unwrap();
+    assert!((bw - sum(&all) as f64 / busy as f64).abs() < 1e-9, "{bw}");
+}
