@@ -935,10 +935,11 @@ pub struct NvtxWindow {
 impl NvtxWindow {
     /// Reads the keys of a claims file's `window:` mapping; an error is (message, hint).
     pub fn from_keys(keys: &[(String, String)]) -> Result<NvtxWindow, (String, String)> {
-        let hint = "write `window: {nvtx: \"step 4\"}`, optionally with `index: N` (from 0, in start order; `A-B` or `all` for a set of windows), `on: cpu|gpu` and `domain: ID|NAME`".to_string();
+        let hint = "write `window: {nvtx: \"step 4\"}`, optionally with `index: N` (from 0, in start order; `A-B` or `all` for a set of windows), `project: cpu|gpu` (or `on:`, which YAML 1.1 readers take for a boolean) and `domain: ID|NAME`".to_string();
         let mut w =
             NvtxWindow { name: String::new(), index: None, on: Timeline::Cpu, domain: None };
         let mut named = false;
+        let mut timeline: Option<&str> = None;
         for (k, v) in keys {
             match k.as_str() {
                 "nvtx" => {
@@ -956,11 +957,18 @@ impl NvtxWindow {
                         )
                     })?)
                 }
-                "on" => {
+                // `project` is `on` under a name no YAML 1.1 reader takes for a boolean.
+                "on" | "project" => {
+                    if timeline.replace(k.as_str()).is_some() {
+                        return Err((
+                            "`on` and `project` are one key: give one of them".into(),
+                            hint,
+                        ));
+                    }
                     w.on = match v.trim() {
                         "cpu" => Timeline::Cpu,
                         "gpu" => Timeline::Gpu,
-                        _ => return Err((format!("`on: {v}` is not cpu or gpu"), hint)),
+                        _ => return Err((format!("`{k}: {v}` is not cpu or gpu"), hint)),
                     }
                 }
                 "domain" => w.domain = Some(v.clone()),
@@ -1974,6 +1982,21 @@ mod tests {
         assert_eq!(a.selected, Tally { kernels: 1, kernel_ns: 10 });
         // Under contain the range is not inside the window: not kept, it receives nothing.
         assert_eq!(a.attributed, Tally::default());
+    }
+
+    #[test]
+    fn project_is_on_under_a_name_yaml_1_1_keeps_a_string() {
+        let keys = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        let w = NvtxWindow::from_keys(&keys(&[("nvtx", "step 4"), ("project", "gpu")])).unwrap();
+        assert_eq!(w.on, Timeline::Gpu);
+        let w = NvtxWindow::from_keys(&keys(&[("nvtx", "step 4"), ("on", "gpu")])).unwrap();
+        assert_eq!(w.on, Timeline::Gpu);
+        let both = keys(&[("nvtx", "s"), ("on", "gpu"), ("project", "gpu")]);
+        assert!(NvtxWindow::from_keys(&both).unwrap_err().0.contains("one key"));
+        let bad = keys(&[("nvtx", "s"), ("project", "gpus")]);
+        assert_eq!(NvtxWindow::from_keys(&bad).unwrap_err().0, "`project: gpus` is not cpu or gpu");
     }
 
     #[test]

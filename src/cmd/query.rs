@@ -138,7 +138,7 @@ fn compare(c: &crate::cli::CompareArgs, json: bool) -> anyhow::Result<ExitCode> 
             None => None,
             Some(name) => {
                 let mut keys = vec![("nvtx".to_string(), name)];
-                for k in ["index", "on", "domain"] {
+                for k in ["index", "on", "project", "domain"] {
                     if let Some(v) = get(k) {
                         keys.push((k.to_string(), v));
                     }
