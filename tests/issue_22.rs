@@ -439,3 +439,174 @@ fn unified_memory_copies_are_named_from_the_export_and_memsets_kept_apart() {
     let bw = v["bandwidth"].as_f64().unwrap();
     assert!((bw - sum(&all) as f64 / busy as f64).abs() < 1e-9, "{bw}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Units, the idle denominator and R1's stated tolerance
+
+/// A claims file with one claim of the given parts (YAML list items, indented by 6).
+fn one_claim(traces: &str, scopes: &str, about: &str, parts: &str) -> String {
+    format!(
+        r#"report: {{ id: u, languages: [en, zh-TW], title: {{en: t, zh-TW: t}}, question: {{en: q, zh-TW: q}}, answer: {{en: a, zh-TW: a}}, decision: {{en: d, zh-TW: d}}, date: "2026-08-28" }}
+sources: {{ s: {{ label: {{ en: s, zh-TW: s }} }} }}
+traces: {traces}
+scopes: {scopes}
+claims:
+  - id: c
+    source: s
+    statement: {{ en: c, zh-TW: c }}
+    about: {about}
+    parts:
+{parts}"#
+    )
+}
+
+/// The part `id` of claim `c`.
+fn part_of<'a>(audit: &'a Value, id: &str) -> &'a Value {
+    audit["results"][0]["parts"].as_array().unwrap().iter().find(|p| p["id"] == id).unwrap()
+}
+
+#[test]
+fn bytes_and_gigabytes_per_second_are_units_with_exact_values() {
+    let trace = fixture("nsys-ai/h100_2gpu_1s.sqlite");
+    let db = open_ro(&trace);
+    let mut st = db
+        .prepare("SELECT start, \"end\", bytes FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE deviceId = 0")
+        .unwrap();
+    let rows: Vec<(i64, i64, i64)> = st
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let bytes: i64 = rows.iter().map(|r| r.2).sum();
+    let busy = union_ns(rows.iter().map(|r| (r.0, r.1)).collect());
+    let text = one_claim(
+        &format!("{{ A: {{ path: \"{}\", label: {{ en: A, zh-TW: A }} }} }}", trace.display()),
+        "{ d0: { trace: A, devices: \"0\" } }",
+        "{ devices: \"0\" }",
+        r#"      - id: moved
+        kind: observation
+        text: { en: m, zh-TW: m }
+        measure: { analysis: copies, scope: d0, value: bytes, unit: bytes }
+        condition: { above: "1000 bytes" }
+      - id: rate
+        kind: observation
+        text: { en: r, zh-TW: r }
+        measure: { analysis: copies, scope: d0, value: "bytes / memcpy_busy_ns", unit: "GB/s" }
+        condition: { above: "1 GB/s" }
+"#,
+    );
+    let (_dir, claims) = claims_file("units.yaml", &text);
+    let audit = check_json(&claims);
+    let exact = |p: &Value| {
+        let e = &p["formula"]["exact"];
+        let n = |i: usize| -> i128 {
+            e[i].as_str()
+                .map(|s| s.parse().unwrap())
+                .or_else(|| e[i].as_i64().map(i128::from))
+                .unwrap()
+        };
+        (n(0), n(1))
+    };
+    let moved = part_of(&audit, "moved");
+    assert_eq!(moved["outcome"], "supported", "{moved}");
+    assert_eq!(exact(moved), (i128::from(bytes), 1));
+    assert!(moved["formula"]["display"].as_str().unwrap().ends_with(" B"), "{moved}");
+    let rate = part_of(&audit, "rate");
+    // Bytes per ns are GB/s, exactly: num/den = bytes/busy.
+    let (n, d) = exact(rate);
+    assert_eq!(n * i128::from(busy), d * i128::from(bytes), "{rate}");
+    assert!(rate["formula"]["display"].as_str().unwrap().ends_with(" GB/s"), "{rate}");
+    for g in rate["gates"].as_array().unwrap() {
+        assert_ne!(g["status"], "fail", "{g}");
+    }
+}
+
+#[test]
+fn a_share_of_idle_time_has_the_idle_denominator() {
+    let trace = fixture("nsys-ai/h100_2gpu_1s.sqlite");
+    let text = one_claim(
+        &format!("{{ A: {{ path: \"{}\", label: {{ en: A, zh-TW: A }} }} }}", trace.display()),
+        "{ d0: { trace: A, devices: \"0\" } }",
+        "{ devices: \"0\", denominator: idle }",
+        r#"      - id: copy-idle
+        kind: observation
+        text: { en: i, zh-TW: i }
+        measure: { analysis: copies, scope: d0, value: "idle_copy_ns / idle_ns", unit: "%" }
+"#,
+    );
+    let (_dir, claims) = claims_file("idle.yaml", &text);
+    let audit = check_json(&claims);
+    let p = part_of(&audit, "copy-idle");
+    let r3 = p["gates"].as_array().unwrap().iter().find(|g| g["gate"] == "R3").unwrap();
+    assert_eq!(
+        (r3["status"].as_str(), r3["finding"]["key"].as_str()),
+        (Some("pass"), Some("gate.r3.same_metric")),
+        "{r3}"
+    );
+    assert_eq!(r3["finding"]["args"]["denominator"], "idle");
+    // A share of the window is not a share of idle time.
+    let text = text.replace("idle_copy_ns / idle_ns", "idle_copy_ns / span_ns");
+    let (_dir, claims) = claims_file("idle.yaml", &text);
+    let audit = check_json(&claims);
+    let p = part_of(&audit, "copy-idle");
+    let r3 = p["gates"].as_array().unwrap().iter().find(|g| g["gate"] == "R3").unwrap();
+    assert_eq!(r3["status"], "fail", "{r3}");
+}
+
+#[test]
+fn r1_states_its_same_length_tolerance_and_takes_another() {
+    // The two sides' windows: device 0's kernel span of each capture over 10, by SQL.
+    let span = |file: &str| -> i64 {
+        open_ro(&fixture(&format!("nsys-ai/{file}.sqlite")))
+            .query_row(
+                "SELECT max(\"end\") - min(start) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId = 0",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap()
+    };
+    let (la, lb) = (span("mfu_2gpu_before") / 10, span("mfu_2gpu_after") / 10);
+    let apart = (la - lb).abs() as f64 / la.max(lb) as f64;
+    // Not equal, within 1%, not within 0.1%: the case the undisclosed tolerance decided.
+    assert!(apart > 0.001 && apart < 0.01, "{la} {lb}");
+    let traces = format!(
+        "{{ before: {{ path: \"{}\", label: {{ en: b, zh-TW: b }} }}, after: {{ path: \"{}\", label: {{ en: a, zh-TW: a }} }} }}",
+        fixture("nsys-ai/mfu_2gpu_before.sqlite").display(),
+        fixture("nsys-ai/mfu_2gpu_after.sqlite").display()
+    );
+    let part = |extra: &str| {
+        format!(
+            r#"      - id: speed
+        kind: observation
+        text: {{ en: s, zh-TW: s }}
+        measure: {{ analysis: compare, scope: b0, versus: a0, of: kernels, match: flash_fwd, metric: count, split: 10, value: change, unit: "%"{extra} }}
+"#
+        )
+    };
+    let scopes = "{ b0: { trace: before, devices: \"0\" }, a0: { trace: after, devices: \"0\" } }";
+    let r1 = |extra: &str| -> Value {
+        let (_dir, claims) =
+            claims_file("r1.yaml", &one_claim(&traces, scopes, "{ devices: \"0\" }", &part(extra)));
+        let audit = check_json(&claims);
+        let p = part_of(&audit, "speed");
+        p["gates"].as_array().unwrap().iter().find(|g| g["gate"] == "R1").unwrap().clone()
+    };
+    let default = r1("");
+    assert_eq!(default["status"], "pass", "{default}");
+    assert_eq!(default["finding"]["args"]["tolerance"], "1%");
+    let strict = r1(", same_length: \"0.1%\"");
+    assert_eq!(strict["status"], "fail", "{strict}");
+    assert_eq!(strict["finding"]["key"], "gate.r1.compare_lengths_differ");
+    assert_eq!(strict["finding"]["args"]["tolerance"], "0.1%");
+    // The finding says it in both languages.
+    for lang in ["en", "zh-TW"] {
+        let t: toml::Value = toml::from_str(
+            &std::fs::read_to_string(manifest_dir().join(format!("templates/i18n/{lang}.toml")))
+                .unwrap(),
+        )
+        .unwrap();
+        for key in ["gate.r1.compare_same_length", "gate.r1.compare_lengths_differ"] {
+            assert!(t[key].as_str().unwrap().contains("{tolerance}"), "{lang} {key}");
+        }
+    }
+}

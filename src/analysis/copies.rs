@@ -447,7 +447,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
         f(
             "idle_ns",
             Unit::Ns,
-            FieldKind::Wall,
+            FieldKind::Idle,
             "wall time in S with no kernel (the overlap analysis's idle)",
         ),
         f(
@@ -469,7 +469,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
             "copies crossing a window edge: clipped (clip) or dropped (contain)",
         ),
     ],
-    sums: &[(&["idle_copy_ns", "idle_none_ns"], FieldKind::Wall)],
+    sums: &[(&["idle_copy_ns", "idle_none_ns"], FieldKind::Idle)],
     params: &[],
     scope: ScopeRule::PerDevice,
     needs: &[Table::Kernels, Table::Copies],

@@ -192,6 +192,9 @@ impl Serialize for Unit {
 pub enum FieldKind {
     /// Wall time (interval unions).
     Wall,
+    /// Wall time with no kernel in the window or span: the denominator of a share of idle
+    /// time.
+    Idle,
     /// The window's or span's length.
     Window,
     /// Union of NCCL kernels.
@@ -221,6 +224,7 @@ impl FieldKind {
     pub fn key(self) -> &'static str {
         match self {
             FieldKind::Wall => "wall",
+            FieldKind::Idle => "idle",
             FieldKind::Window => "window",
             FieldKind::NcclBusy => "nccl_busy",
             FieldKind::ComputeBusy => "compute_busy",
@@ -240,6 +244,7 @@ impl FieldKind {
         matches!(
             self,
             FieldKind::Wall
+                | FieldKind::Idle
                 | FieldKind::Window
                 | FieldKind::NcclBusy
                 | FieldKind::ComputeBusy

@@ -42,7 +42,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
         Field {
             name: "idle_ns",
             unit: Unit::Ns,
-            kind: FieldKind::Wall,
+            kind: FieldKind::Idle,
             definition: "wall time with no kernel: total - |C ∪ N|",
         },
         Field {
@@ -104,6 +104,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
         (&["nccl_only_ns", "overlap_ns"], FieldKind::NcclBusy),
         (&["compute_only_ns", "overlap_ns"], FieldKind::ComputeBusy),
         (&["compute_only_ns", "nccl_only_ns", "overlap_ns", "idle_ns"], FieldKind::Window),
+        (&["idle_copy_ns", "idle_none_ns"], FieldKind::Idle),
     ],
     params: &[],
     scope: ScopeRule::PerDevice,

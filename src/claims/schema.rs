@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 /// analysis parameter, and a comparison's keys, as an anchored pattern.
 fn measure_keys() -> String {
     let mut keys: Vec<&str> = crate::analysis::PARAMS.iter().map(|p| p.name).collect();
-    keys.extend(["versus", "of", "metric", "split", "seed"]);
+    keys.extend(["versus", "of", "metric", "split", "seed", "same_length"]);
     format!("^({})$", keys.join("|"))
 }
 
@@ -91,7 +91,7 @@ pub fn claims_schema(languages: Option<&[String]>) -> Value {
                 "devices": {"type": "string"},
                 "per": {"enum": ["device", "sum"]},
                 "quantity": {"enum": ["wall-time", "kernel-time", "count", "step-time-reduction", "throughput-gain"]},
-                "denominator": {"enum": ["window", "nccl-busy", "compute-busy", "nccl-kernel-time", "kernel-time"]},
+                "denominator": {"enum": ["window", "nccl-busy", "compute-busy", "nccl-kernel-time", "kernel-time", "idle"]},
                 "denominator_text": {"$ref": "#/$defs/text"},
                 "chosen_by": {"$ref": "#/$defs/who"},
             }), &[]),
