@@ -578,6 +578,15 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     if let [d] = per.as_slice() {
         ev.window.effective_ns = d.idle.map(|i| i.span);
         ev.values = Some(values(d));
+        // A rate over no memcpy time does not exist.
+        if d.memcpy.bandwidth.is_none() {
+            ev.leave_null(
+                &["bandwidth"],
+                "note.no_memcpy",
+                &[("device", d.device.to_string())],
+                ("need.memcpy", &[]),
+            );
+        }
     } else {
         let spans: Vec<[i64; 2]> = per.iter().filter_map(|d| d.idle.map(|i| i.span)).collect();
         if let (Some(lo), Some(hi)) =
@@ -729,6 +738,25 @@ mod tests {
             (0, 7, 650, 660, 8, Memset),
             (1, 3, 0, 1000, 1000, HtoD),
         ])
+    }
+
+    #[test]
+    fn bandwidth_over_no_memcpy_is_null_with_the_reason() {
+        use crate::analysis::{Context, Params};
+        use crate::scope::DeviceSel;
+        // Device 2 runs a kernel and no copy; device 0 copies 500 bytes (memset apart) in
+        // the union [50, 180) + [220, 260) + [500, 700) = 130 + 40 + 200 = 370 ns.
+        let ctx = Context::from_kernels(kernels()).with_copies(copies());
+        let ev = run(&Params::new(DeviceSel::Set(vec![2])), &ctx).unwrap();
+        let v = ev.values.as_ref().unwrap();
+        assert_eq!((v["copies"].as_i64(), v["bytes"].as_i64()), (Some(0), Some(0)));
+        assert!(v["bandwidth"].is_null());
+        assert_eq!(ev.null_reasons("bandwidth")[0].finding.key, "note.no_memcpy");
+        let ev = run(&Params::new(DeviceSel::Set(vec![0])), &ctx).unwrap();
+        let v = ev.values.as_ref().unwrap();
+        assert_eq!((v["bytes"].as_i64(), v["memcpy_busy_ns"].as_i64()), (Some(500), Some(370)));
+        assert_eq!(v["memset_bytes"].as_i64(), Some(8));
+        assert_eq!(v["bandwidth"].as_f64(), Some(500.0 / 370.0));
     }
 
     fn stats(d: &DeviceCopies) -> Vec<(String, i64, i64, i64)> {
