@@ -1808,6 +1808,51 @@ pub(crate) mod tests {
         }
     }
 
+    /// Every analysis that takes a name filter, run with one that matches nothing: the order
+    /// statistics and spans of that empty population are null, never 0, and every null field
+    /// of any run is explained by a note.
+    #[test]
+    fn an_empty_match_gives_no_stand_in_zero_and_every_null_is_explained() {
+        let stat =
+            |f: &str| ["min", "median", "p90", "max", "mean", "span"].iter().any(|s| f.contains(s));
+        let mut filtered = 0;
+        for spec in ANALYSES.iter().filter(|s| s.is_query()) {
+            let devices = match spec.scope {
+                ScopeRule::PerDevice => DeviceSel::Set(vec![1]),
+                _ => DeviceSel::All,
+            };
+            let mut runs = vec![run_spec(spec, &Params::new(devices.clone()), &ctx()).unwrap()];
+            if spec.param("match").is_some() {
+                let mut p = Params::new(devices);
+                p.set(spec, "match", "no such name").unwrap();
+                let ev = run_spec(spec, &p, &ctx()).unwrap();
+                for f in spec.fields.iter().filter(|f| stat(f.name)) {
+                    assert!(
+                        ev.value(f.name).is_some_and(Value::is_null),
+                        "{}: {}",
+                        spec.name,
+                        f.name
+                    );
+                }
+                runs.push(ev);
+                filtered += 1;
+            }
+            for ev in &runs {
+                for f in spec.fields {
+                    if ev.value(f.name).is_some_and(Value::is_null) {
+                        assert!(
+                            !ev.null_reasons(f.name).is_empty(),
+                            "{}: {} is null without a note",
+                            spec.name,
+                            f.name
+                        );
+                    }
+                }
+            }
+        }
+        assert_eq!(filtered, 2, "kernels and nvtx take a name filter");
+    }
+
     #[test]
     fn a_declared_field_missing_from_the_evidence_is_an_error_not_zero() {
         let mut ev =
