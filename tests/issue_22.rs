@@ -610,3 +610,48 @@ fn r1_states_its_same_length_tolerance_and_takes_another() {
         }
     }
 }
+
+#[test]
+fn a_scope_of_one_rank_says_rank_not_ranks() {
+    let trace = fixture("nsys-ai/h100_2gpu_1s.sqlite");
+    // A trace set of one file (a list): its devices are ranks.
+    let text = one_claim(
+        &format!("{{ A: {{ path: [\"{}\"], label: {{ en: A, zh-TW: A }} }} }}", trace.display()),
+        "{ r0: { trace: A, ranks: \"0\" }, both: { trace: A, ranks: \"0-1\" } }",
+        "{ devices: \"0\" }",
+        r#"      - id: k
+        kind: observation
+        text: { en: k, zh-TW: k }
+        measure: { analysis: kernels, scope: r0, value: count }
+      - id: k2
+        kind: observation
+        text: { en: k, zh-TW: k }
+        measure: { analysis: kernels, scope: both, value: count }
+"#,
+    );
+    let (dir, claims) = claims_file("rank.yaml", &text);
+    let out = dir.path().join("out");
+    let o = run_in(
+        Some(&manifest_dir()),
+        &[
+            "render",
+            claims.to_str().unwrap(),
+            "--format",
+            "md",
+            "--lang",
+            "en",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let md = std::fs::read_to_string(out.join("u.en.md")).unwrap();
+    let line = |scope: &str| {
+        md.lines()
+            .find(|l| l.starts_with(&format!("- `{scope}`:")))
+            .unwrap_or_else(|| panic!("{md}"))
+            .to_string()
+    };
+    assert!(line("r0").ends_with(", rank 0"), "{}", line("r0"));
+    assert!(line("both").ends_with(", ranks 0-1"), "{}", line("both"));
+}
