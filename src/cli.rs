@@ -168,8 +168,8 @@ pub enum TemplatesCommand {
 /// Arguments of `schema`.
 #[derive(Debug, Args)]
 pub struct SchemaArgs {
-    /// What to describe: `claims`.
-    #[arg(value_name = "WHAT", value_parser = ["claims"])]
+    /// What to describe: `claims` (claims files) or `eval` (eval files).
+    #[arg(value_name = "WHAT", value_parser = ["claims", "eval"])]
     pub what: String,
     /// The report's languages (e.g. zh-TW,en): every text must then give exactly these.
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
@@ -311,6 +311,7 @@ pub const SIDE_KEYS: &[&str] = &[
     "nvtx",
     "index",
     "on",
+    "project",
     "domain",
     "semantics",
     "split",
@@ -335,9 +336,9 @@ fn compare_command() -> clap::Command {
     clap::Command::new(analysis::compare::SPEC.name)
         .about(capitalize(analysis::compare::SPEC.summary))
         .long_about("Compare two sides (A and B) on one metric of another analysis. Each side is a trace (or a trace set: several `trace=` keys or a glob), its devices, and a window that gives samples: NVTX ranges with `index=all` (one sample per step), `split=N` equal windows, or one window (no test then). The evidence gives each side's distribution (n, median, p10, p90, min, max, mean), the median difference B - A with a 95% percentile bootstrap interval from a fixed, disclosed seed, a two-sided Mann-Whitney U test and the Hodges-Lehmann shift with its exact rank interval; over kernels, nvtx and copies, the per-name deltas.")
-        .arg(Arg::new("of").long("of").value_name("ANALYSIS").required(true).help("The analysis each side runs (overlap, kernels, nccl-skew, copies, nvtx)"))
+        .arg(Arg::new("of").long("of").value_name("ANALYSIS").required(true).help(format!("The analysis each side runs ({})", analysis::comparable_names())))
         .arg(Arg::new("metric").long("metric").value_name("FORMULA").required(true).help("A formula over its fields, evaluated on each window: total_ns, 'idle_ns / total_ns', wait_share"))
-        .arg(Arg::new("a").long("a").value_name("KEY=VALUE").required(true).action(ArgAction::Append).value_parser(side_pair).help("Side A: trace=PATH (repeat, or a quoted glob, for a set; set=true for a set of one file), label=NAME, devices=LIST, expect-devices=LIST, expect-ranks=N, window=START:END, nvtx=NAME, index=N|A-B|all, on=cpu|gpu, domain=D, semantics=clip|contain, split=N"))
+        .arg(Arg::new("a").long("a").value_name("KEY=VALUE").required(true).action(ArgAction::Append).value_parser(side_pair).help("Side A: trace=PATH (repeat, or a quoted glob, for a set; set=true for a set of one file), label=NAME, devices=LIST, expect-devices=LIST, expect-ranks=N, window=START:END, nvtx=NAME, index=N|A-B|all, on=cpu|gpu (or project=cpu|gpu), domain=D, semantics=clip|contain, split=N"))
         .arg(Arg::new("b").long("b").value_name("KEY=VALUE").required(true).action(ArgAction::Append).value_parser(side_pair).help("Side B, with the same keys"))
         .arg(Arg::new("param").long("param").value_name("NAME=VALUE").action(ArgAction::Append).value_parser(key_value).help("A parameter of the compared analysis for both sides, as its option takes it (stream=auto, match=flash)"))
         .arg(Arg::new("seed").long("seed").value_name("N").value_parser(clap::value_parser!(u64)).help("The bootstrap's seed (default 8531350844713694241, disclosed in the evidence)"))

@@ -941,7 +941,7 @@ fn the_terminal_output_fits_its_width_in_both_languages() {
         ["支持", "部分支持", "無法驗證", "無法驗證", "部分支持"],
     );
     for (lang, header, columns) in
-        [("zh-TW", "主張", 100), ("zh-TW", "主張", 80), ("en", "Claim ", 80)]
+        [("zh-TW", "主張 ", 100), ("zh-TW", "主張 ", 80), ("en", "Claim ", 80)]
     {
         let text = day26_text(lang, &columns.to_string());
         for l in text.lines() {

@@ -50,6 +50,9 @@ fn kind_name(code: Option<i64>) -> String {
         Some(8) => "DtoD".into(),
         Some(9) => "HtoH".into(),
         Some(10) => "PtoP".into(),
+        Some(11) => "UnifiedHtoD".into(),
+        Some(12) => "UnifiedDtoH".into(),
+        Some(13) => "UnifiedDtoD".into(),
         Some(n) => format!("unknown_{n}"),
     }
 }
@@ -523,7 +526,10 @@ fn the_commands_report_copies_as_the_reference_computes_them() {
             let v = verdict_json(&args);
             let values = &v["values"];
             assert_eq!(values["copies"], want.total.0, "{device} {win:?}");
-            assert_eq!(values["bytes"], want.total.1, "{device} {win:?}");
+            // Bytes moved: the memcpy rows alone, memsets apart.
+            let memset = want.kinds.get("memset").copied().unwrap_or_default();
+            assert_eq!(values["bytes"], want.total.1 - memset.1, "{device} {win:?}");
+            assert_eq!(values["memset_bytes"], memset.1, "{device} {win:?}");
             assert_eq!(values["busy_ns"], want.total.2, "{device} {win:?}");
             assert_eq!(values["copy_kernel_overlap_ns"], want.overlap, "{device} {win:?}");
             let (_, idle, idle_copy, idle_none) = want.idle.unwrap();

@@ -329,14 +329,30 @@ fn read_kernels(conn: &Connection) -> Vec<Kernel> {
     rows
 }
 
-/// The innermost and outermost enclosing range (index into `ranges`) of a launch, by looking
-/// at every range: start <= t < end on the launching thread; innermost = latest start, then
-/// shorter, then later row; outermost = earliest start, then longer, then earlier row.
-fn enclosing(ranges: &[Range], tid: i64, t: i64) -> (Option<usize>, Option<usize>) {
+/// Whether a window keeps a range: all without a window, those intersecting it (clip), those
+/// inside it (contain): only kept ranges receive kernels.
+fn range_kept(r: &Range, window: Option<(Window, Semantics)>) -> bool {
+    match window {
+        None => true,
+        Some((w, Semantics::Clip)) => r.end > w.start_ns && r.start < w.end_ns,
+        Some((w, Semantics::Contain)) => r.start >= w.start_ns && r.end <= w.end_ns,
+    }
+}
+
+/// The innermost and outermost enclosing range (index into `ranges`) of a launch among the
+/// ranges the window keeps, by looking at every range: start <= t < end on the launching
+/// thread; innermost = latest start, then shorter, then later row; outermost = earliest
+/// start, then longer, then earlier row.
+fn enclosing(
+    ranges: &[Range],
+    window: Option<(Window, Semantics)>,
+    tid: i64,
+    t: i64,
+) -> (Option<usize>, Option<usize>) {
     let (mut inner, mut outer): (Option<usize>, Option<usize>) = (None, None);
     let key = |r: &Range| (r.start, -r.end, r.rowid);
     for (i, r) in ranges.iter().enumerate() {
-        if r.tid == Some(tid) && r.start <= t && t < r.end {
+        if r.tid == Some(tid) && r.start <= t && t < r.end && range_kept(r, window) {
             if inner.is_none_or(|j| key(r) > key(&ranges[j])) {
                 inner = Some(i);
             }
@@ -461,13 +477,6 @@ fn attribution_matches_a_naive_reference() {
         };
         let ref_ranges =
             if has_table(&conn, "NVTX_EVENTS") { read_ranges(&conn) } else { Vec::new() };
-        let picks: Vec<(Option<usize>, Option<usize>)> = ref_kernels
-            .iter()
-            .map(|k| match k.launch {
-                Some((tid, t)) if k.keyed => enclosing(&ref_ranges, tid, t),
-                _ => (None, None),
-            })
-            .collect();
 
         // A window over the middle third of the kernels, for the traces with many.
         let lo = ref_kernels.iter().map(|k| k.start).min().unwrap();
@@ -480,6 +489,13 @@ fn attribution_matches_a_naive_reference() {
         }
 
         for window in windows {
+            let picks: Vec<(Option<usize>, Option<usize>)> = ref_kernels
+                .iter()
+                .map(|k| match k.launch {
+                    Some((tid, t)) if k.keyed => enclosing(&ref_ranges, window, tid, t),
+                    _ => (None, None),
+                })
+                .collect();
             let base = AttributionParams {
                 devices: devices.clone(),
                 window: window.map(|w| w.0),
@@ -764,7 +780,7 @@ fn the_nvtx_command_agrees_with_the_naive_reference() {
     let picks: Vec<(Option<usize>, Option<usize>)> = ref_kernels
         .iter()
         .map(|k| match k.launch {
-            Some((tid, t)) if k.keyed => enclosing(&ref_ranges, tid, t),
+            Some((tid, t)) if k.keyed => enclosing(&ref_ranges, None, tid, t),
             _ => (None, None),
         })
         .collect();

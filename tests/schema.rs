@@ -73,3 +73,83 @@ fn invalid_fixtures_whose_fault_a_schema_expresses_are_rejected() {
     let (v, langs) = as_json(Path::new("fixtures/claims/invalid/dangling-trace.yaml"));
     assert!(valid(&v, &langs).is_ok());
 }
+
+/// A YAML 1.1 reader's view of a file (PyYAML): the plain keys `on`, `off`, `yes`, `no`, `y`
+/// and `n` (any case) are booleans, which JSON writes as `true` and `false`.
+fn as_yaml_1_1(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| {
+                    let k = match k.to_ascii_lowercase().as_str() {
+                        "on" | "yes" | "y" | "true" => "true".to_string(),
+                        "off" | "no" | "n" | "false" => "false".to_string(),
+                        _ => k.clone(),
+                    };
+                    (k, as_yaml_1_1(v))
+                })
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(as_yaml_1_1).collect()),
+        v => v.clone(),
+    }
+}
+
+#[test]
+fn every_claims_file_of_the_project_is_valid_to_a_yaml_1_1_reader_too() {
+    for dir in ["claims", "claims/eval-day26"] {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_str().unwrap().to_string();
+            if !name.ends_with(".yaml") || name == "eval.yaml" {
+                continue;
+            }
+            let (v, langs) = as_json(&p);
+            if let Err(e) = valid(&as_yaml_1_1(&v), &langs) {
+                panic!("{} as YAML 1.1 reads it: {e}", p.display());
+            }
+        }
+    }
+    // `on` is what such a reader breaks; `project` is the same key under a safe name, and
+    // giving both is refused.
+    let window = |w: Value| {
+        serde_json::json!({
+            "report": {"id": "w", "languages": ["en"], "title": {"en": "t"}},
+            "traces": {"A": {"path": "a.sqlite"}},
+            "scopes": {"s": {"trace": "A", "window": w}},
+            "claims": [],
+        })
+    };
+    let on = window(serde_json::json!({"nvtx": "step 4", "on": "gpu"}));
+    assert!(valid(&on, &[]).is_ok());
+    assert!(valid(&as_yaml_1_1(&on), &[]).is_err());
+    let project = window(serde_json::json!({"nvtx": "step 4", "project": "gpu"}));
+    assert!(valid(&as_yaml_1_1(&project), &[]).is_ok());
+    let both = window(serde_json::json!({"nvtx": "step 4", "on": "gpu", "project": "gpu"}));
+    assert!(valid(&both, &[]).is_err());
+}
+
+#[test]
+fn the_eval_example_is_valid_against_the_eval_schema() {
+    let text = std::fs::read_to_string("claims/eval-day26/eval.yaml").unwrap();
+    let v: Value = serde_saphyr::from_str(&text).unwrap();
+    let langs: Vec<String> = v["eval"]["languages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap().to_string())
+        .collect();
+    let schema = run_json(&["schema", "eval", "--languages", &langs.join(",")]);
+    let mut schemas = boon::Schemas::new();
+    let mut compiler = boon::Compiler::new();
+    compiler.add_resource("eval.schema.json", schema).unwrap();
+    let index = compiler.compile("eval.schema.json", &mut schemas).unwrap();
+    schemas.validate(&v, index).map_err(|e| format!("{e:#}")).unwrap();
+    // An unknown key and an unknown key verdict are refused.
+    let mut bad = v.clone();
+    bad["eval"]["seeed"] = 7.into();
+    assert!(schemas.validate(&bad, index).is_err());
+    let mut bad = v.clone();
+    bad["key"]["verdicts"]["exposed-nccl"] = "true".into();
+    assert!(schemas.validate(&bad, index).is_err());
+}

@@ -140,8 +140,10 @@ pub struct DeviceCopies {
     /// Per kind present in the scope: memcpy kinds by code, then memset.
     pub kinds: Vec<KindStats>,
     /// Over all copies and memsets: busy is the union over every kind, so it can be less than
-    /// the sum of the kinds' busy times.
+    /// the sum of the kinds' busy times. Its bytes add bytes copied and bytes set.
     pub total: CopyStats,
+    /// Over the memcpy rows alone (every kind but memset): the bytes moved, and the bandwidth.
+    pub memcpy: CopyStats,
     /// Kernels kept.
     pub kernels: i64,
     /// |C ∩ K|: time with both a copy and a kernel (ns).
@@ -234,6 +236,20 @@ pub fn device_copies(
     window: Option<Window>,
     semantics: Semantics,
 ) -> Result<DeviceCopies, CopiesError> {
+    device_copies_from(copies, kernels, device, window, semantics, None)
+}
+
+/// [`device_copies`] in a window of a split: copies that start before `counted_from` belong
+/// to an earlier window, where their rows and bytes are counted; here they add only their
+/// (clipped) time to the busy unions and the idle split, which are wall time.
+pub fn device_copies_from(
+    copies: &Copies,
+    kernels: &Kernels,
+    device: i64,
+    window: Option<Window>,
+    semantics: Semantics,
+    counted_from: Option<i64>,
+) -> Result<DeviceCopies, CopiesError> {
     for (scan, filter) in [("kernel", &kernels.filter), ("copies", &copies.filter)] {
         if !covers(filter, device, window) {
             return Err(CopiesError::NotLoaded {
@@ -260,7 +276,7 @@ pub fn device_copies(
     checked_length(&k_union, device)?;
 
     let mut per_kind: BTreeMap<CopyKind, Acc> = BTreeMap::new();
-    let mut all = Acc::default();
+    let (mut all, mut moved) = (Acc::default(), Acc::default());
     let (mut edge_copies, mut edge_bytes) = (0i64, 0i64);
     for i in copies.device_rows(device) {
         let (s, e, bytes) = (copies.start[i], copies.end[i], copies.bytes[i]);
@@ -271,9 +287,17 @@ pub fn device_copies(
             edge_bytes = edge_bytes.checked_add(bytes).ok_or_else(|| overflow("bytes"))?;
         }
         let Some(iv) = pick(s, e, window, semantics) else { continue };
-        for acc in [per_kind.entry(copies.kind[i]).or_default(), &mut all] {
-            acc.count += 1;
-            acc.bytes = acc.bytes.checked_add(bytes).ok_or_else(|| overflow("bytes"))?;
+        let counted = counted_from.is_none_or(|t| s >= t);
+        let kind = copies.kind[i];
+        let mut accs = vec![per_kind.entry(kind).or_default(), &mut all];
+        if kind.is_memcpy() {
+            accs.push(&mut moved);
+        }
+        for acc in accs {
+            if counted {
+                acc.count += 1;
+                acc.bytes = acc.bytes.checked_add(bytes).ok_or_else(|| overflow("bytes"))?;
+            }
             acc.intervals.push(iv);
         }
     }
@@ -283,6 +307,7 @@ pub fn device_copies(
         kinds.push(KindStats { kind, label: copies.label(kind).into_owned(), stats });
     }
     let (total, c_union) = all.stats(device)?;
+    let (memcpy, _) = moved.stats(device)?;
     let copy_kernel_overlap_ns = intersection_length(&c_union, &k_union);
 
     let idle = match span {
@@ -320,6 +345,7 @@ pub fn device_copies(
         semantics,
         kinds,
         total,
+        memcpy,
         kernels: kept_k.len() as i64,
         copy_kernel_overlap_ns,
         edge_copies,
@@ -352,7 +378,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
             "bytes",
             Unit::Bytes,
             FieldKind::Bytes,
-            "bytes they move (a copy clipped by a window edge counts whole)",
+            "bytes the memcpy rows move, every memcpy kind (memsets apart: memset_bytes; a copy clipped by a window edge counts whole)",
         ),
         f(
             "busy_ns",
@@ -361,10 +387,16 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
             "wall time with at least one copy or memset: union of their intervals over every kind",
         ),
         f(
+            "memcpy_busy_ns",
+            Unit::Ns,
+            FieldKind::CopyTime,
+            "wall time with at least one memcpy: union of the memcpy rows' intervals (memsets apart)",
+        ),
+        f(
             "bandwidth",
             Unit::Ratio,
             FieldKind::Bytes,
-            "bytes / busy_ns: bytes per ns, i.e. decimal GB/s (effective, over the busy time)",
+            "bytes / memcpy_busy_ns: memcpy bytes per ns, i.e. decimal GB/s (effective, over the memcpy busy time; memsets set memory, they move none)",
         ),
         f("htod_bytes", Unit::Bytes, FieldKind::Bytes, "host-to-device bytes"),
         f("htod_busy_ns", Unit::Ns, FieldKind::CopyTime, "union of host-to-device copies"),
@@ -374,6 +406,30 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
         f("dtod_busy_ns", Unit::Ns, FieldKind::CopyTime, "union of device-to-device copies"),
         f("ptop_bytes", Unit::Bytes, FieldKind::Bytes, "peer-to-peer bytes"),
         f("ptop_busy_ns", Unit::Ns, FieldKind::CopyTime, "union of peer-to-peer copies"),
+        f(
+            "unified_htod_bytes",
+            Unit::Bytes,
+            FieldKind::Bytes,
+            "unified memory migrated host to device (bytes)",
+        ),
+        f(
+            "unified_htod_busy_ns",
+            Unit::Ns,
+            FieldKind::CopyTime,
+            "union of unified-memory host-to-device migrations",
+        ),
+        f(
+            "unified_dtoh_bytes",
+            Unit::Bytes,
+            FieldKind::Bytes,
+            "unified memory migrated device to host (bytes)",
+        ),
+        f(
+            "unified_dtoh_busy_ns",
+            Unit::Ns,
+            FieldKind::CopyTime,
+            "union of unified-memory device-to-host migrations",
+        ),
         f("memset_bytes", Unit::Bytes, FieldKind::Bytes, "bytes set by memsets"),
         f("memset_busy_ns", Unit::Ns, FieldKind::CopyTime, "union of memsets"),
         f(
@@ -391,7 +447,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
         f(
             "idle_ns",
             Unit::Ns,
-            FieldKind::Wall,
+            FieldKind::Idle,
             "wall time in S with no kernel (the overlap analysis's idle)",
         ),
         f(
@@ -413,12 +469,12 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
             "copies crossing a window edge: clipped (clip) or dropped (contain)",
         ),
     ],
-    sums: &[(&["idle_copy_ns", "idle_none_ns"], FieldKind::Wall)],
+    sums: &[(&["idle_copy_ns", "idle_none_ns"], FieldKind::Idle)],
     params: &[],
     scope: ScopeRule::PerDevice,
     needs: &[Table::Kernels, Table::Copies],
     cross_rank: &[],
-    ratios: &[("bandwidth", "bytes / busy_ns")],
+    ratios: &[("bandwidth", "bytes / memcpy_busy_ns")],
     rank_rows: None,
     across: &[],
     chart: None,
@@ -436,11 +492,12 @@ fn values(d: &DeviceCopies) -> serde_json::Map<String, Value> {
     let kind = |k: CopyKind| d.kinds.iter().find(|x| x.kind == k).map(|x| x.stats);
     let mut m = obj([
         ("copies", json!(d.total.count)),
-        ("bytes", json!(d.total.bytes)),
+        ("bytes", json!(d.memcpy.bytes)),
         ("busy_ns", json!(d.total.busy_ns)),
+        ("memcpy_busy_ns", json!(d.memcpy.busy_ns)),
         (
             "bandwidth",
-            d.total.bandwidth.map_or(Value::Null, |b| json!(b.bytes as f64 / b.busy_ns as f64)),
+            d.memcpy.bandwidth.map_or(Value::Null, |b| json!(b.bytes as f64 / b.busy_ns as f64)),
         ),
         ("copy_kernel_overlap_ns", json!(d.copy_kernel_overlap_ns)),
         ("span_ns", d.idle.map_or(Value::Null, |i| json!(i.span_ns))),
@@ -455,6 +512,8 @@ fn values(d: &DeviceCopies) -> serde_json::Map<String, Value> {
         ("dtoh", CopyKind::DtoH),
         ("dtod", CopyKind::DtoD),
         ("ptop", CopyKind::PtoP),
+        ("unified_htod", CopyKind::UnifiedHtoD),
+        ("unified_dtoh", CopyKind::UnifiedDtoH),
         ("memset", CopyKind::Memset),
     ] {
         let st = kind(k);
@@ -476,8 +535,15 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     let mut per = Vec::new();
     for &d in &devices {
         per.push(
-            device_copies(copies, &ctx.kernels, d, params.window, params.semantics)
-                .map_err(|e| QueryError::Failed { reason: e.to_string(), hint: e.hint() })?,
+            device_copies_from(
+                copies,
+                &ctx.kernels,
+                d,
+                params.window,
+                params.semantics,
+                params.counted_from,
+            )
+            .map_err(|e| QueryError::Failed { reason: e.to_string(), hint: e.hint() })?,
         );
     }
     if !copies.memcpy.present && !copies.memset.present {
@@ -514,6 +580,15 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     if let [d] = per.as_slice() {
         ev.window.effective_ns = d.idle.map(|i| i.span);
         ev.values = Some(values(d));
+        // A rate over no memcpy time does not exist.
+        if d.memcpy.bandwidth.is_none() {
+            ev.leave_null(
+                &["bandwidth"],
+                "note.no_memcpy",
+                &[("device", d.device.to_string())],
+                ("need.memcpy", &[]),
+            );
+        }
     } else {
         let spans: Vec<[i64; 2]> = per.iter().filter_map(|d| d.idle.map(|i| i.span)).collect();
         if let (Some(lo), Some(hi)) =
@@ -564,13 +639,29 @@ pub fn table(ev: &Evidence, width: usize) -> String {
                 gbps(int(k.get("bytes")), int(k.get("busy_ns"))),
             ]);
         }
+        let memcpy_rows: i64 = r
+            .get("kinds")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|k| k.get("kind").and_then(Value::as_str) != Some("memset"))
+            .filter_map(|k| int(k.get("count")))
+            .sum();
+        out.push(vec![
+            d.clone(),
+            "all memcpy".into(),
+            crate::units::thousands(memcpy_rows.into()),
+            crate::units::thousands(int(r.get("bytes")).unwrap_or_default().into()),
+            time(r.get("memcpy_busy_ns")),
+            gbps(int(r.get("bytes")), int(r.get("memcpy_busy_ns"))),
+        ]);
         out.push(vec![
             d,
-            "all copies".into(),
+            "all copies and memsets".into(),
             count(r.get("copies")),
-            crate::units::thousands(int(r.get("bytes")).unwrap_or_default().into()),
+            String::new(),
             time(r.get("busy_ns")),
-            gbps(int(r.get("bytes")), int(r.get("busy_ns"))),
+            String::new(),
         ]);
     }
     let mut s = crate::term::render(
@@ -649,6 +740,25 @@ mod tests {
             (0, 7, 650, 660, 8, Memset),
             (1, 3, 0, 1000, 1000, HtoD),
         ])
+    }
+
+    #[test]
+    fn bandwidth_over_no_memcpy_is_null_with_the_reason() {
+        use crate::analysis::{Context, Params};
+        use crate::scope::DeviceSel;
+        // Device 2 runs a kernel and no copy; device 0 copies 500 bytes (memset apart) in
+        // the union [50, 180) + [220, 260) + [500, 700) = 130 + 40 + 200 = 370 ns.
+        let ctx = Context::from_kernels(kernels()).with_copies(copies());
+        let ev = run(&Params::new(DeviceSel::Set(vec![2])), &ctx).unwrap();
+        let v = ev.values.as_ref().unwrap();
+        assert_eq!((v["copies"].as_i64(), v["bytes"].as_i64()), (Some(0), Some(0)));
+        assert!(v["bandwidth"].is_null());
+        assert_eq!(ev.null_reasons("bandwidth")[0].finding.key, "note.no_memcpy");
+        let ev = run(&Params::new(DeviceSel::Set(vec![0])), &ctx).unwrap();
+        let v = ev.values.as_ref().unwrap();
+        assert_eq!((v["bytes"].as_i64(), v["memcpy_busy_ns"].as_i64()), (Some(500), Some(370)));
+        assert_eq!(v["memset_bytes"].as_i64(), Some(8));
+        assert_eq!(v["bandwidth"].as_f64(), Some(500.0 / 370.0));
     }
 
     fn stats(d: &DeviceCopies) -> Vec<(String, i64, i64, i64)> {

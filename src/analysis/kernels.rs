@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::{
     AnalysisSpec, ChartKind, Context, Evidence, Field, FieldKind, Params, QueryError, ScopeRule,
-    Table, Unit, obj, quantiles, select,
+    Table, Unit, obj, quantiles_of, select,
 };
 use crate::scope::Semantics;
 use crate::term as table;
@@ -37,7 +37,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
             name: "mean_ns",
             unit: Unit::Ns,
             kind: FieldKind::KernelTime,
-            definition: "total_ns / count, rounded down",
+            definition: "total_ns / count, rounded down; null when count is 0",
         },
         Field {
             name: "min_ns",
@@ -84,6 +84,9 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     table,
 };
 
+/// The statistics that do not exist over no kernel.
+const NO_MATCH_NULLS: [&str; 4] = ["mean_ns", "min_ns", "median_ns", "max_ns"];
+
 /// Default top-N when no limit is given.
 pub const DEFAULT_LIMIT: usize = 15;
 
@@ -92,6 +95,10 @@ pub const DEFAULT_LIMIT_TEXT: &str = "15";
 
 #[derive(Default)]
 struct Group {
+    /// The time of every kernel in the window (clipped under clip): kernel time.
+    time: Vec<i64>,
+    /// The durations of the kernels that belong to the window (in a split, those that start
+    /// in it): counts and order statistics.
     durations: Vec<i64>,
     per_device: BTreeMap<i64, i64>,
 }
@@ -101,16 +108,18 @@ struct Group {
 fn stats(g: &Group, what: &str) -> Result<(serde_json::Map<String, Value>, i64), QueryError> {
     let mut d = g.durations.clone();
     d.sort_unstable();
-    let (min, median, _, max) = quantiles(&d);
-    let total = super::checked_sum(d.iter().copied(), what)?;
+    let q = quantiles_of(&d);
+    let total = super::checked_sum(g.time.iter().copied(), what)?;
     let count = d.len() as i64;
+    // Over no kernel these do not exist: null, and `run` says why.
+    let or_null = |f: fn(&super::Quantiles) -> i64| q.as_ref().map_or(Value::Null, |q| json!(f(q)));
     let values = obj([
         ("count", json!(count)),
         ("total_ns", json!(total)),
-        ("mean_ns", json!(if count > 0 { total / count } else { 0 })),
-        ("min_ns", json!(min)),
-        ("median_ns", json!(median)),
-        ("max_ns", json!(max)),
+        ("mean_ns", if count > 0 { json!(total / count) } else { Value::Null }),
+        ("min_ns", or_null(|q| q.min)),
+        ("median_ns", or_null(|q| q.median)),
+        ("max_ns", or_null(|q| q.max)),
         (
             "per_device",
             json!(
@@ -140,11 +149,14 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
             {
                 continue;
             }
-            let g = groups.entry(k.name_id(i, style)).or_default();
-            g.durations.push(e - s);
-            *g.per_device.entry(d).or_default() += 1;
-            all.durations.push(e - s);
-            *all.per_device.entry(d).or_default() += 1;
+            let counted = params.counts(k.start[i]);
+            for g in [groups.entry(k.name_id(i, style)).or_default(), &mut all] {
+                g.time.push(e - s);
+                if counted {
+                    g.durations.push(e - s);
+                    *g.per_device.entry(d).or_default() += 1;
+                }
+            }
         }
     }
     // All the matching kernels first: when a name's total overflows, so does this one, and the
@@ -171,6 +183,15 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     values.insert("names".into(), json!(total_names));
     values.insert("devices_with_match".into(), json!(all.per_device.len()));
     ev.values = Some(values);
+    if all.durations.is_empty() {
+        let what = params.filter.as_ref().map_or_else(|| "no filter".into(), |f| f.describe());
+        ev.leave_null(
+            &NO_MATCH_NULLS,
+            "note.no_kernel_match",
+            &[("filter", what), ("devices", crate::scope::format_device_list(&devices))],
+            ("need.kernel_match", &[]),
+        );
+    }
     ev.rows = Some(
         named
             .into_iter()

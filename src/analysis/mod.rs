@@ -193,6 +193,9 @@ impl Serialize for Unit {
 pub enum FieldKind {
     /// Wall time (interval unions).
     Wall,
+    /// Wall time with no kernel in the window or span: the denominator of a share of idle
+    /// time.
+    Idle,
     /// The window's or span's length.
     Window,
     /// Union of NCCL kernels.
@@ -222,6 +225,7 @@ impl FieldKind {
     pub fn key(self) -> &'static str {
         match self {
             FieldKind::Wall => "wall",
+            FieldKind::Idle => "idle",
             FieldKind::Window => "window",
             FieldKind::NcclBusy => "nccl_busy",
             FieldKind::ComputeBusy => "compute_busy",
@@ -241,6 +245,7 @@ impl FieldKind {
         matches!(
             self,
             FieldKind::Wall
+                | FieldKind::Idle
                 | FieldKind::Window
                 | FieldKind::NcclBusy
                 | FieldKind::ComputeBusy
@@ -583,6 +588,22 @@ pub fn spec(name: &str) -> Option<&'static AnalysisSpec> {
     ANALYSES.iter().chain(DERIVED).find(|a| a.name == name)
 }
 
+/// The analyses a comparison can run on each side: every `verdict query` analysis of the
+/// registry (not `coverage`, which is `verdict inspect`, nor the derived ones).
+pub fn comparable() -> impl Iterator<Item = &'static AnalysisSpec> {
+    ANALYSES.iter().filter(|a| a.is_query())
+}
+
+/// Whether `name` is an analysis a comparison can run.
+pub fn is_comparable(name: &str) -> bool {
+    comparable().any(|a| a.name == name)
+}
+
+/// [`comparable`]'s names, as a hint lists them: `overlap, kernels, ...`.
+pub fn comparable_names() -> String {
+    comparable().map(|a| a.name).collect::<Vec<_>>().join(", ")
+}
+
 /// Analyses over the evidence of others rather than a trace: `compare`. They are not
 /// `verdict query` subcommands built from the registry, and run after the per-trace queries.
 pub const DERIVED: &[AnalysisSpec] = &[compare::SPEC];
@@ -664,6 +685,14 @@ pub struct Params {
     pub tids: Option<Vec<i64>>,
     /// The matched instance to decompose, 1-based in time order (nccl-calls).
     pub instance: Option<usize>,
+    /// Inside a split, the start of this window when it is not the first: a row (kernel,
+    /// copy, NVTX range) that starts before it belongs to an earlier window, where it is
+    /// counted; here it adds only wall time to the unions of `overlap` and `copies`, clipped.
+    /// Set by [`run_split`] only, so that each row is counted in exactly one split window.
+    pub counted_from: Option<i64>,
+    /// Whether this window is one tile of a split: cross-rank matching then places each
+    /// collective instance in the tile where it starts, never cuts it.
+    pub tile: bool,
 }
 
 impl Params {
@@ -687,7 +716,15 @@ impl Params {
             pids: None,
             tids: None,
             instance: None,
+            counted_from: None,
+            tile: false,
         }
+    }
+
+    /// Whether a row that starts at `start` is counted in this window (see
+    /// [`Params::counted_from`]).
+    pub fn counts(&self, start: i64) -> bool {
+        self.counted_from.is_none_or(|t| start >= t)
     }
 
     /// Applies one parameter of `spec` from its text, as the command line and a claim's
@@ -1335,11 +1372,25 @@ pub fn run_windows(
     ctx: &Context,
     windows: &[crate::scope::Window],
 ) -> Result<Evidence, QueryError> {
+    run_windows_as(spec, params, ctx, windows, false)
+}
+
+/// [`run_windows`]; with `tiles` (the windows of a split, which tile one window), each row is
+/// counted in the window where it starts, the first window taking those that start before it.
+fn run_windows_as(
+    spec: &AnalysisSpec,
+    params: &Params,
+    ctx: &Context,
+    windows: &[crate::scope::Window],
+    tiles: bool,
+) -> Result<Evidence, QueryError> {
     let [first, rest @ ..] = windows else { return run_spec(spec, params, ctx) };
     let mut p = params.clone();
     let mut runs = Vec::with_capacity(windows.len());
-    for w in windows {
+    for (i, w) in windows.iter().enumerate() {
         p.window = Some(*w);
+        p.counted_from = (tiles && i > 0).then_some(w.start_ns);
+        p.tile = tiles;
         runs.push(run_spec(spec, &p, ctx)?);
     }
     if rest.is_empty() {
@@ -1424,10 +1475,12 @@ pub fn run_split(
     let windows = split_windows(ctx, params, n)?;
     let mut p = params.clone();
     p.split = None;
-    let mut ev = run_windows(spec, &p, ctx, &windows)?;
+    let mut ev = run_windows_as(spec, &p, ctx, &windows, true)?;
     let (a, b) = (windows[0].start_ns, windows[windows.len() - 1].end_ns);
     ev.window.requested_ns = Some([a, b]);
     ev.parameters.insert("split".into(), serde_json::json!(n));
+    ev.parameters.insert("split_membership".into(), serde_json::json!("start"));
+    ev.note("note.split_membership", &[]);
     ev.note(
         if params.window.is_some() { "note.split_window" } else { "note.split_span" },
         &[
@@ -1496,11 +1549,9 @@ pub fn command_words(
     }
     add(&["verdict", "query", spec.name]);
     c.extend(traces.iter().cloned());
-    // A query's values do not depend on the expected devices; they say which ranks are
-    // missing from a set, so those are stated.
-    if let Expect::Ranks(_) = expect {
-        c.extend(expect_words);
-    }
+    // The expected devices or ranks decide `missing_devices` and its notes: a command that
+    // left them out would give other evidence than the one it reproduces.
+    c.extend(expect_words);
     c.extend(spec.device_words(&p.devices));
     let mut add = |words: &[&str]| c.extend(words.iter().map(|w| w.to_string()));
     match (p.window, windows) {
@@ -1612,15 +1663,31 @@ pub(crate) fn edge_crossings(k: &Kernels, rows: std::ops::Range<usize>, w: Windo
     .count() as i64
 }
 
-/// Lower median and nearest-rank p90 of a sorted slice.
-pub(crate) fn quantiles(sorted: &[i64]) -> (i64, i64, i64, i64) {
-    if sorted.is_empty() {
-        return (0, 0, 0, 0);
-    }
+/// Order statistics of a sample that has at least one value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Quantiles {
+    /// The smallest value.
+    pub min: i64,
+    /// The lower median: the `ceil(n/2)`-th smallest.
+    pub median: i64,
+    /// The nearest-rank 90th percentile: the `ceil(0.9 n)`-th smallest.
+    pub p90: i64,
+    /// The largest value.
+    pub max: i64,
+}
+
+/// Lower median and nearest-rank p90 of a sorted slice; None for an empty one, whose order
+/// statistics do not exist (never a stand-in 0).
+pub(crate) fn quantiles_of(sorted: &[i64]) -> Option<Quantiles> {
     let n = sorted.len();
-    let median = sorted[(n - 1) / 2];
-    let p90 = sorted[(9 * n).div_ceil(10) - 1];
-    (sorted[0], median, p90, sorted[n - 1])
+    let (&min, &max) = (sorted.first()?, sorted.last()?);
+    Some(Quantiles { min, median: sorted[(n - 1) / 2], p90: sorted[(9 * n).div_ceil(10) - 1], max })
+}
+
+/// [`quantiles_of`] as a tuple (min, median, p90, max), with zeros for an empty slice: only
+/// for a caller that decides the empty case itself and nulls these values with a note.
+pub(crate) fn quantiles(sorted: &[i64]) -> (i64, i64, i64, i64) {
+    quantiles_of(sorted).map_or((0, 0, 0, 0), |q| (q.min, q.median, q.p90, q.max))
 }
 
 /// Builds a JSON object from key-value pairs.
@@ -1838,6 +1905,51 @@ pub(crate) mod tests {
         }
     }
 
+    /// Every analysis that takes a name filter, run with one that matches nothing: the order
+    /// statistics and spans of that empty population are null, never 0, and every null field
+    /// of any run is explained by a note.
+    #[test]
+    fn an_empty_match_gives_no_stand_in_zero_and_every_null_is_explained() {
+        let stat =
+            |f: &str| ["min", "median", "p90", "max", "mean", "span"].iter().any(|s| f.contains(s));
+        let mut filtered = 0;
+        for spec in ANALYSES.iter().filter(|s| s.is_query()) {
+            let devices = match spec.scope {
+                ScopeRule::PerDevice => DeviceSel::Set(vec![1]),
+                _ => DeviceSel::All,
+            };
+            let mut runs = vec![run_spec(spec, &Params::new(devices.clone()), &ctx()).unwrap()];
+            if spec.param("match").is_some() {
+                let mut p = Params::new(devices);
+                p.set(spec, "match", "no such name").unwrap();
+                let ev = run_spec(spec, &p, &ctx()).unwrap();
+                for f in spec.fields.iter().filter(|f| stat(f.name)) {
+                    assert!(
+                        ev.value(f.name).is_some_and(Value::is_null),
+                        "{}: {}",
+                        spec.name,
+                        f.name
+                    );
+                }
+                runs.push(ev);
+                filtered += 1;
+            }
+            for ev in &runs {
+                for f in spec.fields {
+                    if ev.value(f.name).is_some_and(Value::is_null) {
+                        assert!(
+                            !ev.null_reasons(f.name).is_empty(),
+                            "{}: {} is null without a note",
+                            spec.name,
+                            f.name
+                        );
+                    }
+                }
+            }
+        }
+        assert_eq!(filtered, 2, "kernels and nvtx take a name filter");
+    }
+
     #[test]
     fn a_declared_field_missing_from_the_evidence_is_an_error_not_zero() {
         let mut ev =
@@ -1883,5 +1995,14 @@ pub(crate) mod tests {
         assert_eq!(quantiles(&[1, 2, 3, 4]), (1, 2, 4, 4));
         assert_eq!(quantiles(&(1..=10).collect::<Vec<_>>()), (1, 5, 9, 10));
         assert_eq!(quantiles(&[7]), (7, 7, 7, 7));
+        assert_eq!(
+            quantiles_of(&[1, 2, 3, 4]),
+            Some(Quantiles { min: 1, median: 2, p90: 4, max: 4 })
+        );
+    }
+
+    #[test]
+    fn an_empty_sample_has_no_quantiles() {
+        assert_eq!(quantiles_of(&[]), None);
     }
 }

@@ -423,7 +423,8 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, Qu
             params.filter.as_ref().is_none_or(|f| f.matches(k.name(i, NameStyle::Short)))
         };
         for i in nccl.into_iter().filter(|&i| stream.is_none_or(|s| k.stream[i] == s) && named(i)) {
-            count += i64::from(selects(i));
+            // In a tile of a split, a kernel counts where it starts.
+            count += i64::from(selects(i) && (!params.tile || params.counts(k.start[i])));
             by.entry(collective(k.name(i, NameStyle::Short))).or_default().push(i);
         }
         counts.push(count);
@@ -462,17 +463,24 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, Qu
         for j in 0..n {
             let rows: Vec<usize> = lists.iter().map(|l| l[j]).collect();
             let selected = rows.iter().filter(|&&i| selects(i)).count();
-            let place = if rows.iter().all(|&i| selects(i) && holds(i)) {
-                Place::Inside
-            } else if selected == 0 {
-                Place::Outside
-            } else {
-                Place::Cut
-            };
             let smin = rows.iter().map(|&i| k.start[i]).min().unwrap_or(0);
             let smax = rows.iter().map(|&i| k.start[i]).max().unwrap_or(0);
             let emin = rows.iter().map(|&i| k.end[i]).min().unwrap_or(0);
             let emax = rows.iter().map(|&i| k.end[i]).max().unwrap_or(0);
+            let place = match window {
+                // A tile of a split holds the instances that start in it (the first tile also
+                // those that start before it and reach into it): one tile each, none cut.
+                Some(w) if params.tile => {
+                    if smin < w.end_ns && emax > w.start_ns && params.counts(smin) {
+                        Place::Inside
+                    } else {
+                        Place::Outside
+                    }
+                }
+                _ if rows.iter().all(|&i| selects(i) && holds(i)) => Place::Inside,
+                _ if selected == 0 => Place::Outside,
+                _ => Place::Cut,
+            };
             let this =
                 || CutInstance { collective: name.to_string(), ordinal: j + 1, span: [smin, emax] };
             match place {

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use super::{
     AnalysisSpec, Context, Evidence, Field, FieldKind, NvtxData, Params, QueryError, ScopeRule,
-    Table, Unit, obj, quantiles, select,
+    Table, Unit, obj, quantiles_of, select,
 };
 use crate::formula::Rational;
 use crate::scope::{Semantics, Window};
@@ -276,6 +276,9 @@ pub struct StatsParams {
     /// How the window selects ranges: `clip` keeps ranges that intersect it, with their
     /// durations clipped to it; `contain` keeps ranges fully inside it, unclipped.
     pub semantics: Semantics,
+    /// In a window of a split, its start when it is not the first: ranges that start before
+    /// it belong to an earlier window and are left out here.
+    pub counted_from: Option<i64>,
 }
 
 /// Duration statistics of the ranges of one (normalised) name.
@@ -360,6 +363,10 @@ pub fn range_stats(ranges: &NvtxRanges, params: &StatsParams) -> Result<RangeSum
             continue;
         }
         let (s, e) = (ranges.start[i], ranges.end[i]);
+        // In a split, a range belongs to the window where it starts, clipped to it.
+        if params.counted_from.is_some_and(|t| s < t) {
+            continue;
+        }
         let (s, e) = match params.window {
             None => (s, e),
             Some(w) => match params.semantics {
@@ -401,23 +408,23 @@ pub fn range_stats(ranges: &NvtxRanges, params: &StatsParams) -> Result<RangeSum
     }
     let mut all: Vec<i64> = acc.values().flat_map(|a| a.durations.iter().copied()).collect();
     all.sort_unstable();
-    let pooled = if all.is_empty() {
-        None
-    } else {
-        let (min_ns, median_ns, p90_ns, max_ns) = quantiles(&all);
-        Some(Pooled {
+    let pooled = match quantiles_of(&all) {
+        None => None,
+        Some(q) => Some(Pooled {
             total_ns: checked_sum(all.iter().copied(), "range durations")?,
-            min_ns,
-            median_ns,
-            p90_ns,
-            max_ns,
-        })
+            min_ns: q.min,
+            median_ns: q.median,
+            p90_ns: q.p90,
+            max_ns: q.max,
+        }),
     };
     let mut rows = Vec::with_capacity(acc.len());
     for (g, mut a) in acc {
         a.durations.sort_unstable();
         let total = checked_sum(a.durations.iter().copied(), "range durations")?;
-        let (min, median, p90, max) = quantiles(&a.durations);
+        // A group exists because a range joined it.
+        let Some(q) = quantiles_of(&a.durations) else { continue };
+        let (min, median, p90, max) = (q.min, q.median, q.p90, q.max);
         rows.push(RangeStats {
             name: grouping.groups[g as usize].clone(),
             count: a.durations.len() as u64,
@@ -497,6 +504,9 @@ pub struct AttributionParams {
     pub rule: NameRule,
     /// Which ranges can receive kernels; the others are ignored, as if not recorded.
     pub ranges: RangeFilter,
+    /// In a window of a split, its start when it is not the first: kernels that start before
+    /// it belong to an earlier window, where they are counted; here they add only their time.
+    pub counted_from: Option<i64>,
 }
 
 /// Why a kernel was not attributed.
@@ -533,6 +543,9 @@ pub struct KernelOutcome {
     pub start_ns: i64,
     /// End of its GPU interval (ns), clipped to the window under `clip`.
     pub end_ns: i64,
+    /// Whether it is counted in this window: always, but in a split, where a kernel that
+    /// started in an earlier window adds only its time here.
+    pub counted: bool,
     /// Its launch record's row in the [`Launches`], when found.
     pub launch: Option<usize>,
     /// The range it is attributed to, or why not.
@@ -579,6 +592,7 @@ pub fn attribute_each(
             kernel,
             start_ns,
             end_ns,
+            counted: params.counted_from.is_none_or(|t| kernels.start[kernel] >= t),
             launch: None,
             outcome: Outcome::Unattributed(Reason::NoLaunchRecord),
         })
@@ -607,6 +621,18 @@ pub fn attribute_each(
         }
     }
     queries.sort_unstable();
+    // Only the ranges the window keeps can receive kernels, as the range statistics count
+    // them: under clip those that intersect it, under contain those inside it. A range that
+    // ended before the window (on the CPU) is not kept, even if a kernel it launched runs in
+    // the window; that kernel goes to the kept range that encloses its launch, if any.
+    let kept = |r: usize| {
+        let (s, e) = (ranges.start[r], ranges.end[r]);
+        match (params.window, params.semantics) {
+            (None, _) => true,
+            (Some(w), Semantics::Clip) => e > w.start_ns && s < w.end_ns,
+            (Some(w), Semantics::Contain) => s >= w.start_ns && e <= w.end_ns,
+        }
+    };
     let mut grouping = Grouping::new(ranges, params.rule, &params.ranges);
     let mut active: VecDeque<usize> = VecDeque::new();
     let mut q = 0;
@@ -620,7 +646,7 @@ pub fn attribute_each(
             // Rows are in (start, end descending, table order) order, so the deque stays
             // in that order; a range that has ended by `t` has ended for every later launch.
             while next < rows.end && ranges.start[next] <= t {
-                if ranges.end[next] > t && grouping.candidate(next) {
+                if ranges.end[next] > t && kept(next) && grouping.candidate(next) {
                     active.push_back(next);
                 }
                 next += 1;
@@ -675,8 +701,8 @@ pub struct Tally {
 }
 
 impl Tally {
-    fn add(&mut self, ns: i64) -> Result<(), NvtxError> {
-        self.kernels += 1;
+    fn add(&mut self, ns: i64, counted: bool) -> Result<(), NvtxError> {
+        self.kernels += u64::from(counted);
         self.kernel_ns = self
             .kernel_ns
             .checked_add(ns)
@@ -814,11 +840,11 @@ pub fn attribute(
     let mut used_unterminated: BTreeSet<usize> = BTreeSet::new();
     for o in &each {
         let ns = o.end_ns - o.start_ns;
-        selected.add(ns)?;
+        selected.add(ns, o.counted)?;
         match o.outcome {
-            Outcome::Unattributed(reason) => unattributed.get_mut(reason).add(ns)?,
+            Outcome::Unattributed(reason) => unattributed.get_mut(reason).add(ns, o.counted)?,
             Outcome::Range(r) => {
-                attributed.add(ns)?;
+                attributed.add(ns, o.counted)?;
                 if ranges.unterminated[r] {
                     used_unterminated.insert(r);
                 }
@@ -828,7 +854,7 @@ pub fn attribute(
                     last: o.end_ns,
                     ranges: BTreeSet::new(),
                 });
-                a.tally.add(ns)?;
+                a.tally.add(ns, o.counted)?;
                 a.first = a.first.min(o.start_ns);
                 a.last = a.last.max(o.end_ns);
                 a.ranges.insert(r);
@@ -909,10 +935,11 @@ pub struct NvtxWindow {
 impl NvtxWindow {
     /// Reads the keys of a claims file's `window:` mapping; an error is (message, hint).
     pub fn from_keys(keys: &[(String, String)]) -> Result<NvtxWindow, (String, String)> {
-        let hint = "write `window: {nvtx: \"step 4\"}`, optionally with `index: N` (from 0, in start order; `A-B` or `all` for a set of windows), `on: cpu|gpu` and `domain: ID|NAME`".to_string();
+        let hint = "write `window: {nvtx: \"step 4\"}`, optionally with `index: N` (from 0, in start order; `A-B` or `all` for a set of windows), `project: cpu|gpu` (or `on:`, which YAML 1.1 readers take for a boolean) and `domain: ID|NAME`".to_string();
         let mut w =
             NvtxWindow { name: String::new(), index: None, on: Timeline::Cpu, domain: None };
         let mut named = false;
+        let mut timeline: Option<&str> = None;
         for (k, v) in keys {
             match k.as_str() {
                 "nvtx" => {
@@ -930,11 +957,18 @@ impl NvtxWindow {
                         )
                     })?)
                 }
-                "on" => {
+                // `project` is `on` under a name no YAML 1.1 reader takes for a boolean.
+                "on" | "project" => {
+                    if timeline.replace(k.as_str()).is_some() {
+                        return Err((
+                            "`on` and `project` are one key: give one of them".into(),
+                            hint,
+                        ));
+                    }
                     w.on = match v.trim() {
                         "cpu" => Timeline::Cpu,
                         "gpu" => Timeline::Gpu,
-                        _ => return Err((format!("`on: {v}` is not cpu or gpu"), hint)),
+                        _ => return Err((format!("`{k}: {v}` is not cpu or gpu"), hint)),
                     }
                 }
                 "domain" => w.domain = Some(v.clone()),
@@ -1398,6 +1432,7 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
             rule,
             window: params.window,
             semantics: params.semantics,
+            counted_from: params.counted_from,
         },
     )
     .map_err(failed)?;
@@ -1412,6 +1447,7 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
             nesting,
             rule,
             ranges: filter,
+            counted_from: params.counted_from,
         },
     )
     .map_err(failed)?;
@@ -1505,6 +1541,34 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
             &[],
             ("need.runtime_capture", &[]),
         );
+    }
+    // Empty populations: their statistics do not exist, and the note says which filter left
+    // them empty.
+    if !data.ranges.table_absent {
+        if stats.pooled.is_none() {
+            ev.leave_null(
+                &["range_min_ns", "range_median_ns", "range_p90_ns", "range_max_ns"],
+                "note.no_range_match",
+                &[],
+                ("need.range_match", &[]),
+            );
+        }
+        if !data.launches.table_absent && att.rows.is_empty() {
+            ev.leave_null(
+                &["gpu_span_ns"],
+                "note.no_kernel_attributed",
+                &[],
+                ("need.range_match", &[]),
+            );
+        }
+        if !data.launches.table_absent && att.selected.kernel_ns == 0 {
+            ev.leave_null(
+                &["kernel_share"],
+                "note.no_kernel_time",
+                &[],
+                ("need.kernels_in_window", &[]),
+            );
+        }
     }
     // Kernels that no range could ever receive, and (without a filter) kernels launched
     // outside every range; with a filter, kernels outside the ranges asked for are the point.
@@ -1905,7 +1969,9 @@ mod tests {
 
     #[test]
     fn window_clips_kernel_time_and_span() {
-        let ranges = NvtxRanges::from_rows(&[(T1, 0, Some(100), "r", 0)]);
+        // The range runs into the window, so the window keeps it (clip) and it can receive
+        // the kernels launched inside it.
+        let ranges = NvtxRanges::from_rows(&[(T1, 0, Some(2000), "r", 0)]);
         let (k, l) = setup(&[T1; 3], &[10, 20, 30]);
         // Kernels at [1000,1010) [1100,1110) [1200,1210); window [1005, 1205).
         let w = Some(Window { start_ns: 1005, end_ns: 1205 });
@@ -1916,6 +1982,42 @@ mod tests {
         let contain = AttributionParams { semantics: Semantics::Contain, ..clip };
         let a = attribute(&k, &l, &ranges, &contain).unwrap();
         assert_eq!(a.selected, Tally { kernels: 1, kernel_ns: 10 });
+        // Under contain the range is not inside the window: not kept, it receives nothing.
+        assert_eq!(a.attributed, Tally::default());
+    }
+
+    #[test]
+    fn project_is_on_under_a_name_yaml_1_1_keeps_a_string() {
+        let keys = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        let w = NvtxWindow::from_keys(&keys(&[("nvtx", "step 4"), ("project", "gpu")])).unwrap();
+        assert_eq!(w.on, Timeline::Gpu);
+        let w = NvtxWindow::from_keys(&keys(&[("nvtx", "step 4"), ("on", "gpu")])).unwrap();
+        assert_eq!(w.on, Timeline::Gpu);
+        let both = keys(&[("nvtx", "s"), ("on", "gpu"), ("project", "gpu")]);
+        assert!(NvtxWindow::from_keys(&both).unwrap_err().0.contains("one key"));
+        let bad = keys(&[("nvtx", "s"), ("project", "gpus")]);
+        assert_eq!(NvtxWindow::from_keys(&bad).unwrap_err().0, "`project: gpus` is not cpu or gpu");
+    }
+
+    #[test]
+    fn a_range_the_window_does_not_keep_receives_no_kernel() {
+        // `outer` covers the window; `op` ended before it, on the CPU, but launched the kernel
+        // that runs in it: under clip the kernel goes to `outer`, the kept range around `op`.
+        let ranges =
+            NvtxRanges::from_rows(&[(T1, 0, Some(2000), "outer", 0), (T1, 5, Some(15), "op", 0)]);
+        let (k, l) = setup(&[T1; 3], &[10, 20, 30]);
+        let w = Some(Window { start_ns: 1005, end_ns: 1205 });
+        let clip = AttributionParams { window: w, ..params(Nesting::Innermost) };
+        let a = attribute(&k, &l, &ranges, &clip).unwrap();
+        assert_eq!(
+            a.rows.iter().map(|r| (r.name.as_str(), r.kernels)).collect::<Vec<_>>(),
+            [("outer", 3)]
+        );
+        // Without a window `op` is kept and receives the kernel it launched.
+        let a = attribute(&k, &l, &ranges, &params(Nesting::Innermost)).unwrap();
+        assert_eq!(a.rows.iter().find(|r| r.name == "op").map(|r| r.kernels), Some(1));
     }
 
     /// The definition, applied literally: every range of the thread, every kernel.

@@ -42,7 +42,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
         Field {
             name: "idle_ns",
             unit: Unit::Ns,
-            kind: FieldKind::Wall,
+            kind: FieldKind::Idle,
             definition: "wall time with no kernel: total - |C ∪ N|",
         },
         Field {
@@ -104,6 +104,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
         (&["nccl_only_ns", "overlap_ns"], FieldKind::NcclBusy),
         (&["compute_only_ns", "overlap_ns"], FieldKind::ComputeBusy),
         (&["compute_only_ns", "nccl_only_ns", "overlap_ns", "idle_ns"], FieldKind::Window),
+        (&["idle_copy_ns", "idle_none_ns"], FieldKind::Idle),
     ],
     params: &[],
     scope: ScopeRule::PerDevice,
@@ -147,10 +148,19 @@ pub fn breakdown(ctx: &Context, device: i64, params: &Params) -> Breakdown {
     let rows = k.device_rows(device);
     let kept = select(k, rows.clone(), params.window, params.semantics, true);
     let (mut c, mut n) = (Vec::new(), Vec::new());
+    // Wall time from every kernel in the window; counts only of those that belong to it (in a
+    // split, a kernel that started in the window before is counted there).
+    let (mut compute_kernels, mut nccl_kernels) = (0i64, 0i64);
     for &(i, s, e) in &kept {
-        if k.is_nccl(i) { n.push((s, e)) } else { c.push((s, e)) }
+        let counted = i64::from(params.counts(k.start[i]));
+        if k.is_nccl(i) {
+            n.push((s, e));
+            nccl_kernels += counted;
+        } else {
+            c.push((s, e));
+            compute_kernels += counted;
+        }
     }
-    let (compute_kernels, nccl_kernels) = (c.len() as i64, n.len() as i64);
     let span = || {
         let lo = kept.iter().map(|x| x.1).min().unwrap_or(0);
         let hi = kept.iter().map(|x| x.2).max().unwrap_or(0);

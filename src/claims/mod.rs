@@ -84,10 +84,15 @@ pub enum Unit {
     Times,
     /// A plain ratio, three decimals.
     Ratio,
+    /// Bytes, exact.
+    Bytes,
+    /// Decimal gigabytes per second (10^9 bytes per second), which is bytes per ns: stored as
+    /// bytes per ns, so `bytes / busy_ns` is GB/s exactly.
+    GigabytesPerSecond,
 }
 
 impl Unit {
-    /// Parses `%`, `pp`, `ms`, `ns`, `s`, `count`, `x`, `ratio`.
+    /// Parses `%`, `pp`, `ms`, `ns`, `s`, `count`, `x`, `ratio`, `bytes` (or `B`), `GB/s`.
     pub fn parse(s: &str) -> Option<Unit> {
         Some(match s.trim() {
             "%" | "percent" => Unit::Percent,
@@ -98,6 +103,8 @@ impl Unit {
             "count" | "" => Unit::Count,
             "x" | "×" => Unit::Times,
             "ratio" => Unit::Ratio,
+            "bytes" | "B" => Unit::Bytes,
+            "GB/s" => Unit::GigabytesPerSecond,
             _ => return None,
         })
     }
@@ -113,6 +120,8 @@ impl Unit {
             Unit::Count => "count",
             Unit::Times => "x",
             Unit::Ratio => "ratio",
+            Unit::Bytes => "bytes",
+            Unit::GigabytesPerSecond => "GB/s",
         }
     }
 
@@ -142,8 +151,8 @@ impl Unit {
             Unit::Percent | Unit::PercentagePoints => 1,
             Unit::Ms => 2,
             Unit::S => 3,
-            Unit::Times | Unit::Ratio => 3,
-            Unit::Ns | Unit::Count => 0,
+            Unit::Times | Unit::Ratio | Unit::GigabytesPerSecond => 3,
+            Unit::Ns | Unit::Count | Unit::Bytes => 0,
         }
     }
 }
@@ -319,6 +328,8 @@ pub enum Denominator {
     NcclKernelTime,
     /// Summed kernel durations.
     KernelTime,
+    /// Idle time: the window's wall time with no kernel.
+    Idle,
 }
 
 /// A named scope: trace, window, devices, semantics.
@@ -448,6 +459,9 @@ pub struct Compare {
     pub split: Option<u32>,
     /// The bootstrap's seed.
     pub seed: u64,
+    /// How far apart the two sides' median window lengths may be, as a share of the longer,
+    /// and still be "the same length" for gate R1 (`same_length`, default 1%).
+    pub same_length: Quantity,
     /// The query of each side: `of` over the side's scope, the metric as its value.
     #[serde(skip)]
     pub sides: [Measure; 2],

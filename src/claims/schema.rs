@@ -13,8 +13,49 @@ use serde_json::{Value, json};
 /// pattern.
 fn measure_keys() -> String {
     let mut keys: Vec<&str> = crate::analysis::PARAMS.iter().map(|p| p.name).collect();
-    keys.extend(["versus", "of", "metric", "split", "seed", "rank", "over_ranks"]);
+    keys.extend(["versus", "of", "metric", "split", "seed", "same_length", "rank", "over_ranks"]);
     format!("^({})$", keys.join("|"))
+}
+
+/// The JSON Schema of an eval file (docs/eval.md): its `eval` header, the answers with their
+/// conditions, the optional key, and the `traces` and `scopes` the answers share, as a claims
+/// file declares them. With `languages`, every text must give exactly those languages.
+pub fn eval_schema(languages: Option<&[String]>) -> Value {
+    let claims = claims_schema(languages);
+    let strict = |props: Value, required: &[&str]| json!({"type": "object", "properties": props, "required": required, "additionalProperties": false});
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://github.com/verdict/eval.schema.json",
+        "title": "verdict eval file",
+        "description": "Many answers (claims files) to one question, scored by one rubric and compared by group (docs/eval.md).",
+        "$defs": claims["$defs"],
+        "type": "object",
+        "properties": {
+            "eval": strict(json!({
+                "id": {"type": "string"},
+                "languages": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                "title": {"$ref": "#/$defs/text"},
+                "question": {"$ref": "#/$defs/text"},
+                "groups": {"type": "string"},
+                "held": {"type": "array", "items": {"type": "string"}},
+                "seed": {"type": "integer", "minimum": 0},
+            }), &["id", "languages", "title"]),
+            "traces": claims["properties"]["traces"],
+            "scopes": claims["properties"]["scopes"],
+            "answers": {"type": "array", "items": strict(json!({
+                "claims": {"type": "string"},
+                "conditions": {"type": "object", "additionalProperties": {"type": "string"}},
+            }), &["claims"])},
+            "key": strict(json!({
+                "next_step": {"$ref": "#/$defs/text"},
+                "verdicts": {"type": "object", "additionalProperties": {
+                    "enum": ["supported", "partially_supported", "unverifiable", "not_supported"],
+                }},
+            }), &[]),
+        },
+        "required": ["eval", "answers"],
+        "additionalProperties": false,
+    })
 }
 
 /// The schema. With `languages`, every text must give exactly those languages; without, a text
@@ -51,7 +92,7 @@ pub fn claims_schema(languages: Option<&[String]>) -> Value {
                 "devices": {"type": "string"},
                 "per": {"enum": ["device", "sum"]},
                 "quantity": {"enum": ["wall-time", "kernel-time", "count", "step-time-reduction", "throughput-gain"]},
-                "denominator": {"enum": ["window", "nccl-busy", "compute-busy", "nccl-kernel-time", "kernel-time"]},
+                "denominator": {"enum": ["window", "nccl-busy", "compute-busy", "nccl-kernel-time", "kernel-time", "idle"]},
                 "denominator_text": {"$ref": "#/$defs/text"},
                 "chosen_by": {"$ref": "#/$defs/who"},
             }), &[]),
@@ -131,12 +172,15 @@ pub fn claims_schema(languages: Option<&[String]>) -> Value {
             "window": {
                 "oneOf": [
                     {"type": "string"},
-                    strict(json!({
+                    {"allOf": [strict(json!({
                         "nvtx": {"type": "string"},
                         "index": {"type": ["string", "integer"]},
+                        // `project` is `on` under a name that YAML 1.1 readers (PyYAML) do not
+                        // take for the boolean true.
+                        "project": {"enum": ["cpu", "gpu"]},
                         "on": {"enum": ["cpu", "gpu"]},
                         "domain": {"type": ["string", "integer"]},
-                    }), &["nvtx"]),
+                    }), &["nvtx"]), {"not": {"required": ["on", "project"]}}]},
                 ]
             },
         },

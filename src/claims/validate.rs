@@ -714,7 +714,7 @@ fn part(
             None => c.err(
                 at(u),
                 format!("{what}: unknown unit `{}`", u.value),
-                Some("use %, pp, ms, ns, s, count, x or ratio".to_string()),
+                Some("use %, pp, ms, ns, s, count, x, ratio, bytes or GB/s".to_string()),
             ),
         }
     }
@@ -1038,10 +1038,19 @@ fn measurement(
         None => match value.as_ratio() {
             Some(_) => Unit::Percent,
             None => {
-                let ns = value.vars().iter().any(|v| {
-                    spec.fields.iter().any(|f| f.name == v && f.unit == analysis::Unit::Ns)
-                });
-                if ns { Unit::Ms } else { Unit::Count }
+                let has = |unit| {
+                    value
+                        .vars()
+                        .iter()
+                        .any(|v| spec.fields.iter().any(|f| f.name == v && f.unit == unit))
+                };
+                if has(analysis::Unit::Ns) {
+                    Unit::Ms
+                } else if has(analysis::Unit::Bytes) {
+                    Unit::Bytes
+                } else {
+                    Unit::Count
+                }
             }
         },
     };
@@ -1200,7 +1209,10 @@ fn formula_over(
 }
 
 /// The keys of a `compare` measure besides the compared analysis's own parameters.
-const COMPARE_KEYS: [&str; 5] = ["versus", "of", "metric", "split", "seed"];
+const COMPARE_KEYS: [&str; 6] = ["versus", "of", "metric", "split", "seed", "same_length"];
+
+/// Gate R1's default tolerance for "the same length" of two sides' windows.
+pub const DEFAULT_SAME_LENGTH: &str = "1%";
 
 /// A `compare` measure: each side validated as a measure of `of` over its scope with the
 /// metric as its value (so its errors point at the same keys), then the comparison's own
@@ -1239,12 +1251,12 @@ fn compare_measurement(
     let (scope_a, value) = (raw.scope.as_ref()?, raw.value.as_ref()?);
     let (versus, of, metric) = (key("versus")?, key("of")?, key("metric")?);
     if let Some(spec) = analysis::spec(&of.value)
-        && (!spec.is_query() || analysis::DERIVED.iter().any(|d| d.name == spec.name))
+        && !analysis::is_comparable(spec.name)
     {
         c.err(
             at(of),
             format!("{what}: `compare` cannot compare `{}`", of.value),
-            Some("compare one of: overlap, kernels, nccl-skew, copies, nvtx".into()),
+            Some(format!("compare one of: {}", analysis::comparable_names())),
         );
         return None;
     }
@@ -1262,6 +1274,31 @@ fn compare_measurement(
             }
         },
     };
+    // Gate R1's "same length" of the two sides' windows, as a share of the longer (1%: splits
+    // of two runs are rarely equal to the nanosecond).
+    let same_length = match key("same_length") {
+        None => Quantity::parse(DEFAULT_SAME_LENGTH, Unit::Percent),
+        Some(v) => {
+            match Quantity::parse(&v.value, Unit::Percent) {
+                Some(q)
+                    if q.unit == Unit::Percent
+                        && q.value.num >= 0
+                        && q.value.cmp_to(crate::formula::Rational::int(1))
+                            != std::cmp::Ordering::Greater =>
+                {
+                    Some(q)
+                }
+                _ => {
+                    c.err(
+                    at(v),
+                    format!("{what}: `same_length` is `{}`", v.value),
+                    Some("a percentage of the longer side's window length, 0% to 100% (default 1%)".into()),
+                );
+                    Quantity::parse(DEFAULT_SAME_LENGTH, Unit::Percent)
+                }
+            }
+        }
+    }?;
     let seed = match key("seed") {
         None => crate::stats::DEFAULT_SEED,
         Some(v) => match v.value.trim().parse::<u64>() {
@@ -1348,6 +1385,7 @@ fn compare_measurement(
             versus: versus.value.clone(),
             split,
             seed,
+            same_length,
             sides: [a, b],
         })),
         ranks: None,

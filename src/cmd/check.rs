@@ -46,21 +46,35 @@ pub fn failed(a: &Audit) -> bool {
 pub fn render(a: &Audit, t: &Strings, width: usize) -> Result<String, String> {
     let ctx = crate::render::context::build(a, t, &[], &Default::default())?;
     let line = |first: &str, text: &str, indent: usize| table::hang(first, text, indent, width);
-    let mut s =
-        line("claims  ", &format!("{} · report {}", ctx.report.claims_file, ctx.report.id), 8);
+    // The header's labels in the report's language, padded to one display width.
+    let (claims_label, trace_label) = (t.get("ui.term_claims")?, t.get("ui.term_trace")?);
+    let indent = table::display_width(claims_label).max(table::display_width(trace_label)) + 2;
+    let pad = |label: &str| {
+        format!("{label}{}", " ".repeat(indent.saturating_sub(table::display_width(label))))
+    };
+    let mut s = line(
+        &pad(claims_label),
+        &format!("{} · {} {}", ctx.report.claims_file, t.get("ui.term_report")?, ctx.report.id),
+        indent,
+    );
     for tr in &ctx.traces {
         let text = match &tr.error {
             None => format!(
-                "{} = {} · sha256 {} · devices with kernels {} · missing {}",
+                "{} = {} · sha256 {} · {} {} · {}",
                 tr.name,
                 tr.path,
                 tr.sha256.get(..16).unwrap_or(""),
+                t.get("ui.term_present")?,
                 tr.present,
-                tr.missing
+                if tr.missing.is_empty() {
+                    t.get("ui.term_missing_none")?
+                } else {
+                    tr.missing.as_str()
+                }
             ),
-            Some(e) => format!("{} = {} · error: {e}", tr.name, tr.path),
+            Some(e) => format!("{} = {} · {}: {e}", tr.name, tr.path, t.get("ui.term_error")?),
         };
-        s += &line("trace   ", &text, 8);
+        s += &line(&pad(trace_label), &text, indent);
     }
     s.push('\n');
     let rows: Vec<Vec<String>> = ctx

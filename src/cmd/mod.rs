@@ -22,7 +22,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Eval(args) => eval::run(args),
         Command::Schema(args) => {
             let langs = (!args.languages.is_empty()).then_some(args.languages.as_slice());
-            print_json(&crate::claims::schema::claims_schema(langs))?;
+            print_json(&match args.what.as_str() {
+                "eval" => crate::claims::schema::eval_schema(langs),
+                _ => crate::claims::schema::claims_schema(langs),
+            })?;
             Ok(std::process::ExitCode::SUCCESS)
         }
         Command::Render(args) => render::run(args),

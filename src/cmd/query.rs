@@ -67,12 +67,11 @@ pub fn run(q: QueryCommand) -> anyhow::Result<ExitCode> {
 fn compare(c: &crate::cli::CompareArgs, json: bool) -> anyhow::Result<ExitCode> {
     let hinted =
         |e: analysis::QueryError| crate::Hinted::new(e.to_string(), e.hint().unwrap_or_default());
-    let of = analysis::spec(&c.of)
-        .filter(|s| s.is_query() && !analysis::DERIVED.iter().any(|d| d.name == s.name))
-        .ok_or_else(|| {
+    let of =
+        analysis::spec(&c.of).filter(|s| analysis::is_comparable(s.name)).ok_or_else(|| {
             crate::Hinted::new(
                 format!("`--of {}` is not an analysis a comparison can run", c.of),
-                "one of: overlap, kernels, nccl-skew, copies, nvtx",
+                format!("one of: {}", analysis::comparable_names()),
             )
         })?;
     let metric = crate::formula::Expr::parse(&c.metric).map_err(|e| {
@@ -139,7 +138,7 @@ fn compare(c: &crate::cli::CompareArgs, json: bool) -> anyhow::Result<ExitCode> 
             None => None,
             Some(name) => {
                 let mut keys = vec![("nvtx".to_string(), name)];
-                for k in ["index", "on", "domain"] {
+                for k in ["index", "on", "project", "domain"] {
                     if let Some(v) = get(k) {
                         keys.push((k.to_string(), v));
                     }

@@ -1626,7 +1626,10 @@ pub fn build(
                     t.get("ui.all_ranks").unwrap_or("").to_string()
                 }
                 (crate::scope::DeviceSel::Set(v), true) => t
-                    .format("scope.ranks_list", &args([("ranks", format_device_list(v))]))
+                    .format(
+                        if v.len() == 1 { "scope.rank_one" } else { "scope.ranks_list" },
+                        &args([("ranks", format_device_list(v))]),
+                    )
                     .unwrap_or_default(),
                 (crate::scope::DeviceSel::All, false) => {
                     t.get("ui.all_devices").unwrap_or("").to_string()

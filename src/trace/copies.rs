@@ -21,8 +21,10 @@ use super::{
 /// What a row of the memcpy or memset table did.
 ///
 /// Memcpy rows carry a `copyKind` (`ENUM_CUDA_MEMCPY_OPER`); memset rows are one kind of their
-/// own. Codes without a variant (0 "Unknown", the unified-memory 11-13, anything newer) are
-/// kept apart by their code in [`CopyKind::Unknown`].
+/// own. The export's enum table names each code (`CUDA_MEMCPY_KIND_UVM_HTOD`), and that name
+/// decides the kind; without the table, the codes of schema 3.1.2-3.25.0 do. Codes without a
+/// variant (0 "Unknown", anything newer) are kept apart by their code in
+/// [`CopyKind::Unknown`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CopyKind {
     /// Host to device (`copyKind` 1).
@@ -45,6 +47,12 @@ pub enum CopyKind {
     AtoD,
     /// Device to array (7).
     DtoA,
+    /// Unified memory migrated host to device (11).
+    UnifiedHtoD,
+    /// Unified memory migrated device to host (12).
+    UnifiedDtoH,
+    /// Unified memory migrated device to device (13).
+    UnifiedDtoD,
     /// A row of the memset table.
     Memset,
     /// Any other `copyKind` code, kept as written.
@@ -87,8 +95,37 @@ impl CopyKind {
             8 => CopyKind::DtoD,
             9 => CopyKind::HtoH,
             10 => CopyKind::PtoP,
+            11 => CopyKind::UnifiedHtoD,
+            12 => CopyKind::UnifiedDtoH,
+            13 => CopyKind::UnifiedDtoD,
             n => CopyKind::Unknown(n),
         }
+    }
+
+    /// The kind an export's enum table names (`CUDA_MEMCPY_KIND_UVM_HTOD`), if it is one this
+    /// program knows.
+    pub fn from_enum_name(name: &str) -> Option<CopyKind> {
+        Some(match name.trim().strip_prefix("CUDA_MEMCPY_KIND_")? {
+            "HTOD" => CopyKind::HtoD,
+            "DTOH" => CopyKind::DtoH,
+            "HTOA" => CopyKind::HtoA,
+            "ATOH" => CopyKind::AtoH,
+            "ATOA" => CopyKind::AtoA,
+            "ATOD" => CopyKind::AtoD,
+            "DTOA" => CopyKind::DtoA,
+            "DTOD" => CopyKind::DtoD,
+            "HTOH" => CopyKind::HtoH,
+            "PTOP" => CopyKind::PtoP,
+            "UVM_HTOD" => CopyKind::UnifiedHtoD,
+            "UVM_DTOH" => CopyKind::UnifiedDtoH,
+            "UVM_DTOD" => CopyKind::UnifiedDtoD,
+            _ => return None,
+        })
+    }
+
+    /// Whether it is a row of the memcpy table (every kind but memset).
+    pub fn is_memcpy(self) -> bool {
+        self != CopyKind::Memset
     }
 
     /// The `copyKind` code (None for memset).
@@ -104,6 +141,9 @@ impl CopyKind {
             CopyKind::DtoD => 8,
             CopyKind::HtoH => 9,
             CopyKind::PtoP => 10,
+            CopyKind::UnifiedHtoD => 11,
+            CopyKind::UnifiedDtoH => 12,
+            CopyKind::UnifiedDtoD => 13,
             CopyKind::Unknown(n) => n,
             CopyKind::Memset => return None,
         })
@@ -123,6 +163,9 @@ impl CopyKind {
             CopyKind::AtoA => "AtoA",
             CopyKind::AtoD => "AtoD",
             CopyKind::DtoA => "DtoA",
+            CopyKind::UnifiedHtoD => "UnifiedHtoD",
+            CopyKind::UnifiedDtoH => "UnifiedDtoH",
+            CopyKind::UnifiedDtoD => "UnifiedDtoD",
             CopyKind::Memset => "memset",
             CopyKind::Unknown(_) => "unknown",
         }
@@ -320,14 +363,14 @@ impl Copies {
                 schema.require(req)?;
             }
         }
-        out.read_labels(trace)?;
+        let named = out.read_labels(trace)?;
         let mut tally: BTreeMap<i64, DeviceTally> = BTreeMap::new();
         for memcpy in [true, false] {
             let table = if memcpy { names::MEMCPY } else { names::MEMSET };
             if !schema.has_table(table) {
                 continue;
             }
-            let (rows, skipped) = out.scan(trace, table, memcpy, &mut tally)?;
+            let (rows, skipped) = out.scan(trace, table, memcpy, &named, &mut tally)?;
             let t = if memcpy { &mut out.memcpy } else { &mut out.memset };
             t.present = true;
             t.rows = rows;
@@ -339,12 +382,13 @@ impl Copies {
     }
 
     /// Reads `ENUM_CUDA_MEMCPY_OPER` when it has `id` and `label`; otherwise the built-in
-    /// labels stay in use.
-    fn read_labels(&mut self, trace: &Trace) -> Result<(), TraceError> {
+    /// labels stay in use. Returns the kinds its `name` column names, by code.
+    fn read_labels(&mut self, trace: &Trace) -> Result<BTreeMap<i64, CopyKind>, TraceError> {
         let schema = trace.schema();
         let t = names::ENUM_MEMCPY_OPER;
+        let mut named = BTreeMap::new();
         if !(schema.has_column(t, enums::ID) && schema.has_column(t, enums::LABEL)) {
-            return Ok(());
+            return Ok(named);
         }
         let sql = format!("SELECT {}, {} FROM {}", enums::ID, enums::LABEL, quote_ident(t));
         let mut stmt = trace.conn().prepare(&sql).map_err(TraceError::from_sqlite)?;
@@ -360,7 +404,20 @@ impl Copies {
         if !self.labels.is_empty() {
             self.label_source = LabelSource::Export;
         }
-        Ok(())
+        if schema.has_column(t, enums::NAME) {
+            let sql = format!("SELECT {}, {} FROM {}", enums::ID, enums::NAME, quote_ident(t));
+            let mut stmt = trace.conn().prepare(&sql).map_err(TraceError::from_sqlite)?;
+            let rows = stmt
+                .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Option<String>>(1)?)))
+                .map_err(TraceError::from_sqlite)?;
+            for row in rows {
+                let (id, name) = row.map_err(TraceError::from_sqlite)?;
+                if let Some(kind) = name.as_deref().and_then(CopyKind::from_enum_name) {
+                    named.insert(id, kind);
+                }
+            }
+        }
+        Ok(named)
     }
 
     /// One pass over one table: every valid row into the inventory, the rows the filter keeps
@@ -370,6 +427,7 @@ impl Copies {
         trace: &Trace,
         table: &str,
         memcpy: bool,
+        named: &BTreeMap<i64, CopyKind>,
         tally: &mut BTreeMap<i64, DeviceTally>,
     ) -> Result<(i64, u64), TraceError> {
         let sql = format!(
@@ -408,7 +466,9 @@ impl Copies {
                 return Err(bad(c::BYTES, format!("negative byte count {bytes}")));
             }
             let kind = if memcpy {
-                CopyKind::from_code(row.get(5).map_err(|e| bad(c::COPY_KIND, e.to_string()))?)
+                // As the export's enum table names the code, else as the built-in codes say.
+                let code = row.get(5).map_err(|e| bad(c::COPY_KIND, e.to_string()))?;
+                named.get(&code).copied().unwrap_or_else(|| CopyKind::from_code(code))
             } else {
                 CopyKind::Memset
             };
@@ -637,7 +697,14 @@ mod tests {
         assert_eq!(CopyKind::from_code(1).as_str(), "HtoD");
         assert_eq!(CopyKind::from_code(8).as_str(), "DtoD");
         assert_eq!(CopyKind::from_code(10).as_str(), "PtoP");
-        assert_eq!(CopyKind::from_code(11), CopyKind::Unknown(11));
+        assert_eq!(CopyKind::from_code(11), CopyKind::UnifiedHtoD);
+        assert_eq!(CopyKind::from_code(14), CopyKind::Unknown(14));
+        assert_eq!(
+            CopyKind::from_enum_name("CUDA_MEMCPY_KIND_UVM_DTOH"),
+            Some(CopyKind::UnifiedDtoH)
+        );
+        assert_eq!(CopyKind::from_enum_name("CUDA_MEMCPY_KIND_HTOD"), Some(CopyKind::HtoD));
+        assert_eq!(CopyKind::from_enum_name("CUDA_MEMCPY_KIND_NEW"), None);
         assert_eq!(CopyKind::Unknown(11).to_string(), "unknown_11");
         assert_eq!(CopyKind::Memset.to_string(), "memset");
         assert_eq!(CopyKind::Memset.code(), None);
@@ -704,7 +771,7 @@ mod tests {
         assert_eq!(all.device_rows(1), 1..6);
         // Ordered by (device, start, end).
         assert_eq!(all.start, [1000, 100, 150, 300, 500, 5000]);
-        assert_eq!(all.kind[0], CopyKind::Unknown(11));
+        assert_eq!(all.kind[0], CopyKind::UnifiedHtoD);
         assert_eq!(all.label_source, LabelSource::Export);
         assert_eq!(all.label(CopyKind::HtoD), "H2D label");
         // A NULL label falls back to the built-in one, code by code.

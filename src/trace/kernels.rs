@@ -277,7 +277,7 @@ impl Kernels {
                 column: format!("{}/{}", k::SHORT_NAME, k::DEMANGLED_NAME),
                 detail: format!("string id {id} has no row in `StringIds`"),
             })?;
-            out.nccl.push(value.to_ascii_lowercase().contains("nccl"));
+            out.nccl.push(super::is_nccl_name(&value));
             out.names.push(value);
         }
         let mut dropped: Vec<i64> =
@@ -342,7 +342,7 @@ impl Kernels {
         let mut ids: HashMap<String, u32> = HashMap::default();
         for &(device, stream, start, end, name) in rows {
             let id = *ids.entry(name.to_string()).or_insert_with(|| {
-                out.nccl.push(name.to_ascii_lowercase().contains("nccl"));
+                out.nccl.push(super::is_nccl_name(name));
                 out.names.push(name.to_string());
                 (out.names.len() - 1) as u32
             });
@@ -392,7 +392,7 @@ impl Kernels {
                 .map(|name| match ids.get(&name) {
                     Some(&id) => id,
                     None => {
-                        out.nccl.push(name.to_ascii_lowercase().contains("nccl"));
+                        out.nccl.push(super::is_nccl_name(&name));
                         out.names.push(name.clone());
                         let id = (out.names.len() - 1) as u32;
                         ids.insert(name, id);

@@ -538,6 +538,12 @@ pub struct ListedGpu {
     pub name: Option<String>,
 }
 
+/// Whether a kernel is NCCL: its name contains `nccl`, in any case. The one rule for the
+/// scans, the analyses and the charts.
+pub fn is_nccl_name(name: &str) -> bool {
+    name.to_ascii_lowercase().contains("nccl")
+}
+
 /// First kernel start and last kernel end over the given devices.
 pub fn kernel_range(devices: &[DeviceInventory]) -> Option<[i64; 2]> {
     Some([

@@ -112,6 +112,8 @@ pub mod enums {
     pub const ID: &str = "id";
     /// The human name, such as `Host-to-Device`.
     pub const LABEL: &str = "label";
+    /// The symbolic name, such as `CUDA_MEMCPY_KIND_UVM_HTOD`.
+    pub const NAME: &str = "name";
 }
 
 /// Metadata keys read from `META_DATA_EXPORT` / `EXPORT_META_DATA`.

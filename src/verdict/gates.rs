@@ -271,6 +271,7 @@ pub fn r3(about: &About, measure: &Measure) -> Gate {
             Denominator::ComputeBusy => Q::ComputeBusy,
             Denominator::NcclKernelTime => Q::NcclKernelTime,
             Denominator::KernelTime => Q::KernelTime,
+            Denominator::Idle => Q::Idle,
         };
         if den != Some(want) {
             return gate(
@@ -517,6 +518,7 @@ pub fn compare_gates(
         ("n_b", n(&b).to_string()),
         ("len_a", ms(la)),
         ("len_b", ms(lb)),
+        ("tolerance", c.same_length.text.clone()),
     ];
     let r1 = match (&pa, &pb) {
         (Some(x), Some(y)) if x == y => gate(
@@ -529,8 +531,17 @@ pub fn compare_gates(
             gate("R1", GateStatus::Fail, "gate.r1.compare_phases_differ", &common)
         }
         (None, None) => {
-            // Equal within 1%: splits of two runs are rarely equal to the nanosecond.
-            let same = (la - lb).unsigned_abs() * 100 <= la.unsigned_abs().max(lb.unsigned_abs());
+            // Equal within the stated tolerance of the longer (`same_length`, 1% unless the
+            // claim says otherwise): splits of two runs are rarely equal to the nanosecond.
+            // |la - lb| <= t * max, exactly: |la - lb| * den <= num * max.
+            let t = c.same_length.value;
+            let diff = i128::from(la) - i128::from(lb);
+            let longest = i128::from(la.unsigned_abs().max(lb.unsigned_abs()));
+            let same = diff
+                .unsigned_abs()
+                .checked_mul(t.den.unsigned_abs())
+                .zip(t.num.unsigned_abs().checked_mul(longest.unsigned_abs()))
+                .is_some_and(|(l, r)| l <= r);
             if same {
                 gate("R1", GateStatus::Pass, "gate.r1.compare_same_length", &common)
             } else if share {

@@ -37,6 +37,8 @@ pub fn show_at(v: Rational, unit: Unit, places: u32) -> String {
         Unit::Count => d(num, den),
         Unit::Times => format!("{}x", d(num, den)),
         Unit::Ratio => d(num, den),
+        Unit::Bytes => format!("{} B", d(num, den)),
+        Unit::GigabytesPerSecond => format!("{} GB/s", d(num, den)),
     }
 }
 

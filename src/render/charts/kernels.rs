@@ -37,7 +37,7 @@ pub(super) fn bars(ev: &Evidence) -> Option<(Vec<KernelBar>, i64)> {
             let name = r.get("name")?.as_str()?.to_string();
             Some(KernelBar {
                 // As the analyses classify kernels: NCCL when the name contains `nccl`.
-                nccl: name.to_ascii_lowercase().contains("nccl"),
+                nccl: crate::trace::is_nccl_name(&name),
                 name,
                 total_ns: int(r, "total_ns")?,
                 count: int(r, "count")?,
