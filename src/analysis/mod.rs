@@ -451,6 +451,9 @@ pub struct AnalysisSpec {
     /// Fields that are a ratio of other fields, with that formula: a claim that reads one is
     /// evaluated and shown through it (`wait_ns / nccl_ns`), exactly, with its fraction.
     pub ratios: &'static [(&'static str, &'static str)],
+    /// Whether its evidence has a per-name table (`rows` by kernel, range or copy name), which
+    /// a comparison over it breaks down per name.
+    pub per_name: bool,
     /// The fields of its per-rank rows where they are not its `values`' own (nccl-skew's
     /// arrivals and waits per rank); an analysis whose rule is `PerDevice` has rows of its own
     /// fields. A claim binds a row with `rank:` or `over_ranks:`.
@@ -502,13 +505,12 @@ impl AnalysisSpec {
 
     /// The fields and ratios of its per-rank rows, if it has rows a claim can bind per rank:
     /// its own fields for an analysis with rows per device, else its declared rank rows.
-    pub fn row_fields(
-        &self,
-    ) -> Option<(&'static [Field], &'static [(&'static str, &'static str)])> {
+    pub fn row_fields(&self) -> Option<RankRows> {
         match (self.scope, self.rank_rows) {
-            (ScopeRule::PerDevice, _) => Some((self.fields, self.ratios)),
-            (_, Some(r)) => Some((r.fields, r.ratios)),
-            _ => None,
+            (ScopeRule::PerDevice, _) => {
+                Some(RankRows { fields: self.fields, ratios: self.ratios })
+            }
+            (_, rows) => rows,
         }
     }
 

@@ -1173,12 +1173,12 @@ fn formula_over(
     };
     // Over per-rank rows the formula reads the row's fields; otherwise the values'.
     let fields: Vec<&str> = match spec.row_fields().filter(|_| per_rank) {
-        Some((row, _)) => row.iter().map(|f| f.name).collect(),
+        Some(rows) => rows.fields.iter().map(|f| f.name).collect(),
         None => spec.fields.iter().map(|f| f.name).collect(),
     };
     let row_only: Vec<&str> = spec
         .row_fields()
-        .map_or(&[][..], |(row, _)| row)
+        .map_or(&[][..], |rows| rows.fields)
         .iter()
         .map(|f| f.name)
         .filter(|f| !spec.fields.iter().any(|g| g.name == *f))

@@ -64,7 +64,7 @@ fn ratio_definition(m: &crate::claims::Measure) -> Option<(&'static str, Expr)> 
     }
     let spec = crate::analysis::spec(&m.analysis)?;
     // Over per-rank rows, the rows' ratios (`last_share`) come first.
-    let rows = m.ranks.as_ref().and_then(|_| spec.row_fields()).map_or(&[][..], |(_, r)| r);
+    let rows = m.ranks.as_ref().and_then(|_| spec.row_fields()).map_or(&[][..], |r| r.ratios);
     let (_, text) = rows.iter().chain(spec.ratios).find(|(f, _)| f == field)?;
     Some((*text, Expr::parse(text).ok()?))
 }
