@@ -100,6 +100,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
         ("change_high", "ci_high / a_median"),
         ("ratio", "b_median / a_median"),
     ],
+    per_name: false,
     rank_rows: None,
     across: &[],
     chart: None,
@@ -224,9 +225,9 @@ pub fn names_params(side: &super::Params, ev: &Evidence) -> super::Params {
     whole
 }
 
-/// The analyses whose evidence has a per-name table.
+/// Whether an analysis's evidence has a per-name table, as its registry entry says.
 pub fn has_names(analysis: &str) -> bool {
-    matches!(analysis, "kernels" | "nvtx" | "copies")
+    super::spec(analysis).is_some_and(|s| s.per_name)
 }
 
 /// Per-name deltas, sorted by the size of their contribution to the total change.

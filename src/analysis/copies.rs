@@ -475,6 +475,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     needs: &[Table::Kernels, Table::Copies],
     cross_rank: &[],
     ratios: &[("bandwidth", "bytes / memcpy_busy_ns")],
+    per_name: true,
     rank_rows: None,
     across: &[],
     chart: None,

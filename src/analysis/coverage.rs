@@ -71,6 +71,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     needs: &[Table::Kernels],
     cross_rank: &[],
     ratios: &[],
+    per_name: false,
     rank_rows: None,
     across: &[],
     chart: None,

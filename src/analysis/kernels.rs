@@ -76,6 +76,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     needs: &[Table::Kernels],
     cross_rank: &[],
     ratios: &[],
+    per_name: true,
     rank_rows: None,
     across: &[],
     chart: Some(ChartKind::TopNames),

@@ -109,6 +109,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     needs: &[Table::Kernels, Table::Nvtx],
     cross_rank: CROSS_RANK,
     ratios: &[],
+    per_name: false,
     rank_rows: Some(RankRows { fields: RANK_FIELDS, ratios: &[] }),
     across: &[
         ("start_skew_ns", super::Across::Spread),

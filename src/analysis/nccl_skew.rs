@@ -129,6 +129,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     needs: &[Table::Kernels],
     cross_rank: CROSS_RANK,
     ratios: &[("wait_share", "wait_ns / nccl_ns"), ("straggler_share", "straggler_last / matched")],
+    per_name: false,
     rank_rows: Some(RankRows { fields: RANK_FIELDS, ratios: RANK_RATIOS }),
     across: &[
         ("nccl_ns", Across::Sum),

@@ -1380,6 +1380,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     needs: &[Table::Kernels, Table::Nvtx],
     cross_rank: &[],
     ratios: &[("kernel_share", "kernel_ns / selected_kernel_ns")],
+    per_name: true,
     rank_rows: None,
     across: &[],
     chart: None,

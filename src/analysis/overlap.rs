@@ -111,6 +111,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     needs: &[Table::Kernels, Table::Copies],
     cross_rank: &[],
     ratios: &[],
+    per_name: false,
     rank_rows: None,
     across: &[],
     chart: Some(ChartKind::Breakdown),
