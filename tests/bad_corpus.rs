@@ -887,8 +887,17 @@ fn null_metadata() {
         [
             "1 row(s) of `META_DATA_EXPORT.name` are NULL where nsys writes a value: read as absent",
             "1 row(s) of `TARGET_INFO_GPU.id` are NULL where nsys writes a value: read as absent",
+            "2 row(s) of `StringIds.value` are NULL where nsys writes a value: read as absent",
         ]
     );
+    // The kernel whose name is NULL is a kernel without a name (compute: no `nccl` in it),
+    // not a reason to refuse the trace: 3 kernels, one of them unnamed, 100 ns long.
+    let kernels = util::run_json_in(Some(d), &["query", "kernels", "t.sqlite", "--json"]);
+    assert_eq!(util::int(&kernels["values"], "count"), 3, "{kernels}");
+    let unnamed: Vec<&serde_json::Value> =
+        kernels["rows"].as_array().unwrap().iter().filter(|r| r["name"] == "").collect();
+    assert_eq!(unnamed.len(), 1, "{kernels}");
+    assert_eq!(unnamed[0]["total_ns"], 100);
     assert_eq!(inspect["values"]["listed_without_kernels"], serde_json::json!([1]));
     // The range whose string is NULL reads as a range without a text, beside `step`.
     let nvtx = util::run_json_in(Some(d), &["query", "nvtx", "t.sqlite", "--json"]);
@@ -910,7 +919,7 @@ fn null_metadata() {
             util::verdict().args(["query", "kernels"]).arg(&odd).arg("--json").output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert_eq!(util::int(&v["values"], "count"), 2);
+        assert_eq!(util::int(&v["values"], "count"), 3);
     }
 }
 

@@ -267,11 +267,15 @@ impl Kernels {
             .prepare(&format!("SELECT value FROM {} WHERE id = ?1", names::STRING_IDS))
             .map_err(TraceError::from_sqlite)?;
         for id in &raw_ids {
-            let value: Option<String> = match lookup.query_row([id], |r| r.get(0)) {
-                Ok(v) => Some(v),
-                Err(rusqlite::Error::QueryReturnedNoRows) => None,
-                Err(e) => return Err(TraceError::from_sqlite(e)),
-            };
+            // A NULL string names nothing: the kernel reads as one without a name (the
+            // schema probe counts such rows, and `inspect` discloses them), never as a reason
+            // to refuse the trace.
+            let value: Option<String> =
+                match lookup.query_row([id], |r| r.get::<_, Option<String>>(0)) {
+                    Ok(v) => Some(v.unwrap_or_default()),
+                    Err(rusqlite::Error::QueryReturnedNoRows) => None,
+                    Err(e) => return Err(TraceError::from_sqlite(e)),
+                };
             let value = value.ok_or_else(|| TraceError::BadValue {
                 table: table.clone(),
                 column: format!("{}/{}", k::SHORT_NAME, k::DEMANGLED_NAME),

@@ -217,7 +217,13 @@ impl Schema {
         let checks = metadata_table
             .iter()
             .map(|t| (t.clone(), "name"))
-            .chain(gpu_id.map(|c| (names::TARGET_INFO_GPU.to_string(), c)));
+            .chain(gpu_id.map(|c| (names::TARGET_INFO_GPU.to_string(), c)))
+            .chain(
+                tables
+                    .get(names::STRING_IDS)
+                    .filter(|cols| cols.iter().any(|x| x == "value"))
+                    .map(|_| (names::STRING_IDS.to_string(), "value")),
+            );
         for (table, column) in checks {
             let n: i64 = conn
                 .query_row(
