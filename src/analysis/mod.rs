@@ -1949,7 +1949,7 @@ pub(crate) mod tests {
                 }
             }
         }
-        assert_eq!(filtered, 2, "kernels and nvtx take a name filter");
+        assert_eq!(filtered, 4, "kernels, nvtx, nccl-skew and nccl-calls take a name filter");
     }
 
     #[test]
