@@ -102,7 +102,9 @@ pub enum Refused {
 /// How a p-value or an interval's rank was obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
-    /// From the exact null distribution of U, enumerated (no ties assumed).
+    /// From the exact null distribution of U, enumerated: without ties, or, with ties, the
+    /// permutation distribution of U given the tied values (every way of dealing the pooled
+    /// values into the two sides, equally likely).
     Exact,
     /// From the normal approximation of U's distribution.
     Normal,
@@ -246,12 +248,33 @@ pub fn mann_whitney(a: &[i64], b: &[i64]) -> Result<MannWhitney, Refused> {
         // Every value is the same: U sits at its mean and nothing can be told apart.
         return Ok(MannWhitney { method: Method::Normal, z: Some(0.0), ..base });
     }
-    let (mf, nf, nn) = (n_a as f64, n_b as f64, (n_a + n_b) as f64);
-    let variance = mf * nf / 12.0 * ((nn + 1.0) - tie_term / (nn * (nn - 1.0)));
-    let distance = (u_a_doubled as f64 - pairs as f64).abs() / 2.0;
-    let z = (distance - 0.5).max(0.0) / variance.sqrt();
-    let p_value = erfc(z / std::f64::consts::SQRT_2).min(1.0);
+    if ties && let Some(counts) = tied_null_counts(&sa, &sb) {
+        // `counts[v]`: arrangements with 2U = v.
+        let u = u_a_doubled as usize;
+        let total: u128 = counts.iter().sum();
+        let below: u128 = counts[..=u].iter().sum();
+        let above: u128 = counts[u..].iter().sum();
+        let num = (2 * below.min(above)).min(total);
+        let p = Rational::new(
+            i128::try_from(num).map_err(|_| Refused::Overflow)?,
+            i128::try_from(total).map_err(|_| Refused::Overflow)?,
+        )
+        .ok_or(Refused::Overflow)?;
+        return Ok(MannWhitney { p_value: p.to_f64(), p_exact: Some(p), ..base });
+    }
+    let (z, p_value) = normal_p(n_a, n_b, u_a_doubled, tie_term);
     Ok(MannWhitney { method: Method::Normal, p_value, z: Some(z), ..base })
+}
+
+/// The normal approximation of U's distribution, with the tie correction of its variance and
+/// a continuity correction: `(z, two-sided p)`. Used beyond [`EXACT_MAX_PAIRS`] only.
+fn normal_p(n_a: usize, n_b: usize, u_a_doubled: u64, tie_term: f64) -> (f64, f64) {
+    let (mf, nf, nn) = (n_a as f64, n_b as f64, (n_a + n_b) as f64);
+    let pairs = mf * nf;
+    let variance = mf * nf / 12.0 * ((nn + 1.0) - tie_term / (nn * (nn - 1.0)));
+    let distance = (u_a_doubled as f64 - pairs).abs() / 2.0;
+    let z = (distance - 0.5).max(0.0) / variance.sqrt();
+    (z, erfc(z / std::f64::consts::SQRT_2).min(1.0))
 }
 
 /// The Hodges-Lehmann estimate of the shift `B - A` with its rank-based (Moses) interval.
@@ -523,6 +546,58 @@ fn null_counts(m: usize, n: usize) -> Option<Vec<u128>> {
     p.into_iter().map(|c| u128::try_from(c).ok()).collect()
 }
 
+/// The permutation distribution of twice U (an integer with ties, which count one half) given
+/// the tied values of the pooled sample: `counts[v]` is the number of ways, of the
+/// `C(m + n, m)` equally likely ones, to deal the pooled values into a side of `m` (A) and one
+/// of `n` (B) with `2 U_A = v`. None when `m n` exceeds [`EXACT_MAX_PAIRS`] (or a count would
+/// not fit).
+///
+/// Over the groups of equal values in ascending order, choosing `k` of a group of `t` for A
+/// (`C(t, k)` ways) adds `k (2 b + (t - k))` to `2 U_A`, where `b` is the number of B values in
+/// the groups below: each of those `k` values is above `b` B values and ties with `t - k`. A
+/// table over (values of A so far, partial `2 U_A`) takes the groups one by one.
+fn tied_null_counts(sa: &[i64], sb: &[i64]) -> Option<Vec<u128>> {
+    let (m, n) = (sa.len(), sb.len());
+    let pairs = m.checked_mul(n)?;
+    if pairs > EXACT_MAX_PAIRS {
+        return None;
+    }
+    let mut pooled: Vec<i64> = sa.iter().chain(sb).copied().collect();
+    pooled.sort_unstable();
+    let sizes: Vec<usize> = pooled.chunk_by(|x, y| x == y).map(<[i64]>::len).collect();
+    let width = 2 * pairs + 1;
+    // table[a][v]: ways with `a` values dealt to A and partial 2U_A = v.
+    let mut table = vec![vec![0u128; width]; m + 1];
+    table[0][0] = 1;
+    let mut seen = 0;
+    for &t in &sizes {
+        let mut next = vec![vec![0u128; width]; m + 1];
+        for (a, row) in table.iter().enumerate() {
+            let b = seen - a.min(seen);
+            if a > seen || b > n {
+                continue;
+            }
+            for (v, &ways) in row.iter().enumerate().filter(|(_, w)| **w > 0) {
+                let mut choose: u128 = 1;
+                for k in 0..=t.min(m - a) {
+                    if k > 0 {
+                        choose = choose.checked_mul((t - k + 1) as u128)? / k as u128;
+                    }
+                    if t - k + b > n {
+                        continue;
+                    }
+                    let add = k * (2 * b + (t - k));
+                    let cell = &mut next[a + k][v + add];
+                    *cell = cell.checked_add(ways.checked_mul(choose)?)?;
+                }
+            }
+        }
+        table = next;
+        seen += t;
+    }
+    Some(table.swap_remove(m))
+}
+
 /// The rank `C` and the exact level `1 - 2 P(U <= C - 1)` of the widest-ranked interval whose
 /// level is at least `1 - alpha`.
 fn exact_rank(counts: &[u128], alpha: Rational) -> Result<(usize, Rational), Refused> {
@@ -767,14 +842,85 @@ mod tests {
         // sigma = 4.7140. Continuity: |2.5 - 12.5| - 0.5 = 9.5, z = 9.5 / 4.7140 = 2.0153.
         // Table: Phi(2.01) = 0.97778, Phi(2.02) = 0.97831, so Phi(2.0153) = 0.97806 and
         // p = 2 * (1 - 0.97806) = 0.0439.
+        let (z, p) = normal_p(5, 5, 5, 30.0);
+        assert!((z - 2.0153).abs() < 1e-4, "{z}");
+        assert!((p - 0.0439).abs() < 1e-4, "{p}");
+        // 25 pairs is in the exact range: the test itself is exact, with the ties.
         let t = mann_whitney(&[1, 2, 3, 3, 4], &[3, 4, 5, 6, 7]).unwrap();
         assert_eq!((t.u_a_doubled, t.u_b_doubled), (5, 45));
         assert!(t.ties);
-        assert_eq!(t.method, Method::Normal);
-        assert_eq!(t.p_exact, None);
-        assert!((t.z.unwrap() - 2.0153).abs() < 1e-4, "{:?}", t.z);
-        assert!((t.p_value - 0.0439).abs() < 1e-4, "{}", t.p_value);
+        assert_eq!(t.method, Method::Exact);
+        assert_eq!(t.p_exact, Some(brute_force_p(&[1, 2, 3, 3, 4], &[3, 4, 5, 6, 7])));
         assert!(!t.few_samples);
+    }
+
+    /// The two-sided exact p of the rank-sum test by enumerating every way to deal the pooled
+    /// values into sides of the same sizes: 2 min(P(2U <= u), P(2U >= u)), at most 1.
+    fn brute_force_p(a: &[i64], b: &[i64]) -> Rational {
+        let pooled: Vec<i64> = a.iter().chain(b).copied().collect();
+        let n = pooled.len();
+        let twice_u = |side_a: &[i64], side_b: &[i64]| -> i64 {
+            let mut u = 0;
+            for x in side_a {
+                for y in side_b {
+                    u += if x > y {
+                        2
+                    } else if x == y {
+                        1
+                    } else {
+                        0
+                    };
+                }
+            }
+            u
+        };
+        let observed = twice_u(a, b);
+        let (mut total, mut le, mut ge) = (0i128, 0i128, 0i128);
+        for mask in 0u32..(1 << n) {
+            if mask.count_ones() as usize != a.len() {
+                continue;
+            }
+            let (mut sa, mut sb) = (Vec::new(), Vec::new());
+            for (i, &v) in pooled.iter().enumerate() {
+                if mask & (1 << i) != 0 { sa.push(v) } else { sb.push(v) }
+            }
+            let u = twice_u(&sa, &sb);
+            total += 1;
+            le += i128::from(u <= observed);
+            ge += i128::from(u >= observed);
+        }
+        Rational::new((2 * le.min(ge)).min(total), total).unwrap()
+    }
+
+    #[test]
+    fn exact_p_with_ties_equals_a_brute_force_permutation_count() {
+        let cases: [(&[i64], &[i64]); 7] = [
+            (&[1, 2, 3], &[4, 5, 6]),
+            (&[3, 3, 4], &[4, 5, 5]),
+            (&[3, 4, 4], &[4, 4, 5]),
+            (&[1, 1, 2, 2], &[2, 3, 3, 3, 4]),
+            (&[10, 10, 10, 20], &[10, 20, 20, 30, 30, 30]),
+            (&[5, 6, 6, 7, 9, 9], &[6, 8, 9, 9, 9, 10, 11]),
+            (&[0, 0, 1], &[0, 1, 1, 1]),
+        ];
+        for (a, b) in cases {
+            let t = mann_whitney(a, b).unwrap();
+            assert_eq!(t.method, Method::Exact, "{a:?} {b:?}");
+            assert_eq!(t.p_exact, Some(brute_force_p(a, b)), "{a:?} {b:?}");
+        }
+        // Three against three: the smallest two-sided p is 2/20 = 0.1, whatever the ties (the
+        // normal approximation gave 0.064).
+        let t = mann_whitney(&[1, 2, 3], &[4, 5, 6]).unwrap();
+        assert_eq!(t.p_exact, Some(q(1, 10)));
+        // Without ties, the tied distribution is the no-tie one at even values of 2U.
+        let tied = tied_null_counts(&[1, 3, 5, 7], &[2, 4, 6, 8, 9]).unwrap();
+        let plain = null_counts(4, 5).unwrap();
+        for (u, c) in plain.iter().enumerate() {
+            assert_eq!(tied[2 * u], *c);
+            if 2 * u + 1 < tied.len() {
+                assert_eq!(tied[2 * u + 1], 0);
+            }
+        }
     }
 
     #[test]
