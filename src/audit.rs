@@ -11,7 +11,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::analysis::{self, Context, Evidence, Params, ToolRef};
-use crate::claims::{ClaimSet, Measure, Scope};
+use crate::claims::{ClaimSet, Measure, Scope, TraceDecl};
 use crate::scope::DeviceSel;
 use crate::trace::{KernelFilter, NO_ROWS, RowBox, Trace, union_rows};
 use crate::verdict::{self, ClaimResult, EvidenceMap, Summary, query_key};
@@ -438,230 +438,360 @@ pub fn merge_scans(
 /// what this file needs: see [`plan`] and [`merge_scans`]).
 pub fn run_with(set: ClaimSet, progress: &mut dyn FnMut(&str, u64), scans: &Scans) -> Audit {
     let by_trace = queries_by_trace(&set);
-    let measures = || set.claims.iter().flat_map(|c| &c.parts).filter_map(|p| p.measure.as_ref());
-    let compares = || measures().filter_map(|m| m.compare.as_deref());
-    // The side queries of comparisons over kernels, nvtx or copies also run over each side's
-    // whole span, for the per-name deltas: by side key.
-    let name_sides: Vec<String> = compares()
-        .filter(|c| analysis::compare::has_names(&c.of))
-        .flat_map(|c| c.sides.iter().map(|s| query_key(&set, s)))
-        .collect();
-    let mut names: BTreeMap<String, Evidence> = BTreeMap::new();
-    // The side queries of comparisons that no other part reads: they get the comparison's
-    // charts, not the per-trace chart context.
-    let direct: Vec<String> =
-        measures().filter(|m| m.compare.is_none()).map(|m| query_key(&set, m)).collect();
-    let sides_only: Vec<String> = compares()
-        .flat_map(|c| c.sides.iter().map(|s| query_key(&set, s)))
-        .filter(|k| !direct.contains(k))
-        .collect();
-    let mut evidence: EvidenceMap = BTreeMap::new();
-    let mut ledger = Vec::new();
-    let mut context = Vec::new();
+    let sides = side_keys(&set);
+    let mut written = Written::default();
     let mut traces = Vec::new();
     for decl in &set.traces {
         let queries = by_trace.get(&decl.name).cloned().unwrap_or_default();
-        // Context for charts: every device in the windows that overlap parts look at.
-        let (filter, needs) = scan_of(&queries);
-        let path = trace_path(decl);
-        let scanned = scans.get(&normalize(&decl.resolved)).filter(|_| decl.set.is_none());
-        let ctx: Result<Context, (String, Option<String>)> = match &decl.set {
-            None if scanned.is_some() => {
-                let mut ctx = scanned.expect("checked").clone();
-                ctx.expected_devices = decl.expect_devices.clone();
-                Ok(ctx)
-            }
-            None => Trace::open(&decl.resolved)
-                .and_then(|t| {
-                    Context::load(&t, &filter, decl.expect_devices.clone(), &needs, &mut |n| {
-                        progress(&decl.name, n)
-                    })
-                })
-                .map_err(|e| (e.to_string(), e.hint())),
-            Some(files) => {
-                let files: Vec<PathBuf> = files.iter().map(|f| normalize(f)).collect();
-                analysis::set::load_set(&files, &filter, decl.expect_ranks, &needs, &mut |n| {
+        let (entry, ctx) = coverage(decl, load(decl, &queries, scans, progress));
+        traces.push(entry);
+        let resolved = resolve_windows(&ctx, &queries);
+        let plan = TracePlan { decl, queries, ctx, resolved };
+        let unique = unique_queries(&set, &plan.queries, &written.evidence);
+        let context_scopes = chart_scopes(&set, &plan, &sides.only);
+        let (runs, context_runs) = rayon::join(
+            || run_queries(&plan, &unique, &sides.names),
+            || run_context(&plan, &context_scopes),
+        );
+        written.record(&plan, unique, runs);
+        written.record_context(&plan, &context_scopes, context_runs);
+    }
+    compare(&set, &mut written);
+    let Written { evidence, ledger, context, .. } = written;
+    let results = verdict::judge_all(&set, &evidence);
+    let summary = verdict::summarize(&results);
+    let misreadings = verdict::misreadings(&set, &results, &evidence);
+    let spreads = spreads(&set, &ledger, &context);
+    Audit {
+        tool: ToolRef::current(),
+        claims: set,
+        traces,
+        ledger,
+        context,
+        results,
+        summary,
+        misreadings,
+        spreads,
+    }
+}
+
+/// One trace of the audit: its declaration, the queries that read it, the context loaded
+/// from it (or why it could not be read) and its NVTX windows, resolved once per scope.
+struct TracePlan<'a> {
+    decl: &'a TraceDecl,
+    queries: Vec<(&'a Scope, &'a Measure)>,
+    ctx: Result<Context, String>,
+    resolved: ResolvedScopes,
+}
+
+/// What the audit has written so far: the ledger, the chart context, the evidence by query
+/// key, and each compared side's evidence over its whole span, for the per-name deltas.
+#[derive(Default)]
+struct Written {
+    evidence: EvidenceMap,
+    ledger: Vec<LedgerEntry>,
+    context: Vec<LedgerEntry>,
+    names: BTreeMap<String, Evidence>,
+}
+
+/// The keys of comparisons' side queries that need more than their own run.
+struct SideKeys {
+    /// Sides of comparisons over kernels, nvtx or copies: they also run over each side's
+    /// whole span, for the per-name deltas.
+    names: Vec<String>,
+    /// Sides that no other part reads: they get the comparison's charts, not the per-trace
+    /// chart context.
+    only: Vec<String>,
+}
+
+/// The side keys of every comparison of the file.
+fn side_keys(set: &ClaimSet) -> SideKeys {
+    let measures = || set.claims.iter().flat_map(|c| &c.parts).filter_map(|p| p.measure.as_ref());
+    let compares = || measures().filter_map(|m| m.compare.as_deref());
+    let names: Vec<String> = compares()
+        .filter(|c| analysis::compare::has_names(&c.of))
+        .flat_map(|c| c.sides.iter().map(|s| query_key(set, s)))
+        .collect();
+    let direct: Vec<String> =
+        measures().filter(|m| m.compare.is_none()).map(|m| query_key(set, m)).collect();
+    let only: Vec<String> = compares()
+        .flat_map(|c| c.sides.iter().map(|s| query_key(set, s)))
+        .filter(|k| !direct.contains(k))
+        .collect();
+    SideKeys { names, only }
+}
+
+/// The context of one trace, from `scans` when it was scanned already, else read with the
+/// one scan its queries need (context for charts included: every device in the windows that
+/// overlap parts look at); or why it could not be read, with its hint.
+fn load(
+    decl: &TraceDecl,
+    queries: &[(&Scope, &Measure)],
+    scans: &Scans,
+    progress: &mut dyn FnMut(&str, u64),
+) -> Result<Context, (String, Option<String>)> {
+    let (filter, needs) = scan_of(queries);
+    let scanned = scans.get(&normalize(&decl.resolved)).filter(|_| decl.set.is_none());
+    match &decl.set {
+        None if scanned.is_some() => {
+            let mut ctx = scanned.expect("checked").clone();
+            ctx.expected_devices = decl.expect_devices.clone();
+            Ok(ctx)
+        }
+        None => Trace::open(&decl.resolved)
+            .and_then(|t| {
+                Context::load(&t, &filter, decl.expect_devices.clone(), &needs, &mut |n| {
                     progress(&decl.name, n)
                 })
-                .map_err(|e| (e.to_string(), e.hint()))
-            }
-        };
-        let ctx = match ctx {
-            Err((e, hint)) => {
-                let msg = format!("cannot read trace `{path}`: {e}");
-                traces.push(TraceEntry {
-                    name: decl.name.clone(),
-                    path,
-                    coverage: None,
-                    error: Some(msg.clone()),
-                    hint,
-                });
-                Err(msg)
-            }
-            Ok(mut ctx) => {
-                if decl.set.is_none() {
-                    ctx.trace.path = path.clone();
-                }
-                let coverage = analysis::coverage::run(&Params::new(DeviceSel::All), &ctx).ok();
-                traces.push(TraceEntry {
-                    name: decl.name.clone(),
-                    path,
-                    coverage,
-                    error: None,
-                    hint: None,
-                });
-                Ok(ctx)
-            }
-        };
-        // Windows taken from NVTX ranges, resolved once per scope on this trace.
-        let mut resolved: ResolvedScopes = BTreeMap::new();
-        if let Ok(ctx) = &ctx {
-            for (scope, _) in &queries {
-                let Some(w) = &scope.nvtx else { continue };
-                if resolved.contains_key(&scope.name) {
-                    continue;
-                }
-                let r = ctx
-                    .resolve_devices(&scope.devices)
-                    .and_then(|devices| analysis::nvtx::resolve_windows(w, ctx, &devices))
-                    .map_err(|e| e.with_hint())
-                    .map(|rws| {
-                        // The scope over the first window (or the span of a set), for charts.
-                        let window = match rws.as_slice() {
-                            [one] => Some(one.window),
-                            _ => None,
-                        };
-                        (Scope { window, ..(*scope).clone() }, rws)
-                    });
-                resolved.insert(scope.name.clone(), r);
-            }
-        }
-        // An unreadable trace keeps its queries in the ledger, failed, so the report names
-        // each of them. The queries run in parallel, their results kept in file order.
-        let mut unique: Vec<(&Scope, &Measure, String)> = Vec::new();
-        for (scope, m) in &queries {
-            let key = query_key(&set, m);
-            if !evidence.contains_key(&key) && !unique.iter().any(|u| u.2 == key) {
-                unique.push((*scope, *m, key));
-            }
-        }
-        // Chart context over the resolved windows, run beside the queries.
-        let chart_queries: Vec<(&Scope, &Measure)> = queries
-            .iter()
-            .filter(|(_, m)| !sides_only.contains(&query_key(&set, m)))
-            .map(|(s, m)| match resolved.get(&s.name) {
-                Some(Ok((r, _))) => (r, *m),
-                _ => (*s, *m),
             })
-            .collect();
-        let context_scopes: Vec<_> = match &ctx {
-            Ok(_) => context_scopes_of(&chart_queries)
-                .into_iter()
-                .filter(|(_, s)| s.nvtx.is_none() || s.window.is_some())
-                .collect(),
-            Err(_) => Vec::new(),
-        };
-        let context_runs = || -> Vec<(Params, Result<Evidence, String>)> {
-            let Ok(ctx) = &ctx else { return Vec::new() };
-            context_scopes
-                .par_iter()
-                .map(|(spec, scope)| {
-                    let mut p = Params::new(scope.devices.clone());
-                    p.window = scope.window;
-                    p.semantics = scope.semantics;
-                    if let Some(analysis::ChartContext::Top(n)) = spec.chart_context() {
-                        p.limit = Some(n);
-                    }
-                    let result = analysis::run_spec(spec, &p, ctx).map_err(|e| e.to_string());
-                    (p, result)
-                })
-                .collect()
-        };
-        type Run = (Params, Result<Evidence, String>, Option<(Params, Result<Evidence, String>)>);
-        let query_runs = || -> Vec<Option<Run>> {
-            unique
-                .par_iter()
-                .map(|(scope, m, key)| {
-                    let mut p = m.params.clone();
-                    let spec = analysis::spec(&m.analysis)?;
-                    let result = match (&ctx, resolved.get(&scope.name)) {
-                        (Err(msg), _) => Err(msg.clone()),
-                        (Ok(_), Some(Err(msg))) => Err(msg.clone()),
-                        (Ok(ctx), Some(Ok((_, rws)))) => {
-                            // One window is reproduced by its seconds, a set by naming its ranges.
-                            if let [one] = rws.as_slice() {
-                                p.window = Some(one.window);
-                            }
-                            let w =
-                                scope.nvtx.as_ref().expect("resolved scopes have an NVTX window");
-                            analysis::run_nvtx_windows(spec, &p, ctx, w, rws)
-                                .map_err(|e| e.with_hint())
-                        }
-                        (Ok(ctx), None) => {
-                            analysis::run_split(spec, &p, ctx).map_err(|e| e.with_hint())
-                        }
-                    };
-                    // A compared side over kernels, nvtx or copies: the same query over the side's
-                    // whole span, for the per-name deltas.
-                    let names = match (&ctx, &result, name_sides.contains(key)) {
-                        (Ok(ctx), Ok(ev), true) => {
-                            let whole = analysis::compare::names_params(&m.params, ev);
-                            let r =
-                                analysis::run_spec(spec, &whole, ctx).map_err(|e| e.to_string());
-                            Some((whole, r))
-                        }
+            .map_err(|e| (e.to_string(), e.hint())),
+        Some(files) => {
+            let files: Vec<PathBuf> = files.iter().map(|f| normalize(f)).collect();
+            analysis::set::load_set(&files, &filter, decl.expect_ranks, &needs, &mut |n| {
+                progress(&decl.name, n)
+            })
+            .map_err(|e| (e.to_string(), e.hint()))
+        }
+    }
+}
+
+/// The trace's entry in the audit, with its coverage or why it could not be read; the
+/// context goes on named by the trace's path, or as the error every query of the trace gets.
+fn coverage(
+    decl: &TraceDecl,
+    ctx: Result<Context, (String, Option<String>)>,
+) -> (TraceEntry, Result<Context, String>) {
+    let path = trace_path(decl);
+    match ctx {
+        Err((e, hint)) => {
+            let msg = format!("cannot read trace `{path}`: {e}");
+            let entry = TraceEntry {
+                name: decl.name.clone(),
+                path,
+                coverage: None,
+                error: Some(msg.clone()),
+                hint,
+            };
+            (entry, Err(msg))
+        }
+        Ok(mut ctx) => {
+            if decl.set.is_none() {
+                ctx.trace.path = path.clone();
+            }
+            let coverage = analysis::coverage::run(&Params::new(DeviceSel::All), &ctx).ok();
+            let entry =
+                TraceEntry { name: decl.name.clone(), path, coverage, error: None, hint: None };
+            (entry, Ok(ctx))
+        }
+    }
+}
+
+/// Windows taken from NVTX ranges, resolved once per scope on this trace.
+fn resolve_windows(
+    ctx: &Result<Context, String>,
+    queries: &[(&Scope, &Measure)],
+) -> ResolvedScopes {
+    let mut resolved: ResolvedScopes = BTreeMap::new();
+    if let Ok(ctx) = ctx {
+        for (scope, _) in queries {
+            let Some(w) = &scope.nvtx else { continue };
+            if resolved.contains_key(&scope.name) {
+                continue;
+            }
+            let r = ctx
+                .resolve_devices(&scope.devices)
+                .and_then(|devices| analysis::nvtx::resolve_windows(w, ctx, &devices))
+                .map_err(|e| e.with_hint())
+                .map(|rws| {
+                    // The scope over the first window (or the span of a set), for charts.
+                    let window = match rws.as_slice() {
+                        [one] => Some(one.window),
                         _ => None,
                     };
-                    Some((p, result, names))
-                })
-                .collect()
-        };
-        let (runs, context_runs) = rayon::join(query_runs, context_runs);
+                    (Scope { window, ..(*scope).clone() }, rws)
+                });
+            resolved.insert(scope.name.clone(), r);
+        }
+    }
+    resolved
+}
+
+/// The queries of one trace that have no evidence yet, each once, in file order. An
+/// unreadable trace keeps its queries, so that the ledger names each of them, failed.
+fn unique_queries<'a>(
+    set: &ClaimSet,
+    queries: &[(&'a Scope, &'a Measure)],
+    evidence: &EvidenceMap,
+) -> Vec<(&'a Scope, &'a Measure, String)> {
+    let mut unique: Vec<(&Scope, &Measure, String)> = Vec::new();
+    for (scope, m) in queries {
+        let key = query_key(set, m);
+        if !evidence.contains_key(&key) && !unique.iter().any(|u| u.2 == key) {
+            unique.push((*scope, *m, key));
+        }
+    }
+    unique
+}
+
+/// The chart context of one trace, over its resolved windows: none when the trace could not
+/// be read, and no scope whose NVTX window is a set of windows.
+fn chart_scopes(
+    set: &ClaimSet,
+    plan: &TracePlan,
+    sides_only: &[String],
+) -> Vec<(&'static analysis::AnalysisSpec, Scope)> {
+    let chart_queries: Vec<(&Scope, &Measure)> = plan
+        .queries
+        .iter()
+        .filter(|(_, m)| !sides_only.contains(&query_key(set, m)))
+        .map(|(s, m)| match plan.resolved.get(&s.name) {
+            Some(Ok((r, _))) => (r, *m),
+            _ => (*s, *m),
+        })
+        .collect();
+    match &plan.ctx {
+        Ok(_) => context_scopes_of(&chart_queries)
+            .into_iter()
+            .filter(|(_, s)| s.nvtx.is_none() || s.window.is_some())
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// A query's run: its parameters and result, and for a compared side over kernels, nvtx or
+/// copies the same query over the side's whole span.
+type Run = (Params, Result<Evidence, String>, Option<(Params, Result<Evidence, String>)>);
+
+/// Runs the unique queries of one trace in parallel, their results in their order (`None`
+/// for an unknown analysis).
+fn run_queries(
+    plan: &TracePlan,
+    unique: &[(&Scope, &Measure, String)],
+    name_sides: &[String],
+) -> Vec<Option<Run>> {
+    let (ctx, resolved) = (&plan.ctx, &plan.resolved);
+    unique
+        .par_iter()
+        .map(|(scope, m, key)| {
+            let mut p = m.params.clone();
+            let spec = analysis::spec(&m.analysis)?;
+            let result = match (ctx, resolved.get(&scope.name)) {
+                (Err(msg), _) => Err(msg.clone()),
+                (Ok(_), Some(Err(msg))) => Err(msg.clone()),
+                (Ok(ctx), Some(Ok((_, rws)))) => {
+                    // One window is reproduced by its seconds, a set by naming its ranges.
+                    if let [one] = rws.as_slice() {
+                        p.window = Some(one.window);
+                    }
+                    let w = scope.nvtx.as_ref().expect("resolved scopes have an NVTX window");
+                    analysis::run_nvtx_windows(spec, &p, ctx, w, rws).map_err(|e| e.with_hint())
+                }
+                (Ok(ctx), None) => analysis::run_split(spec, &p, ctx).map_err(|e| e.with_hint()),
+            };
+            // A compared side over kernels, nvtx or copies: the same query over the side's
+            // whole span, for the per-name deltas.
+            let names = match (ctx, &result, name_sides.contains(key)) {
+                (Ok(ctx), Ok(ev), true) => {
+                    let whole = analysis::compare::names_params(&m.params, ev);
+                    let r = analysis::run_spec(spec, &whole, ctx).map_err(|e| e.to_string());
+                    Some((whole, r))
+                }
+                _ => None,
+            };
+            Some((p, result, names))
+        })
+        .collect()
+}
+
+/// Runs the chart context of one trace in parallel, its results in its order.
+fn run_context(
+    plan: &TracePlan,
+    context_scopes: &[(&'static analysis::AnalysisSpec, Scope)],
+) -> Vec<(Params, Result<Evidence, String>)> {
+    let Ok(ctx) = &plan.ctx else { return Vec::new() };
+    context_scopes
+        .par_iter()
+        .map(|(spec, scope)| {
+            let mut p = Params::new(scope.devices.clone());
+            p.window = scope.window;
+            p.semantics = scope.semantics;
+            if let Some(analysis::ChartContext::Top(n)) = spec.chart_context() {
+                p.limit = Some(n);
+            }
+            let result = analysis::run_spec(spec, &p, ctx).map_err(|e| e.to_string());
+            (p, result)
+        })
+        .collect()
+}
+
+impl Written {
+    /// Writes the runs of one trace's unique queries into the ledger and the evidence, each
+    /// side's whole-span run into the chart context.
+    fn record(
+        &mut self,
+        plan: &TracePlan,
+        unique: Vec<(&Scope, &Measure, String)>,
+        runs: Vec<Option<Run>>,
+    ) {
+        let decl = plan.decl;
         for ((scope, m, key), run) in unique.into_iter().zip(runs) {
             let (Some(spec), Some((p, result, names_run))) = (analysis::spec(&m.analysis), run)
             else {
                 continue;
             };
             if let Some((whole, r)) = names_run {
-                context.push(LedgerEntry::new(
+                self.context.push(LedgerEntry::new(
                     format!("{key}/names"),
                     command_words(spec, decl, &whole, None),
                     r.clone(),
                 ));
                 if let Ok(r) = r {
-                    names.insert(key.clone(), r);
+                    self.names.insert(key.clone(), r);
                 }
             }
-            let set_of_windows = resolved
+            let set_of_windows = plan
+                .resolved
                 .get(&scope.name)
                 .and_then(|r| r.as_ref().ok())
                 .filter(|(_, rws)| rws.len() > 1)
                 .and(scope.nvtx.as_ref());
             let words = command_words(spec, decl, &p, set_of_windows);
-            ledger.push(LedgerEntry::new(key.clone(), words, result.clone()));
-            evidence.insert(key, result);
+            self.ledger.push(LedgerEntry::new(key.clone(), words, result.clone()));
+            self.evidence.insert(key, result);
         }
+    }
+
+    /// Writes the chart context runs of one trace.
+    fn record_context(
+        &mut self,
+        plan: &TracePlan,
+        context_scopes: &[(&'static analysis::AnalysisSpec, Scope)],
+        context_runs: Vec<(Params, Result<Evidence, String>)>,
+    ) {
         for ((spec, scope), (p, result)) in context_scopes.iter().zip(context_runs) {
-            context.push(LedgerEntry::new(
-                format!("{}/{}/{}", decl.name, spec.name, scope.name),
-                command_words(spec, decl, &p, None),
+            self.context.push(LedgerEntry::new(
+                format!("{}/{}/{}", plan.decl.name, spec.name, scope.name),
+                command_words(spec, plan.decl, &p, None),
                 result,
             ));
         }
     }
-    // Comparisons, over the evidence of their two sides.
+}
+
+/// Comparisons, over the evidence of their two sides.
+fn compare(set: &ClaimSet, written: &mut Written) {
     for claim in &set.claims {
         for part in &claim.parts {
             let Some(m) = &part.measure else { continue };
             let Some(c) = &m.compare else { continue };
-            let key = query_key(&set, m);
-            if evidence.contains_key(&key) {
+            let key = query_key(set, m);
+            if written.evidence.contains_key(&key) {
                 continue;
             }
-            let [ka, kb] = [query_key(&set, &c.sides[0]), query_key(&set, &c.sides[1])];
-            let result = match (evidence.get(&ka), evidence.get(&kb)) {
+            let [ka, kb] = [query_key(set, &c.sides[0]), query_key(set, &c.sides[1])];
+            let result = match (written.evidence.get(&ka), written.evidence.get(&kb)) {
                 (Some(Ok(a)), Some(Ok(b))) => {
-                    let names = match (names.get(&ka), names.get(&kb)) {
+                    let names = match (written.names.get(&ka), written.names.get(&kb)) {
                         (Some(x), Some(y)) => Some([x, y]),
                         _ => None,
                     };
@@ -680,24 +810,13 @@ pub fn run_with(set: ClaimSet, progress: &mut dyn FnMut(&str, u64), scans: &Scan
                 (_, Some(Err(e))) => Err(format!("side B: {e}")),
                 _ => Err("a side was not measured".into()),
             };
-            ledger.push(LedgerEntry::new(key.clone(), compare_words(&set, m, c), result.clone()));
-            evidence.insert(key, result);
+            written.ledger.push(LedgerEntry::new(
+                key.clone(),
+                compare_words(set, m, c),
+                result.clone(),
+            ));
+            written.evidence.insert(key, result);
         }
-    }
-    let results = verdict::judge_all(&set, &evidence);
-    let summary = verdict::summarize(&results);
-    let misreadings = verdict::misreadings(&set, &results, &evidence);
-    let spreads = spreads(&set, &ledger, &context);
-    Audit {
-        tool: ToolRef::current(),
-        claims: set,
-        traces,
-        ledger,
-        context,
-        results,
-        summary,
-        misreadings,
-        spreads,
     }
 }
 

@@ -208,9 +208,27 @@ pub fn validate(raw: RawClaimFile, path: &Path) -> Result<ClaimSet, ClaimsError>
     let file = path.display().to_string();
     let base = path.parent().unwrap_or(Path::new("."));
     let mut c = Checker { languages: Vec::new(), problems: Vec::new() };
+    let report = report(&mut c, &raw.report);
+    let sources = sources(&mut c, &raw.sources);
+    let traces = traces(&mut c, &raw.traces, base);
+    let scopes = scopes(&mut c, &raw.scopes, &raw.traces, base);
+    let claims = claims(&mut c, &raw.claims, &raw.sources, &scopes, &raw.scopes);
+    let review = review(&mut c, raw.review.as_ref());
+    if let Some(answer) = &raw.report.answer {
+        answer_placeholders(&mut c, answer, &claims);
+    }
 
-    // Report.
-    let r = &raw.report;
+    if !c.problems.is_empty() {
+        c.problems.sort_by_key(|p| (p.line, p.column));
+        c.problems.dedup();
+        return Err(ClaimsError { file, problems: c.problems });
+    }
+    Ok(ClaimSet { file, report, sources, traces, scopes, claims, review })
+}
+
+/// The `report` section. Its languages become the checker's: every text after it is checked
+/// against them.
+fn report(c: &mut Checker, r: &RawReport) -> Report {
     if r.id.value.is_empty()
         || !r.id.value.chars().all(|ch| ch.is_ascii_alphanumeric() || "-_.".contains(ch))
     {
@@ -251,7 +269,7 @@ pub fn validate(raw: RawClaimFile, path: &Path) -> Result<ClaimSet, ClaimsError>
         );
     }
     c.languages = langs.clone();
-    let report = Report {
+    Report {
         id: r.id.value.clone(),
         languages: langs,
         title: c.text(&r.title, "`report.title`"),
@@ -260,21 +278,26 @@ pub fn validate(raw: RawClaimFile, path: &Path) -> Result<ClaimSet, ClaimsError>
         date: r.date.clone(),
         answer: c.opt_text(&r.answer, "`report.answer`"),
         decision: c.opt_text(&r.decision, "`report.decision`"),
-    };
+    }
+}
 
-    let sources: Vec<Source> = raw
-        .sources
+/// The `sources` section: each source's label and note.
+fn sources(c: &mut Checker, sources: &BTreeMap<String, RawSource>) -> Vec<Source> {
+    sources
         .iter()
         .map(|(id, s)| Source {
             id: id.clone(),
             label: c.text(&s.label, &format!("source `{id}` label")),
             note: c.opt_text(&s.note, &format!("source `{id}` note")),
         })
-        .collect();
+        .collect()
+}
 
-    // Traces.
+/// The `traces` section: a single file must exist; a trace set (a glob or a list of files) is
+/// expanded here, and its expected ranks checked against the files it holds.
+fn traces(c: &mut Checker, raw: &BTreeMap<String, RawTrace>, base: &Path) -> Vec<TraceDecl> {
     let mut traces = Vec::new();
-    for (name, t) in &raw.traces {
+    for (name, t) in raw {
         let (path, set) = match &t.path.value {
             RawPaths::One(p) if !is_set_path(base, p) => (p.clone(), None),
             RawPaths::One(p) => (p.clone(), Some(vec![p.clone()])),
@@ -362,18 +385,27 @@ pub fn validate(raw: RawClaimFile, path: &Path) -> Result<ClaimSet, ClaimsError>
             expect_ranks,
         });
     }
+    traces
+}
 
-    // Scopes.
+/// The `scopes` section: each scope names a declared trace, selects devices on a single file
+/// and ranks on a set, and takes its window in seconds or from NVTX ranges.
+fn scopes(
+    c: &mut Checker,
+    raw: &BTreeMap<String, RawScope>,
+    traces: &BTreeMap<String, RawTrace>,
+    base: &Path,
+) -> BTreeMap<String, Scope> {
     let mut scopes = BTreeMap::new();
-    for (name, s) in &raw.scopes {
-        if !raw.traces.contains_key(&s.trace.value) {
+    for (name, s) in raw {
+        if !traces.contains_key(&s.trace.value) {
             c.err(
                 at(&s.trace),
                 format!("scope `{name}` names trace `{}`, which is not declared", s.trace.value),
-                Some(suggestion(&s.trace.value, raw.traces.keys().map(String::as_str))),
+                Some(suggestion(&s.trace.value, traces.keys().map(String::as_str))),
             );
         }
-        let is_set = raw.traces.get(&s.trace.value).is_some_and(|t| match &t.path.value {
+        let is_set = traces.get(&s.trace.value).is_some_and(|t| match &t.path.value {
             RawPaths::One(p) => is_set_path(base, p),
             RawPaths::Many(_) => true,
         });
@@ -430,11 +462,21 @@ pub fn validate(raw: RawClaimFile, path: &Path) -> Result<ClaimSet, ClaimsError>
             },
         );
     }
+    scopes
+}
 
-    // Claims.
+/// The `claims` section: unique claim and part ids, declared sources, parts that do not read
+/// each other in a cycle, and a principal part that can be judged.
+fn claims(
+    c: &mut Checker,
+    raw: &[RawClaim],
+    sources: &BTreeMap<String, RawSource>,
+    scopes: &BTreeMap<String, Scope>,
+    raw_scopes: &BTreeMap<String, RawScope>,
+) -> Vec<Claim> {
     let mut claims = Vec::new();
     let mut ids = BTreeSet::new();
-    for rc in &raw.claims {
+    for rc in raw {
         if !ids.insert(rc.id.value.clone()) {
             c.err(
                 at(&rc.id),
@@ -443,7 +485,7 @@ pub fn validate(raw: RawClaimFile, path: &Path) -> Result<ClaimSet, ClaimsError>
             );
         }
         if let Some(s) = &rc.source
-            && !raw.sources.contains_key(&s.value)
+            && !sources.contains_key(&s.value)
         {
             c.err(
                 at(s),
@@ -451,7 +493,7 @@ pub fn validate(raw: RawClaimFile, path: &Path) -> Result<ClaimSet, ClaimsError>
                     "claim `{}` names source `{}`, which is not declared",
                     rc.id.value, s.value
                 ),
-                Some(suggestion(&s.value, raw.sources.keys().map(String::as_str))),
+                Some(suggestion(&s.value, sources.keys().map(String::as_str))),
             );
         }
         let mut parts = Vec::new();
@@ -467,7 +509,7 @@ pub fn validate(raw: RawClaimFile, path: &Path) -> Result<ClaimSet, ClaimsError>
         }
         let part_names: Vec<&str> = rc.parts.iter().map(|p| p.id.value.as_str()).collect();
         for rp in &rc.parts {
-            parts.push(part(&mut c, rp, &rc.id.value, &part_names, &scopes, &raw.scopes));
+            parts.push(part(c, rp, &rc.id.value, &part_names, scopes, raw_scopes));
         }
         if let Some((cycle, pos)) = from_cycle(&rc.parts) {
             c.err(
@@ -535,7 +577,7 @@ pub fn validate(raw: RawClaimFile, path: &Path) -> Result<ClaimSet, ClaimsError>
                 Some("add an observation, interpretation or causal part".into()),
             );
         }
-        let about = about(&mut c, &rc.about);
+        let about = about(c, &rc.about);
         claims.push(Claim {
             id: rc.id.value.clone(),
             source: rc.source.as_ref().map(|s| s.value.clone()),
@@ -547,8 +589,12 @@ pub fn validate(raw: RawClaimFile, path: &Path) -> Result<ClaimSet, ClaimsError>
             line: at(&rc.id).0,
         });
     }
+    claims
+}
 
-    let review = match &raw.review {
+/// The `review` section, empty when the file has none.
+fn review(c: &mut Checker, review: Option<&RawReview>) -> Review {
+    match review {
         None => Review::default(),
         Some(r) => Review {
             r6: c.opt_text(&r.r6, "`review.r6`"),
@@ -556,18 +602,7 @@ pub fn validate(raw: RawClaimFile, path: &Path) -> Result<ClaimSet, ClaimsError>
             reviewer: r.reviewer.clone(),
             date: r.date.clone(),
         },
-    };
-
-    if let Some(answer) = &r.answer {
-        answer_placeholders(&mut c, answer, &claims);
     }
-
-    if !c.problems.is_empty() {
-        c.problems.sort_by_key(|p| (p.line, p.column));
-        c.problems.dedup();
-        return Err(ClaimsError { file, problems: c.problems });
-    }
-    Ok(ClaimSet { file, report, sources, traces, scopes, claims, review })
 }
 
 /// Every `{claim/part}` of `report.answer` names a part with a number: a measured part or
