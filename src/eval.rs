@@ -823,6 +823,78 @@ pub fn cohen_kappa(a: &[String], b: &[String]) -> Option<f64> {
     Some((agree - chance) / (1.0 - chance))
 }
 
+/// The weights of a weighted kappa: how much a disagreement of two grades counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Weights {
+    /// `|a - b|`: one step apart counts one.
+    Linear,
+    /// `(a - b)^2`: far apart counts more.
+    Quadratic,
+}
+
+/// Weighted kappa of two raters over the same items on an ordered scale:
+/// `1 - sum(w O) / sum(w E)`, with `O` the observed pairs, `E` the pairs expected from each
+/// rater's own distribution and `w` the disagreement weight. The weights' scale cancels, so
+/// the grades need no normalising. None with no item, or when no disagreement is expected.
+pub fn weighted_kappa(a: &[i64], b: &[i64], weights: Weights) -> Option<f64> {
+    let n = a.len();
+    if n == 0 || n != b.len() {
+        return None;
+    }
+    let w = |x: i64, y: i64| {
+        let d = (x - y).abs() as f64;
+        match weights {
+            Weights::Linear => d,
+            Weights::Quadratic => d * d,
+        }
+    };
+    let observed: f64 = a.iter().zip(b).map(|(x, y)| w(*x, *y)).sum::<f64>() / n as f64;
+    let expected: f64 =
+        a.iter().map(|x| b.iter().map(|y| w(*x, *y)).sum::<f64>()).sum::<f64>() / (n * n) as f64;
+    if expected.abs() < f64::EPSILON {
+        return None;
+    }
+    Some(1.0 - observed / expected)
+}
+
+/// A percentile bootstrap 95% interval of a statistic of paired items: items drawn with
+/// replacement from SplitMix64 with the eval's seed, `resamples` times; draws where the
+/// statistic does not exist are left out. None when fewer than half of the draws give one.
+pub fn paired_bootstrap(
+    a: &[i64],
+    b: &[i64],
+    seed: u64,
+    resamples: u32,
+    stat: impl Fn(&[i64], &[i64]) -> Option<f64>,
+) -> Option<[f64; 2]> {
+    let n = a.len();
+    if n == 0 || n != b.len() {
+        return None;
+    }
+    let mut rng = crate::stats::SplitMix64::new(seed);
+    let mut values = Vec::with_capacity(resamples as usize);
+    let (mut da, mut db) = (vec![0; n], vec![0; n]);
+    for _ in 0..resamples {
+        for i in 0..n {
+            let j = rng.below(n as u64) as usize;
+            da[i] = a[j];
+            db[i] = b[j];
+        }
+        if let Some(v) = stat(&da, &db) {
+            values.push(v);
+        }
+    }
+    if values.len() * 2 < resamples as usize {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let at = |q: f64| values[((values.len() - 1) as f64 * q).round() as usize];
+    Some([at(0.025), at(0.975)])
+}
+
+/// Resamples of the agreement's bootstrap intervals.
+pub const KAPPA_RESAMPLES: u32 = 2_000;
+
 /// The human grades of an eval, unblinded.
 #[derive(Debug, Clone, Serialize)]
 pub struct Review {
@@ -844,6 +916,13 @@ pub struct Agreement {
     pub next_step_kappa: Option<f64>,
     /// Cohen's kappa on usefulness, each grade a category.
     pub usefulness_kappa: Option<f64>,
+    /// Linearly weighted kappa on usefulness, the 1-5 grades as an ordered scale.
+    pub usefulness_linear: Option<f64>,
+    /// Quadratically weighted kappa on usefulness.
+    pub usefulness_quadratic: Option<f64>,
+    /// Percentile bootstrap 95% interval of the quadratic one ([`KAPPA_RESAMPLES`] draws of
+    /// the answers, the eval's seed).
+    pub usefulness_quadratic_interval: Option<[f64; 2]>,
 }
 
 /// Unblinds the grades by sheet into grades by answer, adds the human scores
@@ -880,7 +959,26 @@ pub fn unblind(ev: &mut Evaluation, by_sheet: Vec<Vec<Grade>>) {
                     .map(|(_, g)| g.iter().find(|x| &x.reviewer == r).map(f).unwrap_or_default())
                     .collect()
             };
+            // Usefulness as an ordered scale, over the answers both reviewers graded.
+            let both: Vec<(i64, i64)> = answers
+                .iter()
+                .filter_map(|(_, g)| {
+                    let x = g.iter().find(|x| &x.reviewer == r1)?.usefulness;
+                    let y = g.iter().find(|x| &x.reviewer == r2)?.usefulness;
+                    Some((x, y))
+                })
+                .collect();
+            let (ua, ub): (Vec<i64>, Vec<i64>) = both.into_iter().unzip();
             agreement.push(Agreement {
+                usefulness_linear: weighted_kappa(&ua, &ub, Weights::Linear),
+                usefulness_quadratic: weighted_kappa(&ua, &ub, Weights::Quadratic),
+                usefulness_quadratic_interval: paired_bootstrap(
+                    &ua,
+                    &ub,
+                    ev.eval.seed,
+                    KAPPA_RESAMPLES,
+                    |a, b| weighted_kappa(a, b, Weights::Quadratic),
+                ),
                 reviewers: [r1.clone(), r2.clone()],
                 next_step_kappa: cohen_kappa(
                     &pick(r1, &|g| g.next_step.clone()),
@@ -899,6 +997,35 @@ pub fn unblind(ev: &mut Evaluation, by_sheet: Vec<Vec<Grade>>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn weighted_kappa_by_hand() {
+        // A = 1 2 3, B = 1 3 3. Linear: observed mean |a - b| = (0 + 1 + 0) / 3 = 1/3;
+        // expected over all 9 pairs: |1-1| |1-3| |1-3| |2-1| |2-3| |2-3| |3-1| |3-3| |3-3| =
+        // 0 2 2 1 1 1 2 0 0 = 9, / 9 = 1; kappa = 1 - (1/3) / 1 = 2/3.
+        // Quadratic: observed (0 + 1 + 0) / 3 = 1/3; expected 0 4 4 1 1 1 4 0 0 = 15 / 9 = 5/3;
+        // kappa = 1 - (1/3) / (5/3) = 0.8.
+        let (a, b) = ([1, 2, 3], [1, 3, 3]);
+        assert!((weighted_kappa(&a, &b, Weights::Linear).unwrap() - 2.0 / 3.0).abs() < 1e-12);
+        assert!((weighted_kappa(&a, &b, Weights::Quadratic).unwrap() - 0.8).abs() < 1e-12);
+        assert_eq!(weighted_kappa(&a, &a, Weights::Linear), Some(1.0));
+        assert_eq!(weighted_kappa(&[2, 2], &[2, 2], Weights::Linear), None);
+        // Off by one everywhere on a 1-5 scale is partial agreement, not none: Cohen's
+        // unweighted kappa of these is below 0, the quadratic one is high.
+        let (a, b) = ([1, 2, 3, 4, 5], [2, 3, 4, 5, 5]);
+        let q = weighted_kappa(&a, &b, Weights::Quadratic).unwrap();
+        let text = |v: &[i64]| v.iter().map(i64::to_string).collect::<Vec<_>>();
+        assert!(cohen_kappa(&text(&a), &text(&b)).unwrap() < 0.0);
+        assert!(q > 0.7, "{q}");
+        // The bootstrap interval is reproducible from the seed and holds the estimate.
+        let i = paired_bootstrap(&a, &b, 7, 500, |x, y| weighted_kappa(x, y, Weights::Quadratic));
+        assert_eq!(
+            i,
+            paired_bootstrap(&a, &b, 7, 500, |x, y| weighted_kappa(x, y, Weights::Quadratic))
+        );
+        let [lo, hi] = i.unwrap();
+        assert!(lo <= q && q <= hi, "{lo} {q} {hi}");
+    }
 
     #[test]
     fn kappa_is_cohens_by_hand() {

@@ -252,6 +252,13 @@ pub fn report(
                         ("b", a.reviewers[1].clone()),
                         ("next", k(a.next_step_kappa)),
                         ("useful", k(a.usefulness_kappa)),
+                        ("linear", k(a.usefulness_linear)),
+                        ("quadratic", k(a.usefulness_quadratic)),
+                        (
+                            "interval",
+                            a.usefulness_quadratic_interval
+                                .map_or("-".to_string(), |[l, h]| format!("{l:.3} – {h:.3}")),
+                        ),
                     ]
                     .into_iter()
                     .map(|(k, v)| (k.to_string(), v))
