@@ -1482,24 +1482,19 @@ fn claim_ctx(
     })
 }
 
-/// Builds the context of one language. `charts` lists the chart files written beside it,
-/// with their captions; `meta` what the render adds (profile, date, file facts).
-pub fn build(
-    a: &Audit,
-    t: &Strings,
-    charts: &[(String, String)],
-    meta: &Meta,
-) -> Result<RenderContext, String> {
-    let lang = t.lang.as_str();
-    let set = &a.claims;
-    let s = Inputs { a, t, lang, sep: t.get("ui.list_sep")? };
-    let label = |key: &str| s.label(key);
-
+/// The summary: the verdict counts, the open line, the key numbers, the open claims and the
+/// audit's findings.
+fn summary_ctx(
+    s: &Inputs,
+    key_numbers: Vec<KeyNumberCtx>,
+    open: Vec<OpenCtx>,
+) -> Result<SummaryCtx, String> {
+    let (t, a) = (s.t, s.a);
     let mut counts = Vec::new();
     for v in Verdict::ALL {
         counts.push(CountCtx {
             key: v.key().into(),
-            label: label(&format!("verdict.{}", v.key()))?,
+            label: s.label(&format!("verdict.{}", v.key()))?,
             n: a.summary.counts.get(v.key()).copied().unwrap_or(0),
         });
     }
@@ -1519,39 +1514,6 @@ pub fn build(
         Some(t.format("ui.open_count", &open_args)?)
     };
 
-    let mut out = Sections {
-        charts_left: charts
-            .iter()
-            .map(|(f, c)| ChartCtx {
-                file: f.clone(),
-                md_src: f.clone(),
-                caption: c.clone(),
-                kind: chart_kind(f),
-            })
-            .collect(),
-        ..Sections::default()
-    };
-    let mut claims = set
-        .claims
-        .iter()
-        .zip(&a.results)
-        .map(|(claim, r)| claim_ctx(&s, claim, r, &mut out))
-        .collect::<Result<Vec<_>, String>>()?;
-    let Sections { scoped, mut key_numbers, open, mut open_items, bounds, table, charts_left } =
-        out;
-
-    // The bad news first: a refuted claim's number leads the list.
-    key_numbers.sort_by_key(|k| k.verdict_key != "not_supported");
-    // Cheapest first: by effort class, then by the kind of work; unstated effort last.
-    open_items.sort_by_key(|(e, w, _)| (e.is_none(), *e, w.is_none(), *w));
-    for c in &mut claims {
-        c.open_item = open_items
-            .iter()
-            .position(|(_, _, o)| o.claim == c.id)
-            .map(|i| t.format("ui.see_open_item", &args([("n", (i + 1).to_string())])))
-            .transpose()?;
-    }
-
     let mut findings = Vec::new();
     let sm = &a.summary;
     for (n, key) in [
@@ -1564,9 +1526,20 @@ pub fn build(
             findings.push(t.format(key, &[("n".to_string(), n.to_string())].into())?);
         }
     }
+    Ok(SummaryCtx {
+        counts,
+        counts_line: t.format("ui.counts", &count_args)?,
+        open_line,
+        key_numbers,
+        open,
+        findings,
+    })
+}
 
-    let traces = a
-        .traces
+/// One entry per trace: its identity, clock, devices and range, or its set's ranks and files.
+fn traces_ctx(s: &Inputs) -> Vec<TraceCtx> {
+    let (t, a, lang, set) = (s.t, s.a, s.lang, &s.a.claims);
+    a.traces
         .iter()
         .map(|tr_| {
             let decl = set.trace(&tr_.name);
@@ -1647,14 +1620,12 @@ pub fn build(
                 files: set_info.map_or_else(Vec::new, |s| set_files(t, s)),
             }
         })
-        .collect();
-    let traces_for_brief: Vec<(String, Option<String>)> = a
-        .traces
-        .iter()
-        .map(|x| {
-            (x.name.clone(), x.coverage.as_ref().and_then(|c| c.trace.origin.derived_by.clone()))
-        })
-        .collect();
+        .collect()
+}
+
+/// One entry per declared scope: its trace, window, semantics and devices (or ranks).
+fn scopes_ctx(s: &Inputs) -> Vec<ScopeCtx> {
+    let (t, a, set) = (s.t, s.a, &s.a.claims);
     let origin = |trace: &str| {
         a.traces
             .iter()
@@ -1662,8 +1633,7 @@ pub fn build(
             .and_then(|x| x.coverage.as_ref())
             .and_then(|c| c.trace.capture_start_ns)
     };
-    let scopes = set
-        .scopes
+    set.scopes
         .values()
         .map(|s| ScopeCtx {
             name: s.name.clone(),
@@ -1706,8 +1676,12 @@ pub fn build(
                     .unwrap_or_default(),
             },
         })
-        .collect();
+        .collect()
+}
 
+/// One entry per ledger command, with the parts that read it, then the chart-data commands.
+fn provenance_ctx(s: &Inputs) -> Result<Vec<ProvenanceCtx>, String> {
+    let (t, a) = (s.t, s.a);
     let mut provenance: Vec<ProvenanceCtx> = a
         .ledger
         .iter()
@@ -1741,7 +1715,78 @@ pub fn build(
             details: Vec::new(),
         });
     }
+    Ok(provenance)
+}
 
+/// The misreadings the judge found, as title and text.
+fn misreadings_ctx(s: &Inputs) -> Result<Vec<MisreadingCtx>, String> {
+    s.a.misreadings
+        .iter()
+        .map(|m| {
+            Ok(MisreadingCtx {
+                title: s.t.format(&format!("{}.title", m.key), &m.args)?,
+                text: s.t.format(&format!("{}.text", m.key), &m.args)?,
+            })
+        })
+        .collect()
+}
+
+/// Builds the context of one language. `charts` lists the chart files written beside it,
+/// with their captions; `meta` what the render adds (profile, date, file facts).
+pub fn build(
+    a: &Audit,
+    t: &Strings,
+    charts: &[(String, String)],
+    meta: &Meta,
+) -> Result<RenderContext, String> {
+    let lang = t.lang.as_str();
+    let set = &a.claims;
+    let s = Inputs { a, t, lang, sep: t.get("ui.list_sep")? };
+
+    let mut out = Sections {
+        charts_left: charts
+            .iter()
+            .map(|(f, c)| ChartCtx {
+                file: f.clone(),
+                md_src: f.clone(),
+                caption: c.clone(),
+                kind: chart_kind(f),
+            })
+            .collect(),
+        ..Sections::default()
+    };
+    let mut claims = set
+        .claims
+        .iter()
+        .zip(&a.results)
+        .map(|(claim, r)| claim_ctx(&s, claim, r, &mut out))
+        .collect::<Result<Vec<_>, String>>()?;
+    let Sections { scoped, mut key_numbers, open, mut open_items, bounds, table, charts_left } =
+        out;
+
+    // The bad news first: a refuted claim's number leads the list.
+    key_numbers.sort_by_key(|k| k.verdict_key != "not_supported");
+    // Cheapest first: by effort class, then by the kind of work; unstated effort last.
+    open_items.sort_by_key(|(e, w, _)| (e.is_none(), *e, w.is_none(), *w));
+    for c in &mut claims {
+        c.open_item = open_items
+            .iter()
+            .position(|(_, _, o)| o.claim == c.id)
+            .map(|i| t.format("ui.see_open_item", &args([("n", (i + 1).to_string())])))
+            .transpose()?;
+    }
+
+    let summary = summary_ctx(&s, key_numbers, open)?;
+    let traces = traces_ctx(&s);
+    let traces_for_brief: Vec<(String, Option<String>)> = a
+        .traces
+        .iter()
+        .map(|x| {
+            (x.name.clone(), x.coverage.as_ref().and_then(|c| c.trace.origin.derived_by.clone()))
+        })
+        .collect();
+    let scopes = scopes_ctx(&s);
+    let provenance = provenance_ctx(&s)?;
     let brief = brief(a, t, meta, &scoped, bounds, open_items, &traces_for_brief)?;
     let legend = legend(t)?;
     let definitions = definitions(a, t)?;
@@ -1761,28 +1806,12 @@ pub fn build(
                 .to_string(),
         },
         tool: format!("{} {}", a.tool.name, a.tool.version),
-        summary: SummaryCtx {
-            counts,
-            counts_line: t.format("ui.counts", &count_args)?,
-            open_line,
-            key_numbers,
-            open,
-            findings,
-        },
+        summary,
         traces,
         scopes,
         table,
         claims,
-        misreadings: a
-            .misreadings
-            .iter()
-            .map(|m| {
-                Ok(MisreadingCtx {
-                    title: t.format(&format!("{}.title", m.key), &m.args)?,
-                    text: t.format(&format!("{}.text", m.key), &m.args)?,
-                })
-            })
-            .collect::<Result<_, String>>()?,
+        misreadings: misreadings_ctx(&s)?,
         charts: charts_left,
         provenance,
         r6: tr(&set.review.r6, lang),
