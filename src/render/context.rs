@@ -1101,25 +1101,400 @@ fn formula_line(f: &crate::verdict::FormulaResult) -> String {
     formula_steps(&steps)
 }
 
-/// Builds the context of one language. `charts` lists the chart files written beside it,
-/// with their captions; `meta` what the render adds (profile, date, file facts).
-pub fn build(
-    a: &Audit,
-    t: &Strings,
-    charts: &[(String, String)],
-    meta: &Meta,
-) -> Result<RenderContext, String> {
-    let lang = t.lang.as_str();
-    let set = &a.claims;
-    let label = |key: &str| t.get(key).map(str::to_string);
-    let evidence = |key: &str| a.ledger.iter().find(|e| e.key == key);
-    let sep = t.get("ui.list_sep")?;
+/// The inputs every section of the context reads.
+struct Inputs<'a> {
+    a: &'a Audit,
+    t: &'a Strings,
+    lang: &'a str,
+    /// The language's list separator, read once so that a missing key fails before any section.
+    sep: &'a str,
+}
 
+impl<'a> Inputs<'a> {
+    /// A UI string of the language, owned.
+    fn label(&self, key: &str) -> Result<String, String> {
+        self.t.get(key).map(str::to_string)
+    }
+
+    /// The ledger entry of an evidence key.
+    fn evidence(&self, key: &str) -> Option<&'a crate::audit::LedgerEntry> {
+        self.a.ledger.iter().find(|e| e.key == key)
+    }
+}
+
+/// What the claims add, one after another, to the sections beyond their own.
+#[derive(Default)]
+struct Sections {
+    /// Scope and value of every measured part, for the summary, the table and the answer.
+    scoped: Scoped,
+    key_numbers: Vec<KeyNumberCtx>,
+    open: Vec<OpenCtx>,
+    open_items: Vec<(Option<crate::claims::Effort>, Option<crate::claims::Work>, OpenItemCtx)>,
+    bounds: Vec<BoundCtx>,
+    table: Vec<RowCtx>,
+    /// The charts no claim has taken yet.
+    charts_left: Vec<ChartCtx>,
+}
+
+/// One claim as its parts see it.
+struct ClaimIn<'a> {
+    claim: &'a crate::claims::Claim,
+    r: &'a crate::verdict::ClaimResult,
+    statement: &'a str,
+    source_label: Option<&'a String>,
+}
+
+/// A claim's parts and the evidence they read, as the parts are read in order.
+#[derive(Default)]
+struct PartsSoFar {
+    parts: Vec<PartCtx>,
+    blocks: Vec<EvidenceCtx>,
+    block_keys: Vec<String>,
+    /// The terminal table's evidence column, one item per part.
+    evidence_bits: Vec<String>,
+}
+
+/// One part of a claim; records its value in `out.scoped`, its bound in `out.bounds`, and the
+/// evidence it reads in `so_far`.
+fn part_ctx(
+    s: &Inputs,
+    c: &ClaimIn,
+    part: &crate::claims::Part,
+    p: &crate::verdict::PartResult,
+    so_far: &mut PartsSoFar,
+    out: &mut Sections,
+) -> Result<PartCtx, String> {
+    let (t, a, lang) = (s.t, s.a, s.lang);
+    let (claim, r) = (c.claim, c.r);
+    let entry = p.evidence.as_deref().and_then(|k| s.evidence(k));
+    let ev = entry.and_then(|e| e.evidence.as_ref());
+    let formula = p.formula.as_ref().map(|f| FormulaCtx {
+        symbolic: f.symbolic.clone(),
+        substituted: f.substituted.clone(),
+        result: f.display.clone().unwrap_or_else(|| "n/a".into()),
+    });
+    let line = p.formula.as_ref().map(formula_line);
+    let scope_short = match (ev, &part.measure) {
+        (Some(ev), Some(m)) => Some(short_scope(t, ev, m)?),
+        _ => None,
+    };
+    let spread = match (&part.measure, &p.formula) {
+        (Some(m), Some(_)) if p.value.is_some() => spread_text(t, a, &claim.id, &part.id, m.unit)?,
+        _ => None,
+    };
+    if let Some(f) = &formula {
+        out.scoped.insert(
+            (claim.id.clone(), part.id.clone()),
+            (f.result.clone(), scope_short.clone(), spread.clone()),
+        );
+        // The terminal table shows each value with its fraction.
+        if part.kind == Kind::Arithmetic {
+            so_far.evidence_bits.push(format!(
+                "{}: {} = {} ({})",
+                p.id,
+                f.substituted,
+                f.result,
+                t.get("kind.arithmetic")?
+            ));
+        } else if same_number(&f.substituted, &f.result) {
+            so_far.evidence_bits.push(format!("{}: {}", p.id, f.result));
+        } else {
+            so_far.evidence_bits.push(format!("{}: {} = {}", p.id, f.substituted, f.result));
+        }
+    } else if p.outcome == PartOutcome::Unverifiable {
+        so_far.evidence_bits.push(format!("{}: {}", p.id, t.get("outcome.unverifiable")?));
+    }
+    let bounds_before = out.bounds.len();
+    if part.kind == Kind::Arithmetic
+        && p.outcome == PartOutcome::Holds
+        && p.formula.as_ref().is_some_and(|f| f.unit == crate::claims::Unit::Times)
+        && part.formula.as_ref().is_some_and(|e| {
+            e.vars().iter().any(|v| claim.parts.iter().any(|q| &q.id == v && q.measure.is_some()))
+        })
+        && let Some(f) = &p.formula
+    {
+        out.bounds.push(BoundCtx {
+            label: tr(&part.text, lang).unwrap_or_else(|| c.statement.to_string()),
+            value: f.display.clone().unwrap_or_default(),
+            formula: formula_line(f),
+            caveat: tr(&part.note, lang),
+        });
+    }
+    let mut gates = Vec::new();
+    for g in &p.gates {
+        let key = match g.status {
+            GateStatus::Pass => "pass",
+            GateStatus::Note => "note",
+            GateStatus::Fail => "fail",
+        };
+        gates.push(GateCtx {
+            id: g.gate.into(),
+            gate: s.label(&format!("gate.{}", g.gate))?,
+            status_key: key.into(),
+            status: s.label(&format!("status.{key}"))?,
+            text: t.finding(&g.finding)?,
+        });
+    }
+    let evidence_ref = match (entry, &part.measure) {
+        (Some(e), Some(m)) => {
+            let at = match so_far.block_keys.iter().position(|k| k == &e.key) {
+                Some(i) => i,
+                None => {
+                    so_far.block_keys.push(e.key.clone());
+                    so_far.blocks.push(EvidenceCtx {
+                        label: format!("E{}", so_far.blocks.len() + 1),
+                        analysis: m.analysis.clone(),
+                        scope: evidence_scope(t, ev, m)?,
+                        identity: ev.and_then(identity_of),
+                        gates: Vec::new(),
+                        passed: Vec::new(),
+                        notes: ev
+                            .map(|e| {
+                                // Gate R1 already states the span denominator.
+                                let r1_span =
+                                    p.gates.iter().any(|g| g.finding.key == "gate.r1.contain_span");
+                                e.notes
+                                    .iter()
+                                    .filter(|n| {
+                                        !(r1_span && n.finding.key == "note.span_denominator")
+                                            // The scope line says the sum.
+                                            && n.finding.key != "note.summed_devices"
+                                    })
+                                    .map(|n| t.finding(&n.finding))
+                                    .collect::<Result<Vec<_>, _>>()
+                            })
+                            .transpose()?
+                            .unwrap_or_default(),
+                        command: e.command.clone(),
+                        command_block: super::shell::layout(&e.argv, super::shell::REPORT_WIDTH),
+                        error: e.error.clone(),
+                    });
+                    so_far.blocks.len() - 1
+                }
+            };
+            Some(so_far.blocks[at].label.clone())
+        }
+        _ => None,
+    };
+    let says = p
+        .says
+        .as_ref()
+        .map(|said| {
+            let who = match part.says_by {
+                crate::claims::Who::Auditor => t.get("ui.says_auditor")?.to_string(),
+                crate::claims::Who::Source => t.format(
+                    "ui.says_source",
+                    &args([(
+                        "source",
+                        c.source_label
+                            .cloned()
+                            .unwrap_or_else(|| t.get("ui.source").unwrap_or("").to_string()),
+                    )]),
+                )?,
+            };
+            let how = if part.kind == Kind::Arithmetic { "ui.computed" } else { "ui.measured" };
+            // A number that matches shows once; a mismatch shows both. The auditor's
+            // own figure that matches is the result already shown beside it.
+            if said.matches && part.says_by == crate::claims::Who::Auditor {
+                return Ok(None);
+            }
+            Ok::<_, String>(Some(if said.matches {
+                format!("{who} {}", said.stated)
+            } else {
+                format!("{who} {} · {} {}", said.stated, t.get(how)?, said.measured)
+            }))
+        })
+        .transpose()?
+        .flatten();
+    let in_brief = out.bounds.len() > bounds_before;
+    Ok(PartCtx {
+        in_brief,
+        id: p.id.clone(),
+        kind_key: part.kind.as_str().into(),
+        kind: s.label(&format!("kind.{}", part.kind.as_str()))?,
+        principal: p.id == r.principal,
+        text: tr(&part.text, lang),
+        outcome_key: p.outcome.key().into(),
+        outcome: s.label(&format!("outcome.{}", p.outcome.key()))?,
+        reason: t.finding(&p.reason)?,
+        formula,
+        identity: None,
+        condition: p.condition.as_ref().map(|c| t.finding(&c.finding)).transpose()?,
+        condition_ok: p.condition.as_ref().is_some_and(|c| c.satisfied),
+        says,
+        says_ok: p.says.as_ref().is_some_and(|s| s.matches),
+        gates: gates.clone(),
+        own_gates: gates,
+        evidence_ref,
+        formula_line: line,
+        spread,
+        scope: scope_short,
+        command: entry.map(|e| e.command.clone()),
+        command_block: entry.map(|e| super::shell::layout(&e.argv, super::shell::REPORT_WIDTH)),
+        mapping: tr(&part.mapping, lang),
+        needs: p.needs.iter().filter_map(|n| n.get(lang).cloned()).collect(),
+        caveats: tr(&part.caveats, lang),
+        note: tr(&part.note, lang),
+        evidence_notes: Vec::new(),
+    })
+}
+
+/// Gates every reader of a piece of evidence shares move to the evidence; a part keeps only the
+/// findings that are its own.
+fn share_gates(parts: &mut [PartCtx], blocks: &mut [EvidenceCtx]) {
+    for b in blocks {
+        let readers: Vec<usize> = (0..parts.len())
+            .filter(|&i| parts[i].evidence_ref.as_deref() == Some(b.label.as_str()))
+            .collect();
+        let Some(&first) = readers.first() else { continue };
+        let shared: Vec<GateCtx> = parts[first]
+            .gates
+            .iter()
+            .filter(|g| {
+                readers.iter().all(|&i| {
+                    parts[i]
+                        .gates
+                        .iter()
+                        .any(|h| h.id == g.id && h.status_key == g.status_key && h.text == g.text)
+                })
+            })
+            .cloned()
+            .collect();
+        for &i in &readers {
+            parts[i].own_gates.retain(|g| !shared.iter().any(|s| s.id == g.id));
+        }
+        b.passed = shared.iter().filter(|g| g.status_key == "pass").map(|g| g.id.clone()).collect();
+        b.gates = shared;
+        // The identity shows once: not beside a part whose formula already is it.
+        if let Some(id) = &b.identity
+            && readers
+                .iter()
+                .any(|&i| parts[i].formula.as_ref().is_some_and(|f| id.starts_with(&f.substituted)))
+        {
+            b.identity = None;
+        }
+    }
+}
+
+/// One claim with its parts and evidence; adds its key number, open item, table row and
+/// charts to `out`. `open_item` is left for `build`, which numbers the open items.
+fn claim_ctx(
+    s: &Inputs,
+    claim: &crate::claims::Claim,
+    r: &crate::verdict::ClaimResult,
+    out: &mut Sections,
+) -> Result<ClaimCtx, String> {
+    let (t, a, lang, set) = (s.t, s.a, s.lang, &s.a.claims);
+    let verdict = s.label(&format!("verdict.{}", r.verdict.key()))?;
+    let statement = claim.statement.get(lang).cloned().unwrap_or_default();
+    let source = claim.source.as_ref().and_then(|s| set.sources.iter().find(|x| &x.id == s));
+    let source_label = source.and_then(|s| s.label.get(lang).cloned());
+    let mut so_far = PartsSoFar::default();
+    let c = ClaimIn { claim, r, statement: &statement, source_label: source_label.as_ref() };
+    for (part, p) in claim.parts.iter().zip(&r.parts) {
+        let ctx = part_ctx(s, &c, part, p, &mut so_far, out)?;
+        so_far.parts.push(ctx);
+    }
+    let PartsSoFar { mut parts, mut blocks, evidence_bits, .. } = so_far;
+    share_gates(&mut parts, &mut blocks);
+    // One piece of evidence needs no label to tell it from another.
+    if blocks.len() == 1 {
+        for part in &mut parts {
+            part.evidence_ref = None;
+        }
+        blocks[0].label = t.get("ui.evidence")?.to_string();
+    }
+    let key = key_number(claim, r, lang, &verdict, t, &out.scoped)?;
+    let (po, pc) = (t.get("ui.paren_open")?, t.get("ui.paren_close")?);
+    let number = match (&key.scope, &key.spread) {
+        (Some(sc), Some(sp)) => {
+            format!("{}{po}{sc}{}{sp}{pc}", key.value, t.get("ui.semicolon")?)
+        }
+        (Some(sc), None) => format!("{}{po}{sc}{pc}", key.value),
+        _ => key.value.clone(),
+    };
+    out.key_numbers.push(key);
+    if a.summary.open.contains(&r.id) {
+        let needs = what_would_decide(r, lang, t, |k| s.evidence(k))?;
+        out.open.push(OpenCtx {
+            id: claim.id.clone(),
+            verdict: verdict.clone(),
+            needs: needs.clone(),
+        });
+        let planned = claim
+            .parts
+            .iter()
+            .find(|q| q.id == r.principal && (!q.work.is_empty() || q.effort.is_some()))
+            .or_else(|| claim.parts.iter().find(|q| !q.work.is_empty() || q.effort.is_some()));
+        let work = planned.map(|q| {
+            q.work
+                .iter()
+                .map(|w| t.get(&format!("work.{}", w.as_str())).map(str::to_string))
+                .collect::<Result<Vec<_>, _>>()
+        });
+        let work = work.transpose()?.filter(|w| !w.is_empty()).map(|w| w.join(s.sep));
+        let effort = planned.and_then(|q| q.effort);
+        out.open_items.push((
+            effort,
+            planned.and_then(|q| q.work.iter().min().copied()),
+            OpenItemCtx {
+                claim: claim.id.clone(),
+                statement: statement.clone(),
+                verdict: verdict.clone(),
+                needs,
+                work,
+                effort: effort.map(|e| s.label(&format!("effort.{}", e.as_str()))).transpose()?,
+                unblocks: planned.and_then(|q| tr(&q.unblocks, lang)),
+                plan: None,
+            },
+        ));
+    }
+    out.table.push(RowCtx {
+        id: claim.id.clone(),
+        statement: statement.clone(),
+        evidence: evidence_bits.join("; "),
+        number,
+        verdict_key: r.verdict.key().into(),
+        verdict: verdict.clone(),
+    });
+    // A chart goes with the first claim that reads its analysis.
+    let mut own_charts = Vec::new();
+    out.charts_left.retain(|c| {
+        let mine = blocks.iter().any(|b| b.analysis == c.kind);
+        if mine {
+            own_charts.push(c.clone());
+        }
+        !mine
+    });
+    Ok(ClaimCtx {
+        id: claim.id.clone(),
+        statement,
+        source: source_label,
+        source_note: source.and_then(|s| tr(&s.note, lang)),
+        verdict_key: r.verdict.key().into(),
+        verdict,
+        reason: t.finding(&r.reason)?,
+        review: tr(&claim.review, lang),
+        evidence: blocks,
+        parts,
+        charts: own_charts,
+        open_item: None,
+    })
+}
+
+/// The summary: the verdict counts, the open line, the key numbers, the open claims and the
+/// audit's findings.
+fn summary_ctx(
+    s: &Inputs,
+    key_numbers: Vec<KeyNumberCtx>,
+    open: Vec<OpenCtx>,
+) -> Result<SummaryCtx, String> {
+    let (t, a) = (s.t, s.a);
     let mut counts = Vec::new();
     for v in Verdict::ALL {
         counts.push(CountCtx {
             key: v.key().into(),
-            label: label(&format!("verdict.{}", v.key()))?,
+            label: s.label(&format!("verdict.{}", v.key()))?,
             n: a.summary.counts.get(v.key()).copied().unwrap_or(0),
         });
     }
@@ -1139,370 +1514,32 @@ pub fn build(
         Some(t.format("ui.open_count", &open_args)?)
     };
 
-    let chart_ctx: Vec<ChartCtx> = charts
-        .iter()
-        .map(|(f, c)| ChartCtx {
-            file: f.clone(),
-            md_src: f.clone(),
-            caption: c.clone(),
-            kind: chart_kind(f),
-        })
-        .collect();
-    let mut charts_left: Vec<ChartCtx> = chart_ctx.clone();
-
-    // Scope and value of every measured part, for the summary, the table and the answer.
-    let mut scoped: Scoped = BTreeMap::new();
-
-    let mut key_numbers = Vec::new();
-    let mut open = Vec::new();
-    let mut open_items: Vec<(
-        Option<crate::claims::Effort>,
-        Option<crate::claims::Work>,
-        OpenItemCtx,
-    )> = Vec::new();
-    let mut bounds = Vec::new();
-    let mut table = Vec::new();
-    let mut claims = Vec::new();
-    for (claim, r) in set.claims.iter().zip(&a.results) {
-        let verdict = label(&format!("verdict.{}", r.verdict.key()))?;
-        let statement = claim.statement.get(lang).cloned().unwrap_or_default();
-        let source = claim.source.as_ref().and_then(|s| set.sources.iter().find(|x| &x.id == s));
-        let source_label = source.and_then(|s| s.label.get(lang).cloned());
-        let mut evidence_bits = Vec::new();
-        let mut parts = Vec::new();
-        let mut blocks: Vec<EvidenceCtx> = Vec::new();
-        let mut block_keys: Vec<String> = Vec::new();
-        for (part, p) in claim.parts.iter().zip(&r.parts) {
-            let entry = p.evidence.as_deref().and_then(evidence);
-            let ev = entry.and_then(|e| e.evidence.as_ref());
-            let formula = p.formula.as_ref().map(|f| FormulaCtx {
-                symbolic: f.symbolic.clone(),
-                substituted: f.substituted.clone(),
-                result: f.display.clone().unwrap_or_else(|| "n/a".into()),
-            });
-            let line = p.formula.as_ref().map(formula_line);
-            let scope_short = match (ev, &part.measure) {
-                (Some(ev), Some(m)) => Some(short_scope(t, ev, m)?),
-                _ => None,
-            };
-            let spread = match (&part.measure, &p.formula) {
-                (Some(m), Some(_)) if p.value.is_some() => {
-                    spread_text(t, a, &claim.id, &part.id, m.unit)?
-                }
-                _ => None,
-            };
-            if let Some(f) = &formula {
-                scoped.insert(
-                    (claim.id.clone(), part.id.clone()),
-                    (f.result.clone(), scope_short.clone(), spread.clone()),
-                );
-                // The terminal table shows each value with its fraction.
-                if part.kind == Kind::Arithmetic {
-                    evidence_bits.push(format!(
-                        "{}: {} = {} ({})",
-                        p.id,
-                        f.substituted,
-                        f.result,
-                        t.get("kind.arithmetic")?
-                    ));
-                } else if same_number(&f.substituted, &f.result) {
-                    evidence_bits.push(format!("{}: {}", p.id, f.result));
-                } else {
-                    evidence_bits.push(format!("{}: {} = {}", p.id, f.substituted, f.result));
-                }
-            } else if p.outcome == PartOutcome::Unverifiable {
-                evidence_bits.push(format!("{}: {}", p.id, t.get("outcome.unverifiable")?));
-            }
-            let bounds_before = bounds.len();
-            if part.kind == Kind::Arithmetic
-                && p.outcome == PartOutcome::Holds
-                && p.formula.as_ref().is_some_and(|f| f.unit == crate::claims::Unit::Times)
-                && part.formula.as_ref().is_some_and(|e| {
-                    e.vars()
-                        .iter()
-                        .any(|v| claim.parts.iter().any(|q| &q.id == v && q.measure.is_some()))
-                })
-                && let Some(f) = &p.formula
-            {
-                bounds.push(BoundCtx {
-                    label: tr(&part.text, lang).unwrap_or_else(|| statement.clone()),
-                    value: f.display.clone().unwrap_or_default(),
-                    formula: formula_line(f),
-                    caveat: tr(&part.note, lang),
-                });
-            }
-            let mut gates = Vec::new();
-            for g in &p.gates {
-                let key = match g.status {
-                    GateStatus::Pass => "pass",
-                    GateStatus::Note => "note",
-                    GateStatus::Fail => "fail",
-                };
-                gates.push(GateCtx {
-                    id: g.gate.into(),
-                    gate: label(&format!("gate.{}", g.gate))?,
-                    status_key: key.into(),
-                    status: label(&format!("status.{key}"))?,
-                    text: t.finding(&g.finding)?,
-                });
-            }
-            let evidence_ref = match (entry, &part.measure) {
-                (Some(e), Some(m)) => {
-                    let at = match block_keys.iter().position(|k| k == &e.key) {
-                        Some(i) => i,
-                        None => {
-                            block_keys.push(e.key.clone());
-                            blocks.push(EvidenceCtx {
-                                label: format!("E{}", blocks.len() + 1),
-                                analysis: m.analysis.clone(),
-                                scope: evidence_scope(t, ev, m)?,
-                                identity: ev.and_then(identity_of),
-                                gates: Vec::new(),
-                                passed: Vec::new(),
-                                notes: ev
-                                    .map(|e| {
-                                        // Gate R1 already states the span denominator.
-                                        let r1_span = p
-                                            .gates
-                                            .iter()
-                                            .any(|g| g.finding.key == "gate.r1.contain_span");
-                                        e.notes
-                                            .iter()
-                                            .filter(|n| {
-                                                !(r1_span
-                                                    && n.finding.key == "note.span_denominator")
-                                                    // The scope line says the sum.
-                                                    && n.finding.key != "note.summed_devices"
-                                            })
-                                            .map(|n| t.finding(&n.finding))
-                                            .collect::<Result<Vec<_>, _>>()
-                                    })
-                                    .transpose()?
-                                    .unwrap_or_default(),
-                                command: e.command.clone(),
-                                command_block: super::shell::layout(
-                                    &e.argv,
-                                    super::shell::REPORT_WIDTH,
-                                ),
-                                error: e.error.clone(),
-                            });
-                            blocks.len() - 1
-                        }
-                    };
-                    Some(blocks[at].label.clone())
-                }
-                _ => None,
-            };
-            let says = p
-                .says
-                .as_ref()
-                .map(|s| {
-                    let who = match part.says_by {
-                        crate::claims::Who::Auditor => t.get("ui.says_auditor")?.to_string(),
-                        crate::claims::Who::Source => t.format(
-                            "ui.says_source",
-                            &args([(
-                                "source",
-                                source_label.clone().unwrap_or_else(|| {
-                                    t.get("ui.source").unwrap_or("").to_string()
-                                }),
-                            )]),
-                        )?,
-                    };
-                    let how =
-                        if part.kind == Kind::Arithmetic { "ui.computed" } else { "ui.measured" };
-                    // A number that matches shows once; a mismatch shows both. The auditor's
-                    // own figure that matches is the result already shown beside it.
-                    if s.matches && part.says_by == crate::claims::Who::Auditor {
-                        return Ok(None);
-                    }
-                    Ok::<_, String>(Some(if s.matches {
-                        format!("{who} {}", s.stated)
-                    } else {
-                        format!("{who} {} · {} {}", s.stated, t.get(how)?, s.measured)
-                    }))
-                })
-                .transpose()?
-                .flatten();
-            let in_brief = bounds.len() > bounds_before;
-            parts.push(PartCtx {
-                in_brief,
-                id: p.id.clone(),
-                kind_key: part.kind.as_str().into(),
-                kind: label(&format!("kind.{}", part.kind.as_str()))?,
-                principal: p.id == r.principal,
-                text: tr(&part.text, lang),
-                outcome_key: p.outcome.key().into(),
-                outcome: label(&format!("outcome.{}", p.outcome.key()))?,
-                reason: t.finding(&p.reason)?,
-                formula,
-                identity: None,
-                condition: p.condition.as_ref().map(|c| t.finding(&c.finding)).transpose()?,
-                condition_ok: p.condition.as_ref().is_some_and(|c| c.satisfied),
-                says,
-                says_ok: p.says.as_ref().is_some_and(|s| s.matches),
-                gates: gates.clone(),
-                own_gates: gates,
-                evidence_ref,
-                formula_line: line,
-                spread,
-                scope: scope_short,
-                command: entry.map(|e| e.command.clone()),
-                command_block: entry
-                    .map(|e| super::shell::layout(&e.argv, super::shell::REPORT_WIDTH)),
-                mapping: tr(&part.mapping, lang),
-                needs: p.needs.iter().filter_map(|n| n.get(lang).cloned()).collect(),
-                caveats: tr(&part.caveats, lang),
-                note: tr(&part.note, lang),
-                evidence_notes: Vec::new(),
-            });
-        }
-        // Gates every reader of a piece of evidence shares move to the evidence; a part keeps
-        // only the findings that are its own.
-        for b in &mut blocks {
-            let readers: Vec<usize> = (0..parts.len())
-                .filter(|&i| parts[i].evidence_ref.as_deref() == Some(b.label.as_str()))
-                .collect();
-            let Some(&first) = readers.first() else { continue };
-            let shared: Vec<GateCtx> = parts[first]
-                .gates
-                .iter()
-                .filter(|g| {
-                    readers.iter().all(|&i| {
-                        parts[i].gates.iter().any(|h| {
-                            h.id == g.id && h.status_key == g.status_key && h.text == g.text
-                        })
-                    })
-                })
-                .cloned()
-                .collect();
-            for &i in &readers {
-                parts[i].own_gates.retain(|g| !shared.iter().any(|s| s.id == g.id));
-            }
-            b.passed =
-                shared.iter().filter(|g| g.status_key == "pass").map(|g| g.id.clone()).collect();
-            b.gates = shared;
-            // The identity shows once: not beside a part whose formula already is it.
-            if let Some(id) = &b.identity
-                && readers.iter().any(|&i| {
-                    parts[i].formula.as_ref().is_some_and(|f| id.starts_with(&f.substituted))
-                })
-            {
-                b.identity = None;
-            }
-        }
-        // One piece of evidence needs no label to tell it from another.
-        if blocks.len() == 1 {
-            for part in &mut parts {
-                part.evidence_ref = None;
-            }
-            blocks[0].label = t.get("ui.evidence")?.to_string();
-        }
-        let key = key_number(claim, r, lang, &verdict, t, &scoped)?;
-        let (po, pc) = (t.get("ui.paren_open")?, t.get("ui.paren_close")?);
-        let number = match (&key.scope, &key.spread) {
-            (Some(sc), Some(sp)) => {
-                format!("{}{po}{sc}{}{sp}{pc}", key.value, t.get("ui.semicolon")?)
-            }
-            (Some(sc), None) => format!("{}{po}{sc}{pc}", key.value),
-            _ => key.value.clone(),
-        };
-        key_numbers.push(key);
-        if a.summary.open.contains(&r.id) {
-            let needs = what_would_decide(r, lang, t, evidence)?;
-            open.push(OpenCtx {
-                id: claim.id.clone(),
-                verdict: verdict.clone(),
-                needs: needs.clone(),
-            });
-            let planned = claim
-                .parts
-                .iter()
-                .find(|q| q.id == r.principal && (!q.work.is_empty() || q.effort.is_some()))
-                .or_else(|| claim.parts.iter().find(|q| !q.work.is_empty() || q.effort.is_some()));
-            let work = planned.map(|q| {
-                q.work
-                    .iter()
-                    .map(|w| t.get(&format!("work.{}", w.as_str())).map(str::to_string))
-                    .collect::<Result<Vec<_>, _>>()
-            });
-            let work = work.transpose()?.filter(|w| !w.is_empty()).map(|w| w.join(sep));
-            let effort = planned.and_then(|q| q.effort);
-            open_items.push((
-                effort,
-                planned.and_then(|q| q.work.iter().min().copied()),
-                OpenItemCtx {
-                    claim: claim.id.clone(),
-                    statement: statement.clone(),
-                    verdict: verdict.clone(),
-                    needs,
-                    work,
-                    effort: effort.map(|e| label(&format!("effort.{}", e.as_str()))).transpose()?,
-                    unblocks: planned.and_then(|q| tr(&q.unblocks, lang)),
-                    plan: None,
-                },
-            ));
-        }
-        table.push(RowCtx {
-            id: claim.id.clone(),
-            statement: statement.clone(),
-            evidence: evidence_bits.join("; "),
-            number,
-            verdict_key: r.verdict.key().into(),
-            verdict: verdict.clone(),
-        });
-        // A chart goes with the first claim that reads its analysis.
-        let mut own_charts = Vec::new();
-        charts_left.retain(|c| {
-            let mine = blocks.iter().any(|b| b.analysis == c.kind);
-            if mine {
-                own_charts.push(c.clone());
-            }
-            !mine
-        });
-        claims.push(ClaimCtx {
-            id: claim.id.clone(),
-            statement,
-            source: source_label,
-            source_note: source.and_then(|s| tr(&s.note, lang)),
-            verdict_key: r.verdict.key().into(),
-            verdict,
-            reason: t.finding(&r.reason)?,
-            review: tr(&claim.review, lang),
-            evidence: blocks,
-            parts,
-            charts: own_charts,
-            open_item: None,
-        });
-    }
-
-    // The bad news first: a refuted claim's number leads the list.
-    key_numbers.sort_by_key(|k| k.verdict_key != "not_supported");
-    // Cheapest first: by effort class, then by the kind of work; unstated effort last.
-    open_items.sort_by_key(|(e, w, _)| (e.is_none(), *e, w.is_none(), *w));
-    for c in &mut claims {
-        c.open_item = open_items
-            .iter()
-            .position(|(_, _, o)| o.claim == c.id)
-            .map(|i| t.format("ui.see_open_item", &args([("n", (i + 1).to_string())])))
-            .transpose()?;
-    }
-
     let mut findings = Vec::new();
-    let s = &a.summary;
+    let sm = &a.summary;
     for (n, key) in [
-        (s.gate_failures, "ui.finding_gates"),
-        (s.says_mismatches, "ui.finding_says"),
-        (s.arithmetic_failures, "ui.finding_arithmetic"),
-        (s.not_evaluated, "ui.finding_queries"),
+        (sm.gate_failures, "ui.finding_gates"),
+        (sm.says_mismatches, "ui.finding_says"),
+        (sm.arithmetic_failures, "ui.finding_arithmetic"),
+        (sm.not_evaluated, "ui.finding_queries"),
     ] {
         if n > 0 {
             findings.push(t.format(key, &[("n".to_string(), n.to_string())].into())?);
         }
     }
+    Ok(SummaryCtx {
+        counts,
+        counts_line: t.format("ui.counts", &count_args)?,
+        open_line,
+        key_numbers,
+        open,
+        findings,
+    })
+}
 
-    let traces = a
-        .traces
+/// One entry per trace: its identity, clock, devices and range, or its set's ranks and files.
+fn traces_ctx(s: &Inputs) -> Vec<TraceCtx> {
+    let (t, a, lang, set) = (s.t, s.a, s.lang, &s.a.claims);
+    a.traces
         .iter()
         .map(|tr_| {
             let decl = set.trace(&tr_.name);
@@ -1583,14 +1620,12 @@ pub fn build(
                 files: set_info.map_or_else(Vec::new, |s| set_files(t, s)),
             }
         })
-        .collect();
-    let traces_for_brief: Vec<(String, Option<String>)> = a
-        .traces
-        .iter()
-        .map(|x| {
-            (x.name.clone(), x.coverage.as_ref().and_then(|c| c.trace.origin.derived_by.clone()))
-        })
-        .collect();
+        .collect()
+}
+
+/// One entry per declared scope: its trace, window, semantics and devices (or ranks).
+fn scopes_ctx(s: &Inputs) -> Vec<ScopeCtx> {
+    let (t, a, set) = (s.t, s.a, &s.a.claims);
     let origin = |trace: &str| {
         a.traces
             .iter()
@@ -1598,8 +1633,7 @@ pub fn build(
             .and_then(|x| x.coverage.as_ref())
             .and_then(|c| c.trace.capture_start_ns)
     };
-    let scopes = set
-        .scopes
+    set.scopes
         .values()
         .map(|s| ScopeCtx {
             name: s.name.clone(),
@@ -1642,8 +1676,12 @@ pub fn build(
                     .unwrap_or_default(),
             },
         })
-        .collect();
+        .collect()
+}
 
+/// One entry per ledger command, with the parts that read it, then the chart-data commands.
+fn provenance_ctx(s: &Inputs) -> Result<Vec<ProvenanceCtx>, String> {
+    let (t, a) = (s.t, s.a);
     let mut provenance: Vec<ProvenanceCtx> = a
         .ledger
         .iter()
@@ -1677,7 +1715,78 @@ pub fn build(
             details: Vec::new(),
         });
     }
+    Ok(provenance)
+}
 
+/// The misreadings the judge found, as title and text.
+fn misreadings_ctx(s: &Inputs) -> Result<Vec<MisreadingCtx>, String> {
+    s.a.misreadings
+        .iter()
+        .map(|m| {
+            Ok(MisreadingCtx {
+                title: s.t.format(&format!("{}.title", m.key), &m.args)?,
+                text: s.t.format(&format!("{}.text", m.key), &m.args)?,
+            })
+        })
+        .collect()
+}
+
+/// Builds the context of one language. `charts` lists the chart files written beside it,
+/// with their captions; `meta` what the render adds (profile, date, file facts).
+pub fn build(
+    a: &Audit,
+    t: &Strings,
+    charts: &[(String, String)],
+    meta: &Meta,
+) -> Result<RenderContext, String> {
+    let lang = t.lang.as_str();
+    let set = &a.claims;
+    let s = Inputs { a, t, lang, sep: t.get("ui.list_sep")? };
+
+    let mut out = Sections {
+        charts_left: charts
+            .iter()
+            .map(|(f, c)| ChartCtx {
+                file: f.clone(),
+                md_src: f.clone(),
+                caption: c.clone(),
+                kind: chart_kind(f),
+            })
+            .collect(),
+        ..Sections::default()
+    };
+    let mut claims = set
+        .claims
+        .iter()
+        .zip(&a.results)
+        .map(|(claim, r)| claim_ctx(&s, claim, r, &mut out))
+        .collect::<Result<Vec<_>, String>>()?;
+    let Sections { scoped, mut key_numbers, open, mut open_items, bounds, table, charts_left } =
+        out;
+
+    // The bad news first: a refuted claim's number leads the list.
+    key_numbers.sort_by_key(|k| k.verdict_key != "not_supported");
+    // Cheapest first: by effort class, then by the kind of work; unstated effort last.
+    open_items.sort_by_key(|(e, w, _)| (e.is_none(), *e, w.is_none(), *w));
+    for c in &mut claims {
+        c.open_item = open_items
+            .iter()
+            .position(|(_, _, o)| o.claim == c.id)
+            .map(|i| t.format("ui.see_open_item", &args([("n", (i + 1).to_string())])))
+            .transpose()?;
+    }
+
+    let summary = summary_ctx(&s, key_numbers, open)?;
+    let traces = traces_ctx(&s);
+    let traces_for_brief: Vec<(String, Option<String>)> = a
+        .traces
+        .iter()
+        .map(|x| {
+            (x.name.clone(), x.coverage.as_ref().and_then(|c| c.trace.origin.derived_by.clone()))
+        })
+        .collect();
+    let scopes = scopes_ctx(&s);
+    let provenance = provenance_ctx(&s)?;
     let brief = brief(a, t, meta, &scoped, bounds, open_items, &traces_for_brief)?;
     let legend = legend(t)?;
     let definitions = definitions(a, t)?;
@@ -1697,28 +1806,12 @@ pub fn build(
                 .to_string(),
         },
         tool: format!("{} {}", a.tool.name, a.tool.version),
-        summary: SummaryCtx {
-            counts,
-            counts_line: t.format("ui.counts", &count_args)?,
-            open_line,
-            key_numbers,
-            open,
-            findings,
-        },
+        summary,
         traces,
         scopes,
         table,
         claims,
-        misreadings: a
-            .misreadings
-            .iter()
-            .map(|m| {
-                Ok(MisreadingCtx {
-                    title: t.format(&format!("{}.title", m.key), &m.args)?,
-                    text: t.format(&format!("{}.text", m.key), &m.args)?,
-                })
-            })
-            .collect::<Result<_, String>>()?,
+        misreadings: misreadings_ctx(&s)?,
         charts: charts_left,
         provenance,
         r6: tr(&set.review.r6, lang),
