@@ -615,7 +615,7 @@ fn compare_part(
     let p_value =
         ev.value("rank_test").and_then(|t| t.get("p_value")).and_then(Value::as_f64).map_or_else(
             || "n/a".into(),
-            |p| if p < 0.0001 { "< 0.0001".into() } else { format!("= {p:.4}") },
+            |p| if p < 0.001 { "< 0.001".into() } else { format!("= {p:.3}") },
         );
     let seed = ev.parameters.get("seed").cloned().unwrap_or(Value::Null);
     let interval_text = interval
@@ -625,7 +625,7 @@ fn compare_part(
         symbolic: m.value_text.clone(),
         definition: ratio_definition(m).map(|(t, _)| t.to_string()),
         substituted: format!(
-            "median B {} vs A {} (n = {n_b} vs {n_a}), B - A = {}; 95% interval {interval_text} (bootstrap, seed {seed}); Mann-Whitney p {p_value}",
+            "median B {} vs A {} (n = {n_b} vs {n_a}; 95% interval {interval_text}, bootstrap seed {seed}; Mann-Whitney p {p_value}), B - A = {}",
             shown(get("b_median")),
             shown(get("a_median")),
             get("delta").map_or_else(|| "n/a".into(), |v| show(v, delta_unit)),
