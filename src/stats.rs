@@ -232,16 +232,7 @@ pub fn mann_whitney(a: &[i64], b: &[i64]) -> Result<MannWhitney, Refused> {
     };
     if !ties && let Some(counts) = null_counts(n_a, n_b) {
         // No ties, so U is an integer.
-        let u = (u_a_doubled / 2) as usize;
-        let total: u128 = counts.iter().sum();
-        let below: u128 = counts[..=u].iter().sum();
-        let above: u128 = counts[u..].iter().sum();
-        let num = (2 * below.min(above)).min(total);
-        let p = Rational::new(
-            i128::try_from(num).map_err(|_| Refused::Overflow)?,
-            i128::try_from(total).map_err(|_| Refused::Overflow)?,
-        )
-        .ok_or(Refused::Overflow)?;
+        let p = two_sided(&counts, (u_a_doubled / 2) as usize)?;
         return Ok(MannWhitney { p_value: p.to_f64(), p_exact: Some(p), ..base });
     }
     if groups == 1 {
@@ -250,20 +241,25 @@ pub fn mann_whitney(a: &[i64], b: &[i64]) -> Result<MannWhitney, Refused> {
     }
     if ties && let Some(counts) = tied_null_counts(&sa, &sb) {
         // `counts[v]`: arrangements with 2U = v.
-        let u = u_a_doubled as usize;
-        let total: u128 = counts.iter().sum();
-        let below: u128 = counts[..=u].iter().sum();
-        let above: u128 = counts[u..].iter().sum();
-        let num = (2 * below.min(above)).min(total);
-        let p = Rational::new(
-            i128::try_from(num).map_err(|_| Refused::Overflow)?,
-            i128::try_from(total).map_err(|_| Refused::Overflow)?,
-        )
-        .ok_or(Refused::Overflow)?;
+        let p = two_sided(&counts, u_a_doubled as usize)?;
         return Ok(MannWhitney { p_value: p.to_f64(), p_exact: Some(p), ..base });
     }
     let (z, p_value) = normal_p(n_a, n_b, u_a_doubled, tie_term);
     Ok(MannWhitney { method: Method::Normal, p_value, z: Some(z), ..base })
+}
+
+/// The two-sided p of an observed statistic `at` under a symmetric null distribution given as
+/// counts: twice the smaller tail, at most 1, exactly.
+fn two_sided(counts: &[u128], at: usize) -> Result<Rational, Refused> {
+    let total: u128 = counts.iter().sum();
+    let below: u128 = counts[..=at].iter().sum();
+    let above: u128 = counts[at..].iter().sum();
+    let num = (2 * below.min(above)).min(total);
+    Rational::new(
+        i128::try_from(num).map_err(|_| Refused::Overflow)?,
+        i128::try_from(total).map_err(|_| Refused::Overflow)?,
+    )
+    .ok_or(Refused::Overflow)
 }
 
 /// The normal approximation of U's distribution, with the tie correction of its variance and

@@ -507,38 +507,28 @@ pub fn table(ev: &Evidence, width: usize) -> String {
             ),
         );
     }
-    if let Some(rows) = ev.rows.as_ref().filter(|r| !r.is_empty()) {
-        let out: Vec<Vec<String>> = rows
-            .iter()
-            .map(|r| {
-                vec![
-                    plain(r.get("device")),
-                    r.get("label").and_then(Value::as_str).unwrap_or("").to_string(),
-                    r.get("call").and_then(Value::as_str).unwrap_or("n/a").to_string(),
-                    time(r.get("init_end_offset_ns")),
-                    time(r.get("init_to_call_ns")),
-                    time(r.get("call_to_launch_ns")),
-                    time(r.get("queue_ns")),
-                    time(r.get("kernel_start_offset_ns")),
-                ]
-            })
-            .collect();
-        s += "\n";
-        s += &table::render(
-            &[
-                Column::value("rank"),
-                Column::text("label"),
-                Column::text("call"),
-                Column::number("init end Δ"),
-                Column::number("init→call"),
-                Column::number("call→launch end"),
-                Column::number("queue"),
-                Column::number("kernel start Δ"),
-            ],
-            &out,
-            width,
-        );
-    }
+    s += &nccl_skew::rank_table(
+        ev,
+        &[
+            Column::text("call"),
+            Column::number("init end Δ"),
+            Column::number("init→call"),
+            Column::number("call→launch end"),
+            Column::number("queue"),
+            Column::number("kernel start Δ"),
+        ],
+        |r| {
+            vec![
+                r.get("call").and_then(Value::as_str).unwrap_or("n/a").to_string(),
+                time(r.get("init_end_offset_ns")),
+                time(r.get("init_to_call_ns")),
+                time(r.get("call_to_launch_ns")),
+                time(r.get("queue_ns")),
+                time(r.get("kernel_start_offset_ns")),
+            ]
+        },
+        width,
+    );
     s
 }
 

@@ -878,6 +878,31 @@ pub(super) fn leave_uncomparable_null(
     }
 }
 
+/// The rows of a cross-rank analysis as a terminal table: rank and label (over a set), then
+/// `columns` with the cells `cells` gives each row; empty without rows.
+pub(super) fn rank_table(
+    ev: &Evidence,
+    columns: &[crate::term::Column],
+    cells: impl Fn(&Map<String, Value>) -> Vec<String>,
+    width: usize,
+) -> String {
+    let Some(rows) = ev.rows.as_ref().filter(|r| !r.is_empty()) else { return String::new() };
+    let out: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let mut row = vec![
+                super::show::plain(r.get("device")),
+                r.get("label").and_then(Value::as_str).unwrap_or("").to_string(),
+            ];
+            row.extend(cells(r));
+            row
+        })
+        .collect();
+    let mut all = vec![crate::term::Column::value("rank"), crate::term::Column::text("label")];
+    all.extend_from_slice(columns);
+    format!("\n{}", table::render(&all, &out, width))
+}
+
 /// The terminal table of `verdict query` (below the scope lines).
 pub fn table(ev: &Evidence, width: usize) -> String {
     #[allow(unused_imports)]
@@ -953,40 +978,30 @@ pub fn table(ev: &Evidence, width: usize) -> String {
         }
     }
     // Per rank: the fields a claim binds with `rank:` or `over_ranks:`.
-    if let Some(rows) = ev.rows.as_ref().filter(|r| !r.is_empty()) {
-        let out: Vec<Vec<String>> = rows
-            .iter()
-            .map(|r| {
-                vec![
-                    plain(r.get("device")),
-                    r.get("label").and_then(Value::as_str).unwrap_or("").to_string(),
-                    plain(r.get("kernels")),
-                    plain(r.get("arrived_last")),
-                    plain(r.get("arrived_first")),
-                    time(r.get("wait_ns")),
-                    time(r.get("start_offset_median_ns")),
-                    time(r.get("start_offset_max_ns")),
-                    time(r.get("end_offset_max_ns")),
-                ]
-            })
-            .collect();
-        s += "\n";
-        s += &table::render(
-            &[
-                Column::value("rank"),
-                Column::text("label"),
-                Column::number("kernels"),
-                Column::number("last"),
-                Column::number("first"),
-                Column::number("wait"),
-                Column::number("start Δ median"),
-                Column::number("start Δ max"),
-                Column::number("end Δ max"),
-            ],
-            &out,
-            width,
-        );
-    }
+    s += &rank_table(
+        ev,
+        &[
+            Column::number("kernels"),
+            Column::number("last"),
+            Column::number("first"),
+            Column::number("wait"),
+            Column::number("start Δ median"),
+            Column::number("start Δ max"),
+            Column::number("end Δ max"),
+        ],
+        |r| {
+            vec![
+                plain(r.get("kernels")),
+                plain(r.get("arrived_last")),
+                plain(r.get("arrived_first")),
+                time(r.get("wait_ns")),
+                time(r.get("start_offset_median_ns")),
+                time(r.get("start_offset_max_ns")),
+                time(r.get("end_offset_max_ns")),
+            ]
+        },
+        width,
+    );
     s
 }
 
