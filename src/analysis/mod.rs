@@ -1286,14 +1286,10 @@ impl Evidence {
         if v.is_null() {
             return Ok(None);
         }
+        // A row's ratio fields have names of their own (`last_share`), so one lookup serves
+        // the values and a rank's row.
         let row_ratios = spec.rank_rows.map_or(&[][..], |r| r.ratios);
-        let in_row = self.values.as_ref().is_some_and(|v| v.contains_key("device"));
-        let ratios = if in_row {
-            row_ratios.iter().chain(spec.ratios)
-        } else {
-            spec.ratios.iter().chain(&[])
-        };
-        if let Some((_, text)) = ratios.clone().find(|(f, _)| *f == name) {
+        if let Some((_, text)) = spec.ratios.iter().chain(row_ratios).find(|(f, _)| *f == name) {
             let expr = crate::formula::Expr::parse(text)
                 .map_err(|_| FieldError::NotExact(self.analysis.clone(), name.into()))?;
             let mut vars = BTreeMap::new();

@@ -29,21 +29,39 @@ pub fn applicable(set: &ClaimSet, results: &[ClaimResult], evidence: &EvidenceMa
         ));
     }
     // "It ran" read as "it is optimised": an interpretation supported by a kernel observation.
-    let kernel_observation = |o: &&crate::verdict::PartResult| {
-        o.kind == Kind::Observation
-            && o.outcome == PartOutcome::Supported
-            && o.evidence
-                .as_deref()
-                .is_some_and(|k| k.split('/').nth(1) == Some(crate::analysis::kernels::SPEC.name))
-    };
-    if let Some((r, p)) = parts().find(|(r, p)| {
-        p.kind == Kind::Interpretation
-            && p.outcome == PartOutcome::Supported
-            && r.parts.iter().any(|o| kernel_observation(&o))
+    fn kernel_observations<'a>(
+        claim: &crate::claims::Claim,
+        r: &'a ClaimResult,
+    ) -> Vec<&'a PartResult> {
+        claim
+            .parts
+            .iter()
+            .zip(&r.parts)
+            .filter(|(part, o)| {
+                o.kind == Kind::Observation
+                    && o.outcome == PartOutcome::Supported
+                    && part
+                        .measure
+                        .as_ref()
+                        .is_some_and(|m| m.analysis == crate::analysis::kernels::SPEC.name)
+            })
+            .map(|(_, o)| o)
+            .collect()
+    }
+    if let Some((r, p, observed)) = set.claims.iter().zip(results).find_map(|(claim, r)| {
+        let observed = kernel_observations(claim, r);
+        let p = r
+            .parts
+            .iter()
+            .find(|p| p.kind == Kind::Interpretation && p.outcome == PartOutcome::Supported)?;
+        let first = *observed.first()?;
+        Some((r, p, first))
     }) {
-        let observed = r.parts.iter().find(kernel_observation).and_then(|o| {
-            Some(format!("{} = {}", code(&o.id), o.formula.as_ref()?.display.clone()?))
-        });
+        let observed = observed
+            .formula
+            .as_ref()
+            .and_then(|f| f.display.clone())
+            .map(|d| format!("{} = {d}", code(&observed.id)));
         out.push(Finding::new(
             "mis.presence",
             &[

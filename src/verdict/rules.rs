@@ -363,16 +363,7 @@ fn per_rank(
                 error: None,
             });
             r.condition = finding.map(|f| ConditionResult { finding: f, satisfied: ok });
-            let failed_gates: Vec<&str> =
-                r.gates.iter().filter(|g| g.status == GateStatus::Fail).map(|g| g.gate).collect();
-            if !failed_gates.is_empty() {
-                r.outcome = PartOutcome::Unverifiable;
-                r.reason = Finding::new("part.gate_failed", &[("gates", failed_gates.join(", "))]);
-                return r;
-            }
-            if p.kind == Kind::Causal {
-                r.outcome = PartOutcome::Unverifiable;
-                r.reason = Finding::new("part.causal_measured", &[("value", listing.join(", "))]);
+            if blocked(&mut r, p, listing.join(", ")) {
                 return r;
             }
             let (held_n, total) = (held.len().to_string(), n.to_string());
@@ -397,6 +388,25 @@ fn per_rank(
             r
         }
     }
+}
+
+/// Whether a measured value cannot decide the part, with the reason set: a failed gate, or a
+/// causal part (every analysis measures what one trace shows: an observation, which cannot
+/// lift a causal claim; that needs op attribution or an A/B run).
+fn blocked(r: &mut PartResult, p: &Part, value: String) -> bool {
+    let failed: Vec<&str> =
+        r.gates.iter().filter(|g| g.status == GateStatus::Fail).map(|g| g.gate).collect();
+    if !failed.is_empty() {
+        r.outcome = PartOutcome::Unverifiable;
+        r.reason = Finding::new("part.gate_failed", &[("gates", failed.join(", "))]);
+        return true;
+    }
+    if p.kind == Kind::Causal {
+        r.outcome = PartOutcome::Unverifiable;
+        r.reason = Finding::new("part.causal_measured", &[("value", value)]);
+        return true;
+    }
+    false
 }
 
 /// One value: the formula over the evidence's values, substituted, and judged.
@@ -738,8 +748,6 @@ fn judge_value(
 ) -> PartResult {
     r.value = Some(value);
     r.says = p.says.as_ref().map(|s| says_check(s, value));
-    let failed: Vec<&str> =
-        r.gates.iter().filter(|g| g.status == GateStatus::Fail).map(|g| g.gate).collect();
     if let Some(c) = &p.condition {
         let Some((ok, finding)) = check_condition(c, value) else {
             r.reason = Finding::new(
@@ -750,16 +758,7 @@ fn judge_value(
         };
         r.condition = Some(ConditionResult { finding, satisfied: ok });
     }
-    if !failed.is_empty() {
-        r.outcome = PartOutcome::Unverifiable;
-        r.reason = Finding::new("part.gate_failed", &[("gates", failed.join(", "))]);
-        return r;
-    }
-    if p.kind == Kind::Causal {
-        // Every analysis measures what one trace shows: an observation. It cannot lift a causal
-        // claim, which needs op attribution or an A/B run.
-        r.outcome = PartOutcome::Unverifiable;
-        r.reason = Finding::new("part.causal_measured", &[("value", show(value, m.unit))]);
+    if blocked(&mut r, p, show(value, m.unit)) {
         return r;
     }
     let shown =
