@@ -124,12 +124,12 @@ fn spreads(set: &ClaimSet, ledger: &[LedgerEntry], context: &[LedgerEntry]) -> V
                     && cev.trace.path == ev.trace.path
                     && cev.window.requested_ns == ev.window.requested_ns
                     && cev.window.semantics == ev.window.semantics;
-                if same { Some((c, cev.rows.as_ref()?)) } else { None }
+                if same { Some((c, cev.rows.as_ref()?.to_maps())) } else { None }
             }) else {
                 continue;
             };
             let mut values = Vec::new();
-            for row in rows {
+            for row in &rows {
                 let Some(device) = row.get("device").and_then(serde_json::Value::as_i64) else {
                     continue;
                 };
@@ -200,33 +200,14 @@ pub fn normalize(p: &Path) -> PathBuf {
 }
 
 /// The `verdict query` command that reproduces the evidence of `analysis` run with `p` on
-/// a declared trace (`verdict inspect` for whole-trace analyses; a set of NVTX windows named
-/// by its ranges; a trace set by its files, in order), as the words the program receives.
+/// a declared trace: the claim's query plan printed back.
 pub fn command_words(
-    spec: &analysis::AnalysisSpec,
+    spec: &'static analysis::AnalysisSpec,
     decl: &crate::claims::TraceDecl,
     p: &Params,
     windows: Option<&analysis::nvtx::NvtxWindow>,
 ) -> Vec<String> {
-    let (traces, expect) = match &decl.set {
-        None => (
-            vec![normalize(&decl.resolved).display().to_string()],
-            decl.expect_devices
-                .as_deref()
-                .map_or(analysis::Expect::Nothing, analysis::Expect::Devices),
-        ),
-        Some(files) => {
-            let mut words: Vec<String> =
-                files.iter().map(|f| normalize(f).display().to_string()).collect();
-            // A set of one file is read as a set (its devices numbered as ranks) only when
-            // told so.
-            if files.len() == 1 {
-                words.push("--set".into());
-            }
-            (words, decl.expect_ranks.map_or(analysis::Expect::Nothing, analysis::Expect::Ranks))
-        }
-    };
-    analysis::command_words(spec, &traces, p, expect, windows)
+    crate::plan::QueryPlan::of_claim(spec, decl, p, windows).command_words()
 }
 
 /// The `verdict query compare` command that reproduces a comparison: each side's trace (or
@@ -749,13 +730,9 @@ impl Written {
                     self.names.insert(key.clone(), r);
                 }
             }
-            let set_of_windows = plan
-                .resolved
-                .get(&scope.name)
-                .and_then(|r| r.as_ref().ok())
-                .filter(|(_, rws)| rws.len() > 1)
-                .and(scope.nvtx.as_ref());
-            let words = command_words(spec, decl, &p, set_of_windows);
+            // A window from NVTX ranges is reproduced by naming them, as the scope does: the
+            // command resolves the same window and says so in the same note.
+            let words = command_words(spec, decl, &p, scope.nvtx.as_ref());
             self.ledger.push(LedgerEntry::new(key.clone(), words, result.clone()));
             self.evidence.insert(key, result);
         }

@@ -410,7 +410,7 @@ impl FromArgMatches for QueryCommand {
                 None => None,
                 Some(name) => {
                     let mut keys = vec![("nvtx".to_string(), name.clone())];
-                    for k in ["index", "on"] {
+                    for k in ["index", "on", "domain"] {
                         if let Some(v) = sub.get_one::<String>(&format!("nvtx-{k}")) {
                             keys.push((k.to_string(), v.clone()));
                         }
@@ -499,6 +499,13 @@ fn query_command(a: &'static AnalysisSpec) -> clap::Command {
                 .value_name("cpu|gpu")
                 .requires("nvtx-window")
                 .help("cpu: the range itself; gpu: first start to last end of the kernels launched inside it"),
+        )
+        .arg(
+            Arg::new("nvtx-domain")
+                .long("nvtx-domain")
+                .value_name("ID|NAME")
+                .requires("nvtx-window")
+                .help("Only ranges of this NVTX domain, by id or by name"),
         )
         .arg(
             Arg::new("split")

@@ -17,6 +17,7 @@ pub mod diag;
 pub mod eval;
 pub mod formula;
 pub mod i18n;
+pub mod plan;
 pub mod render;
 pub mod scope;
 pub mod stats;

@@ -145,9 +145,13 @@ fn a_claims_scope_takes_its_window_from_a_step_range() {
     assert_eq!(ev["values"]["nccl_only_ns"], 1_094_738_291_i64);
     assert_eq!(ev["values"]["total_ns"], 6_155_748_929_i64);
     assert_eq!(v["results"][0]["verdict"], "supported");
-    // The reproducing command names the resolved window in seconds.
+    // The reproducing command names the range as the scope does, and the evidence says which
+    // window in seconds it resolved to.
     let cmd = v["ledger"][0]["command"].as_str().unwrap();
-    assert!(cmd.contains("--window 39.966143587:46.121892516"), "{cmd}");
+    assert!(cmd.contains("--nvtx-window 'step 4' --nvtx-on gpu"), "{cmd}");
+    assert!(!cmd.contains("--window "), "{cmd}");
+    let note = ev["notes"].as_array().unwrap().iter().find(|n| n["key"] == "note.window_nvtx_gpu");
+    assert_eq!(note.unwrap()["args"]["window"], "39.966143587:46.121892516");
 }
 
 #[test]

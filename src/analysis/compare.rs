@@ -143,7 +143,7 @@ pub fn metric_unit(of: &AnalysisSpec, metric: &Expr, text: &str) -> Unit {
 pub fn samples(ev: &Evidence, metric: &Expr) -> Result<Vec<([i64; 2], Rational)>, String> {
     // One evidence without its samples, whose values each window replaces in turn.
     let mut one = Evidence { samples: Vec::new(), rows: None, values: None, ..ev.clone() };
-    let mut eval = |values: &serde_json::Map<String, Value>| -> Result<Rational, String> {
+    let mut eval = |values: &super::values::Values| -> Result<Rational, String> {
         one.values = Some(values.clone());
         let mut vars = BTreeMap::new();
         for v in metric.vars() {
@@ -181,35 +181,28 @@ fn scaled(v: Rational, scale: i128) -> Option<i64> {
 /// The per-name table of a side: `(name, count, total_ns)` from kernels rows, NVTX rows
 /// (ranges, CPU time) or copy kinds (rows, busy time).
 fn names_of(ev: &Evidence) -> BTreeMap<String, (i64, i64)> {
-    let mut out = BTreeMap::new();
-    let int = |v: &Value, k: &str| v.get(k).and_then(Value::as_i64).unwrap_or(0);
-    match ev.analysis.as_str() {
-        "kernels" => {
-            for r in ev.rows.iter().flatten() {
-                if let Some(n) = r.get("name").and_then(Value::as_str) {
-                    let r = Value::Object(r.clone());
-                    out.insert(n.to_string(), (int(&r, "count"), int(&r, "total_ns")));
-                }
-            }
+    use super::values::{Rows, Values};
+    let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    match (&ev.rows, &ev.values) {
+        (Some(Rows::Kernels(rows)), _) => {
+            rows.iter().map(|r| (r.name.clone(), (r.stats.count, r.stats.total_ns))).collect()
         }
-        "nvtx" => {
-            for r in ev.rows.iter().flatten() {
-                if let Some(n) = r.get("name").and_then(Value::as_str) {
-                    let r = Value::Object(r.clone());
-                    out.insert(n.to_string(), (int(&r, "ranges"), int(&r, "range_ns")));
-                }
-            }
+        (Some(Rows::Nvtx(rows)), _) => {
+            rows.iter().map(|r| (r.name.clone(), (count(r.ranges), r.range_ns))).collect()
         }
-        "copies" => {
-            for k in ev.value("kinds").and_then(Value::as_array).into_iter().flatten() {
-                if let Some(n) = k.get("label").and_then(Value::as_str) {
-                    out.insert(n.to_string(), (int(k, "count"), int(k, "busy_ns")));
-                }
-            }
+        (_, Some(Values::Copies(v))) => {
+            v.kinds.iter().map(|k| (k.label.clone(), (k.stats.count, k.stats.busy_ns))).collect()
         }
-        _ => {}
+        _ => BTreeMap::new(),
     }
-    out
+}
+
+/// The values being built, as the JSON contract has them.
+fn values_mut(ev: &mut Evidence) -> &mut serde_json::Map<String, Value> {
+    match ev.values.as_mut() {
+        Some(super::values::Values::Map(m)) => m,
+        _ => unreachable!("compare sets its values as a map before adding to them"),
+    }
 }
 
 /// The query behind a side's per-name table: the side's own, over the whole span its samples
@@ -375,11 +368,11 @@ pub fn run(a: &Evidence, b: &Evidence, req: &Request) -> Result<Evidence, QueryE
     }
     values.insert("a".into(), side_json(a, req.labels[0], &sa, &ia));
     values.insert("b".into(), side_json(b, req.labels[1], &sb, &ib));
-    ev.values = Some(values);
+    ev.values = Some(super::values::Values::Map(values));
     // Ratios of the median: null when A's median is 0.
     let approx = |x: i128| x as f64 / md.median_a as f64;
     if md.median_a != 0 {
-        let v = ev.values.as_mut().expect("set above");
+        let v = values_mut(&mut ev);
         v.insert("change".into(), json!(approx(md.difference)));
         v.insert("ratio".into(), json!(approx(md.median_b.into())));
     } else {
@@ -417,7 +410,7 @@ pub fn run(a: &Evidence, b: &Evidence, req: &Request) -> Result<Evidence, QueryE
             req.seed,
         ) {
             Ok(bi) => {
-                let v = ev.values.as_mut().expect("set above");
+                let v = values_mut(&mut ev);
                 v.insert("ci_low".into(), json!(i64::try_from(bi.low).ok()));
                 v.insert("ci_high".into(), json!(i64::try_from(bi.high).ok()));
                 if md.median_a != 0 {
@@ -438,7 +431,7 @@ pub fn run(a: &Evidence, b: &Evidence, req: &Request) -> Result<Evidence, QueryE
         }
         match stats::mann_whitney(&ia, &ib) {
             Ok(mw) => {
-                ev.values.as_mut().expect("set above").insert(
+                values_mut(&mut ev).insert(
                     "rank_test".into(),
                     json!({
                         "test": "Mann-Whitney U, two-sided",
@@ -455,7 +448,7 @@ pub fn run(a: &Evidence, b: &Evidence, req: &Request) -> Result<Evidence, QueryE
         }
         match stats::hodges_lehmann(&ia, &ib, confidence) {
             Ok(hl) => {
-                ev.values.as_mut().expect("set above").insert(
+                values_mut(&mut ev).insert(
                     "shift".into(),
                     json!({
                         "estimate": [hl.estimate.num.to_string(), hl.estimate.den.to_string()],
@@ -481,7 +474,7 @@ pub fn run(a: &Evidence, b: &Evidence, req: &Request) -> Result<Evidence, QueryE
         );
     }
     if let Some([na, nb]) = req.names {
-        ev.values.as_mut().expect("set above").insert("names".into(), name_deltas(na, nb));
+        values_mut(&mut ev).insert("names".into(), name_deltas(na, nb));
     }
     Ok(ev)
 }
@@ -496,7 +489,7 @@ fn method(m: stats::Method) -> &'static str {
 /// The terminal text of a comparison.
 pub fn table(ev: &Evidence, width: usize) -> String {
     use crate::term as t;
-    let Some(v) = ev.values.as_ref() else { return String::new() };
+    let Some(super::values::Values::Map(v)) = ev.values.as_ref() else { return String::new() };
     let scale = ev.parameters.get("metric_scale").and_then(Value::as_i64).unwrap_or(1);
     let unit = ev.parameters.get("metric_unit").and_then(Value::as_str).unwrap_or("");
     let show = |x: Option<i64>| match x {

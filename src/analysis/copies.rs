@@ -10,12 +10,10 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use serde_json::{Value, json};
-
 use super::intervals::{intersection_length, union};
 use super::{
     AnalysisSpec, Context, Evidence, Field, FieldKind, Params, QueryError, ScopeRule, Table, Unit,
-    obj, select,
+    select,
 };
 use crate::formula::Rational;
 use crate::scope::{Semantics, Window};
@@ -488,40 +486,123 @@ const fn f(name: &'static str, unit: Unit, kind: FieldKind, definition: &'static
     Field { name, unit, kind, definition }
 }
 
-/// The values of one device, in the JSON contract.
-fn values(d: &DeviceCopies) -> serde_json::Map<String, Value> {
-    let kind = |k: CopyKind| d.kinds.iter().find(|x| x.kind == k).map(|x| x.stats);
-    let mut m = obj([
-        ("copies", json!(d.total.count)),
-        ("bytes", json!(d.memcpy.bytes)),
-        ("busy_ns", json!(d.total.busy_ns)),
-        ("memcpy_busy_ns", json!(d.memcpy.busy_ns)),
-        (
-            "bandwidth",
-            d.memcpy.bandwidth.map_or(Value::Null, |b| json!(b.bytes as f64 / b.busy_ns as f64)),
-        ),
-        ("copy_kernel_overlap_ns", json!(d.copy_kernel_overlap_ns)),
-        ("span_ns", d.idle.map_or(Value::Null, |i| json!(i.span_ns))),
-        ("idle_ns", d.idle.map_or(Value::Null, |i| json!(i.idle_ns))),
-        ("idle_copy_ns", d.idle.map_or(Value::Null, |i| json!(i.idle_copy_ns))),
-        ("idle_none_ns", d.idle.map_or(Value::Null, |i| json!(i.idle_none_ns))),
-        ("edge_copies", json!(d.edge_copies)),
-        ("kinds", json!(d.kinds)),
-    ]);
-    for (prefix, k) in [
-        ("htod", CopyKind::HtoD),
-        ("dtoh", CopyKind::DtoH),
-        ("dtod", CopyKind::DtoD),
-        ("ptop", CopyKind::PtoP),
-        ("unified_htod", CopyKind::UnifiedHtoD),
-        ("unified_dtoh", CopyKind::UnifiedDtoH),
-        ("memset", CopyKind::Memset),
-    ] {
-        let st = kind(k);
-        m.insert(format!("{prefix}_bytes"), json!(st.map_or(0, |s| s.bytes)));
-        m.insert(format!("{prefix}_busy_ns"), json!(st.map_or(0, |s| s.busy_ns)));
+/// The values of one device.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Values {
+    /// Memcpy and memset rows kept.
+    pub copies: i64,
+    /// Bytes the memcpy rows move (memsets apart).
+    pub bytes: i64,
+    /// Union of every copy and memset.
+    pub busy_ns: i64,
+    /// Union of the memcpy rows.
+    pub memcpy_busy_ns: i64,
+    /// `bytes / memcpy_busy_ns` (GB/s, decimal); absent over no memcpy time.
+    pub bandwidth: Option<f64>,
+    /// Host to device: bytes.
+    pub htod_bytes: i64,
+    /// Host to device: union of their intervals.
+    pub htod_busy_ns: i64,
+    /// Device to host: bytes.
+    pub dtoh_bytes: i64,
+    /// Device to host: union of their intervals.
+    pub dtoh_busy_ns: i64,
+    /// Device to device: bytes.
+    pub dtod_bytes: i64,
+    /// Device to device: union of their intervals.
+    pub dtod_busy_ns: i64,
+    /// Peer to peer: bytes.
+    pub ptop_bytes: i64,
+    /// Peer to peer: union of their intervals.
+    pub ptop_busy_ns: i64,
+    /// Unified memory, host to device: bytes.
+    pub unified_htod_bytes: i64,
+    /// Unified memory, host to device: union of their intervals.
+    pub unified_htod_busy_ns: i64,
+    /// Unified memory, device to host: bytes.
+    pub unified_dtoh_bytes: i64,
+    /// Unified memory, device to host: union of their intervals.
+    pub unified_dtoh_busy_ns: i64,
+    /// Memsets: bytes.
+    pub memset_bytes: i64,
+    /// Memsets: union of their intervals.
+    pub memset_busy_ns: i64,
+    /// |copies ∩ kernels|.
+    pub copy_kernel_overlap_ns: i64,
+    /// The span of the idle split; absent when it does not exist.
+    pub span_ns: Option<i64>,
+    /// Time with no kernel in the span.
+    pub idle_ns: Option<i64>,
+    /// Idle time with a copy in flight.
+    pub idle_copy_ns: Option<i64>,
+    /// Idle time with nothing at all.
+    pub idle_none_ns: Option<i64>,
+    /// Copies crossing a window edge.
+    pub edge_copies: i64,
+    /// Per kind present.
+    pub kinds: Vec<KindStats>,
+}
+
+/// One device among several.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    /// The device.
+    pub device: i64,
+    /// Its rank's label, over a set of files.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// Its values.
+    #[serde(flatten)]
+    pub values: Values,
+}
+
+impl Values {
+    fn new(d: &DeviceCopies) -> Values {
+        let kind = |k: CopyKind| {
+            d.kinds
+                .iter()
+                .find(|x| x.kind == k)
+                .map_or((0, 0), |x| (x.stats.bytes, x.stats.busy_ns))
+        };
+        let [htod, dtoh, dtod, ptop, unified_htod, unified_dtoh, memset] = [
+            CopyKind::HtoD,
+            CopyKind::DtoH,
+            CopyKind::DtoD,
+            CopyKind::PtoP,
+            CopyKind::UnifiedHtoD,
+            CopyKind::UnifiedDtoH,
+            CopyKind::Memset,
+        ]
+        .map(kind);
+        Values {
+            copies: d.total.count,
+            bytes: d.memcpy.bytes,
+            busy_ns: d.total.busy_ns,
+            memcpy_busy_ns: d.memcpy.busy_ns,
+            bandwidth: d.memcpy.bandwidth.map(|b| b.bytes as f64 / b.busy_ns as f64),
+            htod_bytes: htod.0,
+            htod_busy_ns: htod.1,
+            dtoh_bytes: dtoh.0,
+            dtoh_busy_ns: dtoh.1,
+            dtod_bytes: dtod.0,
+            dtod_busy_ns: dtod.1,
+            ptop_bytes: ptop.0,
+            ptop_busy_ns: ptop.1,
+            unified_htod_bytes: unified_htod.0,
+            unified_htod_busy_ns: unified_htod.1,
+            unified_dtoh_bytes: unified_dtoh.0,
+            unified_dtoh_busy_ns: unified_dtoh.1,
+            memset_bytes: memset.0,
+            memset_busy_ns: memset.1,
+            copy_kernel_overlap_ns: d.copy_kernel_overlap_ns,
+            span_ns: d.idle.map(|i| i.span_ns),
+            idle_ns: d.idle.map(|i| i.idle_ns),
+            idle_copy_ns: d.idle.map(|i| i.idle_copy_ns),
+            idle_none_ns: d.idle.map(|i| i.idle_none_ns),
+            edge_copies: d.edge_copies,
+            kinds: d.kinds.clone(),
+        }
     }
-    m
 }
 
 /// Runs the analysis: `values` for one device, `rows` (one per device) for several.
@@ -580,7 +661,7 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     }
     if let [d] = per.as_slice() {
         ev.window.effective_ns = d.idle.map(|i| i.span);
-        ev.values = Some(values(d));
+        ev.values = Some(super::values::Values::Copies(Values::new(d)));
         // A rate over no memcpy time does not exist.
         if d.memcpy.bandwidth.is_none() {
             ev.leave_null(
@@ -597,15 +678,11 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
         {
             ev.window.effective_ns = Some([lo, hi]);
         }
-        ev.rows = Some(
+        ev.rows = Some(super::values::Rows::Copies(
             per.iter()
-                .map(|d| {
-                    let mut m = obj([("device", json!(d.device))]);
-                    m.extend(values(d));
-                    m
-                })
+                .map(|d| Row { device: d.device, label: None, values: Values::new(d) })
                 .collect(),
-        );
+        ));
     }
     Ok(ev)
 }
@@ -613,55 +690,48 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
 /// The terminal table of `verdict query` (below the scope lines): one row per device and
 /// kind, then the idle split.
 pub fn table(ev: &Evidence, width: usize) -> String {
-    use super::show::{count, int, share, time};
+    use super::show::{dur, num, share};
+    use super::values::{Rows, Values as Any};
     use crate::term::Column;
-    let rows: Vec<&serde_json::Map<String, Value>> = match (&ev.values, &ev.rows) {
-        (Some(v), _) => vec![v],
-        (None, Some(r)) => r.iter().collect(),
+    let rows: Vec<(Option<i64>, &Values)> = match (&ev.values, &ev.rows) {
+        (Some(Any::Copies(v)), _) => vec![(ev.scope.devices.first().copied(), v)],
+        (None, Some(Rows::Copies(r))) => r.iter().map(|r| (Some(r.device), &r.values)).collect(),
         _ => vec![],
     };
-    let device = |r: &serde_json::Map<String, Value>| {
-        r.get("device").and_then(Value::as_i64).or(ev.scope.devices.first().copied())
-    };
-    let gbps = |bytes: Option<i64>, busy: Option<i64>| match (bytes, busy) {
-        (Some(b), Some(t)) if t > 0 => format!("{:.2} GB/s", b as f64 / t as f64),
+    let gbps = |bytes: i64, busy: i64| match busy {
+        t if t > 0 => format!("{:.2} GB/s", bytes as f64 / t as f64),
         _ => "n/a".into(),
     };
+    let bytes = |b: i64| crate::units::thousands(b.into());
     let mut out = Vec::new();
-    for r in &rows {
-        let d = device(r).map_or("n/a".into(), |d| d.to_string());
-        for k in r.get("kinds").and_then(Value::as_array).into_iter().flatten() {
+    for (device, r) in &rows {
+        let d = device.map_or("n/a".into(), |d| d.to_string());
+        for k in &r.kinds {
             out.push(vec![
                 d.clone(),
-                k.get("label").and_then(Value::as_str).unwrap_or("").to_string(),
-                count(k.get("count")),
-                crate::units::thousands(int(k.get("bytes")).unwrap_or_default().into()),
-                time(k.get("busy_ns")),
-                gbps(int(k.get("bytes")), int(k.get("busy_ns"))),
+                k.label.clone(),
+                num(k.stats.count),
+                bytes(k.stats.bytes),
+                dur(k.stats.busy_ns),
+                gbps(k.stats.bytes, k.stats.busy_ns),
             ]);
         }
-        let memcpy_rows: i64 = r
-            .get("kinds")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter(|k| k.get("kind").and_then(Value::as_str) != Some("memset"))
-            .filter_map(|k| int(k.get("count")))
-            .sum();
+        let memcpy_rows: i64 =
+            r.kinds.iter().filter(|k| k.kind != CopyKind::Memset).map(|k| k.stats.count).sum();
         out.push(vec![
             d.clone(),
             "all memcpy".into(),
-            crate::units::thousands(memcpy_rows.into()),
-            crate::units::thousands(int(r.get("bytes")).unwrap_or_default().into()),
-            time(r.get("memcpy_busy_ns")),
-            gbps(int(r.get("bytes")), int(r.get("memcpy_busy_ns"))),
+            num(memcpy_rows),
+            bytes(r.bytes),
+            dur(r.memcpy_busy_ns),
+            gbps(r.bytes, r.memcpy_busy_ns),
         ]);
         out.push(vec![
             d,
             "all copies and memsets".into(),
-            count(r.get("copies")),
+            num(r.copies),
             String::new(),
-            time(r.get("busy_ns")),
+            dur(r.busy_ns),
             String::new(),
         ]);
     }
@@ -680,15 +750,15 @@ pub fn table(ev: &Evidence, width: usize) -> String {
     s.push('\n');
     let idle: Vec<Vec<String>> = rows
         .iter()
-        .map(|r| {
+        .map(|(device, r)| {
             vec![
-                device(r).map_or("n/a".into(), |d| d.to_string()),
-                time(r.get("span_ns")),
-                time(r.get("idle_ns")),
-                time(r.get("idle_copy_ns")),
-                share(int(r.get("idle_copy_ns")), int(r.get("idle_ns"))),
-                time(r.get("idle_none_ns")),
-                time(r.get("copy_kernel_overlap_ns")),
+                device.map_or("n/a".into(), |d| d.to_string()),
+                dur(r.span_ns),
+                dur(r.idle_ns),
+                dur(r.idle_copy_ns),
+                share(r.idle_copy_ns, r.idle_ns),
+                dur(r.idle_none_ns),
+                dur(r.copy_kernel_overlap_ns),
             ]
         })
         .collect();
@@ -751,12 +821,12 @@ mod tests {
         // the union [50, 180) + [220, 260) + [500, 700) = 130 + 40 + 200 = 370 ns.
         let ctx = Context::from_kernels(kernels()).with_copies(copies());
         let ev = run(&Params::new(DeviceSel::Set(vec![2])), &ctx).unwrap();
-        let v = ev.values.as_ref().unwrap();
+        let v = ev.values.as_ref().unwrap().to_map();
         assert_eq!((v["copies"].as_i64(), v["bytes"].as_i64()), (Some(0), Some(0)));
         assert!(v["bandwidth"].is_null());
         assert_eq!(ev.null_reasons("bandwidth")[0].finding.key, "note.no_memcpy");
         let ev = run(&Params::new(DeviceSel::Set(vec![0])), &ctx).unwrap();
-        let v = ev.values.as_ref().unwrap();
+        let v = ev.values.as_ref().unwrap().to_map();
         assert_eq!((v["bytes"].as_i64(), v["memcpy_busy_ns"].as_i64()), (Some(500), Some(370)));
         assert_eq!(v["memset_bytes"].as_i64(), Some(8));
         assert_eq!(v["bandwidth"].as_f64(), Some(500.0 / 370.0));

@@ -3,13 +3,13 @@
 //! Devices, streams, processes and the kernel time range per device, GPUs listed without
 //! kernels, and the expected devices that ran nothing. Reads the scan's inventory only.
 
-use serde_json::json;
+use serde::Serialize;
 
 use super::{
     AnalysisSpec, Context, Evidence, Field, FieldKind, Params, QueryError, ScopeRule, Table, Unit,
-    obj, show,
 };
 use crate::term as table;
+use crate::trace::{DeviceInventory, ListedGpu};
 
 /// Registry entry.
 pub const SPEC: AnalysisSpec = AnalysisSpec {
@@ -80,6 +80,48 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     table,
 };
 
+/// The values: who ran, who was expected, and the trace's extent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Values {
+    /// Devices with at least one kernel.
+    pub devices_present: i64,
+    /// Devices the job has: declared, else listed in the GPU table, else those present.
+    pub devices_expected: i64,
+    /// Expected devices without a kernel.
+    pub devices_missing: i64,
+    /// The expected devices.
+    pub expected_devices: Vec<i64>,
+    /// Kernel rows read.
+    pub kernels: i64,
+    /// Streams with kernels, over the devices.
+    pub streams: i64,
+    /// The first kernel start; absent when the trace holds no kernel.
+    pub first_start_ns: Option<i64>,
+    /// The last kernel end; absent when the trace holds no kernel.
+    pub last_end_ns: Option<i64>,
+    /// The GPU table, when the export has one.
+    pub listed_gpus: Option<Vec<ListedGpu>>,
+    /// Listed GPUs without a kernel.
+    pub listed_without_kernels: Vec<i64>,
+    /// Processes, when the export lists them.
+    pub processes: Option<i64>,
+    /// NVTX events, when the export has the table.
+    pub nvtx_events: Option<i64>,
+    /// Kernel rows left out for invalid timestamps.
+    pub skipped_invalid: u64,
+}
+
+/// One device: the inventory the trace scan took.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Row {
+    /// Its inventory.
+    #[serde(flatten)]
+    pub inventory: DeviceInventory,
+    /// Its rank's label, over a set of files.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+}
+
 /// Runs the analysis (the whole trace; window and devices are disclosed, not applied).
 pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     let present = ctx.present_devices();
@@ -92,45 +134,33 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     let mut ev = ctx.evidence(&SPEC, params, present.clone());
     ev.window.effective_ns = ctx.inventory.kernel_range_ns;
     let inv = &ctx.inventory;
-    let [first, last] = inv.kernel_range_ns.unwrap_or([0, 0]);
-    ev.values = Some(obj([
-        ("devices_present", json!(present.len())),
-        ("devices_expected", json!(expected.len())),
-        ("devices_missing", json!(missing.len())),
-        ("expected_devices", json!(expected)),
-        ("kernels", json!(inv.devices.iter().map(|d| d.kernels).sum::<i64>())),
-        ("streams", json!(inv.devices.iter().map(|d| d.streams.len()).sum::<usize>())),
-        ("first_start_ns", json!(first)),
-        ("last_end_ns", json!(last)),
-        ("listed_gpus", json!(inv.listed_gpus)),
-        ("listed_without_kernels", json!(inv.listed_without_kernels())),
-        ("processes", json!(inv.processes)),
-        ("nvtx_events", json!(inv.nvtx_events)),
-        ("skipped_invalid", json!(inv.skipped_invalid)),
-    ]));
-    ev.rows = Some(
-        inv.devices
-            .iter()
-            .map(|d| {
-                obj([
-                    ("device", json!(d.device)),
-                    ("kernels", json!(d.kernels)),
-                    ("first_start_ns", json!(d.first_start_ns)),
-                    ("last_end_ns", json!(d.last_end_ns)),
-                    (
-                        "streams",
-                        json!(
-                            d.streams
-                                .iter()
-                                .map(|(k, v)| (k.to_string(), *v))
-                                .collect::<std::collections::BTreeMap<_, _>>()
-                        ),
-                    ),
-                    ("pids", json!(d.pids)),
-                ])
-            })
-            .collect(),
-    );
+    let range = inv.kernel_range_ns;
+    ev.values = Some(super::values::Values::Coverage(Values {
+        devices_present: present.len() as i64,
+        devices_expected: expected.len() as i64,
+        devices_missing: missing.len() as i64,
+        expected_devices: expected,
+        kernels: inv.devices.iter().map(|d| d.kernels).sum(),
+        streams: inv.devices.iter().map(|d| d.streams.len() as i64).sum(),
+        first_start_ns: range.map(|r| r[0]),
+        last_end_ns: range.map(|r| r[1]),
+        listed_gpus: inv.listed_gpus.clone(),
+        listed_without_kernels: inv.listed_without_kernels(),
+        processes: inv.processes,
+        nvtx_events: inv.nvtx_events,
+        skipped_invalid: inv.skipped_invalid,
+    }));
+    if range.is_none() {
+        ev.leave_null(
+            &["first_start_ns", "last_end_ns"],
+            "note.trace_no_kernels",
+            &[],
+            ("need.kernel_trace", &[]),
+        );
+    }
+    ev.rows = Some(super::values::Rows::Coverage(
+        inv.devices.iter().map(|d| Row { inventory: d.clone(), label: None }).collect(),
+    ));
     if !missing.is_empty() {
         ev.note(
             "note.coverage_missing",
@@ -174,9 +204,19 @@ pub fn table(ev: &Evidence, width: usize) -> String {
     #[allow(unused_imports)]
     use crate::term::Column;
     let mut s = String::new();
-    if let Some(v) = &ev.values {
-        for f in SPEC.fields {
-            s += &table::hang(&format!("{:<18}", f.name), &show::plain(v.get(f.name)), 18, width);
+    if let Some(super::values::Values::Coverage(v)) = &ev.values {
+        let lines = [
+            ("devices_present", v.devices_present.to_string()),
+            ("devices_expected", v.devices_expected.to_string()),
+            ("devices_missing", v.devices_missing.to_string()),
+            ("kernels", v.kernels.to_string()),
+            ("streams", v.streams.to_string()),
+            ("first_start_ns", v.first_start_ns.map_or("n/a".into(), |n| n.to_string())),
+            ("last_end_ns", v.last_end_ns.map_or("n/a".into(), |n| n.to_string())),
+            ("skipped_invalid", v.skipped_invalid.to_string()),
+        ];
+        for (name, value) in lines {
+            s += &table::hang(&format!("{name:<18}"), &value, 18, width);
         }
     }
     s

@@ -6,11 +6,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::{
     AnalysisSpec, ChartKind, Context, Evidence, Field, FieldKind, Params, QueryError, ScopeRule,
-    Table, Unit, obj, quantiles_of, select,
+    Table, Unit, quantiles_of, select,
 };
 use crate::scope::Semantics;
 use crate::term as table;
@@ -104,31 +105,65 @@ struct Group {
     per_device: BTreeMap<i64, i64>,
 }
 
-/// The statistics of a group, with its total for sorting; `what` names the group in the error
-/// of a total that does not fit 64 bits.
-fn stats(g: &Group, what: &str) -> Result<(serde_json::Map<String, Value>, i64), QueryError> {
+/// The statistics of a group of kernels: all that pass the filter, or those of one name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Stats {
+    /// Kernels counted.
+    pub count: i64,
+    /// Kernel time, summed.
+    pub total_ns: i64,
+    /// `total_ns / count`, truncated; absent over no kernel.
+    pub mean_ns: Option<i64>,
+    /// The shortest duration; absent over no kernel.
+    pub min_ns: Option<i64>,
+    /// The lower median duration; absent over no kernel.
+    pub median_ns: Option<i64>,
+    /// The longest duration; absent over no kernel.
+    pub max_ns: Option<i64>,
+    /// Kernels counted on each device.
+    pub per_device: BTreeMap<i64, i64>,
+}
+
+/// The values of the scope: every kernel that passes the filter.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Values {
+    /// Their statistics.
+    #[serde(flatten)]
+    pub stats: Stats,
+    /// Distinct names.
+    pub names: i64,
+    /// Devices with at least one of them.
+    pub devices_with_match: i64,
+}
+
+/// One name, among the largest totals.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Row {
+    /// The name, in the chosen style.
+    pub name: String,
+    /// Its statistics.
+    #[serde(flatten)]
+    pub stats: Stats,
+}
+
+/// The statistics of a group; `what` names the group in the error of a total that does not
+/// fit 64 bits.
+fn stats(g: &Group, what: &str) -> Result<Stats, QueryError> {
     let mut d = g.durations.clone();
     d.sort_unstable();
     let q = quantiles_of(&d);
     let total = super::checked_sum(g.time.iter().copied(), what)?;
     let count = d.len() as i64;
-    // Over no kernel these do not exist: null, and `run` says why.
-    let or_null = |f: fn(&super::Quantiles) -> i64| q.as_ref().map_or(Value::Null, |q| json!(f(q)));
-    let values = obj([
-        ("count", json!(count)),
-        ("total_ns", json!(total)),
-        ("mean_ns", if count > 0 { json!(total / count) } else { Value::Null }),
-        ("min_ns", or_null(|q| q.min)),
-        ("median_ns", or_null(|q| q.median)),
-        ("max_ns", or_null(|q| q.max)),
-        (
-            "per_device",
-            json!(
-                g.per_device.iter().map(|(k, v)| (k.to_string(), *v)).collect::<BTreeMap<_, _>>()
-            ),
-        ),
-    ]);
-    Ok((values, total))
+    // Over no kernel these do not exist: absent, and `run` says why.
+    Ok(Stats {
+        count,
+        total_ns: total,
+        mean_ns: (count > 0).then(|| total / count),
+        min_ns: q.as_ref().map(|q| q.min),
+        median_ns: q.as_ref().map(|q| q.median),
+        max_ns: q.as_ref().map(|q| q.max),
+        per_device: g.per_device.clone(),
+    })
 }
 
 /// Runs the analysis.
@@ -162,16 +197,15 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     }
     // All the matching kernels first: when a name's total overflows, so does this one, and the
     // error names the same sum whatever the order of the names.
-    let (mut values, _) = stats(&all, "kernel time of the matching kernels")?;
-    let mut named: Vec<(&str, serde_json::Map<String, Value>, i64)> = groups
+    let all_stats = stats(&all, "kernel time of the matching kernels")?;
+    let mut named: Vec<(&str, Stats)> = groups
         .iter()
         .map(|(id, g)| {
             let name = k.name_text(*id);
-            let (s, total) = stats(g, &format!("kernel time of `{name}`"))?;
-            Ok((name, s, total))
+            Ok((name, stats(g, &format!("kernel time of `{name}`"))?))
         })
         .collect::<Result<_, QueryError>>()?;
-    named.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(b.0)));
+    named.sort_by(|a, b| b.1.total_ns.cmp(&a.1.total_ns).then_with(|| a.0.cmp(b.0)));
     let total_names = named.len();
 
     let mut ev = ctx.evidence(&SPEC, params, devices.clone());
@@ -181,9 +215,11 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
         "match".into(),
         params.filter.as_ref().map_or(Value::Null, |f| json!(f.describe())),
     );
-    values.insert("names".into(), json!(total_names));
-    values.insert("devices_with_match".into(), json!(all.per_device.len()));
-    ev.values = Some(values);
+    ev.values = Some(super::values::Values::Kernels(Values {
+        stats: all_stats,
+        names: total_names as i64,
+        devices_with_match: all.per_device.len() as i64,
+    }));
     if all.durations.is_empty() {
         let what = params.filter.as_ref().map_or_else(|| "no filter".into(), |f| f.describe());
         ev.leave_null(
@@ -193,17 +229,13 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
             ("need.kernel_match", &[]),
         );
     }
-    ev.rows = Some(
+    ev.rows = Some(super::values::Rows::Kernels(
         named
             .into_iter()
             .take(limit)
-            .map(|(name, s, _)| {
-                let mut m = obj([("name", json!(name))]);
-                m.extend(s);
-                m
-            })
+            .map(|(name, stats)| Row { name: name.to_string(), stats })
             .collect(),
-    );
+    ));
     if total_names > limit {
         ev.note(
             "note.top_names",
@@ -227,22 +259,26 @@ pub fn table(ev: &Evidence, width: usize) -> String {
     #[allow(unused_imports)]
     use crate::term::Column;
     let mut s = String::new();
-    let rows: Vec<Vec<String>> = ev
-        .rows
-        .iter()
-        .flatten()
-        .map(|r| {
-            vec![
-                field(r, "name").as_str().unwrap_or("").to_string(),
-                count(r.get("count")),
-                time(r.get("total_ns")),
-                time(r.get("mean_ns")),
-                time(r.get("median_ns")),
-                time(r.get("max_ns")),
-                pairs(field(r, "per_device"), plain),
-            ]
-        })
-        .collect();
+    let per_device = |m: &BTreeMap<i64, i64>| {
+        m.iter().map(|(d, n)| format!("{d}:{n}")).collect::<Vec<_>>().join(" ")
+    };
+    let rows: Vec<Vec<String>> = match &ev.rows {
+        Some(super::values::Rows::Kernels(rows)) => rows
+            .iter()
+            .map(|r| {
+                vec![
+                    r.name.clone(),
+                    num(r.stats.count),
+                    dur(r.stats.total_ns),
+                    dur(r.stats.mean_ns),
+                    dur(r.stats.median_ns),
+                    dur(r.stats.max_ns),
+                    per_device(&r.stats.per_device),
+                ]
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
     s += &table::render(
         &[
             Column::text("name"),
@@ -256,15 +292,15 @@ pub fn table(ev: &Evidence, width: usize) -> String {
         &rows,
         width,
     );
-    if let Some(v) = &ev.values {
+    if let Some(super::values::Values::Kernels(v)) = &ev.values {
         s.push('\n');
         s += &table::hang(
             "",
             &format!(
                 "all matching kernels: {} over {} name(s), {} kernel time",
-                count(v.get("count")),
-                plain(v.get("names")),
-                time(v.get("total_ns"))
+                num(v.stats.count),
+                v.names,
+                dur(v.stats.total_ns)
             ),
             2,
             width,
@@ -295,14 +331,13 @@ mod tests {
         let mut p = Params::new(DeviceSel::Set(vec![1, 2]));
         p.filter = Some(NameFilter::Substring("flash_bwd".into()));
         let ev = run(&p, &ctx()).unwrap();
-        let v = ev.values.unwrap();
-        assert_eq!(v["count"], 3);
-        assert_eq!(v["total_ns"], 100 + 50 + 30);
-        assert_eq!(v["min_ns"], 30);
-        assert_eq!(v["median_ns"], 50);
-        assert_eq!(v["max_ns"], 100);
-        assert_eq!(v["per_device"]["1"], 2);
-        assert_eq!(v["per_device"]["2"], 1);
+        let Some(crate::analysis::values::Values::Kernels(v)) = ev.values else { panic!() };
+        assert_eq!(v.stats.count, 3);
+        assert_eq!(v.stats.total_ns, 100 + 50 + 30);
+        assert_eq!(v.stats.min_ns, Some(30));
+        assert_eq!(v.stats.median_ns, Some(50));
+        assert_eq!(v.stats.max_ns, Some(100));
+        assert_eq!(v.stats.per_device, BTreeMap::from([(1, 2), (2, 1)]));
         assert_eq!(ev.rows.unwrap().len(), 1);
     }
 
@@ -312,11 +347,12 @@ mod tests {
         p.window = Some(Window::parse("0.00000012:0.000001").unwrap());
         p.semantics = Semantics::Contain;
         let ev = run(&p, &ctx()).unwrap();
-        let rows = ev.rows.unwrap();
+        let Some(crate::analysis::values::Rows::Kernels(rows)) = ev.rows else { panic!() };
         // Kept: (1) 300-350, (2) 150-400 gemm, (3) 500-900; 100-200 and 100-130 start before.
-        assert_eq!(rows[0]["name"], "flash_bwd_a");
-        assert_eq!(rows[0]["total_ns"], 450);
-        assert_eq!(rows[1]["name"], "gemm");
-        assert_eq!(ev.values.unwrap()["count"], 3);
+        assert_eq!(rows[0].name, "flash_bwd_a");
+        assert_eq!(rows[0].stats.total_ns, 450);
+        assert_eq!(rows[1].name, "gemm");
+        let Some(crate::analysis::values::Values::Kernels(v)) = ev.values else { panic!() };
+        assert_eq!(v.stats.count, 3);
     }
 }

@@ -15,6 +15,7 @@ pub mod nvtx;
 pub mod overlap;
 pub mod set;
 pub mod show;
+pub mod values;
 
 use std::collections::BTreeMap;
 
@@ -1180,10 +1181,10 @@ pub struct Evidence {
     pub metrics: BTreeMap<String, String>,
     /// Values of one scope.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub values: Option<Map<String, Value>>,
-    /// One object per device or kernel name.
+    pub values: Option<values::Values>,
+    /// One object per device, rank or kernel name.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub rows: Option<Vec<Map<String, Value>>>,
+    pub rows: Option<values::Rows>,
     /// Disclosures that qualify the numbers (edges, unequal counts, estimates).
     pub notes: Vec<Note>,
     /// Over a set of windows (NVTX steps): the values of each window, in window order. Then
@@ -1199,7 +1200,7 @@ pub struct Sample {
     /// The window, `[start, end)` in ns.
     pub window_ns: [i64; 2],
     /// Its values, as `values` would hold them for that window alone.
-    pub values: Map<String, Value>,
+    pub values: values::Values,
 }
 
 /// A disclosure: its i18n key and arguments, and the English text.
@@ -1238,9 +1239,10 @@ impl Evidence {
         self.notes.push(Note { finding, text, null_fields: Vec::new(), needs: None });
     }
 
-    /// Sets `fields` of `values` to null and adds the note that says why, with what would give
-    /// them a value (`need`, an i18n key). Several notes may explain the same field; the first
-    /// added is the main reason.
+    /// Adds the note that says why `fields` of `values` are null, with what would give them a
+    /// value (`need`, an i18n key). The analysis leaves them `None` in its typed values; the
+    /// registry test checks that every null field has such a note. Several notes may explain
+    /// the same field; the first added is the main reason.
     pub fn leave_null(
         &mut self,
         fields: &[&str],
@@ -1248,10 +1250,18 @@ impl Evidence {
         args: &[(&str, String)],
         need: (&str, &[(&str, String)]),
     ) {
-        if let Some(values) = self.values.as_mut() {
-            for f in fields {
-                values.insert((*f).to_string(), Value::Null);
+        match self.values.as_mut() {
+            Some(values::Values::Map(values)) => {
+                for f in fields {
+                    values.insert((*f).to_string(), Value::Null);
+                }
             }
+            Some(typed) => debug_assert!(
+                fields.iter().all(|f| typed.to_map().get(*f).is_some_and(Value::is_null)),
+                "{}: a note explains {fields:?} as null, yet the typed values hold a number",
+                self.analysis
+            ),
+            None => {}
         }
         let finding = crate::i18n::Finding::new(key, args);
         let text = finding.english();
@@ -1264,7 +1274,7 @@ impl Evidence {
     /// The notes that explain why `field` is null, main reason first; empty when the field
     /// has a value (or no note explains it).
     pub fn null_reasons(&self, field: &str) -> Vec<&Note> {
-        if !self.value(field).is_some_and(Value::is_null) {
+        if !self.value(field).is_some_and(|v| v.is_null()) {
             return Vec::new();
         }
         self.notes.iter().filter(|n| n.null_fields.iter().any(|f| f == field)).collect()
@@ -1314,9 +1324,10 @@ impl Evidence {
             .ok_or_else(|| FieldError::NotExact(self.analysis.clone(), name.into()))
     }
 
-    /// A numeric field of `values`, as an exact integer or a float.
-    pub fn value(&self, field: &str) -> Option<&Value> {
-        self.values.as_ref().and_then(|v| v.get(field))
+    /// A field of `values` by its name, as the JSON contract has it: the edge where a
+    /// formula or a claim names a field. Code reads the typed values instead.
+    pub fn value(&self, field: &str) -> Option<Value> {
+        self.values.as_ref().and_then(|v| v.to_map().remove(field))
     }
 }
 
@@ -1342,7 +1353,7 @@ pub fn run(name: &str, params: &Params, ctx: &Context) -> Result<Evidence, Query
 
 /// Runs an analysis, refusing parameters it does not adopt.
 pub fn run_spec(
-    spec: &AnalysisSpec,
+    spec: &'static AnalysisSpec,
     params: &Params,
     ctx: &Context,
 ) -> Result<Evidence, QueryError> {
@@ -1365,7 +1376,7 @@ pub fn run_spec(
 /// carries one sample per window (the values of that window alone), its `values` hold every
 /// declared field as null, and its requested window spans the set.
 pub fn run_windows(
-    spec: &AnalysisSpec,
+    spec: &'static AnalysisSpec,
     params: &Params,
     ctx: &Context,
     windows: &[crate::scope::Window],
@@ -1376,7 +1387,7 @@ pub fn run_windows(
 /// [`run_windows`]; with `tiles` (the windows of a split, which tile one window), each row is
 /// counted in the window where it starts, the first window taking those that start before it.
 fn run_windows_as(
-    spec: &AnalysisSpec,
+    spec: &'static AnalysisSpec,
     params: &Params,
     ctx: &Context,
     windows: &[crate::scope::Window],
@@ -1413,7 +1424,7 @@ fn run_windows_as(
     }
     // The first window's evidence, every value but its samples' left null.
     let mut base = runs.remove(0);
-    base.values = Some(spec.fields.iter().map(|f| (f.name.to_string(), Value::Null)).collect());
+    base.values = Some(values::Values::Unset(values::AllNull(spec)));
     base.window.requested_ns =
         Some([first.start_ns, windows.iter().map(|w| w.end_ns).max().unwrap_or(first.end_ns)]);
     base.window.effective_ns = None;
@@ -1465,7 +1476,7 @@ pub fn split_windows(
 /// Runs an analysis over `params.split` equal splits (one sample each), else as
 /// [`run_spec`]; the evidence says how the window was split.
 pub fn run_split(
-    spec: &AnalysisSpec,
+    spec: &'static AnalysisSpec,
     params: &Params,
     ctx: &Context,
 ) -> Result<Evidence, QueryError> {
@@ -1492,7 +1503,7 @@ pub fn run_split(
 /// Runs one query as the command line gives it: over the window (or its `split`), or over the
 /// windows an NVTX window resolves to on the processes of the query's devices.
 pub fn run_query(
-    spec: &AnalysisSpec,
+    spec: &'static AnalysisSpec,
     params: &Params,
     ctx: &Context,
     nvtx: Option<&nvtx::NvtxWindow>,
@@ -1510,7 +1521,7 @@ pub fn run_query(
 /// which ranges they came from: the one path of `verdict query --nvtx-window` and of a claims
 /// scope with an NVTX window.
 pub fn run_nvtx_windows(
-    spec: &AnalysisSpec,
+    spec: &'static AnalysisSpec,
     params: &Params,
     ctx: &Context,
     w: &nvtx::NvtxWindow,
@@ -1520,74 +1531,6 @@ pub fn run_nvtx_windows(
     let mut ev = run_windows(spec, params, ctx, &windows)?;
     nvtx::note_windows(&mut ev, w, resolved);
     Ok(ev)
-}
-
-/// The command that reproduces `spec` run with `p` on `trace`, as the words the program
-/// receives: `verdict query NAME TRACE ...`, or `verdict inspect` for whole-trace analyses.
-pub fn command_words(
-    spec: &AnalysisSpec,
-    traces: &[String],
-    p: &Params,
-    expect: Expect<'_>,
-    windows: Option<&nvtx::NvtxWindow>,
-) -> Vec<String> {
-    let mut c: Vec<String> = Vec::new();
-    let mut add = |words: &[&str]| c.extend(words.iter().map(|w| w.to_string()));
-    let expect_words = match expect {
-        Expect::Nothing => Vec::new(),
-        Expect::Devices(d) => vec!["--expect-devices".to_string(), format_device_list(d)],
-        Expect::Ranks(n) => vec!["--expect-ranks".to_string(), n.to_string()],
-    };
-    if !spec.is_query() {
-        add(&["verdict", "inspect"]);
-        c.extend(traces.iter().cloned());
-        c.extend(expect_words);
-        c.push("--json".into());
-        return c;
-    }
-    add(&["verdict", "query", spec.name]);
-    c.extend(traces.iter().cloned());
-    // The expected devices or ranks decide `missing_devices` and its notes: a command that
-    // left them out would give other evidence than the one it reproduces.
-    c.extend(expect_words);
-    c.extend(spec.device_words(&p.devices));
-    let mut add = |words: &[&str]| c.extend(words.iter().map(|w| w.to_string()));
-    match (p.window, windows) {
-        (Some(w), _) => add(&["--window", &w.to_string(), "--semantics", &p.semantics.to_string()]),
-        // A set of windows from NVTX ranges, named as the ranges.
-        (None, Some(n)) => {
-            add(&["--nvtx-window", &n.name]);
-            if let Some(i) = n.index {
-                add(&["--nvtx-index", &i.to_string()]);
-            }
-            if n.on == nvtx::Timeline::Gpu {
-                add(&["--nvtx-on", "gpu"]);
-            }
-            add(&["--semantics", &p.semantics.to_string()]);
-        }
-        (None, None) => {}
-    }
-    if let Some(n) = p.split {
-        add(&["--split", &n.to_string()]);
-    }
-    for param in spec.params {
-        if let Some(v) = (param.get)(p) {
-            add(&[&format!("--{}", param.name), &v]);
-        }
-    }
-    add(&["--json"]);
-    c
-}
-
-/// What a reproducing command states the job should have.
-#[derive(Debug, Clone, Copy)]
-pub enum Expect<'a> {
-    /// Nothing.
-    Nothing,
-    /// These devices (one trace).
-    Devices(&'a [i64]),
-    /// This many ranks (a trace set).
-    Ranks(usize),
 }
 
 /// Which rows of one device a window selects, with the interval each contributes.
@@ -1885,6 +1828,7 @@ pub(crate) mod tests {
             };
             let ev = run_spec(spec, &Params::new(devices), &ctx()).unwrap();
             let values = ev.values.as_ref().unwrap_or_else(|| panic!("{}: no values", spec.name));
+            let values = values.to_map();
             for f in spec.fields {
                 assert!(
                     values.contains_key(f.name),
@@ -1894,7 +1838,7 @@ pub(crate) mod tests {
                 );
                 assert!(ev.field(f.name).is_ok(), "{}: field {} unreadable", spec.name, f.name);
             }
-            for (k, v) in values {
+            for (k, v) in &values {
                 if v.is_number() {
                     assert!(spec.field(k).is_some(), "{}: number {k} not declared", spec.name);
                 }
@@ -1923,7 +1867,7 @@ pub(crate) mod tests {
                 let ev = run_spec(spec, &p, &ctx()).unwrap();
                 for f in spec.fields.iter().filter(|f| stat(f.name)) {
                     assert!(
-                        ev.value(f.name).is_some_and(Value::is_null),
+                        ev.value(f.name).is_some_and(|v| v.is_null()),
                         "{}: {}",
                         spec.name,
                         f.name
@@ -1934,7 +1878,7 @@ pub(crate) mod tests {
             }
             for ev in &runs {
                 for f in spec.fields {
-                    if ev.value(f.name).is_some_and(Value::is_null) {
+                    if ev.value(f.name).is_some_and(|v| v.is_null()) {
                         assert!(
                             !ev.null_reasons(f.name).is_empty(),
                             "{}: {} is null without a note",
@@ -1952,7 +1896,7 @@ pub(crate) mod tests {
     fn a_declared_field_missing_from_the_evidence_is_an_error_not_zero() {
         let mut ev =
             run_spec(&overlap::SPEC, &Params::new(DeviceSel::Set(vec![1])), &ctx()).unwrap();
-        ev.values.as_mut().unwrap().remove("idle_ns");
+        ev.values = ev.values.map(|v| v.edited(|v| drop(v.remove("idle_ns"))));
         assert!(matches!(ev.field("idle_ns"), Err(FieldError::Missing(..))));
     }
 
@@ -1969,7 +1913,15 @@ pub(crate) mod tests {
         let mut p = Params::new(DeviceSel::All);
         p.set(&kernels::SPEC, "regex", "^flash").unwrap();
         assert_eq!(
-            command_words(&kernels::SPEC, &["t.sqlite".into()], &p, Expect::Nothing, None),
+            crate::plan::QueryPlan {
+                spec: &kernels::SPEC,
+                traces: vec!["t.sqlite".into()],
+                force_set: false,
+                expect: crate::plan::Expectation::Nothing,
+                params: p.clone(),
+                nvtx: None,
+            }
+            .command_words(),
             [
                 "verdict",
                 "query",

@@ -297,7 +297,7 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     for f in CROSS_RANK {
         values.insert((*f).into(), Value::Null);
     }
-    ev.rows = Some(rows(ctx, &s, &sides));
+    ev.rows = Some(super::values::Rows::Maps(rows(ctx, &s, &sides)));
     if let Some(j) = pick {
         values.insert("instance".into(), json!(j + 1));
         values.insert("start_skew_ns".into(), json!(s.start_skews[j]));
@@ -310,7 +310,7 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
         };
         ev.note(key, &[("k", (j + 1).to_string()), ("collective", collective.clone())]);
     }
-    ev.values = Some(values);
+    ev.values = Some(super::values::Values::Map(values));
     nccl_skew::leave_uncomparable_null(&mut ev, ctx, &s, params.semantics, CROSS_RANK, RANK_CROSS);
     if s.broken(params.semantics) {
         nccl_skew::leave_broken_null(&mut ev, &s, params, CROSS_RANK, RANK_CROSS);
@@ -468,7 +468,7 @@ pub fn table(ev: &Evidence, width: usize) -> String {
     use super::show::{plain, time};
     use crate::term::Column;
     let mut s = String::new();
-    if let Some(v) = &ev.values {
+    if let Some(super::values::Values::Map(v)) = &ev.values {
         let line = |label: &str, text: &str| table::hang(&format!("{label:<13}"), text, 13, width);
         s += &line(
             "ranks",
@@ -566,7 +566,7 @@ mod tests {
     #[test]
     fn the_start_skew_is_the_sum_of_its_cpu_parts() {
         let ev = run(&Params::new(DeviceSel::All), &ctx()).unwrap();
-        let v = ev.values.as_ref().unwrap();
+        let v = ev.values.as_ref().unwrap().to_map();
         // Start skew 6,010 - 1,400 = 4,610 = call (3,050 - 1,100 = 1,950) + launch
         // ((6,000 - 3,050) - (1,300 - 1,100) = 2,750) + queue ((6,010 - 6,000) - (1,400 -
         // 1,300) = -90).
@@ -579,7 +579,7 @@ mod tests {
         assert_eq!(v["call_skew_ns"], 1_950);
         assert_eq!(v["call_to_kernel_max_ns"], 2_960);
         assert_eq!(v["call_to_kernel_min_ns"], 300);
-        let rows = ev.rows.as_ref().unwrap();
+        let rows = ev.rows.as_ref().unwrap().to_maps();
         assert_eq!(rows[1]["call"], "ncclAllReduce");
         assert_eq!(rows[1]["init_to_call_ns"], 50);
         assert_eq!(rows[1]["launch_ns"], 2_940);
@@ -593,7 +593,7 @@ mod tests {
         let mut c = ctx();
         c.nvtx.as_mut().unwrap().launches = Launches::from_rows(&[]);
         let ev = run(&Params::new(DeviceSel::All), &c).unwrap();
-        let v = ev.values.as_ref().unwrap();
+        let v = ev.values.as_ref().unwrap().to_map();
         assert_eq!(v["start_skew_ns"], 4_610);
         assert_eq!(v["skew_from_call_ns"], Value::Null);
         assert_eq!(ev.null_reasons("skew_from_launch_ns")[0].finding.key, "note.no_launch_record");

@@ -621,7 +621,7 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
             .collect()
     };
     let wait_share = if s.nccl > 0 { json!(s.wait as f64 / s.nccl as f64) } else { Value::Null };
-    ev.values = Some(obj([
+    ev.values = Some(super::values::Values::Map(obj([
         ("ranks", json!(s.ranks.len())),
         ("matched", json!(s.matched)),
         ("instance_counts", json!(by_rank(&s.counts))),
@@ -647,8 +647,8 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
         ("straggler_last", json!(most.unwrap_or(0))),
         ("straggler_share", ratio(most.unwrap_or(0), s.matched as i64)),
         ("name_mismatches", json!(s.name_mismatches)),
-    ]));
-    ev.rows = Some(rank_rows(ctx, &s, &most_last));
+    ])));
+    ev.rows = Some(super::values::Rows::Maps(rank_rows(ctx, &s, &most_last)));
     let compared = s.ranks.len() >= 2 && s.matched > 0;
     let broken = s.broken(params.semantics);
     leave_uncomparable_null(&mut ev, ctx, &s, params.semantics, CROSS_RANK, RANK_CROSS);
@@ -819,7 +819,7 @@ pub(super) fn leave_broken_null(
 
 /// Nulls the per-rank quantities of every row.
 pub(super) fn null_rank_rows(ev: &mut Evidence, fields: &[&str]) {
-    if let Some(rows) = &mut ev.rows {
+    if let Some(super::values::Rows::Maps(rows)) = &mut ev.rows {
         for row in rows {
             for f in fields {
                 row.insert((*f).into(), Value::Null);
@@ -886,7 +886,9 @@ pub(super) fn rank_table(
     cells: impl Fn(&Map<String, Value>) -> Vec<String>,
     width: usize,
 ) -> String {
-    let Some(rows) = ev.rows.as_ref().filter(|r| !r.is_empty()) else { return String::new() };
+    let Some(super::values::Rows::Maps(rows)) = ev.rows.as_ref().filter(|r| !r.is_empty()) else {
+        return String::new();
+    };
     let out: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
@@ -910,7 +912,7 @@ pub fn table(ev: &Evidence, width: usize) -> String {
     #[allow(unused_imports)]
     use crate::term::Column;
     let mut s = String::new();
-    if let Some(v) = &ev.values {
+    if let Some(super::values::Values::Map(v)) = &ev.values {
         let line = |label: &str, text: &str| table::hang(&format!("{label:<13}"), text, 13, width);
         let skew = |key: &str| {
             let o = field(v, key);
@@ -1044,13 +1046,13 @@ mod tests {
         assert_eq!(s.start_offsets, vec![vec![0, 0], vec![300, 0], vec![600, 100]]);
         assert_eq!(s.end_offsets, vec![vec![0, 0], vec![0, 10], vec![0, 0]]);
         let ev = run(&p, &ctx).unwrap();
-        let v = ev.values.as_ref().unwrap();
+        let v = ev.values.as_ref().unwrap().to_map();
         assert_eq!(v["wait_share"], json!(1110.0 / 3210.0));
         assert_eq!(v["most_often_last"], json!([3]));
         assert_eq!(v["straggler_last"], 2);
         assert_eq!(v["unmatched"], 0);
         // Rows per rank: device 3 arrived last twice of 2, waits nothing.
-        let rows = ev.rows.as_ref().unwrap();
+        let rows = ev.rows.as_ref().unwrap().to_maps();
         assert_eq!(rows[2]["device"], 3);
         assert_eq!(rows[2]["arrived_last"], 2);
         assert_eq!(rows[2]["straggler"], 1);
@@ -1059,7 +1061,11 @@ mod tests {
         assert_eq!(rows[1]["start_offset_max_ns"], 300);
         assert_eq!(rows[2]["start_offset_median_ns"], 100);
         assert_eq!(rows[1]["end_offset_max_ns"], 10);
-        let view = Evidence { values: Some(rows[0].clone()), rows: None, ..ev.clone() };
+        let view = Evidence {
+            values: Some(crate::analysis::values::Values::Map(rows[0].clone())),
+            rows: None,
+            ..ev.clone()
+        };
         // mean_wait_ns = 700 / 2, exactly.
         assert_eq!(view.field("mean_wait_ns").unwrap(), crate::formula::Rational::new(350, 1));
 
@@ -1067,13 +1073,13 @@ mod tests {
         // ranks is judged, and the note names the rank.
         p.window = None;
         let ev = run(&p, &ctx).unwrap();
-        let v = ev.values.as_ref().unwrap();
+        let v = ev.values.as_ref().unwrap().to_map();
         assert_eq!(v["unmatched"], 1);
         assert_eq!(v["matched"], 2);
         assert_eq!(v["start_skew_max_ns"], Value::Null);
         let n = note(&ev, "note.unmatched_kernels");
         assert_eq!(n.finding.args["per_rank"], "3:1");
-        assert_eq!(ev.rows.as_ref().unwrap()[2]["arrived_last"], Value::Null);
+        assert_eq!(ev.rows.as_ref().unwrap().to_maps()[2]["arrived_last"], Value::Null);
     }
 
     #[test]
@@ -1095,8 +1101,8 @@ mod tests {
         assert_eq!(s.overlap_failures.len(), 1);
         assert_eq!(s.overlap_failures[0].collective, "ReduceScatter");
         let ev = run(&Params::new(DeviceSel::All), &ctx).unwrap();
-        assert_eq!(ev.values.as_ref().unwrap()["overlap_failures"], 1);
-        assert_eq!(ev.values.as_ref().unwrap()["wait_share"], Value::Null);
+        assert_eq!(ev.values.as_ref().unwrap().to_map()["overlap_failures"], 1);
+        assert_eq!(ev.values.as_ref().unwrap().to_map()["wait_share"], Value::Null);
         let n = note(&ev, "note.overlap_failures");
         assert!(n.finding.args["list"].starts_with("ReduceScatter #1 ("), "{n:?}");
     }
@@ -1134,7 +1140,7 @@ mod tests {
         let mut p = Params::new(DeviceSel::All);
         p.window = Some(Window { start_ns: 300, end_ns: 3000 });
         let ev = run(&p, &ctx).unwrap();
-        let v = ev.values.as_ref().unwrap();
+        let v = ev.values.as_ref().unwrap().to_map();
         assert_eq!(v["cut_instances"], 1);
         assert_eq!(v["start_skew_max_ns"], Value::Null);
         let n = note(&ev, "note.window_cuts");
@@ -1143,7 +1149,7 @@ mod tests {
         // Contain keeps the whole second instance only, and says what it left out.
         p.semantics = Semantics::Contain;
         let ev = run(&p, &ctx).unwrap();
-        let v = ev.values.as_ref().unwrap();
+        let v = ev.values.as_ref().unwrap().to_map();
         assert_eq!((v["matched"].clone(), v["start_skew_max_ns"].clone()), (json!(1), json!(100)));
         assert_eq!(note(&ev, "note.cut_left_out").finding.args["n"], "1");
         assert_eq!(ev.window.effective_ns, Some([2000, 2500]));
@@ -1151,7 +1157,7 @@ mod tests {
         p.semantics = Semantics::Clip;
         p.window = Some(Window { start_ns: 1500, end_ns: 3000 });
         let ev = run(&p, &ctx).unwrap();
-        assert_eq!(ev.values.as_ref().unwrap()["start_skew_max_ns"], 100);
+        assert_eq!(ev.values.as_ref().unwrap().to_map()["start_skew_max_ns"], 100);
         assert!(ev.notes.iter().all(|n| n.finding.key != "note.window_cuts"));
     }
 
@@ -1174,7 +1180,7 @@ mod tests {
 
     /// Every quantity that compares ranks is null, and the ones that exist are not.
     fn assert_cross_rank_null(ev: &Evidence) {
-        let v = ev.values.as_ref().unwrap();
+        let v = ev.values.as_ref().unwrap().to_map();
         for f in CROSS_RANK {
             assert_eq!(v[*f], Value::Null, "`{f}` must be null, not a stand-in value");
         }
@@ -1195,7 +1201,7 @@ mod tests {
             (2, 56, 300, 1000, "ncclAG"),
         ]));
         let ev = run(&params(&[1]), &ctx).unwrap();
-        let v = ev.values.as_ref().unwrap();
+        let v = ev.values.as_ref().unwrap().to_map();
         assert_eq!(v["ranks"], 1);
         assert_eq!(v["matched"], 2);
         assert_eq!(v["instance_counts"], json!({"1": 2}));
@@ -1220,7 +1226,7 @@ mod tests {
             (2, 21, 0, 900, "gemm"),
         ]));
         let ev = run(&params(&[1, 2]), &ctx).unwrap();
-        let v = ev.values.as_ref().unwrap();
+        let v = ev.values.as_ref().unwrap().to_map();
         assert_eq!(v["ranks"], 2);
         assert_eq!(v["matched"], 0);
         assert_eq!(v["instance_counts"], json!({"1": 1, "2": 0}));
@@ -1241,7 +1247,7 @@ mod tests {
             (1, 15, 0, 800, "elementwise"),
         ]));
         let ev = run(&Params::new(DeviceSel::All), &ctx).unwrap();
-        let v = ev.values.as_ref().unwrap();
+        let v = ev.values.as_ref().unwrap().to_map();
         assert_eq!((v["ranks"].clone(), v["matched"].clone()), (json!(2), json!(0)));
         assert_cross_rank_null(&ev);
         let n = note(&ev, "note.no_nccl_in_trace");
@@ -1287,7 +1293,7 @@ mod tests {
             (3, 56, 2200, 3000, "ncclAG"),
         ]));
         let ev = run(&params(&[1, 2, 3]), &ctx).unwrap();
-        let v = ev.values.as_ref().unwrap();
+        let v = ev.values.as_ref().unwrap().to_map();
         assert_eq!(v["last_arrivals"], json!({"1": 0, "2": 1, "3": 1}));
         assert_eq!(v["most_often_last"], json!([2, 3]));
         let n = note(&ev, "note.last_tie");
@@ -1302,7 +1308,7 @@ mod tests {
             (3, 56, 500, 1000, "ncclAG"),
         ]));
         let ev = run(&params(&[1, 2, 3]), &ctx).unwrap();
-        assert_eq!(ev.values.as_ref().unwrap()["most_often_last"], json!([3]));
+        assert_eq!(ev.values.as_ref().unwrap().to_map()["most_often_last"], json!([3]));
         assert!(ev.notes.iter().all(|n| n.finding.key != "note.last_tie"));
     }
 }
@@ -1354,7 +1360,7 @@ mod table_tests {
     #[test]
     fn a_null_or_absent_nccl_skew_value_reads_n_a_not_zero() {
         let mut ev = skew();
-        let v = ev.values.as_mut().unwrap();
+        let Some(crate::analysis::values::Values::Map(v)) = ev.values.as_mut() else { panic!() };
         v.insert("wait_ns".into(), Value::Null);
         v.remove("end_skew_ns");
         v["start_skew_ns"]["p90"] = Value::Null;

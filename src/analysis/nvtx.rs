@@ -14,11 +14,11 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::{
     AnalysisSpec, Context, Evidence, Field, FieldKind, NvtxData, Params, QueryError, ScopeRule,
-    Table, Unit, obj, quantiles_of, select,
+    Table, Unit, quantiles_of, select,
 };
 use crate::formula::Rational;
 use crate::scope::{Semantics, Window};
@@ -1389,6 +1389,75 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     table,
 };
 
+/// The values of the scope: the ranges that pass the filters, pooled, and the kernels
+/// attributed to them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Values {
+    /// Ranges counted.
+    pub ranges: u64,
+    /// Distinct names among them.
+    pub names: u64,
+    /// Their CPU time, summed.
+    pub range_ns: i64,
+    /// The shortest; absent over no range.
+    pub range_min_ns: Option<i64>,
+    /// The lower median; absent over no range.
+    pub range_median_ns: Option<i64>,
+    /// The 90th percentile (nearest rank); absent over no range.
+    pub range_p90_ns: Option<i64>,
+    /// The longest; absent over no range.
+    pub range_max_ns: Option<i64>,
+    /// Kernels attributed.
+    pub kernels: u64,
+    /// Their kernel time.
+    pub kernel_ns: i64,
+    /// First start to last end of the attributed kernels; absent when none is.
+    pub gpu_span_ns: Option<i64>,
+    /// Kernels selected on the devices and window.
+    pub selected_kernels: u64,
+    /// Their kernel time.
+    pub selected_kernel_ns: i64,
+    /// `kernel_ns / selected_kernel_ns`; absent without a denominator or an attribution.
+    pub kernel_share: Option<f64>,
+    /// Selected kernels not attributed.
+    pub unattributed: u64,
+    /// Of them, without a launch record.
+    pub no_launch_record: u64,
+    /// Of them, launched outside every range.
+    pub no_enclosing_range: u64,
+    /// Of them, without a correlation id.
+    pub no_correlation: u64,
+}
+
+/// One range name: its ranges and the kernels attributed to it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Row {
+    /// The name, after the normalisation rule.
+    pub name: String,
+    /// Ranges counted.
+    pub ranges: u64,
+    /// Their CPU time.
+    pub range_ns: i64,
+    /// The shortest; absent when no range of the name counts.
+    pub range_min_ns: Option<i64>,
+    /// The lower median; absent likewise.
+    pub range_median_ns: Option<i64>,
+    /// The 90th percentile; absent likewise.
+    pub range_p90_ns: Option<i64>,
+    /// The longest; absent likewise.
+    pub range_max_ns: Option<i64>,
+    /// Raw names folded into it.
+    pub variants: u64,
+    /// Their domains.
+    pub domains: Vec<String>,
+    /// Kernels attributed.
+    pub kernels: u64,
+    /// Their kernel time.
+    pub kernel_ns: i64,
+    /// Their GPU span; absent when none is attributed.
+    pub gpu_span_ns: Option<i64>,
+}
+
 const fn f(name: &'static str, unit: Unit, kind: FieldKind, definition: &'static str) -> Field {
     Field { name, unit, kind, definition }
 }
@@ -1456,70 +1525,69 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     ev.parameters.insert("nesting".into(), json!(nesting.as_str()));
     ev.parameters.insert("normalize".into(), json!(rule.as_str()));
     let un = &att.unattributed;
+    // Without the NVTX or the runtime table nothing can be attributed: the share and the span
+    // do not exist (the notes below say why), rather than a 0 of an attribution never made.
+    let attributable = !data.ranges.table_absent && !data.launches.table_absent;
     let span = match (
         att.rows.iter().map(|r| r.first_start_ns).min(),
         att.rows.iter().map(|r| r.last_end_ns).max(),
     ) {
-        (Some(a), Some(b)) => json!(b - a),
-        _ => Value::Null,
+        (Some(a), Some(b)) if attributable => Some(b - a),
+        _ => None,
     };
     let pooled = stats.pooled;
-    let p = |f: fn(&Pooled) -> i64| pooled.as_ref().map_or(Value::Null, |x| json!(f(x)));
-    ev.values = Some(obj([
-        ("ranges", json!(stats.ranges)),
-        ("names", json!(stats.rows.len())),
-        ("range_ns", json!(pooled.map_or(0, |x| x.total_ns))),
-        ("range_min_ns", p(|x| x.min_ns)),
-        ("range_median_ns", p(|x| x.median_ns)),
-        ("range_p90_ns", p(|x| x.p90_ns)),
-        ("range_max_ns", p(|x| x.max_ns)),
-        ("kernels", json!(att.attributed.kernels)),
-        ("kernel_ns", json!(att.attributed.kernel_ns)),
-        ("gpu_span_ns", span),
-        ("selected_kernels", json!(att.selected.kernels)),
-        ("selected_kernel_ns", json!(att.selected.kernel_ns)),
-        (
-            "kernel_share",
-            att.attributed_share
-                .rational()
-                .map_or(Value::Null, |r| json!(r.num as f64 / r.den as f64)),
-        ),
-        ("unattributed", json!(un.total().kernels)),
-        ("no_launch_record", json!(un.no_launch_record.kernels)),
-        ("no_enclosing_range", json!(un.no_enclosing_range.kernels)),
-        (
-            "no_correlation",
-            json!(un.no_correlation_columns.kernels + un.no_correlation_value.kernels),
-        ),
-    ]));
+    ev.values = Some(super::values::Values::Nvtx(Values {
+        ranges: stats.ranges,
+        names: stats.rows.len() as u64,
+        range_ns: pooled.map_or(0, |x| x.total_ns),
+        range_min_ns: pooled.map(|x| x.min_ns),
+        range_median_ns: pooled.map(|x| x.median_ns),
+        range_p90_ns: pooled.map(|x| x.p90_ns),
+        range_max_ns: pooled.map(|x| x.max_ns),
+        kernels: att.attributed.kernels,
+        kernel_ns: att.attributed.kernel_ns,
+        gpu_span_ns: span,
+        selected_kernels: att.selected.kernels,
+        selected_kernel_ns: att.selected.kernel_ns,
+        kernel_share: att
+            .attributed_share
+            .rational()
+            .filter(|_| attributable)
+            .map(|r| r.num as f64 / r.den as f64),
+        unattributed: un.total().kernels,
+        no_launch_record: un.no_launch_record.kernels,
+        no_enclosing_range: un.no_enclosing_range.kernels,
+        no_correlation: un.no_correlation_columns.kernels + un.no_correlation_value.kernels,
+    }));
     // Rows: one per name, ranges and attributed kernels side by side.
-    let mut rows: Vec<serde_json::Map<String, Value>> = Vec::new();
     let mut names: Vec<&str> = stats.rows.iter().map(|r| r.name.as_str()).collect();
     for a in &att.rows {
         if !names.contains(&a.name.as_str()) {
             names.push(&a.name);
         }
     }
-    for name in names {
-        let r = stats.rows.iter().find(|r| r.name == name);
-        let a = att.rows.iter().find(|a| a.name == name);
-        let or_null = |v: Option<i64>| v.map_or(Value::Null, |x| json!(x));
-        rows.push(obj([
-            ("name", json!(name)),
-            ("ranges", json!(r.map_or(0, |r| r.count))),
-            ("range_ns", json!(r.map_or(0, |r| r.total_ns))),
-            ("range_min_ns", or_null(r.map(|r| r.min_ns))),
-            ("range_median_ns", or_null(r.map(|r| r.median_ns))),
-            ("range_p90_ns", or_null(r.map(|r| r.p90_ns))),
-            ("range_max_ns", or_null(r.map(|r| r.max_ns))),
-            ("variants", json!(r.map_or(0, |r| r.variants))),
-            ("domains", json!(r.map(|r| r.domains.clone()).unwrap_or_default())),
-            ("kernels", json!(a.map_or(0, |a| a.kernels))),
-            ("kernel_ns", json!(a.map_or(0, |a| a.kernel_ns))),
-            ("gpu_span_ns", or_null(a.map(|a| a.span_ns))),
-        ]));
-    }
-    ev.rows = Some(rows);
+    let rows = names
+        .into_iter()
+        .map(|name| {
+            let r = stats.rows.iter().find(|r| r.name == name);
+            let a = att.rows.iter().find(|a| a.name == name);
+            Row {
+                name: name.to_string(),
+                ranges: r.map_or(0, |r| r.count),
+                range_ns: r.map_or(0, |r| r.total_ns),
+                range_min_ns: r.map(|r| r.min_ns),
+                range_median_ns: r.map(|r| r.median_ns),
+                range_p90_ns: r.map(|r| r.p90_ns),
+                range_max_ns: r.map(|r| r.max_ns),
+                variants: r.map_or(0, |r| r.variants),
+                domains: r.map(|r| r.domains.clone()).unwrap_or_default(),
+                kernels: a.map_or(0, |a| a.kernels),
+                kernel_ns: a.map_or(0, |a| a.kernel_ns),
+                gpu_span_ns: a.map(|a| a.span_ns),
+            }
+        })
+        .collect();
+    ev.rows = Some(super::values::Rows::Nvtx(rows));
     // Disclosures.
     if data.ranges.table_absent {
         ev.leave_null(
@@ -1630,25 +1698,27 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
 /// The terminal table of `verdict query` (below the scope lines): one row per range name, then
 /// the attribution totals.
 pub fn table(ev: &Evidence, width: usize) -> String {
-    use super::show::{count, int, share, time};
+    use super::show::{dur, num, share};
     use crate::term::Column;
-    let rows: Vec<Vec<String>> = ev
-        .rows
-        .iter()
-        .flatten()
-        .map(|r| {
-            vec![
-                r.get("name").and_then(Value::as_str).unwrap_or("").to_string(),
-                count(r.get("ranges")),
-                time(r.get("range_ns")),
-                time(r.get("range_median_ns")),
-                time(r.get("range_p90_ns")),
-                count(r.get("kernels")),
-                time(r.get("kernel_ns")),
-                time(r.get("gpu_span_ns")),
-            ]
-        })
-        .collect();
+    let n = |x: u64| num(i64::try_from(x).ok());
+    let rows: Vec<Vec<String>> = match &ev.rows {
+        Some(super::values::Rows::Nvtx(rows)) => rows
+            .iter()
+            .map(|r| {
+                vec![
+                    r.name.clone(),
+                    n(r.ranges),
+                    dur(r.range_ns),
+                    dur(r.range_median_ns),
+                    dur(r.range_p90_ns),
+                    n(r.kernels),
+                    dur(r.kernel_ns),
+                    dur(r.gpu_span_ns),
+                ]
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
     let mut s = crate::term::render(
         &[
             Column::text("range name"),
@@ -1663,24 +1733,24 @@ pub fn table(ev: &Evidence, width: usize) -> String {
         &rows,
         width,
     );
-    if let Some(v) = &ev.values {
+    if let Some(super::values::Values::Nvtx(v)) = &ev.values {
         s.push('\n');
         s += &crate::term::hang(
             "",
             &format!(
                 "kept ranges: {} over {} name(s), {} CPU time; kernels under them: {} of {}, {} of {} kernel time = {}; unattributed: {} (no launch record {}, no enclosing kept range {}, no correlation id {})",
-                count(v.get("ranges")),
-                count(v.get("names")),
-                time(v.get("range_ns")),
-                count(v.get("kernels")),
-                count(v.get("selected_kernels")),
-                time(v.get("kernel_ns")),
-                time(v.get("selected_kernel_ns")),
-                share(int(v.get("kernel_ns")), int(v.get("selected_kernel_ns"))),
-                count(v.get("unattributed")),
-                count(v.get("no_launch_record")),
-                count(v.get("no_enclosing_range")),
-                count(v.get("no_correlation")),
+                n(v.ranges),
+                n(v.names),
+                dur(v.range_ns),
+                n(v.kernels),
+                n(v.selected_kernels),
+                dur(v.kernel_ns),
+                dur(v.selected_kernel_ns),
+                share(Some(v.kernel_ns), Some(v.selected_kernel_ns)),
+                n(v.unattributed),
+                n(v.no_launch_record),
+                n(v.no_enclosing_range),
+                n(v.no_correlation),
             ),
             2,
             width,
@@ -1700,7 +1770,7 @@ mod tests {
     fn the_analysis_by_hand() {
         use crate::scope::DeviceSel;
         let ctx = crate::analysis::tests::ctx();
-        let get = |ev: &Evidence, f: &str| ev.value(f).and_then(Value::as_i64);
+        let get = |ev: &Evidence, f: &str| ev.value(f).and_then(|v| v.as_i64());
         let ev = run(&Params::new(DeviceSel::All), &ctx).unwrap();
         assert_eq!(get(&ev, "selected_kernels"), Some(4));
         assert_eq!(get(&ev, "selected_kernel_ns"), Some(380));
@@ -1710,7 +1780,7 @@ mod tests {
         let share = ev.field("kernel_share").unwrap().unwrap();
         assert_eq!((share.num, share.den), (14, 19)); // 280 / 380
         let row = |name: &str| {
-            ev.rows.as_ref().unwrap().iter().find(|r| r["name"] == name).cloned().unwrap()
+            ev.rows.as_ref().unwrap().to_maps().into_iter().find(|r| r["name"] == name).unwrap()
         };
         assert_eq!(
             (row("step")["kernels"].as_i64(), row("step")["kernel_ns"].as_i64()),

@@ -6,12 +6,12 @@
 //! Reads the kernel scan only (start, end, deviceId, streamId, shortName).
 
 use rayon::prelude::*;
-use serde_json::{Value, json};
+use serde::Serialize;
 
 use super::intervals::{intersection_length, length, union};
 use super::{
     AnalysisSpec, ChartKind, Context, Evidence, Field, FieldKind, Params, QueryError, ScopeRule,
-    Table, Unit, edge_crossings, obj, select,
+    Table, Unit, edge_crossings, select,
 };
 use crate::scope::Semantics;
 use crate::term as table;
@@ -190,21 +190,70 @@ pub fn breakdown(ctx: &Context, device: i64, params: &Params) -> Breakdown {
     }
 }
 
-impl Breakdown {
-    fn to_values(self) -> serde_json::Map<String, Value> {
-        obj([
-            ("compute_only_ns", json!(self.compute_only)),
-            ("nccl_only_ns", json!(self.nccl_only)),
-            ("overlap_ns", json!(self.overlap)),
-            ("idle_ns", json!(self.idle)),
-            ("total_ns", json!(self.total)),
-            ("nccl_busy_ns", json!(self.nccl_only + self.overlap)),
-            ("compute_busy_ns", json!(self.compute_only + self.overlap)),
-            ("kernels", json!(self.compute_kernels + self.nccl_kernels)),
-            ("compute_kernels", json!(self.compute_kernels)),
-            ("nccl_kernels", json!(self.nccl_kernels)),
-            ("edge_kernels", json!(self.edge_kernels)),
-        ])
+/// The values of one device: the breakdown, and how much of its idle time had a copy in
+/// flight (absent when the trace has no copy table).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Values {
+    /// |C| - overlap.
+    pub compute_only_ns: i64,
+    /// |N| - overlap.
+    pub nccl_only_ns: i64,
+    /// |C ∩ N|.
+    pub overlap_ns: i64,
+    /// total - |C ∪ N|.
+    pub idle_ns: i64,
+    /// The denominator.
+    pub total_ns: i64,
+    /// |N|.
+    pub nccl_busy_ns: i64,
+    /// |C|.
+    pub compute_busy_ns: i64,
+    /// Kernels counted.
+    pub kernels: i64,
+    /// Compute kernels counted.
+    pub compute_kernels: i64,
+    /// NCCL kernels counted.
+    pub nccl_kernels: i64,
+    /// Kernels crossing a window edge.
+    pub edge_kernels: i64,
+    /// Idle time with a copy in flight.
+    pub idle_copy_ns: Option<i64>,
+    /// Idle time with neither a kernel nor a copy.
+    pub idle_none_ns: Option<i64>,
+}
+
+/// The values of one device among several.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Row {
+    /// The device.
+    pub device: i64,
+    /// The interval its total covers.
+    pub effective_ns: [i64; 2],
+    /// Its rank's label, over a set of files.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// Its values.
+    #[serde(flatten)]
+    pub values: Values,
+}
+
+impl Values {
+    fn new(b: Breakdown, idle_split: Option<(i64, i64)>) -> Values {
+        Values {
+            compute_only_ns: b.compute_only,
+            nccl_only_ns: b.nccl_only,
+            overlap_ns: b.overlap,
+            idle_ns: b.idle,
+            total_ns: b.total,
+            nccl_busy_ns: b.nccl_only + b.overlap,
+            compute_busy_ns: b.compute_only + b.overlap,
+            kernels: b.compute_kernels + b.nccl_kernels,
+            compute_kernels: b.compute_kernels,
+            nccl_kernels: b.nccl_kernels,
+            edge_kernels: b.edge_kernels,
+            idle_copy_ns: idle_split.map(|s| s.0),
+            idle_none_ns: idle_split.map(|s| s.1),
+        }
     }
 }
 
@@ -279,35 +328,27 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
         }
         idle_split.push(split);
     }
-    let split_values = |split: Option<(i64, i64)>| {
-        [
-            ("idle_copy_ns", split.map_or(Value::Null, |s| json!(s.0))),
-            ("idle_none_ns", split.map_or(Value::Null, |s| json!(s.1))),
-        ]
-    };
     if let [(_, b)] = parts.as_slice() {
         ev.window.effective_ns = Some(b.effective);
-        let mut v = b.to_values();
-        v.extend(obj(split_values(idle_split[0])));
-        ev.values = Some(v);
+        ev.values = Some(super::values::Values::Overlap(Values::new(*b, idle_split[0])));
     } else {
         let lo = parts.iter().map(|p| p.1.effective[0]).min();
         let hi = parts.iter().map(|p| p.1.effective[1]).max();
         if let (Some(lo), Some(hi)) = (lo, hi) {
             ev.window.effective_ns = Some([lo, hi]);
         }
-        ev.rows = Some(
+        ev.rows = Some(super::values::Rows::Overlap(
             parts
                 .iter()
                 .zip(&idle_split)
-                .map(|((d, b), split)| {
-                    let mut m = obj([("device", json!(d)), ("effective_ns", json!(b.effective))]);
-                    m.extend(b.to_values());
-                    m.extend(obj(split_values(*split)));
-                    m
+                .map(|((d, b), split)| Row {
+                    device: *d,
+                    effective_ns: b.effective,
+                    label: None,
+                    values: Values::new(*b, *split),
                 })
                 .collect(),
-        );
+        ));
     }
     Ok(ev)
 }
@@ -319,26 +360,27 @@ pub fn table(ev: &Evidence, width: usize) -> String {
     #[allow(unused_imports)]
     use crate::term::Column;
     let mut s = String::new();
-    let rows: Vec<&serde_json::Map<String, Value>> = match (&ev.values, &ev.rows) {
-        (Some(v), _) => vec![v],
-        (None, Some(r)) => r.iter().collect(),
+    let rows: Vec<(i64, &Values)> = match (&ev.values, &ev.rows) {
+        (Some(super::values::Values::Overlap(v)), _) => {
+            ev.scope.devices.first().map(|d| (*d, v)).into_iter().collect()
+        }
+        (None, Some(super::values::Rows::Overlap(r))) => {
+            r.iter().map(|r| (r.device, &r.values)).collect()
+        }
         _ => vec![],
     };
     let mut out = Vec::new();
-    for r in &rows {
-        let device = r.get("device").and_then(Value::as_i64).unwrap_or(ev.scope.devices[0]);
-        let (no, ov, tot) =
-            (int(r.get("nccl_only_ns")), int(r.get("overlap_ns")), int(r.get("total_ns")));
+    for (device, r) in &rows {
         out.push(vec![
             device.to_string(),
-            time(r.get("compute_only_ns")),
-            time(r.get("nccl_only_ns")),
-            time(r.get("overlap_ns")),
-            time(r.get("idle_ns")),
-            time(r.get("total_ns")),
-            share(no, tot),
-            share(ov, no.zip(ov).map(|(n, o)| n + o)),
-            count(r.get("kernels")),
+            dur(r.compute_only_ns),
+            dur(r.nccl_only_ns),
+            dur(r.overlap_ns),
+            dur(r.idle_ns),
+            dur(r.total_ns),
+            share(Some(r.nccl_only_ns), Some(r.total_ns)),
+            share(Some(r.overlap_ns), Some(r.nccl_only_ns + r.overlap_ns)),
+            num(r.kernels),
         ]);
     }
     s += &table::render(
@@ -356,15 +398,15 @@ pub fn table(ev: &Evidence, width: usize) -> String {
         &out,
         width,
     );
-    if let [r] = rows.as_slice() {
-        let m = |k: &str| show(r.get(k), crate::units::ms);
+    if let [(_, r)] = rows.as_slice() {
+        let m = crate::units::ms;
         s += &format!(
             "\n{} + {} + {} + {} = {} ms\n",
-            m("compute_only_ns"),
-            m("nccl_only_ns"),
-            m("overlap_ns"),
-            m("idle_ns"),
-            m("total_ns")
+            m(r.compute_only_ns),
+            m(r.nccl_only_ns),
+            m(r.overlap_ns),
+            m(r.idle_ns),
+            m(r.total_ns)
         );
         s += &table::hang(
             "",
@@ -398,15 +440,14 @@ mod tests {
         let mut p = Params::new(DeviceSel::Set(vec![1]));
         p.window = Some(Window { start_ns: 0, end_ns: 300 });
         let ev = run(&p, &ctx).unwrap();
-        let v = |k: &str| ev.value(k).and_then(Value::as_i64);
-        assert_eq!(
-            (v("idle_ns"), v("idle_copy_ns"), v("idle_none_ns")),
-            (Some(150), Some(60), Some(90))
-        );
+        let Some(super::super::values::Values::Overlap(v)) = &ev.values else { panic!() };
+        assert_eq!((v.idle_ns, v.idle_copy_ns, v.idle_none_ns), (150, Some(60), Some(90)));
         assert!(ev.notes.iter().any(|n| n.finding.key == "note.idle_has_copies"));
         // Without copy tables the split is null, never 0 (the field's definition says so).
         let ev = run(&p, &Context::from_kernels(ctx.kernels.clone())).unwrap();
-        assert!(ev.value("idle_copy_ns").is_some_and(Value::is_null));
+        let Some(super::super::values::Values::Overlap(v)) = &ev.values else { panic!() };
+        assert_eq!(v.idle_copy_ns, None);
+        assert!(ev.value("idle_copy_ns").is_some_and(|v| v.is_null()));
     }
     use crate::analysis::Params;
     use crate::scope::{DeviceSel, Window};
@@ -468,10 +509,10 @@ mod tests {
         let mut p = params(None, Semantics::Clip);
         p.devices = DeviceSel::All;
         let ev = run(&p, &ctx()).unwrap();
-        let rows = ev.rows.unwrap();
+        let Some(crate::analysis::values::Rows::Overlap(rows)) = ev.rows else { panic!() };
         assert_eq!(rows.len(), 2);
-        assert_eq!(rows[1]["device"], 1);
-        assert_eq!(rows[1]["idle_ns"], 0);
+        assert_eq!(rows[1].device, 1);
+        assert_eq!(rows[1].values.idle_ns, 0);
         assert!(ev.values.is_none());
     }
 

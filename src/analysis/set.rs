@@ -166,10 +166,8 @@ impl SetInfo {
 /// clock: each per-device row gets its rank's `label`, and a set of several files a note on
 /// its alignment and the limit of cross-node differences.
 pub fn disclose(ev: &mut super::Evidence, set: &SetInfo) {
-    for row in ev.rows.iter_mut().flatten() {
-        if let Some(d) = row.get("device").and_then(serde_json::Value::as_i64) {
-            row.insert("label".into(), serde_json::Value::String(set.label(d)));
-        }
+    if let Some(rows) = ev.rows.as_mut() {
+        rows.label_devices(|d| set.label(d));
     }
     if set.files.len() < 2 {
         return;

@@ -41,6 +41,16 @@ pub fn plain(v: Option<&Value>) -> String {
     show(v, |n| n.to_string())
 }
 
+/// A typed duration with its unit, or `n/a` when it does not exist.
+pub fn dur(v: impl Into<Option<i64>>) -> String {
+    v.into().map_or_else(|| "n/a".to_string(), duration)
+}
+
+/// A typed count with thousands separators, or `n/a` when it does not exist.
+pub fn num(v: impl Into<Option<i64>>) -> String {
+    v.into().map_or_else(|| "n/a".to_string(), |n| thousands(n.into()))
+}
+
 /// `num / den` as a percentage, or `n/a` when either is missing or `den` is zero.
 pub fn share(num: Option<i64>, den: Option<i64>) -> String {
     num.zip(den).and_then(|(n, d)| percent(n.into(), d.into())).unwrap_or_else(|| "n/a".into())

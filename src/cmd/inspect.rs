@@ -5,28 +5,26 @@ use std::process::ExitCode;
 use serde_json::json;
 
 use super::print_json;
-use super::query::{Expect, Rows, open_and_load};
 use super::table::{self, Column};
 use crate::analysis::show::{notes, scope_lines};
 use crate::analysis::{self, Params};
 use crate::cli::InspectArgs;
+use crate::plan::Expectation;
 use crate::scope::{DeviceSel, format_device_list, format_seconds};
+use crate::trace::KernelFilter;
 use crate::units::thousands;
 
 /// Runs `inspect`.
 pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
     // Keep no kernel rows: the inventory is gathered in the same scan.
-    let (trace, ctx) = open_and_load(
-        &args.traces,
-        Rows::Window(None, false),
-        Expect {
-            devices: args.expect_devices.map(|d| d.0),
-            ranks: args.expect_ranks.map(|n| n as usize),
-            force_set: args.set,
-        },
-        &DeviceSel::Set(vec![]),
-        &[analysis::Table::Copies],
-    )?;
+    let expect = match (args.expect_devices, args.expect_ranks) {
+        (Some(d), _) => Expectation::Devices(d.0),
+        (None, Some(n)) => Expectation::Ranks(n as usize),
+        (None, None) => Expectation::Nothing,
+    };
+    let filter = KernelFilter { devices: Some(Vec::new()), ..KernelFilter::default() };
+    let (trace, ctx) =
+        crate::plan::load(&args.traces, args.set, &expect, &filter, &[analysis::Table::Copies])?;
     let Some(trace) = trace else { return run_set(&ctx, args.json) };
     let schema = trace.schema();
     let mut ev = analysis::coverage::run(&Params::new(DeviceSel::All), &ctx)?;

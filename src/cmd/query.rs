@@ -1,59 +1,26 @@
 //! `verdict query ...` and `verdict analyses`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
 
 use super::print_json;
 use super::table;
-use crate::analysis::{self, ANALYSES, Context, Params, ScopeRule, show};
+use crate::analysis::{self, ANALYSES, Params, show};
 use crate::cli::QueryCommand;
+use crate::plan::{Expectation, QueryPlan, trace_name};
 use crate::scope::DeviceSel;
-use crate::trace::{KernelFilter, Trace};
 
 /// Runs one query.
 pub fn run(q: QueryCommand) -> anyhow::Result<ExitCode> {
     if let Some(c) = &q.compare {
         return compare(c, q.json);
     }
-    let spec = q.analysis;
-    let sel = match (&q.devices, spec.scope) {
-        (Some(d), _) => d.clone(),
-        (None, ScopeRule::PerDevice) => {
-            return Err(crate::Hinted::new(
-                format!("`query {}` needs a device scope", spec.name),
-                "pass --device N for one device, --devices LIST or --all-devices for one row per device",
-            )
-            .into());
-        }
-        (None, _) => DeviceSel::All,
-    };
-    let mut params = Params::new(sel.clone());
-    params.window = q.window;
-    params.semantics = q.semantics;
-    params.split = q.split;
-    for (name, value) in &q.params {
-        params.set(spec, name, value).map_err(|e| {
-            let hint = e.hint().unwrap_or_default();
-            crate::Hinted::new(e.to_string(), hint)
-        })?;
-    }
-    let needs = analysis::needs([spec], q.nvtx.is_some());
-    let ctx = load(
-        &q.traces,
-        Rows::of(spec, q.window, q.nvtx.is_some() || q.split.is_some()),
-        Expect {
-            devices: q.expect_devices.as_ref().map(|d| d.0.clone()),
-            ranks: q.expect_ranks,
-            force_set: q.force_set,
-        },
-        &sel,
-        &needs,
-    )?;
+    let plan = QueryPlan::from_command(&q)?;
+    let (_, ctx) = plan.load()?;
     let name = trace_name(&q.traces);
-    let ev = analysis::run_query(spec, &params, &ctx, q.nvtx.as_ref())
-        .with_context(|| format!("cannot answer from trace `{name}`"))?;
+    let ev = plan.run(&ctx).with_context(|| format!("cannot answer from trace `{name}`"))?;
     if q.json {
         print_json(&ev)?;
     } else {
@@ -149,24 +116,27 @@ fn compare(c: &crate::cli::CompareArgs, json: bool) -> anyhow::Result<ExitCode> 
                 )
             }
         };
-        let needs = analysis::needs([of], nvtx.is_some());
-        let expect = Expect {
-            devices: get("expect-devices")
-                .map(|d| {
-                    crate::scope::parse_device_list(&d)
-                        .map_err(|e| bad("expect-devices", e.to_string()))
-                })
-                .transpose()?,
-            ranks: get("expect-ranks")
-                .map(|n| {
-                    n.parse::<usize>().map_err(|_| bad("expect-ranks", "a number of ranks".into()))
-                })
-                .transpose()?,
-            force_set: get("set").is_some_and(|v| v == "true"),
+        let expect = match (get("expect-devices"), get("expect-ranks")) {
+            (Some(d), _) => Expectation::Devices(
+                crate::scope::parse_device_list(&d)
+                    .map_err(|e| bad("expect-devices", e.to_string()))?,
+            ),
+            (None, Some(n)) => Expectation::Ranks(
+                n.parse::<usize>().map_err(|_| bad("expect-ranks", "a number of ranks".into()))?,
+            ),
+            (None, None) => Expectation::Nothing,
         };
-        let windows_later = nvtx.is_some() || params.split.is_some();
-        let ctx = load(&traces, Rows::of(of, window, windows_later), expect, &devices, &needs)?;
-        let ev = analysis::run_query(of, &params, &ctx, nvtx.as_ref()).map_err(hinted)?;
+        let plan = QueryPlan {
+            spec: of,
+            traces,
+            force_set: get("set").is_some_and(|v| v == "true"),
+            expect,
+            params,
+            nvtx,
+        };
+        let (_, ctx) = plan.load()?;
+        let ev = plan.run(&ctx).map_err(hinted)?;
+        let params = plan.params;
         if analysis::compare::has_names(of.name) {
             let whole = analysis::compare::names_params(&params, &ev);
             names.push(analysis::run_spec(of, &whole, &ctx).map_err(hinted)?);
@@ -191,152 +161,6 @@ fn compare(c: &crate::cli::CompareArgs, json: bool) -> anyhow::Result<ExitCode> 
         super::emit(&show::render(&ev, table::width()))?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// What the job should have, as the command line says, and whether its traces are a set.
-pub(super) struct Expect {
-    /// `--expect-devices` (one trace).
-    pub devices: Option<Vec<i64>>,
-    /// `--expect-ranks` (a trace set).
-    pub ranks: Option<usize>,
-    /// `--set`: a set even of one file.
-    pub force_set: bool,
-}
-
-/// The rows a query reads: a window (None: the whole trace), or NCCL kernels alone.
-#[derive(Debug, Clone, Copy)]
-pub(super) enum Rows {
-    /// The selected devices in a window, or over the whole trace, and (`true`) every NCCL
-    /// kernel besides, for the cross-rank matching of collectives.
-    Window(Option<crate::scope::Window>, bool),
-    /// Every NCCL kernel of the whole trace, and no other: the cross-rank matching of
-    /// `nccl-skew` without a window reads nothing else.
-    Nccl,
-}
-
-impl Rows {
-    /// The rows `spec` reads over `window`, or over windows known only once the trace is
-    /// read (`windows_later`: NVTX windows, or a split of the span).
-    pub(super) fn of(
-        spec: &analysis::AnalysisSpec,
-        window: Option<crate::scope::Window>,
-        windows_later: bool,
-    ) -> Rows {
-        if spec.reads_only_nccl(window.is_none() && !windows_later) {
-            Rows::Nccl
-        } else {
-            Rows::Window(window, spec.needs_nccl_anywhere())
-        }
-    }
-}
-
-/// Opens the trace (or the set) and scans it once with the query's filters pushed into the
-/// scan.
-pub(super) fn load(
-    traces: &[PathBuf],
-    rows: Rows,
-    expect: Expect,
-    devices: &DeviceSel,
-    needs: &[analysis::Table],
-) -> anyhow::Result<Context> {
-    open_and_load(traces, rows, expect, devices, needs).map(|(_, ctx)| ctx)
-}
-
-/// How the command's traces are named in a message.
-pub(super) fn trace_name(traces: &[PathBuf]) -> String {
-    match traces {
-        [one] => one.display().to_string(),
-        _ => format!("{} files", traces.len()),
-    }
-}
-
-/// The files of the command's TRACE arguments: each a file, or a glob (quoted, so that the
-/// shell left it) expanded in sorted order; and whether they make a set (several files, or a
-/// glob).
-pub(super) fn expand(traces: &[PathBuf]) -> anyhow::Result<(Vec<PathBuf>, bool)> {
-    let mut out = Vec::new();
-    let mut globbed = false;
-    for t in traces {
-        let text = t.to_string_lossy();
-        // A file that exists is that file, whatever its name holds (a `?`, bytes that are
-        // not UTF-8, which the glob's text would not match).
-        if t.exists() || !crate::claims::validate::is_set_path(Path::new(""), &text) {
-            out.push(t.clone());
-            continue;
-        }
-        globbed = true;
-        let found = crate::claims::validate::glob_files(Path::new(""), &text).map_err(|e| {
-            crate::Hinted::new(
-                e,
-                "quote a glob so that verdict expands it ('runs/*.sqlite'); it is read relative to the current folder",
-            )
-        })?;
-        out.extend(found);
-    }
-    out.sort();
-    if let Some(w) = out.windows(2).find(|w| w[0] == w[1]) {
-        return Err(crate::Hinted::new(
-            format!("`{}` is named twice", w[0].display()),
-            "a trace set holds each file once: drop the repeated argument or the file the glob already matches",
-        )
-        .into());
-    }
-    let set = globbed || out.len() > 1;
-    Ok((out, set))
-}
-
-/// [`load`], keeping the open trace for its schema (None for a set).
-pub(super) fn open_and_load(
-    traces: &[PathBuf],
-    rows: Rows,
-    expect: Expect,
-    devices: &DeviceSel,
-    needs: &[analysis::Table],
-) -> anyhow::Result<(Option<Trace>, Context)> {
-    let (files, is_set) = expand(traces)?;
-    let is_set = is_set || expect.force_set;
-    let filter = match rows {
-        Rows::Window(window, nccl_anywhere) => KernelFilter {
-            devices: match devices {
-                DeviceSel::Set(v) => Some(v.clone()),
-                DeviceSel::All => None,
-            },
-            bounds: window.map(|w| (w.start_ns, w.end_ns)),
-            nccl_anywhere,
-            ..KernelFilter::default()
-        },
-        Rows::Nccl => {
-            KernelFilter { devices: Some(Vec::new()), nccl_anywhere: true, ..Default::default() }
-        }
-    };
-    if is_set {
-        if expect.devices.is_some() {
-            return Err(crate::Hinted::new(
-                "--expect-devices on a trace set",
-                "device numbers repeat across the files of a set; give --expect-ranks N",
-            )
-            .into());
-        }
-        let ctx = analysis::set::load_set(&files, &filter, expect.ranks, needs, &mut |_| {})
-            .map_err(|e| {
-                let hint = e.hint().unwrap_or_default();
-                crate::Hinted::new(format!("cannot read trace set: {e}"), hint)
-            })?;
-        return Ok((None, ctx));
-    }
-    if expect.ranks.is_some() {
-        return Err(crate::Hinted::new(
-            "--expect-ranks on a single trace",
-            "give every rank's file (or a quoted glob) to read a trace set, or --expect-devices for one file",
-        )
-        .into());
-    }
-    let path = &files[0];
-    let trace =
-        Trace::open(path).with_context(|| format!("cannot read trace `{}`", path.display()))?;
-    let ctx = Context::load(&trace, &filter, expect.devices, needs, &mut |_| {})
-        .with_context(|| format!("cannot read trace `{}`", path.display()))?;
-    Ok((Some(trace), ctx))
 }
 
 /// `verdict analyses`.

@@ -583,7 +583,7 @@ fn identity_of(e: &crate::analysis::Evidence) -> Option<String> {
 fn rank_lines(t: &Strings, e: &crate::analysis::Evidence) -> Result<Vec<String>, String> {
     let ranks = crate::analysis::spec(&e.analysis)
         .is_some_and(|s| s.scope == crate::analysis::ScopeRule::Ranks);
-    let Some(v) = e.values.as_ref().filter(|_| ranks) else {
+    let Some(crate::analysis::values::Values::Map(v)) = e.values.as_ref().filter(|_| ranks) else {
         return Ok(Vec::new());
     };
     let sep = t.get("ui.list_sep")?;
@@ -961,7 +961,10 @@ fn short_scope(t: &Strings, ev: &crate::analysis::Evidence, m: &Measure) -> Resu
     if let Some(c) = &m.compare {
         // Both sides, their samples, and the interval of the value where it has one.
         let n = |k: &str| {
-            ev.value(k).and_then(serde_json::Value::as_i64).map_or("-".into(), |v| v.to_string())
+            ev.value(k)
+                .as_ref()
+                .and_then(serde_json::Value::as_i64)
+                .map_or("-".into(), |v| v.to_string())
         };
         let interval = crate::verdict::compare_interval(m, ev).map_or_else(
             || t.get("ui.no_interval").map(str::to_string),

@@ -478,7 +478,7 @@ impl Inventory {
 }
 
 /// One device's kernels.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct DeviceInventory {
     /// nsys `deviceId`.
     pub device: i64,
@@ -530,7 +530,7 @@ impl DeviceInventory {
 }
 
 /// A GPU row of `TARGET_INFO_GPU`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ListedGpu {
     /// `id` (= activity `deviceId`).
     pub id: i64,

@@ -154,7 +154,7 @@ pub fn applicable(set: &ClaimSet, results: &[ClaimResult], evidence: &EvidenceMa
     if let Some(e) = evidence.values().filter_map(|e| e.as_ref().ok()).find(|e| {
         crate::analysis::spec(&e.analysis)
             .is_some_and(|s| s.scope == crate::analysis::ScopeRule::Ranks)
-    }) && let Some(v) = &e.values
+    }) && let Some(crate::analysis::values::Values::Map(v)) = &e.values
         && let (Some(wait), Some(nccl)) = (
             v.get("wait_ns").and_then(serde_json::Value::as_i64),
             v.get("nccl_ns").and_then(serde_json::Value::as_i64),

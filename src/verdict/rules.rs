@@ -225,9 +225,10 @@ fn per_rank(
     sel: &crate::claims::RankSel,
 ) -> PartResult {
     use crate::claims::{RankSel, Reduce};
-    let rows = ev.rows.as_deref().unwrap_or(&[]);
+    // The claim names a row's field by its text: the rows as the JSON contract has them.
+    let rows = ev.rows.as_ref().map(crate::analysis::values::Rows::to_maps).unwrap_or_default();
     let view = |row: &serde_json::Map<String, Value>| Evidence {
-        values: Some(row.clone()),
+        values: Some(crate::analysis::values::Values::Map(row.clone())),
         rows: None,
         samples: Vec::new(),
         ..ev.clone()
@@ -258,7 +259,7 @@ fn per_rank(
     let definition = ratio_definition(m);
     let expr = definition.as_ref().map_or(&m.value, |(_, e)| e);
     let mut values: Vec<(String, Rational)> = Vec::new();
-    for row in rows {
+    for row in &rows {
         let one = view(row);
         match expr.eval(&vars_of(expr, &one)) {
             Ok(v) => values.push((row_label(row), v)),
@@ -267,7 +268,7 @@ fn per_rank(
                 let field = expr
                     .vars()
                     .into_iter()
-                    .find(|f| one.value(f).is_none_or(Value::is_null))
+                    .find(|f| one.value(f).is_none_or(|v| v.is_null()))
                     .unwrap_or_default();
                 r.outcome = PartOutcome::Unverifiable;
                 r.reason = ev.null_reasons(&field).first().map_or_else(
@@ -424,7 +425,7 @@ fn single(
     let vars = vars_of(expr, ev);
     let mut nulls: Vec<String> = m.value.vars();
     nulls.extend(expr.vars());
-    nulls.retain(|f| ev.value(f).is_some_and(Value::is_null));
+    nulls.retain(|f| ev.value(f).is_some_and(|v| v.is_null()));
     nulls.dedup();
     let mut substituted = expr.substitute(&|f| match vars.get(f) {
         Some(v) => show_field(f, *v),
@@ -622,11 +623,10 @@ fn compare_part(
     // A difference of shares is in percentage points.
     let delta_unit =
         if metric_unit == Unit::Percent { Unit::PercentagePoints } else { metric_unit };
-    let p_value =
-        ev.value("rank_test").and_then(|t| t.get("p_value")).and_then(Value::as_f64).map_or_else(
-            || "n/a".into(),
-            |p| if p < 0.001 { "< 0.001".into() } else { format!("= {p:.3}") },
-        );
+    let p_value = ev.value("rank_test").and_then(|t| t.get("p_value")?.as_f64()).map_or_else(
+        || "n/a".into(),
+        |p| if p < 0.001 { "< 0.001".into() } else { format!("= {p:.3}") },
+    );
     let seed = ev.parameters.get("seed").cloned().unwrap_or(Value::Null);
     let interval_text = interval
         .map(|(lo, hi)| format!("{} to {}", show(lo, m.unit), show(hi, m.unit)))
@@ -1042,9 +1042,10 @@ claims:
                 .iter()
                 .enumerate()
                 .map(|(i, n)| {
-                    let mut values = ev.values.clone().unwrap();
-                    values.insert("nccl_only_ns".into(), (*n).into());
-                    values.insert("total_ns".into(), 10.into());
+                    let values = ev.values.as_ref().unwrap().edited(|v| {
+                        v.insert("nccl_only_ns".into(), (*n).into());
+                        v.insert("total_ns".into(), 10.into());
+                    });
                     crate::analysis::Sample {
                         window_ns: [i as i64 * 10, i as i64 * 10 + 10],
                         values,
@@ -1147,6 +1148,8 @@ claims:
         // note is unverifiable for that note's reason and needs what it needs.
         let set = set("overlap", "nccl_only_ns / total_ns", "%", "1");
         let mut ev = evidence("overlap", &[1]);
+        ev.values =
+            ev.values.map(|v| v.edited(|v| drop(v.insert("nccl_only_ns".into(), Value::Null))));
         ev.leave_null(
             &["nccl_only_ns"],
             "note.one_rank",
@@ -1161,7 +1164,7 @@ claims:
         assert_eq!(p.needs.len(), 1);
         // A null that no note explains still is no value.
         let mut ev = evidence("overlap", &[1]);
-        ev.values.as_mut().unwrap().insert("total_ns".into(), Value::Null);
+        ev.values = ev.values.map(|v| v.edited(|v| drop(v.insert("total_ns".into(), Value::Null))));
         let p = &judge_with(&set, ev).parts[0];
         assert_eq!(
             (p.outcome, p.reason.key.as_str()),
@@ -1175,9 +1178,14 @@ claims:
     fn a_null_wait_share_is_not_rebuilt_from_wait_and_nccl_time() {
         let set = set("nccl-skew", "wait_share", "%", "1-2");
         let mut ev = evidence("nccl-skew", &[1, 2]);
-        let v = ev.values.as_mut().unwrap();
-        v.insert("wait_share".into(), Value::Null);
-        assert!(v["wait_ns"].is_i64() && v["nccl_ns"].is_i64());
+        let v = ev
+            .values
+            .as_ref()
+            .unwrap()
+            .edited(|v| drop(v.insert("wait_share".into(), Value::Null)));
+        let m = v.to_map();
+        assert!(m["wait_ns"].is_i64() && m["nccl_ns"].is_i64());
+        ev.values = Some(v);
         let p = &judge_with(&set, ev).parts[0];
         assert_eq!((p.outcome, p.value), (PartOutcome::Unverifiable, None));
         assert_eq!(p.reason.key, "part.field_null");

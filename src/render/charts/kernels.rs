@@ -6,8 +6,9 @@ use super::svg::{
     Axis, HALO, OUTLINE, close_svg, esc, f2, grid, hatch, legend, no_data, open_svg, text, w,
     x_axis,
 };
-use super::{Labels, Scope, fill, int, subst};
+use super::{Labels, Scope, fill, subst};
 use crate::analysis::Evidence;
+use crate::analysis::values::{Rows, Values};
 use crate::i18n::Strings;
 use crate::scope::format_device_list;
 use crate::units;
@@ -26,25 +27,22 @@ pub struct KernelBar {
 }
 
 /// The bars of kernels evidence with the number of distinct names in the scope, or `None` when
-/// a row lacks its name, total or count, or the evidence lacks the number of names.
+/// it is not kernels evidence.
 pub(super) fn bars(ev: &Evidence) -> Option<(Vec<KernelBar>, i64)> {
-    let names = int(ev.values.as_ref()?, "names")?;
-    let bars = ev
-        .rows
-        .as_ref()?
+    let (Some(Values::Kernels(v)), Some(Rows::Kernels(rows))) = (&ev.values, &ev.rows) else {
+        return None;
+    };
+    let bars = rows
         .iter()
-        .map(|r| {
-            let name = r.get("name")?.as_str()?.to_string();
-            Some(KernelBar {
-                // As the analyses classify kernels: NCCL when the name contains `nccl`.
-                nccl: crate::trace::is_nccl_name(&name),
-                name,
-                total_ns: int(r, "total_ns")?,
-                count: int(r, "count")?,
-            })
+        .map(|r| KernelBar {
+            // As the analyses classify kernels: NCCL when the name contains `nccl`.
+            nccl: crate::trace::is_nccl_name(&r.name),
+            name: r.name.clone(),
+            total_ns: r.stats.total_ns,
+            count: r.stats.count,
         })
-        .collect::<Option<Vec<_>>>()?;
-    Some((bars, names))
+        .collect();
+    Some((bars, v.names))
 }
 
 /// The caption: how many names of how many, the scope, and that the totals are summed.
@@ -152,7 +150,7 @@ pub fn kernels_chart(bars: &[KernelBar], l: &Labels) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{attr_of, en, evidence_with_rows, ms, zh};
+    use super::super::tests::{attr_of, en, evidence, ms, zh};
     use super::*;
     use serde_json::json;
 
@@ -246,17 +244,30 @@ mod tests {
     }
 
     #[test]
-    fn a_row_without_a_field_means_no_chart() {
-        let row = |total: serde_json::Value| json!({"name": "gemm", "total_ns": total, "count": 3});
-        let ev = evidence_with_rows("kernels", json!({"names": 1}), vec![row(json!(7))]);
-        assert_eq!(bars(&ev).expect("bars").0[0].total_ns, 7);
-        assert!(
-            bars(&evidence_with_rows("kernels", json!({"names": 1}), vec![row(json!(null))]))
-                .is_none()
-        );
-        assert!(bars(&evidence_with_rows("kernels", json!({}), vec![row(json!(7))])).is_none());
-        let no_name = json!({"total_ns": 7, "count": 3});
-        assert!(bars(&evidence_with_rows("kernels", json!({"names": 1}), vec![no_name])).is_none());
+    fn bars_come_from_kernels_evidence_only() {
+        use crate::analysis::kernels::{Row, Stats, Values as KernelValues};
+        let stats = Stats {
+            count: 3,
+            total_ns: 7,
+            mean_ns: Some(2),
+            min_ns: Some(1),
+            median_ns: Some(2),
+            max_ns: Some(4),
+            per_device: [(1, 3)].into(),
+        };
+        let mut ev = evidence("kernels", json!({}));
+        ev.values = Some(Values::Kernels(KernelValues {
+            stats: stats.clone(),
+            names: 1,
+            devices_with_match: 1,
+        }));
+        ev.rows = Some(Rows::Kernels(vec![Row { name: "ncclDevKernel_x".into(), stats }]));
+        let (bars, names) = bars(&ev).expect("bars");
+        assert_eq!((bars[0].total_ns, bars[0].count, bars[0].nccl, names), (7, 3, true, 1));
+        // Evidence of another analysis, or kernels evidence without its rows: no bars.
+        assert!(super::bars(&evidence("kernels", json!({"names": 1}))).is_none());
+        ev.rows = None;
+        assert!(super::bars(&ev).is_none());
     }
 
     #[test]

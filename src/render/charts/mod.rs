@@ -111,7 +111,7 @@ pub fn charts(a: &Audit, t: &Strings) -> Result<Vec<Chart>, String> {
         let arg = |k: &str| ev.parameters.get(k).and_then(serde_json::Value::as_str).unwrap_or("");
         let side = |k: &str| {
             let v = ev.value(k);
-            let s = |f: &str| v.and_then(|v| v[f].as_str()).unwrap_or("").to_string();
+            let s = |f: &str| v.as_ref().and_then(|v| v[f].as_str()).unwrap_or("").to_string();
             (s("label"), s("trace"))
         };
         let ((la, ta), (lb, tb)) = (side("a"), side("b"));
@@ -183,7 +183,8 @@ fn ab_sides(ev: &Evidence) -> Option<(AbSide, AbSide, AbUnit)> {
 
 /// The per-name deltas of a comparison, as chart rows.
 fn name_deltas(ev: &Evidence) -> Vec<NameDelta> {
-    let Some(rows) = ev.value("names").and_then(|n| n["rows"].as_array()) else {
+    let names = ev.value("names");
+    let Some(rows) = names.as_ref().and_then(|n| n["rows"].as_array()) else {
         return Vec::new();
     };
     rows.iter()

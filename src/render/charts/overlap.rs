@@ -5,8 +5,9 @@ use super::svg::{
     BOLD, OUTLINE, PLAIN, WIDTH, baseline, close_svg, f2, grid, hatch, legend, marker, no_data,
     open_svg, share, text, w, x_axis,
 };
-use super::{Labels, Scope, fill, int, subst};
-use crate::analysis::Evidence;
+use super::{Labels, Scope, fill, subst};
+use crate::analysis::values::{Rows, Values};
+use crate::analysis::{Evidence, overlap};
 use crate::i18n::Strings;
 use crate::scope::Semantics;
 use crate::units;
@@ -30,24 +31,24 @@ pub struct OverlapBar {
     pub highlight: bool,
 }
 
-/// The bars of overlap evidence, or `None` when a device's row lacks a field.
+/// The bars of overlap evidence, or `None` when it is not overlap evidence.
 ///
 /// Several devices give one row each; a single device gives `values`.
 pub(super) fn bars(ev: &Evidence, highlighted: &[i64]) -> Option<Vec<OverlapBar>> {
-    let bar = |m: &serde_json::Map<String, serde_json::Value>, device: i64| {
-        Some(OverlapBar {
-            device,
-            compute_only_ns: int(m, "compute_only_ns")?,
-            nccl_only_ns: int(m, "nccl_only_ns")?,
-            overlap_ns: int(m, "overlap_ns")?,
-            idle_ns: int(m, "idle_ns")?,
-            total_ns: int(m, "total_ns")?,
-            highlight: highlighted.contains(&device),
-        })
+    let bar = |v: &overlap::Values, device: i64| OverlapBar {
+        device,
+        compute_only_ns: v.compute_only_ns,
+        nccl_only_ns: v.nccl_only_ns,
+        overlap_ns: v.overlap_ns,
+        idle_ns: v.idle_ns,
+        total_ns: v.total_ns,
+        highlight: highlighted.contains(&device),
     };
     match (&ev.rows, &ev.values, ev.scope.devices.as_slice()) {
-        (Some(rows), _, _) => rows.iter().map(|r| bar(r, int(r, "device")?)).collect(),
-        (None, Some(v), [device]) => Some(vec![bar(v, *device)?]),
+        (Some(Rows::Overlap(rows)), _, _) => {
+            Some(rows.iter().map(|r| bar(&r.values, r.device)).collect())
+        }
+        (None, Some(Values::Overlap(v)), [device]) => Some(vec![bar(v, *device)]),
         _ => None,
     }
 }

@@ -31,7 +31,7 @@ pub struct SkewRank {
 /// compare: no matched instance, fewer than two ranks, or an offset map that is absent, empty,
 /// null or lacks a rank's median or p90.
 pub(super) fn ranks(ev: &Evidence) -> Option<Vec<SkewRank>> {
-    let v = ev.values.as_ref()?;
+    let Some(crate::analysis::values::Values::Map(v)) = ev.values.as_ref() else { return None };
     // No matched instance: the offsets, however written, measure nothing.
     if v.get("matched").is_some_and(|m| m.as_i64().is_none_or(|n| n <= 0)) {
         return None;

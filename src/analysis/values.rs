@@ -1,0 +1,147 @@
+//! The values of a piece of evidence, typed by analysis.
+//!
+//! Each analysis owns a `Values` struct (and a `Row` struct where it gives rows); [`Values`]
+//! and [`Rows`] hold one of them, so that a reader takes the numbers by field, not by the
+//! text of a key: a renamed field or a stand-in 0 is a compile error. They serialise to the
+//! JSON contract of `verdict query` unchanged (untagged). The JSON edge, where a claim or a
+//! formula names a field by its text, is [`Values::to_map`] and [`Rows::to_maps`]; the
+//! registry test checks every struct against the fields its analysis declares.
+
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::{Map, Value};
+
+use super::{AnalysisSpec, copies, coverage, kernels, nvtx, overlap};
+
+/// The values of one scope, by analysis.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(untagged)]
+pub enum Values {
+    /// `overlap`.
+    Overlap(overlap::Values),
+    /// `kernels`.
+    Kernels(kernels::Values),
+    /// `copies`.
+    Copies(copies::Values),
+    /// `nvtx`.
+    Nvtx(nvtx::Values),
+    /// `coverage`.
+    Coverage(coverage::Values),
+    /// An analysis whose values are not typed yet, as the JSON contract has them.
+    Map(Map<String, Value>),
+    /// A set of windows: every declared field null, since no single window stands for the
+    /// set; its samples hold the values.
+    Unset(AllNull),
+}
+
+/// Every declared field of an analysis, null.
+#[derive(Debug, Clone, Copy)]
+pub struct AllNull(pub &'static AnalysisSpec);
+
+impl Serialize for AllNull {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.fields.len()))?;
+        for f in self.0.fields {
+            m.serialize_entry(f.name, &Value::Null)?;
+        }
+        m.end()
+    }
+}
+
+/// The rows of one piece of evidence (one per device, rank or name), by analysis.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(untagged)]
+pub enum Rows {
+    /// `overlap`, one per device.
+    Overlap(Vec<overlap::Row>),
+    /// `kernels`, one per name.
+    Kernels(Vec<kernels::Row>),
+    /// `copies`, one per device.
+    Copies(Vec<copies::Row>),
+    /// `nvtx`, one per name.
+    Nvtx(Vec<nvtx::Row>),
+    /// `coverage`, one per device.
+    Coverage(Vec<coverage::Row>),
+    /// An analysis whose rows are not typed yet, as the JSON contract has them.
+    Maps(Vec<Map<String, Value>>),
+}
+
+/// A value as the JSON contract has it.
+fn json(v: &impl Serialize) -> Value {
+    // The structs hold numbers, texts, lists and maps with text keys only: always valid.
+    serde_json::to_value(v).expect("evidence values serialise")
+}
+
+impl Values {
+    /// The values as the JSON contract has them: the edge where a formula or a claim names a
+    /// field by its text.
+    pub fn to_map(&self) -> Map<String, Value> {
+        match json(self) {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+impl Values {
+    /// The values as a map changed by `f`: how a test makes evidence no analysis would give
+    /// (a field null or absent).
+    pub fn edited(&self, f: impl FnOnce(&mut Map<String, Value>)) -> Values {
+        let mut m = self.to_map();
+        f(&mut m);
+        Values::Map(m)
+    }
+}
+
+impl Rows {
+    /// How many rows.
+    pub fn len(&self) -> usize {
+        match self {
+            Rows::Overlap(r) => r.len(),
+            Rows::Kernels(r) => r.len(),
+            Rows::Copies(r) => r.len(),
+            Rows::Nvtx(r) => r.len(),
+            Rows::Coverage(r) => r.len(),
+            Rows::Maps(r) => r.len(),
+        }
+    }
+
+    /// Gives each per-device row the label `label` makes of its device (the rank of a set).
+    pub fn label_devices(&mut self, label: impl Fn(i64) -> String) {
+        match self {
+            Rows::Overlap(rows) => rows.iter_mut().for_each(|r| r.label = Some(label(r.device))),
+            Rows::Copies(rows) => rows.iter_mut().for_each(|r| r.label = Some(label(r.device))),
+            Rows::Coverage(rows) => {
+                rows.iter_mut().for_each(|r| r.label = Some(label(r.inventory.device)))
+            }
+            Rows::Maps(rows) => {
+                for row in rows {
+                    if let Some(d) = row.get("device").and_then(Value::as_i64) {
+                        row.insert("label".into(), Value::String(label(d)));
+                    }
+                }
+            }
+            Rows::Kernels(_) | Rows::Nvtx(_) => {}
+        }
+    }
+
+    /// Whether there is no row.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The rows as the JSON contract has them: the edge where a claim binds a row's field by
+    /// its text.
+    pub fn to_maps(&self) -> Vec<Map<String, Value>> {
+        match json(self) {
+            Value::Array(rows) => rows
+                .into_iter()
+                .filter_map(|r| match r {
+                    Value::Object(m) => Some(m),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,346 @@
+//! One query, however it was asked for.
+//!
+//! `verdict query` builds a [`QueryPlan`] from its command line, an audit from a claim's
+//! measure and its trace declaration. Both read the trace through [`QueryPlan::load`] (the rows
+//! the analysis needs pushed into the one scan) and run it through [`QueryPlan::run`]; the
+//! command a report prints to reproduce a number is the plan printed back
+//! ([`QueryPlan::command_words`]), and parsing that command gives the plan again, so a
+//! reproducing command cannot leave out an option that changes the evidence.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+
+use crate::analysis::nvtx::{NvtxWindow, Timeline};
+use crate::analysis::{self, AnalysisSpec, Context, Evidence, Params, QueryError, ScopeRule};
+use crate::claims::TraceDecl;
+use crate::cli::QueryCommand;
+use crate::scope::{DeviceSel, Window, format_device_list};
+use crate::trace::{KernelFilter, Trace};
+
+/// What the job should have, as the query states it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Expectation {
+    /// Nothing: the trace's own GPU table, or the devices present, decide.
+    #[default]
+    Nothing,
+    /// These devices (one trace).
+    Devices(Vec<i64>),
+    /// This many ranks (a trace set).
+    Ranks(usize),
+}
+
+/// One query: the analysis, the traces it reads, what the job should have, its parameters
+/// (devices, window, semantics, split and the analysis's own) and the NVTX ranges its windows
+/// come from.
+#[derive(Debug, Clone)]
+pub struct QueryPlan {
+    /// The analysis.
+    pub spec: &'static AnalysisSpec,
+    /// The files, as named: one trace, or the files (or globs) of a set.
+    pub traces: Vec<PathBuf>,
+    /// Read the traces as a set even when they are one file.
+    pub force_set: bool,
+    /// What the job should have.
+    pub expect: Expectation,
+    /// The parameters.
+    pub params: Params,
+    /// Windows from NVTX ranges, when the query names them.
+    pub nvtx: Option<NvtxWindow>,
+}
+
+/// The rows a query reads: a window (None: the whole trace), or NCCL kernels alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rows {
+    /// The selected devices in a window, or over the whole trace, and (`true`) every NCCL
+    /// kernel besides, for the cross-rank matching of collectives.
+    Window(Option<Window>, bool),
+    /// Every NCCL kernel of the whole trace, and no other: the cross-rank matching of
+    /// `nccl-skew` without a window reads nothing else.
+    Nccl,
+}
+
+impl QueryPlan {
+    /// The plan of `verdict query ANALYSIS ...`.
+    pub fn from_command(q: &QueryCommand) -> Result<QueryPlan, crate::Hinted> {
+        let spec = q.analysis;
+        let devices = match (&q.devices, spec.scope) {
+            (Some(d), _) => d.clone(),
+            (None, ScopeRule::PerDevice) => {
+                return Err(crate::Hinted::new(
+                    format!("`query {}` needs a device scope", spec.name),
+                    "pass --device N for one device, --devices LIST or --all-devices for one row per device",
+                ));
+            }
+            (None, _) => DeviceSel::All,
+        };
+        let mut params = Params::new(devices);
+        params.window = q.window;
+        params.semantics = q.semantics;
+        params.split = q.split;
+        for (name, value) in &q.params {
+            params.set(spec, name, value).map_err(|e| {
+                let hint = e.hint().unwrap_or_default();
+                crate::Hinted::new(e.to_string(), hint)
+            })?;
+        }
+        let expect = match (&q.expect_devices, q.expect_ranks) {
+            (Some(d), _) => Expectation::Devices(d.0.clone()),
+            (None, Some(n)) => Expectation::Ranks(n),
+            (None, None) => Expectation::Nothing,
+        };
+        Ok(QueryPlan {
+            spec,
+            traces: q.traces.clone(),
+            force_set: q.force_set,
+            expect,
+            params,
+            nvtx: q.nvtx.clone(),
+        })
+    }
+
+    /// The plan of a claim's query of the declared trace `decl`, with the parameters `params`
+    /// its measure and scope give; `nvtx` names the ranges its windows come from (then the
+    /// window they resolved to is not stated again).
+    pub fn of_claim(
+        spec: &'static AnalysisSpec,
+        decl: &TraceDecl,
+        params: &Params,
+        nvtx: Option<&NvtxWindow>,
+    ) -> QueryPlan {
+        let (traces, force_set, expect) = match &decl.set {
+            None => (
+                vec![crate::audit::normalize(&decl.resolved)],
+                false,
+                decl.expect_devices.clone().map_or(Expectation::Nothing, Expectation::Devices),
+            ),
+            // A set of one file is read as a set (its devices numbered as ranks) only when
+            // told so.
+            Some(files) => (
+                files.iter().map(|f| crate::audit::normalize(f)).collect(),
+                files.len() == 1,
+                decl.expect_ranks.map_or(Expectation::Nothing, Expectation::Ranks),
+            ),
+        };
+        QueryPlan {
+            spec,
+            traces,
+            force_set,
+            expect,
+            params: Params {
+                window: if nvtx.is_some() { None } else { params.window },
+                ..params.clone()
+            },
+            nvtx: nvtx.cloned(),
+        }
+    }
+
+    /// The rows the query reads.
+    pub fn rows(&self) -> Rows {
+        let windows_later = self.nvtx.is_some() || self.params.split.is_some();
+        Rows::of(self.spec, self.params.window, windows_later)
+    }
+
+    /// The tables the query reads.
+    pub fn needs(&self) -> Vec<analysis::Table> {
+        analysis::needs([self.spec], self.nvtx.is_some())
+    }
+
+    /// The scan that serves the query: its devices and window (or NCCL kernels alone) pushed
+    /// into the reading of the kernel table.
+    pub fn scan_filter(&self) -> KernelFilter {
+        match self.rows() {
+            Rows::Window(window, nccl_anywhere) => KernelFilter {
+                devices: match &self.params.devices {
+                    DeviceSel::Set(v) => Some(v.clone()),
+                    DeviceSel::All => None,
+                },
+                bounds: window.map(|w| (w.start_ns, w.end_ns)),
+                nccl_anywhere,
+                ..KernelFilter::default()
+            },
+            Rows::Nccl => KernelFilter {
+                devices: Some(Vec::new()),
+                nccl_anywhere: true,
+                ..Default::default()
+            },
+        }
+    }
+
+    /// Opens the trace (or the set) and scans it once with the plan's filter, keeping the open
+    /// trace for its schema (None for a set).
+    pub fn load(&self) -> anyhow::Result<(Option<Trace>, Context)> {
+        load(&self.traces, self.force_set, &self.expect, &self.scan_filter(), &self.needs())
+    }
+
+    /// Runs the query over a context the plan loaded (or a wider one).
+    pub fn run(&self, ctx: &Context) -> Result<Evidence, QueryError> {
+        analysis::run_query(self.spec, &self.params, ctx, self.nvtx.as_ref())
+    }
+
+    /// The command that runs this plan, as the words the program receives: `verdict query`
+    /// with every option that changes the evidence (`verdict inspect` for whole-trace
+    /// analyses; a set of NVTX windows named by its ranges; a set by its files, in order).
+    pub fn command_words(&self) -> Vec<String> {
+        let mut c: Vec<String> = Vec::new();
+        let add = |c: &mut Vec<String>, words: &[&str]| {
+            c.extend(words.iter().map(|w| w.to_string()));
+        };
+        let traces = self.traces.iter().map(|t| t.display().to_string());
+        // The expected devices or ranks decide `missing_devices` and its notes: a command that
+        // left them out would give other evidence than the one it reproduces.
+        let expect: Vec<String> = match &self.expect {
+            Expectation::Nothing => Vec::new(),
+            Expectation::Devices(d) => vec!["--expect-devices".into(), format_device_list(d)],
+            Expectation::Ranks(n) => vec!["--expect-ranks".into(), n.to_string()],
+        };
+        let set: &[&str] = if self.force_set { &["--set"] } else { &[] };
+        if !self.spec.is_query() {
+            add(&mut c, &["verdict", "inspect"]);
+            c.extend(traces);
+            add(&mut c, set);
+            c.extend(expect);
+            c.push("--json".into());
+            return c;
+        }
+        let p = &self.params;
+        add(&mut c, &["verdict", "query", self.spec.name]);
+        c.extend(traces);
+        add(&mut c, set);
+        c.extend(expect);
+        c.extend(self.spec.device_words(&p.devices));
+        match (p.window, &self.nvtx) {
+            (Some(w), _) => {
+                add(&mut c, &["--window", &w.to_string(), "--semantics", &p.semantics.to_string()])
+            }
+            // A set of windows from NVTX ranges, named as the ranges.
+            (None, Some(n)) => {
+                add(&mut c, &["--nvtx-window", &n.name]);
+                if let Some(i) = n.index {
+                    add(&mut c, &["--nvtx-index", &i.to_string()]);
+                }
+                if n.on == Timeline::Gpu {
+                    add(&mut c, &["--nvtx-on", "gpu"]);
+                }
+                if let Some(d) = &n.domain {
+                    add(&mut c, &["--nvtx-domain", d]);
+                }
+                add(&mut c, &["--semantics", &p.semantics.to_string()]);
+            }
+            (None, None) => {}
+        }
+        if let Some(n) = p.split {
+            add(&mut c, &["--split", &n.to_string()]);
+        }
+        for param in self.spec.params {
+            if let Some(v) = (param.get)(p) {
+                add(&mut c, &[&format!("--{}", param.name), &v]);
+            }
+        }
+        add(&mut c, &["--json"]);
+        c
+    }
+}
+
+impl Rows {
+    /// The rows `spec` reads over `window`, or over windows known only once the trace is
+    /// read (`windows_later`: NVTX windows, or a split of the span).
+    pub fn of(spec: &AnalysisSpec, window: Option<Window>, windows_later: bool) -> Rows {
+        if spec.reads_only_nccl(window.is_none() && !windows_later) {
+            Rows::Nccl
+        } else {
+            Rows::Window(window, spec.needs_nccl_anywhere())
+        }
+    }
+}
+
+/// How the command's traces are named in a message.
+pub fn trace_name(traces: &[PathBuf]) -> String {
+    match traces {
+        [one] => one.display().to_string(),
+        _ => format!("{} files", traces.len()),
+    }
+}
+
+/// The files of the command's TRACE arguments: each a file, or a glob (quoted, so that the
+/// shell left it) expanded in sorted order; and whether they make a set (several files, or a
+/// glob).
+pub fn expand(traces: &[PathBuf]) -> anyhow::Result<(Vec<PathBuf>, bool)> {
+    let mut out = Vec::new();
+    let mut globbed = false;
+    for t in traces {
+        let text = t.to_string_lossy();
+        // A file that exists is that file, whatever its name holds (a `?`, bytes that are
+        // not UTF-8, which the glob's text would not match).
+        if t.exists() || !crate::claims::validate::is_set_path(Path::new(""), &text) {
+            out.push(t.clone());
+            continue;
+        }
+        globbed = true;
+        let found = crate::claims::validate::glob_files(Path::new(""), &text).map_err(|e| {
+            crate::Hinted::new(
+                e,
+                "quote a glob so that verdict expands it ('runs/*.sqlite'); it is read relative to the current folder",
+            )
+        })?;
+        out.extend(found);
+    }
+    out.sort();
+    if let Some(w) = out.windows(2).find(|w| w[0] == w[1]) {
+        return Err(crate::Hinted::new(
+            format!("`{}` is named twice", w[0].display()),
+            "a trace set holds each file once: drop the repeated argument or the file the glob already matches",
+        )
+        .into());
+    }
+    let set = globbed || out.len() > 1;
+    Ok((out, set))
+}
+
+/// Opens the traces (one file, or a set) and scans them once with `filter`, keeping the open
+/// trace for its schema (None for a set).
+pub fn load(
+    traces: &[PathBuf],
+    force_set: bool,
+    expect: &Expectation,
+    filter: &KernelFilter,
+    needs: &[analysis::Table],
+) -> anyhow::Result<(Option<Trace>, Context)> {
+    let (files, is_set) = expand(traces)?;
+    if is_set || force_set {
+        let ranks = match expect {
+            Expectation::Devices(_) => {
+                return Err(crate::Hinted::new(
+                    "--expect-devices on a trace set",
+                    "device numbers repeat across the files of a set; give --expect-ranks N",
+                )
+                .into());
+            }
+            Expectation::Ranks(n) => Some(*n),
+            Expectation::Nothing => None,
+        };
+        let ctx =
+            analysis::set::load_set(&files, filter, ranks, needs, &mut |_| {}).map_err(|e| {
+                let hint = e.hint().unwrap_or_default();
+                crate::Hinted::new(format!("cannot read trace set: {e}"), hint)
+            })?;
+        return Ok((None, ctx));
+    }
+    let devices = match expect {
+        Expectation::Ranks(_) => {
+            return Err(crate::Hinted::new(
+                "--expect-ranks on a single trace",
+                "give every rank's file (or a quoted glob) to read a trace set, or --expect-devices for one file",
+            )
+            .into());
+        }
+        Expectation::Devices(d) => Some(d.clone()),
+        Expectation::Nothing => None,
+    };
+    let path = &files[0];
+    let trace =
+        Trace::open(path).with_context(|| format!("cannot read trace `{}`", path.display()))?;
+    let ctx = Context::load(&trace, filter, devices, needs, &mut |_| {})
+        .with_context(|| format!("cannot read trace `{}`", path.display()))?;
+    Ok((Some(trace), ctx))
+}
