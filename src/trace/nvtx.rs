@@ -141,6 +141,9 @@ pub struct NvtxRanges {
     pub closed_at_ns: Option<i64>,
     /// Kept ranges with neither `text` nor `textId`: named with the empty string.
     pub untexted: u64,
+    /// The extended payloads (`binaryData`) of the ranges that carry one, read within the
+    /// same bounds.
+    pub payloads: super::payload::Payloads,
 }
 
 impl NvtxRanges {
@@ -263,6 +266,7 @@ impl NvtxRanges {
 
         out.domains = name_domains(trace, &domain_keys.keys)?;
         out.names = names.names;
+        out.payloads = super::payload::Payloads::load(trace, bounds)?;
         out.sort();
         Ok(out)
     }
@@ -325,6 +329,12 @@ impl NvtxRanges {
         let mut names = NameTable::default();
         let mut domain_ids: HashMap<(Option<i64>, Option<i64>, String, DomainSource), u32> =
             HashMap::default();
+        let mut parts = parts;
+        let payloads: Vec<super::payload::Payloads> =
+            parts.iter_mut().map(|(p, _)| std::mem::take(&mut p.payloads)).collect();
+        out.payloads = super::payload::Payloads::merge(
+            payloads.into_iter().zip(parts.iter().map(|(_, r)| r)).collect(),
+        );
         for (part, remap) in parts {
             let name_ids: Vec<u32> = part.names.iter().map(|s| names.intern(s)).collect();
             let domain_map: Vec<u32> = part
