@@ -584,8 +584,8 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, Qu
         for &r in &members {
             out.unmatched[r] += per[r][n..].iter().filter(|&&i| selects(i)).count() as i64;
         }
-        for j in 0..n {
-            let rows: Vec<usize> = members.iter().map(|&r| per[r][j]).collect();
+        let column = |j: usize| -> Vec<usize> { members.iter().map(|&r| per[r][j]).collect() };
+        for (j, rows) in (0..n).map(column).enumerate() {
             let selected = rows.iter().filter(|&&i| selects(i)).count();
             let smin = rows.iter().map(|&i| k.start[i]).min().unwrap_or(0);
             let smax = rows.iter().map(|&i| k.start[i]).max().unwrap_or(0);

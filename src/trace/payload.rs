@@ -66,11 +66,17 @@ struct Entry {
     offset: Option<i64>,
 }
 
+/// The schemas of an export by (domain, schema id).
+type Layouts = BTreeMap<(i64, i64), Schema>;
+
+/// Per range start on a thread: each range's end (None: unterminated) and payload.
+type ByStart = BTreeMap<(i64, i64), Vec<(Option<i64>, Decoded)>>;
+
 /// The payloads of the ranges that carry one, keyed by the range's thread and start.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Payloads {
     /// Per (`globalTid`, start): each range's end (None: unterminated) and payload.
-    rows: BTreeMap<(i64, i64), Vec<(Option<i64>, Decoded)>>,
+    rows: ByStart,
 }
 
 impl Payloads {
@@ -104,7 +110,7 @@ impl Payloads {
         };
         let mut stmt = conn.prepare(&sql).map_err(TraceError::from_sqlite)?;
         let mut rows = stmt.query([]).map_err(TraceError::from_sqlite)?;
-        let mut schemas: Option<Result<BTreeMap<(i64, i64), Schema>, String>> = None;
+        let mut schemas: Option<Result<Layouts, String>> = None;
         while let Some(row) = rows.next().map_err(TraceError::from_sqlite)? {
             let Some(tid) = row.get::<_, Option<i64>>(0).map_err(|e| bad(n::GLOBAL_TID, e))? else {
                 // A range of no thread encloses no launch.
@@ -185,7 +191,7 @@ impl Payloads {
 }
 
 /// The layouts of the export's payload schemas, or why there are none to use.
-fn read_schemas(trace: &Trace) -> Result<BTreeMap<(i64, i64), Schema>, String> {
+fn read_schemas(trace: &Trace) -> Result<Layouts, String> {
     let schema = trace.schema();
     for (table, columns) in [
         (p::SCHEMAS, &[p::DOMAIN_ID, p::SCHEMA_ID, p::PAYLOAD_SIZE][..]),
@@ -203,7 +209,7 @@ fn read_schemas(trace: &Trace) -> Result<BTreeMap<(i64, i64), Schema>, String> {
     }
     let conn = trace.conn();
     let fail = |table: &str, e: rusqlite::Error| format!("table `{table}` cannot be read ({e})");
-    let mut out: BTreeMap<(i64, i64), Schema> = BTreeMap::new();
+    let mut out: Layouts = BTreeMap::new();
     let mut stmt = conn
         .prepare(&format!(
             "SELECT domainId, schemaId, payloadSize FROM {}",
@@ -278,7 +284,7 @@ fn word(bytes: &[u8], at: usize) -> u64 {
 }
 
 /// Decodes one `binaryData` value of a range of domain `domain`.
-fn decode(bytes: &[u8], domain: Option<i64>, schemas: &BTreeMap<(i64, i64), Schema>) -> Decoded {
+fn decode(bytes: &[u8], domain: Option<i64>, schemas: &Layouts) -> Decoded {
     let bad = |why: String| Decoded::Undecodable(why);
     if bytes.len() < HEADER_BYTES {
         return bad(format!(
@@ -382,7 +388,7 @@ mod tests {
 
     /// NCCL 2.25's comm-init and all-reduce schemas of domain 1, as an export lists them
     /// (the first entry's offset NULL).
-    fn schemas() -> BTreeMap<(i64, i64), Schema> {
+    fn schemas() -> Layouts {
         let e = |ty: i64, name: &str, offset: Option<i64>| Entry {
             flags: None,
             ty: Some(ty),
