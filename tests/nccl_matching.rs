@@ -699,6 +699,23 @@ fn two_communicators_on_one_stream_are_matched_by_communicator_and_sequence() {
     assert!(keys.contains(&"note.match_communicators"), "{keys:?}");
     assert!(!keys.contains(&"note.payload_unusable"), "{keys:?}");
 
+    // The CPU side follows the same matching: the second instance in time order is ault43's
+    // node AllReduce, ranks 0-2 only, rank 0 the last (150,000 ns after rank 1).
+    let g = glob(dir.path());
+    let v = run_json(&["query", "nccl-calls", &g, "--stream", "auto", "--instance", "2", "--json"]);
+    assert_eq!(v["parameters"]["match"], "communicator-sequence");
+    assert_eq!(v["values"]["start_skew_ns"], 150_000);
+    let rows = v["rows"].as_array().unwrap();
+    let offsets: Vec<Value> = rows.iter().map(|r| r["kernel_start_offset_ns"].clone()).collect();
+    assert_eq!(
+        offsets,
+        [150_000.into(), 0.into(), 60_000.into(), Value::Null, Value::Null, Value::Null]
+    );
+    // Each new call was shifted with its kernel: call to kernel as on the rank's first call.
+    for (i, row) in rows.iter().take(3).enumerate() {
+        assert_eq!(row["call_to_kernel_ns"], world[i].start - world[i].call_start, "rank {i}");
+    }
+
     // By ordinal within the collective name, the second AllReduce of ault43's ranks would pair
     // with ault44's, 50 ms apart: the files without their payloads say so.
     let plain = copy_run("results_Ring_2nodes_6GPUs_1010").unwrap();

@@ -31,8 +31,8 @@ pub mod entry {
 /// What one NCCL range's payload says, where it says it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct NcclPayload {
-    /// [`entry::COMM_ID`]; None when the schema has no such entry (NCCL before 2.23 or so
-    /// sends no communicator with its calls).
+    /// [`entry::COMM_ID`]; None when the schema has no such entry (the NCCL of the DSL
+    /// exports sends no communicator with its calls; 2.25's does).
     pub comm: Option<u64>,
     /// [`entry::RANK`].
     pub rank: Option<i64>,
