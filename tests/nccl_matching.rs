@@ -699,6 +699,17 @@ fn two_communicators_on_one_stream_are_matched_by_communicator_and_sequence() {
     assert!(keys.contains(&"note.match_communicators"), "{keys:?}");
     assert!(!keys.contains(&"note.payload_unusable"), "{keys:?}");
 
+    // Ranks 0-3 only: the world communicator has 4 of its 6 ranks here (its inits say 6),
+    // and ault44's group one, rank 3, whose AllReduce has no counterpart here.
+    let v = skew(dir.path(), &["--devices", "0-3"]);
+    assert_eq!(v["parameters"]["match"], "communicator-sequence");
+    let note = v["notes"].as_array().unwrap().iter().find(|n| n["key"] == "note.comm_partial");
+    let text = note.unwrap()["text"].as_str().unwrap();
+    assert!(text.contains(&format!("0x{WORLD:016x} (4 of 6)")), "{text}");
+    assert_eq!(v["values"]["unmatched"], 1);
+    assert_eq!(v["values"]["matched"], 2);
+    assert_eq!(v["values"]["start_skew_max_ns"], Value::Null);
+
     // The CPU side follows the same matching: the second instance in time order is ault43's
     // node AllReduce, ranks 0-2 only, rank 0 the last (150,000 ns after rank 1).
     let g = glob(dir.path());
