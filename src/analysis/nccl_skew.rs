@@ -1380,6 +1380,85 @@ mod tests {
         assert!(ev.notes.iter().all(|n| n.finding.key != "note.window_cuts"));
     }
 
+    /// Tensor-parallel pairs {1, 2} and {3, 4} and data-parallel pairs {1, 3} and {2, 4} on
+    /// four ranks, each issuing its TP AllReduce then its DP AllReduce on one stream, every
+    /// kernel launched inside an `ncclAllReduce` range whose payload names its communicator.
+    fn tp_dp(payloads: bool) -> Context {
+        use crate::analysis::NvtxData;
+        use crate::trace::nvtx::{Launches, NvtxRanges};
+        use crate::trace::payload::{Decoded, NcclPayload, Payloads};
+        let tid = |p: i64| (p << 24) | 7;
+        let name = "ncclKernel_AllReduce_RING_LL_Sum_float";
+        // (device, start, end, communicator)
+        let calls: [(i64, i64, i64, u64); 8] = [
+            (1, 100, 1000, 0xA),
+            (2, 150, 1000, 0xA),
+            (3, 5000, 6000, 0xB),
+            (4, 5300, 6000, 0xB),
+            (1, 6100, 7000, 0xD1),
+            (3, 6200, 7000, 0xD1),
+            (2, 6300, 7200, 0xD2),
+            (4, 6400, 7200, 0xD2),
+        ];
+        let rows: Vec<(i64, i64, i64, i64, &str)> =
+            calls.iter().map(|&(d, a, b, _)| (d, 7, a, b, name)).collect();
+        let keys: Vec<(Option<i64>, Option<i64>)> =
+            calls.iter().enumerate().map(|(j, &(d, ..))| (Some(d), Some(j as i64))).collect();
+        let launches: Vec<(i64, i64, i64, i64)> = calls
+            .iter()
+            .enumerate()
+            .map(|(j, &(d, a, ..))| (tid(d), j as i64, a - 50, a - 40))
+            .collect();
+        let ranges: Vec<(i64, i64, Option<i64>, &str, i64)> = calls
+            .iter()
+            .map(|&(d, a, ..)| (tid(d), a - 60, Some(a - 30), "ncclAllReduce", 1))
+            .collect();
+        let mut ranges = NvtxRanges::from_rows(&ranges);
+        if payloads {
+            ranges.payloads = Payloads::from_rows(
+                calls
+                    .iter()
+                    .map(|&(d, a, _, c)| {
+                        let v = NcclPayload { comm: Some(c), ..Default::default() };
+                        (tid(d), a - 60, Some(a - 30), Decoded::Values(v))
+                    })
+                    .collect(),
+            );
+        }
+        Context::from_kernels(Kernels::from_rows_with_launch_keys(&rows, &keys))
+            .with_nvtx(NvtxData { ranges, launches: Launches::from_rows(&launches) })
+    }
+
+    #[test]
+    fn communicators_pair_what_ordinals_would_pair_across_groups() {
+        // By ordinal the first AllReduce of every rank is one instance: 100-1000 on the TP
+        // pair {1, 2} and 5000-6000 on {3, 4}, which never run at one moment.
+        let s = compute(&tp_dp(false), &[1, 2, 3, 4], &Params::new(DeviceSel::All)).unwrap();
+        assert_eq!(s.rule, MatchRule::CollectiveOrdinal);
+        assert_eq!((s.matched, s.overlap_failures.len()), (1, 1));
+        assert!(s.payload_unusable.is_empty());
+        // By communicator: four instances of two ranks each, skews 50, 300, 100, 100.
+        let s = compute(&tp_dp(true), &[1, 2, 3, 4], &Params::new(DeviceSel::All)).unwrap();
+        assert_eq!(s.rule, MatchRule::CommunicatorSequence);
+        assert_eq!((s.matched, s.overlap_failures.len(), s.unmatched.clone()), (4, 0, vec![0; 4]));
+        assert_eq!(s.start_skews, vec![50, 300, 100, 100]);
+        let members: Vec<Vec<usize>> = s.instances.iter().map(|x| x.members.clone()).collect();
+        assert_eq!(members, vec![vec![0, 1], vec![2, 3], vec![0, 2], vec![1, 3]]);
+        assert_eq!(s.rank_matched, vec![2; 4]);
+        // Waits (duration - the instance's shortest): device 1 900 - 850 (TP) + 900 - 800
+        // (DP); device 2 0 + 900 - 800; device 3 1000 - 700 + 0; device 4 never.
+        assert_eq!(s.rank_wait, vec![150, 100, 300, 0]);
+        // Arrived last: rank 2 (TP), 4 (TP), 3 (DP), 4 (DP).
+        assert_eq!(s.last_arrivals, vec![0, 1, 1, 2]);
+        let ids: Vec<u64> = s.communicators.iter().map(|c| c.id).collect();
+        assert_eq!(ids, vec![0xA, 0xB, 0xD1, 0xD2]);
+        let ev = run(&Params::new(DeviceSel::All), &tp_dp(true)).unwrap();
+        assert_eq!(ev.parameters["match"], COMM_RULE);
+        assert_eq!(ev.values.as_ref().unwrap()["start_skew_max_ns"], 300);
+        assert_eq!(ev.rows.as_ref().unwrap()[3]["matched"], 2);
+        note(&ev, "note.match_communicators");
+    }
+
     #[test]
     fn the_collective_of_a_kernel_name() {
         assert_eq!(collective("ncclKernel_AllReduce_RING_LL_Sum_float"), "AllReduce");
