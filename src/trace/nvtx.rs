@@ -2,7 +2,8 @@
 //!
 //! Reads the push/pop (59) and start/end (60) ranges of `NVTX_EVENTS` with the names of their
 //! domains (75), and the rows of `CUPTI_ACTIVITY_KIND_RUNTIME` for given correlation ids, into
-//! columns with dense name ids. It computes no metric: grouping, statistics and attribution
+//! columns with dense name ids; the ranges' extended payloads are read beside them
+//! (`payload.rs`). It computes no metric: grouping, statistics and attribution
 //! live in `analysis::nvtx`.
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
