@@ -551,8 +551,8 @@ const GROUP_KERNELS: [(i64, i64); 6] = [
 /// The ring set with a second AllReduce per rank on the same stream, issued on its node's
 /// communicator: ault43's 10 ms after the world AllReduce's latest end, ault44's 50 ms after.
 /// Each new kernel has its launch record and its `ncclAllReduce` range, copied from the
-/// rank's first and shifted with it. Returns the folder and the groups' bases (file clock).
-fn ring_with_node_groups() -> Option<(tempfile::TempDir, [i64; 2])> {
+/// rank's first and shifted with it.
+fn ring_with_node_groups() -> Option<tempfile::TempDir> {
     let dir = copy_run("results_Ring_2nodes_6GPUs_1010")?;
     let files = sorted_files(dir.path());
     let latest_end: i64 = files
@@ -591,8 +591,7 @@ fn ring_with_node_groups() -> Option<(tempfile::TempDir, [i64; 2])> {
             .unwrap()
         };
         let (call, init) = (range("ncclAllReduce"), range("ncclCommInitRank"));
-        let (group, base, comm) = if r < 3 { (0, bases[0], NODE_A) } else { (1, bases[1], NODE_B) };
-        let _ = group;
+        let (base, comm) = if r < 3 { (bases[0], NODE_A) } else { (bases[1], NODE_B) };
         let (off, dur) = GROUP_KERNELS[r];
         let start = base + off;
         let delta = start - kstart;
@@ -634,12 +633,12 @@ fn ring_with_node_groups() -> Option<(tempfile::TempDir, [i64; 2])> {
         set(call, allreduce_blob(WORLD));
         set(call2, allreduce_blob(comm));
     }
-    Some((dir, bases))
+    Some(dir)
 }
 
 #[test]
 fn two_communicators_on_one_stream_are_matched_by_communicator_and_sequence() {
-    let Some((dir, _)) = ring_with_node_groups() else {
+    let Some(dir) = ring_with_node_groups() else {
         return skip_no_shared("two_communicators_on_one_stream");
     };
     let shared = shared_traces().unwrap().join("dsl-fs24").join("results_Ring_2nodes_6GPUs_1010");
@@ -743,7 +742,7 @@ fn two_communicators_on_one_stream_are_matched_by_communicator_and_sequence() {
 
 #[test]
 fn a_malformed_payload_is_named_and_the_ordinal_rule_disclosed() {
-    let Some((dir, _)) = ring_with_node_groups() else {
+    let Some(dir) = ring_with_node_groups() else {
         return skip_no_shared("a_malformed_payload_is_named");
     };
     let files = sorted_files(dir.path());
