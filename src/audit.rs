@@ -852,7 +852,13 @@ fn union_filter<'a>(
             rows = union_rows(rows, box_of(scope));
         }
         if spec.needs.contains(&analysis::Table::Nvtx) || scope.nvtx.is_some() {
-            keys = Some(union_rows(keys.unwrap_or(NO_ROWS), box_of(scope)));
+            let mut b = box_of(scope);
+            // Collectives are matched by communicator over every NCCL kernel of a rank: the
+            // launches of all of them, whatever the window.
+            if spec.needs_nccl_anywhere() {
+                b.1 = None;
+            }
+            keys = Some(union_rows(keys.unwrap_or(NO_ROWS), b));
         }
     }
     let (devices, bounds) = rows;
@@ -897,8 +903,8 @@ mod tests {
 
     /// A Day 26-style file: overlap of one device in a window, a kernel count of every device
     /// in it, cross-rank skew over the whole trace, NVTX attribution of one device. The scan
-    /// keeps the window of every device, NCCL kernels anywhere, and launch keys only for the
-    /// attributed device's window; not every row of the trace.
+    /// keeps the window of every device and NCCL kernels anywhere, with their launch keys
+    /// (skew ties kernels to communicators); not every row of the trace.
     #[test]
     fn whole_trace_skew_keeps_nccl_kernels_not_every_row() {
         let one = scope(DeviceSel::Set(vec![3]), Some((60, 70)));
@@ -916,14 +922,16 @@ mod tests {
         assert_eq!(f.devices, None);
         assert_eq!(f.bounds, Some((60, 70)));
         assert!(f.nccl_anywhere);
-        assert_eq!(f.keys, Some((Some(vec![3]), Some((60, 70)))));
+        // Skew ties every NCCL kernel to its communicator by its launch: keys for every kept
+        // row of its devices, whatever the window.
+        assert_eq!(f.keys, Some((None, None)));
         // Skew in a window reads that window like any query, and every NCCL kernel besides
         // (a collective is matched over the whole trace, so a window cannot shift the
         // pairing); other analyses over the whole trace read every row.
         let f = union_filter([(&all, spec("nccl-skew"), false)].into_iter());
         assert_eq!(
             (f.devices, f.bounds, f.nccl_anywhere, f.keys),
-            (None, Some((60, 70)), true, None)
+            (None, Some((60, 70)), true, Some((None, None)))
         );
         let f = union_filter([(&whole, spec("overlap"), false)].into_iter());
         assert_eq!((f.devices, f.bounds, f.nccl_anywhere), (None, None, false));

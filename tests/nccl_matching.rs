@@ -484,3 +484,319 @@ claims:
     );
     assert!(err.contains("c.yaml:24:65:") && err.contains("must be all, any, max or min"), "{err}");
 }
+
+/// NCCL 2.25's payload schemas of domain 1 as an export lists them (the first entry's offset
+/// NULL): the comm init {communicator u64, No. of ranks int @8, Rank int @12, CUDA device
+/// int @16} and the all-reduce {communicator u64, Message size size_t @8, Reduction
+/// operation enum @16}, 24 bytes each. The DSL files' NCCL predates the communicator entry,
+/// so its schemas are replaced.
+fn write_nccl_225_schemas(c: &rusqlite::Connection) {
+    c.execute_batch(
+        "DELETE FROM NVTX_PAYLOAD_SCHEMAS; DELETE FROM NVTX_PAYLOAD_SCHEMA_ENTRIES;
+         INSERT INTO NVTX_PAYLOAD_SCHEMAS (domainId, schemaId, name, type, flags, numEntries, payloadSize, alignTo)
+           VALUES (1, 16777218, NULL, 1, NULL, 4, 24, NULL), (1, 16777223, NULL, 1, NULL, 3, 24, NULL);
+         INSERT INTO NVTX_PAYLOAD_SCHEMA_ENTRIES (domainId, schemaId, idx, flags, type, name, description, arrayOrUnionDetail, \"offset\") VALUES
+           (1, 16777218, 0, NULL, 18, 'NCCL communicator ID', NULL, NULL, NULL),
+           (1, 16777218, 1, NULL, 5, 'No. of ranks', NULL, NULL, 8),
+           (1, 16777218, 2, NULL, 5, 'Rank', NULL, NULL, 12),
+           (1, 16777218, 3, NULL, 5, 'CUDA device', NULL, NULL, 16),
+           (1, 16777223, 0, NULL, 18, 'NCCL communicator ID', NULL, NULL, NULL),
+           (1, 16777223, 1, NULL, 22, 'Message size [bytes]', NULL, NULL, 8),
+           (1, 16777223, 2, NULL, 16777232, 'Reduction operation', NULL, NULL, 16);",
+    )
+    .unwrap();
+}
+
+/// A `binaryData` value: the header (domain 1, the schema, the payload size, 32) and the
+/// payload, little-endian.
+fn payload_blob(schema: u64, payload: &[u8]) -> Vec<u8> {
+    let mut b: Vec<u8> =
+        [1, schema, payload.len() as u64, 32].iter().flat_map(|w: &u64| w.to_le_bytes()).collect();
+    b.extend_from_slice(payload);
+    b
+}
+
+fn init_blob(comm: u64, nranks: i32, rank: i32, device: i32) -> Vec<u8> {
+    let mut p = comm.to_le_bytes().to_vec();
+    for x in [nranks, rank, device, 0] {
+        p.extend_from_slice(&x.to_le_bytes());
+    }
+    payload_blob(16777218, &p)
+}
+
+fn allreduce_blob(comm: u64) -> Vec<u8> {
+    let mut p = comm.to_le_bytes().to_vec();
+    p.extend_from_slice(&4096u64.to_le_bytes());
+    p.extend_from_slice(&[0; 8]);
+    payload_blob(16777223, &p)
+}
+
+/// The world communicator of the ring set and the two node groups (ault43's ranks 0-2,
+/// ault44's 3-5).
+const WORLD: u64 = 0x5a17_0c0d_e000_0001;
+const NODE_A: u64 = 0x0b1b_0000_0000_00a3;
+const NODE_B: u64 = 0x0b2b_0000_0000_00a4;
+
+/// Per rank of the ring set, its node group's AllReduce: (start offset from the group's
+/// base, duration). Rank 0 arrives last in the first group, rank 4 in the second.
+const GROUP_KERNELS: [(i64, i64); 6] = [
+    (150_000, 1_000_000),
+    (0, 1_200_000),
+    (60_000, 1_100_000),
+    (0, 800_000),
+    (90_000, 700_000),
+    (30_000, 900_000),
+];
+
+/// The ring set with a second AllReduce per rank on the same stream, issued on its node's
+/// communicator: ault43's 10 ms after the world AllReduce's latest end, ault44's 50 ms after.
+/// Each new kernel has its launch record and its `ncclAllReduce` range, copied from the
+/// rank's first and shifted with it.
+fn ring_with_node_groups() -> Option<tempfile::TempDir> {
+    let dir = copy_run("results_Ring_2nodes_6GPUs_1010")?;
+    let files = sorted_files(dir.path());
+    let latest_end: i64 = files
+        .iter()
+        .map(|f| {
+            open_ro(f)
+                .query_row("SELECT max(\"end\") FROM CUPTI_ACTIVITY_KIND_KERNEL", [], |r| r.get(0))
+                .unwrap()
+        })
+        .max()
+        .unwrap();
+    let bases = [latest_end + 10_000_000, latest_end + 50_000_000];
+    for (r, f) in files.iter().enumerate() {
+        let c = rusqlite::Connection::open(f).unwrap();
+        let (krow, kstart, corr, pid): (i64, i64, i64, i64) = c
+            .query_row(
+                "SELECT k.rowid, k.start, k.correlationId, k.globalPid FROM CUPTI_ACTIVITY_KIND_KERNEL k
+                 JOIN StringIds s ON s.id = k.shortName WHERE s.value LIKE 'ncclKernel_AllReduce%'",
+                [],
+                |x| Ok((x.get(0)?, x.get(1)?, x.get(2)?, x.get(3)?)),
+            )
+            .unwrap();
+        let launch: i64 = c
+            .query_row(
+                "SELECT rowid FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE correlationId = ?1 AND (globalTid >> 24) = (?2 >> 24)",
+                [corr, pid],
+                |x| x.get(0),
+            )
+            .unwrap();
+        let range = |name: &str| -> i64 {
+            c.query_row(
+                "SELECT n.rowid FROM NVTX_EVENTS n JOIN StringIds s ON s.id = n.textId WHERE s.value = ?1",
+                [name],
+                |x| x.get(0),
+            )
+            .unwrap()
+        };
+        let (call, init) = (range("ncclAllReduce"), range("ncclCommInitRank"));
+        let (base, comm) = if r < 3 { (bases[0], NODE_A) } else { (bases[1], NODE_B) };
+        let (off, dur) = GROUP_KERNELS[r];
+        let start = base + off;
+        let delta = start - kstart;
+        let copy = |table: &str, rowid: i64| -> i64 {
+            c.execute(
+                &format!("INSERT INTO {table} SELECT * FROM {table} WHERE rowid = ?1"),
+                [rowid],
+            )
+            .unwrap();
+            c.last_insert_rowid()
+        };
+        let k2 = copy("CUPTI_ACTIVITY_KIND_KERNEL", krow);
+        c.execute(
+            "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = ?1, \"end\" = ?2, correlationId = ?3 WHERE rowid = ?4",
+            [start, start + dur, corr + 1_000_000, k2],
+        )
+        .unwrap();
+        let l2 = copy("CUPTI_ACTIVITY_KIND_RUNTIME", launch);
+        c.execute(
+            "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET start = start + ?1, \"end\" = \"end\" + ?1, correlationId = ?2 WHERE rowid = ?3",
+            [delta, corr + 1_000_000, l2],
+        )
+        .unwrap();
+        let call2 = copy("NVTX_EVENTS", call);
+        c.execute(
+            "UPDATE NVTX_EVENTS SET start = start + ?1, \"end\" = \"end\" + ?1 WHERE rowid = ?2",
+            [delta, call2],
+        )
+        .unwrap();
+        write_nccl_225_schemas(&c);
+        let set = |rowid: i64, blob: Vec<u8>| {
+            c.execute(
+                "UPDATE NVTX_EVENTS SET binaryData = ?1 WHERE rowid = ?2",
+                rusqlite::params![blob, rowid],
+            )
+            .unwrap();
+        };
+        set(init, init_blob(WORLD, 6, r as i32, 0));
+        set(call, allreduce_blob(WORLD));
+        set(call2, allreduce_blob(comm));
+    }
+    Some(dir)
+}
+
+#[test]
+fn two_communicators_on_one_stream_are_matched_by_communicator_and_sequence() {
+    let Some(dir) = ring_with_node_groups() else {
+        return skip_no_shared("two_communicators_on_one_stream");
+    };
+    let shared = shared_traces().unwrap().join("dsl-fs24").join("results_Ring_2nodes_6GPUs_1010");
+    // The world AllReduce, by SQL over the unchanged files.
+    let world: Vec<Call> = reference(&shared).into_iter().map(|r| r[0]).collect();
+    let starts: Vec<i64> = world.iter().map(|c| c.start).collect();
+    let durs: Vec<i64> = world.iter().map(|c| c.end - c.start).collect();
+    let min_dur = *durs.iter().min().unwrap();
+    let world_skew = starts.iter().max().unwrap() - starts.iter().min().unwrap();
+    let world_last = starts.iter().position(|s| s == starts.iter().max().unwrap()).unwrap();
+    // The node groups, by hand: starts 150,000 / 0 / 60,000 and 0 / 90,000 / 30,000 ns after
+    // their bases; durations 1.0 / 1.2 / 1.1 ms (waits 0, 200,000, 100,000) and 0.8 / 0.7 /
+    // 0.9 ms (waits 100,000, 0, 200,000).
+    let group_wait = [0, 200_000, 100_000, 100_000, 0, 200_000];
+    let v = skew(dir.path(), &[]);
+    assert_eq!(v["parameters"]["match"], "communicator-sequence");
+    let vals = &v["values"];
+    assert_eq!(vals["matched"], 3);
+    assert_eq!((vals["overlap_failures"].clone(), vals["unmatched"].clone()), (0.into(), 0.into()));
+    // Start skews: the world's, 150,000 and 90,000 ns; the median of three is the middle one.
+    let mut skews = [world_skew, 150_000, 90_000];
+    skews.sort_unstable();
+    assert_eq!(vals["start_skew_max_ns"], skews[2]);
+    assert_eq!(vals["start_skew_median_ns"], skews[1]);
+    let world_wait: Vec<i64> = durs.iter().map(|d| d - min_dur).collect();
+    assert_eq!(vals["wait_ns"], world_wait.iter().sum::<i64>() + 600_000);
+    assert_eq!(
+        vals["nccl_ns"],
+        durs.iter().sum::<i64>() + GROUP_KERNELS.iter().map(|k| k.1).sum::<i64>()
+    );
+    let comms = v["parameters"]["communicators"].as_array().unwrap();
+    let listed: Vec<(String, Value)> = comms
+        .iter()
+        .map(|c| (c["id"].as_str().unwrap().to_string(), c["devices"].clone()))
+        .collect();
+    assert_eq!(
+        listed,
+        vec![
+            (format!("0x{NODE_A:016x}"), serde_json::json!([0, 1, 2])),
+            (format!("0x{NODE_B:016x}"), serde_json::json!([3, 4, 5])),
+            (format!("0x{WORLD:016x}"), serde_json::json!([0, 1, 2, 3, 4, 5])),
+        ]
+    );
+    // The world communicator's inits give each rank and the size; the node groups have none.
+    let world_comm = comms.iter().find(|c| c["id"] == format!("0x{WORLD:016x}")).unwrap();
+    assert_eq!(world_comm["size"], 6);
+    assert_eq!(world_comm["nccl_ranks"], serde_json::json!([0, 1, 2, 3, 4, 5]));
+    assert_eq!(comms[0]["size"], Value::Null);
+    for (i, row) in v["rows"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(row["matched"], 2, "rank {i}");
+        assert_eq!(row["wait_ns"], world_wait[i] + group_wait[i], "rank {i}");
+        let last = i64::from(i == world_last) + i64::from(i == 0) + i64::from(i == 4);
+        assert_eq!(row["arrived_last"], last, "rank {i}");
+    }
+    let keys: Vec<&str> =
+        v["notes"].as_array().unwrap().iter().filter_map(|n| n["key"].as_str()).collect();
+    assert!(keys.contains(&"note.match_communicators"), "{keys:?}");
+    assert!(!keys.contains(&"note.payload_unusable"), "{keys:?}");
+
+    // Ranks 0-3 only: the world communicator has 4 of its 6 ranks here (its inits say 6),
+    // and ault44's group one, rank 3, whose AllReduce has no counterpart here.
+    let v = skew(dir.path(), &["--devices", "0-3"]);
+    assert_eq!(v["parameters"]["match"], "communicator-sequence");
+    let note = v["notes"].as_array().unwrap().iter().find(|n| n["key"] == "note.comm_partial");
+    let text = note.unwrap()["text"].as_str().unwrap();
+    assert!(text.contains(&format!("0x{WORLD:016x} (4 of 6)")), "{text}");
+    assert_eq!(v["values"]["unmatched"], 1);
+    assert_eq!(v["values"]["matched"], 2);
+    assert_eq!(v["values"]["start_skew_max_ns"], Value::Null);
+
+    // The CPU side follows the same matching: the second instance in time order is ault43's
+    // node AllReduce, ranks 0-2 only, rank 0 the last (150,000 ns after rank 1).
+    let g = glob(dir.path());
+    let v = run_json(&["query", "nccl-calls", &g, "--stream", "auto", "--instance", "2", "--json"]);
+    assert_eq!(v["parameters"]["match"], "communicator-sequence");
+    assert_eq!(v["values"]["start_skew_ns"], 150_000);
+    let rows = v["rows"].as_array().unwrap();
+    let offsets: Vec<Value> = rows.iter().map(|r| r["kernel_start_offset_ns"].clone()).collect();
+    assert_eq!(
+        offsets,
+        [150_000.into(), 0.into(), 60_000.into(), Value::Null, Value::Null, Value::Null]
+    );
+    // Each new call was shifted with its kernel: call to kernel as on the rank's first call.
+    for (i, row) in rows.iter().take(3).enumerate() {
+        assert_eq!(row["call_to_kernel_ns"], world[i].start - world[i].call_start, "rank {i}");
+    }
+
+    // By ordinal within the collective name, the second AllReduce of ault43's ranks would pair
+    // with ault44's, 50 ms apart: the files without their payloads say so.
+    let plain = copy_run("results_Ring_2nodes_6GPUs_1010").unwrap();
+    for (f, g) in sorted_files(dir.path()).iter().zip(sorted_files(plain.path())) {
+        std::fs::copy(f, &g).unwrap();
+        let c = rusqlite::Connection::open(&g).unwrap();
+        c.execute("UPDATE NVTX_EVENTS SET binaryData = NULL", []).unwrap();
+    }
+    let v = skew(plain.path(), &[]);
+    assert_eq!(v["parameters"]["match"], "collective-ordinal");
+    assert_eq!(v["values"]["overlap_failures"], 1);
+    assert_eq!(v["values"]["start_skew_max_ns"], Value::Null);
+}
+
+#[test]
+fn a_malformed_payload_is_named_and_the_ordinal_rule_disclosed() {
+    let Some(dir) = ring_with_node_groups() else {
+        return skip_no_shared("a_malformed_payload_is_named");
+    };
+    let files = sorted_files(dir.path());
+    // Rank 4's world call: a blob cut to 20 bytes; rank 2's: text, not bytes.
+    let c = rusqlite::Connection::open(&files[4]).unwrap();
+    c.execute(
+        "UPDATE NVTX_EVENTS SET binaryData = substr(binaryData, 1, 20)
+         WHERE textId = (SELECT id FROM StringIds WHERE value = 'ncclAllReduce')
+           AND start = (SELECT min(start) FROM NVTX_EVENTS WHERE textId = (SELECT id FROM StringIds WHERE value = 'ncclAllReduce'))",
+        [],
+    )
+    .unwrap();
+    let c = rusqlite::Connection::open(&files[2]).unwrap();
+    c.execute(
+        "UPDATE NVTX_EVENTS SET binaryData = 'abc'
+         WHERE textId = (SELECT id FROM StringIds WHERE value = 'ncclAllReduce')",
+        [],
+    )
+    .unwrap();
+    let out = run(&["query", "nccl-skew", &glob(dir.path()), "--stream", "auto", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["parameters"]["match"], "collective-ordinal");
+    let note = v["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["key"] == "note.payload_unusable")
+        .unwrap_or_else(|| panic!("{}", v["notes"]));
+    let text = note["text"].as_str().unwrap();
+    assert!(text.contains("devices 2,4 "), "{text}");
+    assert!(text.contains("holds a text value, not bytes"), "{text}");
+    // The ordinal rule pairs the node groups' AllReduces: a broken match, no judged skew.
+    assert_eq!(v["values"]["overlap_failures"], 1);
+    assert_eq!(v["values"]["start_skew_max_ns"], Value::Null);
+    // Rank 4's reason alone, once rank 2's payloads are bytes again.
+    for (blob, order) in [(allreduce_blob(WORLD), "ASC"), (allreduce_blob(NODE_A), "DESC")] {
+        c.execute(
+            &format!(
+                "UPDATE NVTX_EVENTS SET binaryData = ?1 WHERE rowid = (SELECT n.rowid FROM NVTX_EVENTS n
+                   JOIN StringIds s ON s.id = n.textId WHERE s.value = 'ncclAllReduce' ORDER BY n.start {order} LIMIT 1)"
+            ),
+            [blob],
+        )
+        .unwrap();
+    }
+    let v = skew(dir.path(), &[]);
+    let note = v["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["key"] == "note.payload_unusable")
+        .unwrap();
+    let text = note["text"].as_str().unwrap();
+    assert!(text.contains("devices 4 "), "{text}");
+    assert!(text.contains("20 bytes, shorter than the 32-byte payload header"), "{text}");
+}

@@ -24,6 +24,7 @@ use super::{
 };
 use crate::scope::format_device_list;
 use crate::term as table;
+use crate::trace::payload::{Decoded, NcclPayload};
 
 /// Registry entry.
 pub const SPEC: AnalysisSpec = AnalysisSpec {
@@ -212,6 +213,30 @@ pub struct CallSide {
     pub first_after_init: bool,
 }
 
+/// The launch record of kernel row `i` and the innermost NCCL call that encloses it on the
+/// launching thread: (row of the launch, row of the call range).
+fn launch_and_call(ctx: &Context, i: usize) -> (Option<usize>, Option<usize>) {
+    let Some(nvtx) = &ctx.nvtx else { return (None, None) };
+    let Some(j) = ctx.kernels.launch_key(i).and_then(|key| nvtx.launches.find(key)) else {
+        return (None, None);
+    };
+    let (ls, le, tid) = (nvtx.launches.start[j], nvtx.launches.end[j], nvtx.launches.global_tid[j]);
+    let r = &nvtx.ranges;
+    // The innermost NCCL call enclosing the launch: on one thread an enclosing range comes
+    // first, so the last one that encloses it is the innermost.
+    let mut call: Option<usize> = None;
+    for x in r.thread_rows(tid) {
+        if r.start[x] > ls {
+            break;
+        }
+        let name = r.name_of(x);
+        if name.starts_with("nccl") && !name.contains("CommInit") && r.end[x] >= le {
+            call = Some(x);
+        }
+    }
+    (Some(j), call)
+}
+
 /// The CPU side of kernel row `i`: its launch record, the NCCL call around it, the init
 /// before that.
 pub fn call_side(ctx: &Context, i: usize) -> CallSide {
@@ -224,23 +249,10 @@ pub fn call_side(ctx: &Context, i: usize) -> CallSide {
         first_after_init: false,
     };
     let Some(nvtx) = &ctx.nvtx else { return out };
-    let Some(j) = k.launch_key(i).and_then(|key| nvtx.launches.find(key)) else { return out };
-    let (ls, le, tid) = (nvtx.launches.start[j], nvtx.launches.end[j], nvtx.launches.global_tid[j]);
-    out.launch = Some((ls, le));
+    let (Some(j), call) = launch_and_call(ctx, i) else { return out };
+    out.launch = Some((nvtx.launches.start[j], nvtx.launches.end[j]));
     let r = &nvtx.ranges;
-    let rows = r.thread_rows(tid);
-    // The innermost NCCL call enclosing the launch: on one thread an enclosing range comes
-    // first, so the last one that encloses it is the innermost.
-    let mut call: Option<usize> = None;
-    for x in rows.clone() {
-        if r.start[x] > ls {
-            break;
-        }
-        let name = r.name_of(x);
-        if name.starts_with("nccl") && !name.contains("CommInit") && r.end[x] >= le {
-            call = Some(x);
-        }
-    }
+    let rows = r.thread_rows(nvtx.launches.global_tid[j]);
     let Some(c) = call else { return out };
     out.call = Some((r.start[c], r.name[c]));
     out.init_end = rows
@@ -261,6 +273,61 @@ pub fn call_side(ctx: &Context, i: usize) -> CallSide {
     out
 }
 
+/// What ties a kernel to its communicator: the NCCL payload of the call that launched it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommTie {
+    /// The payload's `NCCL communicator ID`.
+    Comm(u64),
+    /// Why the kernel cannot be tied (a phrase for a note).
+    Untied(String),
+}
+
+/// The communicator of kernel row `i`: the `NCCL communicator ID` in the payload of the
+/// innermost NCCL call around its launch.
+pub fn communicator(ctx: &Context, i: usize) -> CommTie {
+    let untied = |why: String| CommTie::Untied(why);
+    let Some(nvtx) = &ctx.nvtx else { return untied("no NVTX was read".into()) };
+    let (launch, call) = launch_and_call(ctx, i);
+    if launch.is_none() {
+        return untied("a kernel has no launch record".into());
+    }
+    let Some(c) = call else {
+        return untied("no NCCL call range encloses a kernel's launch".into());
+    };
+    let r = &nvtx.ranges;
+    let name = r.name_of(c);
+    let payload = r.global_tid[c]
+        .and_then(|tid| r.payloads.get(tid, r.start[c], (!r.unterminated[c]).then_some(r.end[c])));
+    match payload {
+        None => untied(format!("a call `{name}` carries no payload")),
+        Some(Decoded::Undecodable(why)) => {
+            untied(format!("the payload of a call `{name}` cannot be read: {why}"))
+        }
+        Some(Decoded::Values(v)) => match v.comm {
+            Some(id) => CommTie::Comm(id),
+            None => untied(format!("the payload of a call `{name}` names no communicator")),
+        },
+    }
+}
+
+/// The payload of the communicator init of `comm` on the thread that launched kernel row
+/// `i` (its rank and the communicator's size), if the trace has it.
+pub fn comm_init(ctx: &Context, i: usize, comm: u64) -> Option<NcclPayload> {
+    let nvtx = ctx.nvtx.as_ref()?;
+    let j = ctx.kernels.launch_key(i).and_then(|key| nvtx.launches.find(key))?;
+    let r = &nvtx.ranges;
+    r.thread_rows(nvtx.launches.global_tid[j])
+        .filter(|&x| r.name_of(x).contains("CommInit"))
+        .find_map(|x| {
+            match r.global_tid[x].and_then(|tid| {
+                r.payloads.get(tid, r.start[x], (!r.unterminated[x]).then_some(r.end[x]))
+            }) {
+                Some(Decoded::Values(v)) if v.comm == Some(comm) => Some(v),
+                _ => None,
+            }
+        })
+}
+
 /// Runs the analysis.
 pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     let ranks = ctx.resolve_devices(&params.devices)?;
@@ -268,7 +335,7 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     let s = nccl_skew::compute(ctx, &ranks, params)?;
     let mut ev = ctx.evidence(&SPEC, params, ranks.clone());
     ev.window.effective_ns = nccl_skew::effective(ctx, &ranks, params, &s);
-    ev.parameters.insert("match".into(), json!(nccl_skew::MATCH_RULE));
+    nccl_skew::disclose_rule(&mut ev, &s);
     ev.parameters
         .insert("stream".into(), (super::STREAM.get)(params).map_or(Value::Null, |s| json!(s)));
     // The instance asked for, else the one with the largest start skew (ties: the earliest).
@@ -290,8 +357,14 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
             .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(&a.0)))
             .map(|(j, _)| j),
     };
-    let sides: Vec<CallSide> = pick
-        .map(|j| s.instances[j].1.iter().map(|&i| call_side(ctx, i)).collect())
+    // Per compared rank, its side of the instance (None: not a member of it).
+    let sides: Vec<Option<CallSide>> = pick
+        .map(|j| {
+            let x = &s.instances[j];
+            (0..s.ranks.len())
+                .map(|r| x.members.iter().position(|&m| m == r).map(|m| call_side(ctx, x.rows[m])))
+                .collect()
+        })
         .unwrap_or_default();
     let mut values = obj([("ranks", json!(s.ranks.len())), ("matched", json!(s.matched))]);
     for f in CROSS_RANK {
@@ -301,8 +374,9 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     if let Some(j) = pick {
         values.insert("instance".into(), json!(j + 1));
         values.insert("start_skew_ns".into(), json!(s.start_skews[j]));
-        decompose(&mut values, &sides);
-        let collective = &s.instances[j].0;
+        let members: Vec<CallSide> = sides.iter().flatten().copied().collect();
+        decompose(&mut values, &members);
+        let collective = &s.instances[j].collective;
         let key = if params.instance.is_some() {
             "note.calls_instance_chosen"
         } else {
@@ -360,10 +434,10 @@ fn decompose(values: &mut Map<String, Value>, sides: &[CallSide]) {
 }
 
 /// One row per rank for the decomposed instance.
-fn rows(ctx: &Context, s: &Skew, sides: &[CallSide]) -> Vec<Map<String, Value>> {
+fn rows(ctx: &Context, s: &Skew, sides: &[Option<CallSide>]) -> Vec<Map<String, Value>> {
     let set = ctx.trace.set.as_deref();
     let min = |f: &dyn Fn(&CallSide) -> Option<i64>| -> Option<i64> {
-        sides.iter().map(f).collect::<Option<Vec<i64>>>()?.into_iter().min()
+        sides.iter().flatten().map(f).collect::<Option<Vec<i64>>>()?.into_iter().min()
     };
     let k0 = min(&|c| Some(c.kernel_start));
     let c0 = min(&|c| c.call.map(|x| x.0));
@@ -377,7 +451,7 @@ fn rows(ctx: &Context, s: &Skew, sides: &[CallSide]) -> Vec<Map<String, Value>> 
             if let Some(set) = set {
                 row.insert("label".into(), json!(set.label(rank)));
             }
-            let c = sides.get(r);
+            let c = sides.get(r).and_then(Option::as_ref);
             let call = c.and_then(|c| c.call);
             let launch = c.and_then(|c| c.launch);
             let ks = c.map(|c| c.kernel_start);
@@ -403,12 +477,16 @@ fn rows(ctx: &Context, s: &Skew, sides: &[CallSide]) -> Vec<Map<String, Value>> 
 
 /// Nulls what the trace cannot give, with a note: no runtime records, no NCCL ranges around
 /// the launches, no communicator init.
-fn missing_cpu_side(ev: &mut Evidence, ctx: &Context, s: &Skew, sides: &[CallSide]) {
+fn missing_cpu_side(ev: &mut Evidence, ctx: &Context, s: &Skew, sides: &[Option<CallSide>]) {
     if sides.is_empty() {
         return;
     }
     let without = |f: &dyn Fn(&CallSide) -> bool| -> Vec<i64> {
-        s.ranks.iter().zip(sides).filter(|(_, c)| !f(c)).map(|(r, _)| *r).collect()
+        s.ranks
+            .iter()
+            .zip(sides)
+            .filter_map(|(r, c)| c.as_ref().filter(|c| !f(c)).map(|_| *r))
+            .collect()
     };
     let no_launch = without(&|c| c.launch.is_some());
     let no_call = without(&|c| c.call.is_some());

@@ -1,9 +1,12 @@
 //! `nccl-skew`: cross-rank alignment of NCCL kernels and the waiting it implies.
 //!
 //! Ranks are the devices of the trace. Per rank, the NCCL kernels (of one stream, or all of
-//! the rank's) in the window, sorted by start; the k-th kernel of every rank is instance k.
+//! the rank's), sorted by start; instance k is the k-th call on one communicator on each of
+//! its ranks where NCCL's NVTX payloads name the communicator of every kernel's call, else
+//! the k-th kernel of one collective on every rank.
 //! transfer_k = min duration over ranks, wait = duration - transfer_k; wait share = Σ wait /
-//! Σ duration. Kernels are selected, never clipped. Reads the kernel scan only.
+//! Σ duration. Kernels are selected, never clipped. Reads the kernel scan, and the NVTX
+//! ranges and launch records only to tie kernels to their communicators.
 //! A quantity that compares ranks does not exist with fewer than two ranks or no matched
 //! instance: it is null, with a note saying why, never 0.
 
@@ -13,6 +16,7 @@ use serde_json::{Value, json};
 
 use serde_json::Map;
 
+use super::nccl_calls;
 use super::{
     Across, AnalysisSpec, ChartKind, Context, Evidence, Field, FieldKind, Params, QueryError,
     RankRows, ScopeRule, Table, Unit, obj, quantiles,
@@ -20,6 +24,7 @@ use super::{
 use crate::scope::Semantics;
 use crate::term as table;
 use crate::trace::NameStyle;
+use crate::trace::payload::NcclPayload;
 
 /// Registry entry.
 pub const SPEC: AnalysisSpec = AnalysisSpec {
@@ -126,7 +131,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     sums: &[],
     params: &[super::STREAM, super::MATCH, super::REGEX],
     scope: ScopeRule::Ranks,
-    needs: &[Table::Kernels],
+    needs: &[Table::Kernels, Table::Nvtx],
     cross_rank: CROSS_RANK,
     ratios: &[("wait_share", "wait_ns / nccl_ns"), ("straggler_share", "straggler_last / matched")],
     per_name: false,
@@ -275,11 +280,60 @@ const RANK_CROSS: &[&str] = &[
     "end_offset_max_ns",
 ];
 
-/// How instances are matched across ranks: the k-th kernel of one collective (the name's
-/// collective, [`collective`]) on each rank, each rank's kernels in start order. The exports
-/// read so far carry no communicator or sequence number (NCCL's NVTX payload schemas are
-/// exported without their values), so this is the rule every piece of evidence discloses.
+/// How instances are matched across ranks when the trace names no communicator: the k-th
+/// kernel of one collective (the name's collective, [`collective`]) on each rank, each rank's
+/// kernels in start order.
 pub const MATCH_RULE: &str = "collective-ordinal";
+
+/// How instances are matched when every compared kernel's NCCL call carries a payload that
+/// names its communicator: the k-th call on one communicator on each of its ranks (NCCL
+/// requires the ranks of a communicator to call its collectives in one order).
+pub const COMM_RULE: &str = "communicator-sequence";
+
+/// The rule a matching used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MatchRule {
+    /// [`MATCH_RULE`].
+    CollectiveOrdinal,
+    /// [`COMM_RULE`].
+    CommunicatorSequence,
+}
+
+impl MatchRule {
+    /// The name evidence discloses (`parameters.match`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MatchRule::CollectiveOrdinal => MATCH_RULE,
+            MatchRule::CommunicatorSequence => COMM_RULE,
+        }
+    }
+}
+
+/// A communicator of a communicator-sequence matching.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Communicator {
+    /// NCCL's communicator id.
+    pub id: u64,
+    /// Its members among the compared ranks (device ids).
+    pub devices: Vec<i64>,
+    /// Per member, its NCCL rank from the payload of its communicator init, where read.
+    pub nccl_ranks: Vec<Option<i64>>,
+    /// Its size from the payload of a communicator init, where read (None also when the
+    /// members' inits disagree).
+    pub size: Option<i64>,
+}
+
+/// One matched instance: the kernel of each of its ranks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Instance {
+    /// The collective (with the communicator under [`COMM_RULE`]).
+    pub collective: String,
+    /// The indices (into [`Skew::ranks`]) of the ranks it spans, ascending: every compared
+    /// rank under [`MATCH_RULE`], the communicator's members under [`COMM_RULE`].
+    pub members: Vec<usize>,
+    /// The kernel rows, one per member.
+    pub rows: Vec<usize>,
+}
 
 /// The collective an NCCL kernel runs, from its name: `ncclKernel_AllReduce_RING_LL_Sum_float`
 /// and `ncclDevKernel_AllReduce_Sum_f32_RING_LL` are `AllReduce`, `ncclDevKernel_SendRecv` is
@@ -358,8 +412,17 @@ pub struct Skew {
     /// Per rank, NCCL kernels in the window that no instance holds (a collective with fewer
     /// kernels on another rank).
     pub unmatched: Vec<i64>,
-    /// Per kept instance: its collective and the kernel rows, one per rank.
-    pub instances: Vec<(String, Vec<usize>)>,
+    /// The kept instances, in time order.
+    pub instances: Vec<Instance>,
+    /// Per rank, the kept instances it is a member of.
+    pub rank_matched: Vec<usize>,
+    /// The rule the matching used.
+    pub rule: MatchRule,
+    /// The communicators of a communicator-sequence matching.
+    pub communicators: Vec<Communicator>,
+    /// Ranks whose NCCL calls carry payloads that could not tie every kernel to a
+    /// communicator, with the first reason: the matching fell back to [`MATCH_RULE`].
+    pub payload_unusable: Vec<(i64, String)>,
 }
 
 impl Skew {
@@ -372,10 +435,12 @@ impl Skew {
     }
 }
 
-/// Matches the NCCL kernels of every rank into collective instances: per collective, the
-/// k-th kernel of each rank (every NCCL kernel of the rank the scan holds, in start order, on
-/// its stream), so a window never shifts the pairing. An instance is kept when every rank's
-/// kernel is in the window and all of them run at one moment (max start <= min end).
+/// Matches the NCCL kernels of every rank into collective instances (every NCCL kernel of
+/// the rank the scan holds, in start order, on its stream, so a window never shifts the
+/// pairing): the k-th call on one communicator on each of its ranks when every kernel's NCCL
+/// call names its communicator in a payload ([`COMM_RULE`]), else the k-th kernel of one
+/// collective on each rank ([`MATCH_RULE`]). An instance is kept when every member's kernel
+/// is in the window and all of them run at one moment (max start <= min end).
 pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, QueryError> {
     let k = &ctx.kernels;
     if let Some(map) = &params.stream_map
@@ -398,8 +463,8 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, Qu
     };
     let holds = |i: usize| window.is_none_or(|w| k.start[i] >= w.start_ns && k.end[i] <= w.end_ns);
     let mut streams = Vec::with_capacity(ranks.len());
-    // Per rank: its NCCL kernels on its stream, in start order, by collective.
-    let mut per_rank: Vec<BTreeMap<&str, Vec<usize>>> = Vec::with_capacity(ranks.len());
+    // Per rank: its NCCL kernels on its stream, in start order.
+    let mut lists: Vec<Vec<usize>> = Vec::with_capacity(ranks.len());
     let mut counts = Vec::with_capacity(ranks.len());
     for &d in ranks {
         let mut nccl: Vec<usize> = k.device_rows(d).filter(|&i| k.is_nccl(i)).collect();
@@ -418,18 +483,62 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, Qu
             params.stream
         };
         streams.push(stream);
-        let mut by: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-        let mut count = 0;
         let named = |i: usize| {
             params.filter.as_ref().is_none_or(|f| f.matches(k.name(i, NameStyle::Short)))
         };
-        for i in nccl.into_iter().filter(|&i| stream.is_none_or(|s| k.stream[i] == s) && named(i)) {
-            // In a tile of a split, a kernel counts where it starts.
-            count += i64::from(selects(i) && (!params.tile || params.counts(k.start[i])));
-            by.entry(collective(k.name(i, NameStyle::Short))).or_default().push(i);
+        let list: Vec<usize> = nccl
+            .into_iter()
+            .filter(|&i| stream.is_none_or(|s| k.stream[i] == s) && named(i))
+            .collect();
+        // In a tile of a split, a kernel counts where it starts.
+        counts.push(
+            list.iter()
+                .filter(|&&i| selects(i) && (!params.tile || params.counts(k.start[i])))
+                .count() as i64,
+        );
+        lists.push(list);
+    }
+    let (rule, comm_of, payload_unusable) = choose_rule(ctx, ranks, &lists);
+    // The groups whose k-th kernels make instance k: per collective name, or per
+    // communicator; each with its label and, per rank, its kernels (empty: not a member).
+    let mut groups: Vec<(String, Vec<Vec<usize>>)> = Vec::new();
+    let mut communicators = Vec::new();
+    match &comm_of {
+        None => {
+            let mut by: BTreeMap<&str, Vec<Vec<usize>>> = BTreeMap::new();
+            for (r, list) in lists.iter().enumerate() {
+                for &i in list {
+                    by.entry(collective(k.name(i, NameStyle::Short)))
+                        .or_insert_with(|| vec![Vec::new(); ranks.len()])[r]
+                        .push(i);
+                }
+            }
+            // Under the ordinal rule every compared rank is a member of every collective.
+            groups.extend(by.into_iter().map(|(name, l)| (name.to_string(), l)));
         }
-        counts.push(count);
-        per_rank.push(by);
+        Some(comm_of) => {
+            let mut by: BTreeMap<u64, Vec<Vec<usize>>> = BTreeMap::new();
+            for (r, list) in lists.iter().enumerate() {
+                for (&i, &c) in list.iter().zip(&comm_of[r]) {
+                    by.entry(c).or_insert_with(|| vec![Vec::new(); ranks.len()])[r].push(i);
+                }
+            }
+            for (id, per) in by {
+                let members: Vec<usize> =
+                    (0..ranks.len()).filter(|&r| !per[r].is_empty()).collect();
+                let inits: Vec<Option<NcclPayload>> =
+                    members.iter().map(|&r| nccl_calls::comm_init(ctx, per[r][0], id)).collect();
+                let sizes: Vec<i64> =
+                    inits.iter().filter_map(|p| p.and_then(|p| p.nranks)).collect();
+                communicators.push(Communicator {
+                    id,
+                    devices: members.iter().map(|&r| ranks[r]).collect(),
+                    nccl_ranks: inits.iter().map(|p| p.and_then(|p| p.rank)).collect(),
+                    size: sizes.first().copied().filter(|&n| sizes.iter().all(|&m| m == n)),
+                });
+                groups.push((format!("0x{id:016x}"), per));
+            }
+        }
     }
     let mut out = Skew {
         ranks: ranks.to_vec(),
@@ -450,19 +559,33 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, Qu
         overlap_failures: Vec::new(),
         unmatched: vec![0; ranks.len()],
         instances: Vec::new(),
+        rank_matched: vec![0; ranks.len()],
+        rule,
+        communicators,
+        payload_unusable,
     };
-    let mut names: Vec<&str> = per_rank.iter().flat_map(|m| m.keys().copied()).collect();
-    names.sort_unstable();
-    names.dedup();
-    for name in names {
-        let lists: Vec<&[usize]> =
-            per_rank.iter().map(|m| m.get(name).map_or(&[][..], Vec::as_slice)).collect();
-        let n = lists.iter().map(|l| l.len()).min().unwrap_or(0);
-        for (r, l) in lists.iter().enumerate() {
-            out.unmatched[r] += l[n..].iter().filter(|&&i| selects(i)).count() as i64;
+    for (group, per) in &groups {
+        // Under the ordinal rule a rank without the collective is a member with no kernel:
+        // every kernel of the others is then unmatched.
+        let members: Vec<usize> = match rule {
+            MatchRule::CollectiveOrdinal => (0..ranks.len()).collect(),
+            MatchRule::CommunicatorSequence => {
+                (0..ranks.len()).filter(|&r| !per[r].is_empty()).collect()
+            }
+        };
+        let n = members.iter().map(|&r| per[r].len()).min().unwrap_or(0);
+        // A communicator with one compared rank has no counterpart here.
+        let n = if rule == MatchRule::CommunicatorSequence && members.len() < 2 && ranks.len() >= 2
+        {
+            0
+        } else {
+            n
+        };
+        for &r in &members {
+            out.unmatched[r] += per[r][n..].iter().filter(|&&i| selects(i)).count() as i64;
         }
-        for j in 0..n {
-            let rows: Vec<usize> = lists.iter().map(|l| l[j]).collect();
+        let column = |j: usize| -> Vec<usize> { members.iter().map(|&r| per[r][j]).collect() };
+        for (j, rows) in (0..n).map(column).enumerate() {
             let selected = rows.iter().filter(|&&i| selects(i)).count();
             let smin = rows.iter().map(|&i| k.start[i]).min().unwrap_or(0);
             let smax = rows.iter().map(|&i| k.start[i]).max().unwrap_or(0);
@@ -482,8 +605,14 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, Qu
                 _ if selected == 0 => Place::Outside,
                 _ => Place::Cut,
             };
+            let label = match rule {
+                MatchRule::CollectiveOrdinal => group.clone(),
+                MatchRule::CommunicatorSequence => {
+                    format!("{} on {group}", collective(k.name(rows[0], NameStyle::Short)))
+                }
+            };
             let this =
-                || CutInstance { collective: name.to_string(), ordinal: j + 1, span: [smin, emax] };
+                || CutInstance { collective: label.clone(), ordinal: j + 1, span: [smin, emax] };
             match place {
                 Place::Outside => continue,
                 Place::Cut => {
@@ -492,28 +621,26 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, Qu
                 }
                 Place::Inside => {}
             }
-            if ranks.len() >= 2 && smax > emin {
+            if rows.len() >= 2 && smax > emin {
                 out.overlap_failures.push(this());
                 continue;
             }
-            out.instances.push((name.to_string(), rows));
+            out.instances.push(Instance { collective: label, members: members.clone(), rows });
         }
     }
     // Kept instances in time order.
-    out.instances.sort_by_key(|(_, rows)| {
-        (rows.iter().map(|&i| k.start[i]).min().unwrap_or(0), rows.first().copied())
+    out.instances.sort_by_key(|x| {
+        (x.rows.iter().map(|&i| k.start[i]).min().unwrap_or(0), x.rows.first().copied())
     });
     out.cut.sort_by_key(|c| c.span);
     out.overlap_failures.sort_by_key(|c| c.span);
     out.matched = out.instances.len();
-    for r in 0..ranks.len() {
-        out.start_offsets[r].reserve(out.matched);
-        out.end_offsets[r].reserve(out.matched);
-    }
-    for (_, rows) in &out.instances {
+    for x in &out.instances {
+        let rows = &x.rows;
         let durs: Vec<i64> = rows.iter().map(|&i| k.end[i] - k.start[i]).collect();
         let transfer = durs.iter().copied().min().unwrap_or(0);
-        for (r, &d) in durs.iter().enumerate() {
+        for (m, &d) in durs.iter().enumerate() {
+            let r = x.members[m];
             // Each duration and wait fits (timestamps are bounded when read); their sums are
             // checked.
             let add = |acc: i64, x: i64, what: &str| {
@@ -522,6 +649,7 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, Qu
             out.nccl = add(out.nccl, d, "NCCL kernel time")?;
             out.wait = add(out.wait, d - transfer, "NCCL wait time")?;
             out.rank_wait[r] = add(out.rank_wait[r], d - transfer, "NCCL wait time of a rank")?;
+            out.rank_matched[r] += 1;
         }
         let starts = rows.iter().map(|&i| k.start[i]);
         let ends = rows.iter().map(|&i| k.end[i]);
@@ -529,17 +657,17 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, Qu
         out.start_skews.push(smax - smin);
         let emin = ends.clone().min().unwrap_or(0);
         out.end_skews.push(ends.max().unwrap_or(0) - emin);
-        for (r, &i) in rows.iter().enumerate() {
-            out.start_offsets[r].push(k.start[i] - smin);
-            out.end_offsets[r].push(k.end[i] - emin);
+        for (m, &i) in rows.iter().enumerate() {
+            out.start_offsets[x.members[m]].push(k.start[i] - smin);
+            out.end_offsets[x.members[m]].push(k.end[i] - emin);
         }
         // The last arrival is the rank with the latest start, the first the one with the
         // earliest; ties go to the lowest rank.
-        if let Some(r) = rows.iter().position(|&i| k.start[i] == smax) {
-            out.last_arrivals[r] += 1;
+        if let Some(m) = rows.iter().position(|&i| k.start[i] == smax) {
+            out.last_arrivals[x.members[m]] += 1;
         }
-        if let Some(r) = rows.iter().position(|&i| k.start[i] == smin) {
-            out.first_arrivals[r] += 1;
+        if let Some(m) = rows.iter().position(|&i| k.start[i] == smin) {
+            out.first_arrivals[x.members[m]] += 1;
         }
         let first = k.short[rows[0]];
         if rows.iter().any(|&i| k.short[i] != first) {
@@ -549,13 +677,49 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, Qu
     Ok(out)
 }
 
+/// The communicator of every compared kernel, where the trace's NCCL payloads give each one
+/// ([`COMM_RULE`]); else the ordinal rule, with the ranks whose payloads could not be used
+/// and why. A trace without payloads uses the ordinal rule and says nothing.
+#[allow(clippy::type_complexity)]
+fn choose_rule(
+    ctx: &Context,
+    ranks: &[i64],
+    lists: &[Vec<usize>],
+) -> (MatchRule, Option<Vec<Vec<u64>>>, Vec<(i64, String)>) {
+    let payloads = ctx.nvtx.as_ref().is_some_and(|n| !n.ranges.payloads.is_empty());
+    if !payloads || lists.iter().all(Vec::is_empty) {
+        return (MatchRule::CollectiveOrdinal, None, Vec::new());
+    }
+    let mut comms = Vec::with_capacity(lists.len());
+    let mut unusable = Vec::new();
+    for (r, list) in lists.iter().enumerate() {
+        let mut ids = Vec::with_capacity(list.len());
+        for &i in list {
+            match nccl_calls::communicator(ctx, i) {
+                nccl_calls::CommTie::Comm(id) => ids.push(id),
+                nccl_calls::CommTie::Untied(why) => {
+                    let at = crate::scope::format_seconds(ctx.kernels.start[i]);
+                    unusable.push((ranks[r], format!("{why} (the kernel at {at} s)")));
+                    break;
+                }
+            }
+        }
+        comms.push(ids);
+    }
+    if unusable.is_empty() {
+        (MatchRule::CommunicatorSequence, Some(comms), unusable)
+    } else {
+        (MatchRule::CollectiveOrdinal, None, unusable)
+    }
+}
+
 /// Runs the analysis.
 pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     let ranks = ctx.resolve_devices(&params.devices)?;
     ctx.check_window(params.window, &ranks)?;
     let s = compute(ctx, &ranks, params)?;
     let mut ev = ctx.evidence(&SPEC, params, ranks.clone());
-    ev.parameters.insert("match".into(), json!(MATCH_RULE));
+    disclose_rule(&mut ev, &s);
     if params.stream_auto || params.stream_map.is_some() {
         let mut all: Vec<i64> = s.streams.iter().flatten().copied().collect();
         all.sort_unstable();
@@ -682,6 +846,67 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     Ok(ev)
 }
 
+/// Discloses the matching rule (`parameters.match`) and, under [`COMM_RULE`], the
+/// communicators (`parameters.communicators`); says so when payloads exist but could not be
+/// used for a rank.
+pub(super) fn disclose_rule(ev: &mut Evidence, s: &Skew) {
+    ev.parameters.insert("match".into(), json!(s.rule.as_str()));
+    if s.rule == MatchRule::CommunicatorSequence {
+        let list: Vec<Value> = s
+            .communicators
+            .iter()
+            .map(|c| {
+                json!({
+                    "id": format!("0x{:016x}", c.id),
+                    "devices": c.devices,
+                    "nccl_ranks": c.nccl_ranks,
+                    "size": c.size,
+                })
+            })
+            .collect();
+        ev.parameters.insert("communicators".into(), Value::Array(list));
+        let text = s
+            .communicators
+            .iter()
+            .map(|c| {
+                format!(
+                    "0x{:016x} ({} {})",
+                    c.id,
+                    if c.devices.len() == 1 { "device" } else { "devices" },
+                    crate::scope::format_device_list(&c.devices)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        ev.note(
+            "note.match_communicators",
+            &[("n", s.communicators.len().to_string()), ("list", text)],
+        );
+        // A communicator larger than its members here: the others are outside the scope.
+        let partial: Vec<String> = s
+            .communicators
+            .iter()
+            .filter(|c| c.size.is_some_and(|n| n > c.devices.len() as i64))
+            .map(|c| format!("0x{:016x} ({} of {})", c.id, c.devices.len(), c.size.unwrap_or(0)))
+            .collect();
+        if !partial.is_empty() {
+            ev.note("note.comm_partial", &[("list", partial.join(", "))]);
+        }
+    }
+    if !s.payload_unusable.is_empty() {
+        let devices: Vec<i64> = s.payload_unusable.iter().map(|(d, _)| *d).collect();
+        let (d, why) = &s.payload_unusable[0];
+        ev.note(
+            "note.payload_unusable",
+            &[
+                ("devices", crate::scope::format_device_list(&devices)),
+                ("device", d.to_string()),
+                ("reason", why.clone()),
+            ],
+        );
+    }
+}
+
 /// The interval a piece of evidence covers: kernels are kept whole, so within a window
 /// (clip as contain) the span of the kept instances; else the devices' kernel span.
 pub(super) fn effective(
@@ -694,7 +919,7 @@ pub(super) fn effective(
         return super::effective_window(ctx, ranks, params);
     }
     let k = &ctx.kernels;
-    s.instances.iter().flat_map(|(_, r)| r.iter().copied()).fold(None, |span, i| {
+    s.instances.iter().flat_map(|x| x.rows.iter().copied()).fold(None, |span, i| {
         Some(span.map_or([k.start[i], k.end[i]], |[a, b]: [i64; 2]| {
             [a.min(k.start[i]), b.max(k.end[i])]
         }))
@@ -721,14 +946,14 @@ fn rank_rows(ctx: &Context, s: &Skew, most_last: &[i64]) -> Vec<Map<String, Valu
                 ("device", json!(rank)),
                 ("kernels", json!(s.counts[r])),
                 ("unmatched", json!(s.unmatched[r])),
-                ("matched", json!(s.matched)),
+                ("matched", json!(s.rank_matched[r])),
                 ("arrived_last", json!(s.last_arrivals[r])),
                 ("arrived_first", json!(s.first_arrivals[r])),
                 ("straggler", json!(i64::from(most_last.contains(&rank)))),
                 ("wait_ns", json!(s.rank_wait[r])),
-                ("last_share", ratio(s.last_arrivals[r], s.matched as i64)),
-                ("first_share", ratio(s.first_arrivals[r], s.matched as i64)),
-                ("mean_wait_ns", ratio(s.rank_wait[r], s.matched as i64)),
+                ("last_share", ratio(s.last_arrivals[r], s.rank_matched[r] as i64)),
+                ("first_share", ratio(s.first_arrivals[r], s.rank_matched[r] as i64)),
+                ("mean_wait_ns", ratio(s.rank_wait[r], s.rank_matched[r] as i64)),
                 ("start_offset_median_ns", json!(so_med)),
                 ("start_offset_max_ns", json!(so_max)),
                 ("end_offset_median_ns", json!(eo_med)),
@@ -1096,7 +1321,7 @@ mod tests {
         // ReduceScatter 600-1000 with 120-480, which never run at one moment.
         let s = compute(&ctx, &[1, 2], &Params::new(DeviceSel::All)).unwrap();
         assert_eq!(s.instances.len(), 1);
-        assert_eq!(s.instances[0].0, "AllGather");
+        assert_eq!(s.instances[0].collective, "AllGather");
         assert_eq!(s.start_skews, vec![30]);
         assert_eq!(s.overlap_failures.len(), 1);
         assert_eq!(s.overlap_failures[0].collective, "ReduceScatter");
@@ -1159,6 +1384,85 @@ mod tests {
         let ev = run(&p, &ctx).unwrap();
         assert_eq!(ev.values.as_ref().unwrap().to_map()["start_skew_max_ns"], 100);
         assert!(ev.notes.iter().all(|n| n.finding.key != "note.window_cuts"));
+    }
+
+    /// Tensor-parallel pairs {1, 2} and {3, 4} and data-parallel pairs {1, 3} and {2, 4} on
+    /// four ranks, each issuing its TP AllReduce then its DP AllReduce on one stream, every
+    /// kernel launched inside an `ncclAllReduce` range whose payload names its communicator.
+    fn tp_dp(payloads: bool) -> Context {
+        use crate::analysis::NvtxData;
+        use crate::trace::nvtx::{Launches, NvtxRanges};
+        use crate::trace::payload::{Decoded, NcclPayload, Payloads};
+        let tid = |p: i64| (p << 24) | 7;
+        let name = "ncclKernel_AllReduce_RING_LL_Sum_float";
+        // (device, start, end, communicator)
+        let calls: [(i64, i64, i64, u64); 8] = [
+            (1, 100, 1000, 0xA),
+            (2, 150, 1000, 0xA),
+            (3, 5000, 6000, 0xB),
+            (4, 5300, 6000, 0xB),
+            (1, 6100, 7000, 0xD1),
+            (3, 6200, 7000, 0xD1),
+            (2, 6300, 7200, 0xD2),
+            (4, 6400, 7200, 0xD2),
+        ];
+        let rows: Vec<(i64, i64, i64, i64, &str)> =
+            calls.iter().map(|&(d, a, b, _)| (d, 7, a, b, name)).collect();
+        let keys: Vec<(Option<i64>, Option<i64>)> =
+            calls.iter().enumerate().map(|(j, &(d, ..))| (Some(d), Some(j as i64))).collect();
+        let launches: Vec<(i64, i64, i64, i64)> = calls
+            .iter()
+            .enumerate()
+            .map(|(j, &(d, a, ..))| (tid(d), j as i64, a - 50, a - 40))
+            .collect();
+        let ranges: Vec<(i64, i64, Option<i64>, &str, i64)> = calls
+            .iter()
+            .map(|&(d, a, ..)| (tid(d), a - 60, Some(a - 30), "ncclAllReduce", 1))
+            .collect();
+        let mut ranges = NvtxRanges::from_rows(&ranges);
+        if payloads {
+            ranges.payloads = Payloads::from_rows(
+                calls
+                    .iter()
+                    .map(|&(d, a, _, c)| {
+                        let v = NcclPayload { comm: Some(c), ..Default::default() };
+                        (tid(d), a - 60, Some(a - 30), Decoded::Values(v))
+                    })
+                    .collect(),
+            );
+        }
+        Context::from_kernels(Kernels::from_rows_with_launch_keys(&rows, &keys))
+            .with_nvtx(NvtxData { ranges, launches: Launches::from_rows(&launches) })
+    }
+
+    #[test]
+    fn communicators_pair_what_ordinals_would_pair_across_groups() {
+        // By ordinal the first AllReduce of every rank is one instance: 100-1000 on the TP
+        // pair {1, 2} and 5000-6000 on {3, 4}, which never run at one moment.
+        let s = compute(&tp_dp(false), &[1, 2, 3, 4], &Params::new(DeviceSel::All)).unwrap();
+        assert_eq!(s.rule, MatchRule::CollectiveOrdinal);
+        assert_eq!((s.matched, s.overlap_failures.len()), (1, 1));
+        assert!(s.payload_unusable.is_empty());
+        // By communicator: four instances of two ranks each, skews 50, 300, 100, 100.
+        let s = compute(&tp_dp(true), &[1, 2, 3, 4], &Params::new(DeviceSel::All)).unwrap();
+        assert_eq!(s.rule, MatchRule::CommunicatorSequence);
+        assert_eq!((s.matched, s.overlap_failures.len(), s.unmatched.clone()), (4, 0, vec![0; 4]));
+        assert_eq!(s.start_skews, vec![50, 300, 100, 100]);
+        let members: Vec<Vec<usize>> = s.instances.iter().map(|x| x.members.clone()).collect();
+        assert_eq!(members, vec![vec![0, 1], vec![2, 3], vec![0, 2], vec![1, 3]]);
+        assert_eq!(s.rank_matched, vec![2; 4]);
+        // Waits (duration - the instance's shortest): device 1 900 - 850 (TP) + 900 - 800
+        // (DP); device 2 0 + 900 - 800; device 3 1000 - 700 + 0; device 4 never.
+        assert_eq!(s.rank_wait, vec![150, 100, 300, 0]);
+        // Arrived last: rank 2 (TP), 4 (TP), 3 (DP), 4 (DP).
+        assert_eq!(s.last_arrivals, vec![0, 1, 1, 2]);
+        let ids: Vec<u64> = s.communicators.iter().map(|c| c.id).collect();
+        assert_eq!(ids, vec![0xA, 0xB, 0xD1, 0xD2]);
+        let ev = run(&Params::new(DeviceSel::All), &tp_dp(true)).unwrap();
+        assert_eq!(ev.parameters["match"], COMM_RULE);
+        assert_eq!(ev.values.as_ref().unwrap()["start_skew_max_ns"], 300);
+        assert_eq!(ev.rows.as_ref().unwrap()[3]["matched"], 2);
+        note(&ev, "note.match_communicators");
     }
 
     #[test]

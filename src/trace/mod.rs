@@ -12,6 +12,7 @@ pub mod copies;
 mod kernels;
 pub mod names;
 pub mod nvtx;
+pub mod payload;
 pub mod remap;
 mod schema;
 

@@ -76,6 +76,33 @@ pub mod nvtx {
     pub const GLOBAL_TID: &str = "globalTid";
     /// Domain handle, meaningful only together with the process; 0 is the default domain.
     pub const DOMAIN_ID: &str = "domainId";
+    /// A range's extended payload: a header and the bytes a payload schema lays out (values
+    /// only in exports made with `--include-blobs=true`).
+    pub const BINARY_DATA: &str = "binaryData";
+}
+
+/// The NVTX payload schema tables (schema 3.13 and later) and the columns the tool reads.
+pub mod payload {
+    /// One row per registered payload schema.
+    pub const SCHEMAS: &str = "NVTX_PAYLOAD_SCHEMAS";
+    /// One row per entry (field) of a schema.
+    pub const SCHEMA_ENTRIES: &str = "NVTX_PAYLOAD_SCHEMA_ENTRIES";
+    /// Domain handle of the schema.
+    pub const DOMAIN_ID: &str = "domainId";
+    /// Schema id, as a payload header names it.
+    pub const SCHEMA_ID: &str = "schemaId";
+    /// Declared payload size in bytes (NULL when not declared).
+    pub const PAYLOAD_SIZE: &str = "payloadSize";
+    /// Entry index within its schema.
+    pub const IDX: &str = "idx";
+    /// Entry flags (pointer, array...).
+    pub const FLAGS: &str = "flags";
+    /// Entry type (`NVTX_PAYLOAD_ENTRY_TYPE_*`, an enum or a schema id).
+    pub const TYPE: &str = "type";
+    /// Entry name.
+    pub const NAME: &str = "name";
+    /// Entry offset in the payload (NULL for the first entry).
+    pub const OFFSET: &str = "offset";
 }
 
 /// Column names of `CUPTI_ACTIVITY_KIND_RUNTIME` that the tool reads.

@@ -2,7 +2,8 @@
 //!
 //! Reads the push/pop (59) and start/end (60) ranges of `NVTX_EVENTS` with the names of their
 //! domains (75), and the rows of `CUPTI_ACTIVITY_KIND_RUNTIME` for given correlation ids, into
-//! columns with dense name ids. It computes no metric: grouping, statistics and attribution
+//! columns with dense name ids; the ranges' extended payloads are read beside them
+//! (`payload.rs`). It computes no metric: grouping, statistics and attribution
 //! live in `analysis::nvtx`.
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -141,6 +142,9 @@ pub struct NvtxRanges {
     pub closed_at_ns: Option<i64>,
     /// Kept ranges with neither `text` nor `textId`: named with the empty string.
     pub untexted: u64,
+    /// The extended payloads (`binaryData`) of the ranges that carry one, read within the
+    /// same bounds.
+    pub payloads: super::payload::Payloads,
 }
 
 impl NvtxRanges {
@@ -263,6 +267,7 @@ impl NvtxRanges {
 
         out.domains = name_domains(trace, &domain_keys.keys)?;
         out.names = names.names;
+        out.payloads = super::payload::Payloads::load(trace, bounds)?;
         out.sort();
         Ok(out)
     }
@@ -325,6 +330,12 @@ impl NvtxRanges {
         let mut names = NameTable::default();
         let mut domain_ids: HashMap<(Option<i64>, Option<i64>, String, DomainSource), u32> =
             HashMap::default();
+        let mut parts = parts;
+        let payloads: Vec<super::payload::Payloads> =
+            parts.iter_mut().map(|(p, _)| std::mem::take(&mut p.payloads)).collect();
+        out.payloads = super::payload::Payloads::merge(
+            payloads.into_iter().zip(parts.iter().map(|(_, r)| r)).collect(),
+        );
         for (part, remap) in parts {
             let name_ids: Vec<u32> = part.names.iter().map(|s| names.intern(s)).collect();
             let domain_map: Vec<u32> = part
