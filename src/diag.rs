@@ -1,28 +1,118 @@
 //! Printing errors for people: the message, its causes, then hints.
 //!
-//! Domain errors carry their own hints; this module finds them anywhere in an error chain.
+//! Every domain error says what to do about it through one trait, [`Hints`]; an error that
+//! does not stop the program (a query an audit could not answer) travels as a [`Diagnostic`],
+//! its message and hints kept apart until they are shown.
 
 use crate::analysis::QueryError;
+use crate::analysis::copies::CopiesError;
+use crate::analysis::nvtx::NvtxError;
+use crate::analysis::set::SetError;
 use crate::scope::ScopeError;
 use crate::trace::TraceError;
 
-/// The hints of every known error in the chain.
-pub fn hints(err: &anyhow::Error) -> Vec<String> {
-    let mut out = Vec::new();
-    for cause in err.chain() {
-        let hint = if let Some(e) = cause.downcast_ref::<TraceError>() {
-            e.hint()
-        } else if let Some(e) = cause.downcast_ref::<QueryError>() {
-            e.hint()
-        } else if let Some(e) = cause.downcast_ref::<ScopeError>() {
-            Some(e.hint().to_string())
-        } else {
-            cause.downcast_ref::<crate::Hinted>().map(|e| e.hint.clone())
+/// An error that says what to do about it.
+pub trait Hints: std::error::Error {
+    /// What to do, most useful first; empty when the message says it all.
+    fn hints(&self) -> Vec<String>;
+
+    /// The error as a [`Diagnostic`].
+    fn diagnostic(&self) -> Diagnostic {
+        Diagnostic { message: self.to_string(), hints: self.hints() }
+    }
+}
+
+impl Hints for TraceError {
+    fn hints(&self) -> Vec<String> {
+        self.hint().into_iter().collect()
+    }
+}
+
+impl Hints for QueryError {
+    fn hints(&self) -> Vec<String> {
+        self.hint().into_iter().collect()
+    }
+}
+
+impl Hints for ScopeError {
+    fn hints(&self) -> Vec<String> {
+        vec![self.hint().to_string()]
+    }
+}
+
+impl Hints for SetError {
+    fn hints(&self) -> Vec<String> {
+        self.hint().into_iter().collect()
+    }
+}
+
+impl Hints for CopiesError {
+    fn hints(&self) -> Vec<String> {
+        vec![self.hint()]
+    }
+}
+
+impl Hints for NvtxError {
+    fn hints(&self) -> Vec<String> {
+        self.hint().into_iter().collect()
+    }
+}
+
+impl Hints for crate::Hinted {
+    fn hints(&self) -> Vec<String> {
+        vec![self.hint.clone()]
+    }
+}
+
+/// What went wrong and what to do about it, kept apart: how a failed query is recorded in an
+/// audit's ledger, and judged.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Diagnostic {
+    /// What went wrong.
+    pub message: String,
+    /// What to do about it.
+    pub hints: Vec<String>,
+}
+
+impl Diagnostic {
+    /// A diagnostic without hints.
+    pub fn plain(message: impl Into<String>) -> Diagnostic {
+        Diagnostic { message: message.into(), hints: Vec::new() }
+    }
+}
+
+/// The message with its hints on one line: `message (hint: ...)`.
+impl std::fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)?;
+        for h in &self.hints {
+            write!(f, " (hint: {h})")?;
+        }
+        Ok(())
+    }
+}
+
+/// The hints of one cause of an error chain, when it is a domain error.
+fn hints_of(cause: &(dyn std::error::Error + 'static)) -> Vec<String> {
+    macro_rules! first_of {
+        ($($t:ty),*) => {
+            $(if let Some(e) = cause.downcast_ref::<$t>() {
+                return e.hints();
+            })*
         };
-        if let Some(h) = hint
-            && !out.contains(&h)
-        {
-            out.push(h);
+    }
+    first_of!(TraceError, QueryError, ScopeError, SetError, CopiesError, NvtxError, crate::Hinted);
+    Vec::new()
+}
+
+/// The hints of every known error in the chain, each once.
+pub fn hints(err: &anyhow::Error) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for cause in err.chain() {
+        for h in hints_of(cause) {
+            if !out.contains(&h) {
+                out.push(h);
+            }
         }
     }
     out

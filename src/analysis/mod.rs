@@ -20,7 +20,7 @@ pub mod values;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::scope::{DeviceSel, Semantics, Window, format_device_list, format_seconds};
 use crate::trace::{Inventory, Kernels, NameStyle};
@@ -1625,17 +1625,6 @@ pub(crate) fn quantiles_of(sorted: &[i64]) -> Option<Quantiles> {
     Some(Quantiles { min, median: sorted[(n - 1) / 2], p90: sorted[(9 * n).div_ceil(10) - 1], max })
 }
 
-/// [`quantiles_of`] as a tuple (min, median, p90, max), with zeros for an empty slice: only
-/// for a caller that decides the empty case itself and nulls these values with a note.
-pub(crate) fn quantiles(sorted: &[i64]) -> (i64, i64, i64, i64) {
-    quantiles_of(sorted).map_or((0, 0, 0, 0), |q| (q.min, q.median, q.p90, q.max))
-}
-
-/// Builds a JSON object from key-value pairs.
-pub(crate) fn obj<I: IntoIterator<Item = (&'static str, Value)>>(pairs: I) -> Map<String, Value> {
-    pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
-}
-
 impl Context {
     /// A context over in-memory kernels, with no GPU table and a placeholder identity; used
     /// by tests and by callers that build kernels themselves.
@@ -1942,9 +1931,10 @@ pub(crate) mod tests {
 
     #[test]
     fn quantiles_use_lower_median_and_nearest_rank() {
-        assert_eq!(quantiles(&[1, 2, 3, 4]), (1, 2, 4, 4));
-        assert_eq!(quantiles(&(1..=10).collect::<Vec<_>>()), (1, 5, 9, 10));
-        assert_eq!(quantiles(&[7]), (7, 7, 7, 7));
+        let q = |v: &[i64]| quantiles_of(v).map(|q| (q.min, q.median, q.p90, q.max));
+        assert_eq!(q(&[1, 2, 3, 4]), Some((1, 2, 4, 4)));
+        assert_eq!(q(&(1..=10).collect::<Vec<_>>()), Some((1, 5, 9, 10)));
+        assert_eq!(q(&[7]), Some((7, 7, 7, 7)));
         assert_eq!(
             quantiles_of(&[1, 2, 3, 4]),
             Some(Quantiles { min: 1, median: 2, p90: 4, max: 4 })

@@ -15,12 +15,13 @@
 //! difference of the init ends is the part of the first term that communicator set-up
 //! explains. Across nodes, each difference carries the nodes' clock synchronisation error.
 
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::{Value, json};
 
 use super::nccl_skew::{self, Skew};
 use super::{
     AnalysisSpec, Context, Evidence, Field, FieldKind, Params, QueryError, RankRows, ScopeRule,
-    Table, Unit, obj,
+    Table, Unit,
 };
 use crate::scope::format_device_list;
 use crate::term as table;
@@ -366,16 +367,21 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
                 .collect()
         })
         .unwrap_or_default();
-    let mut values = obj([("ranks", json!(s.ranks.len())), ("matched", json!(s.matched))]);
-    for f in CROSS_RANK {
-        values.insert((*f).into(), Value::Null);
-    }
-    ev.rows = Some(super::values::Rows::Maps(rows(ctx, &s, &sides)));
-    if let Some(j) = pick {
-        values.insert("instance".into(), json!(j + 1));
-        values.insert("start_skew_ns".into(), json!(s.start_skews[j]));
+    // The quantities that compare ranks exist over two ranks or more with a matched instance
+    // and a matching that holds (nccl-skew's notes say why not); those of the CPU side also
+    // need every member's launch, call and init (`missing_cpu_side` says which rank lacks
+    // what).
+    let cross = s.ranks.len() >= 2 && s.matched > 0 && !s.broken(params.semantics);
+    let gaps = Gaps::of(&s, &sides);
+    let mut values =
+        Values { ranks: s.ranks.len() as i64, matched: s.matched as i64, ..Values::default() };
+    if let Some(j) = pick.filter(|_| cross) {
+        values.instance = Some(j as i64 + 1);
+        values.start_skew_ns = Some(s.start_skews[j]);
         let members: Vec<CallSide> = sides.iter().flatten().copied().collect();
-        decompose(&mut values, &members);
+        decompose(&mut values, &members, &gaps);
+    }
+    if let Some(j) = pick {
         let collective = &s.instances[j].collective;
         let key = if params.instance.is_some() {
             "note.calls_instance_chosen"
@@ -384,18 +390,112 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
         };
         ev.note(key, &[("k", (j + 1).to_string()), ("collective", collective.clone())]);
     }
-    ev.values = Some(super::values::Values::Map(values));
+    ev.rows = Some(super::values::Rows::NcclCalls(rows(ctx, &s, &sides, cross)));
+    ev.values = Some(super::values::Values::NcclCalls(values));
     nccl_skew::leave_uncomparable_null(&mut ev, ctx, &s, params.semantics, CROSS_RANK, RANK_CROSS);
     if s.broken(params.semantics) {
         nccl_skew::leave_broken_null(&mut ev, &s, params, CROSS_RANK, RANK_CROSS);
     }
-    missing_cpu_side(&mut ev, ctx, &s, &sides);
+    missing_cpu_side(&mut ev, ctx, &s, &gaps);
     Ok(ev)
+}
+
+/// The values: the decomposition of one instance's start skew.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Values {
+    /// Ranks compared.
+    pub ranks: i64,
+    /// Instances matched.
+    pub matched: i64,
+    /// The instance decomposed, from 1 in time order.
+    pub instance: Option<i64>,
+    /// Its start skew: the last rank's kernel start - the first's.
+    pub start_skew_ns: Option<i64>,
+    /// Of it, the difference of their NCCL call starts.
+    pub skew_from_call_ns: Option<i64>,
+    /// Of it, the difference of their call-to-launch-end times.
+    pub skew_from_launch_ns: Option<i64>,
+    /// Of it, the difference of their queueing.
+    pub skew_from_queue_ns: Option<i64>,
+    /// Of the call's part, the difference of their communicator inits' ends.
+    pub skew_from_init_ns: Option<i64>,
+    /// The spread of the inits' ends over the ranks.
+    pub init_end_skew_ns: Option<i64>,
+    /// The spread of the call starts over the ranks.
+    pub call_skew_ns: Option<i64>,
+    /// The largest call-to-kernel-start time.
+    pub call_to_kernel_max_ns: Option<i64>,
+    /// The smallest.
+    pub call_to_kernel_min_ns: Option<i64>,
+}
+
+/// One rank's side of the decomposed instance.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Row {
+    /// The rank.
+    pub device: i64,
+    /// Its label, over a set of files.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// The NCCL call around the launch.
+    pub call: Option<String>,
+    /// Its kernel start - the instance's earliest.
+    pub kernel_start_offset_ns: Option<i64>,
+    /// Its call start - the earliest.
+    pub call_offset_ns: Option<i64>,
+    /// Its communicator init's end - the earliest.
+    pub init_end_offset_ns: Option<i64>,
+    /// Call start - init end.
+    pub init_to_call_ns: Option<i64>,
+    /// Launch end - call start.
+    pub call_to_launch_ns: Option<i64>,
+    /// The launch call's duration.
+    pub launch_ns: Option<i64>,
+    /// Kernel start - launch end.
+    pub queue_ns: Option<i64>,
+    /// Kernel start - call start.
+    pub call_to_kernel_ns: Option<i64>,
+}
+
+/// The ranks whose CPU side of the instance lacks a part.
+struct Gaps {
+    /// No launch record.
+    launch: Vec<i64>,
+    /// No NCCL call range around the launch.
+    call: Vec<i64>,
+    /// No communicator init.
+    init: Vec<i64>,
+    /// An instance that is not the first after init.
+    later: Vec<i64>,
+}
+
+impl Gaps {
+    fn of(s: &Skew, sides: &[Option<CallSide>]) -> Gaps {
+        let without = |f: &dyn Fn(&CallSide) -> bool| -> Vec<i64> {
+            s.ranks
+                .iter()
+                .zip(sides)
+                .filter_map(|(r, c)| c.as_ref().filter(|c| !f(c)).map(|_| *r))
+                .collect()
+        };
+        Gaps {
+            launch: without(&|c| c.launch.is_some()),
+            call: without(&|c| c.call.is_some()),
+            init: without(&|c| c.init_end.is_some()),
+            later: without(&|c| c.first_after_init),
+        }
+    }
+
+    /// Whether every rank has its launch and its call: the call, launch and queue parts
+    /// exist.
+    fn calls(&self) -> bool {
+        self.launch.is_empty() && self.call.is_empty()
+    }
 }
 
 /// The differences between the rank that starts last and the one that starts first (ties:
 /// the lowest rank), and the spreads over ranks, where every rank has its CPU side.
-fn decompose(values: &mut Map<String, Value>, sides: &[CallSide]) {
+fn decompose(values: &mut Values, sides: &[CallSide], gaps: &Gaps) {
     let (Some(last), Some(first)) = (
         (0..sides.len())
             .max_by(|&a, &b| sides[a].kernel_start.cmp(&sides[b].kernel_start).then(b.cmp(&a))),
@@ -409,88 +509,75 @@ fn decompose(values: &mut Map<String, Value>, sides: &[CallSide]) {
         let (cs, _) = c.call?;
         Some((cs, le - cs, c.kernel_start - le))
     };
-    if let (Some(l), Some(f)) = (parts(&sides[last]), parts(&sides[first])) {
-        values.insert("skew_from_call_ns".into(), json!(l.0 - f.0));
-        values.insert("skew_from_launch_ns".into(), json!(l.1 - f.1));
-        values.insert("skew_from_queue_ns".into(), json!(l.2 - f.2));
+    let spread = |v: Option<Vec<i64>>| v.and_then(|v| Some(v.iter().max()? - v.iter().min()?));
+    if gaps.calls() {
+        if let (Some(l), Some(f)) = (parts(&sides[last]), parts(&sides[first])) {
+            values.skew_from_call_ns = Some(l.0 - f.0);
+            values.skew_from_launch_ns = Some(l.1 - f.1);
+            values.skew_from_queue_ns = Some(l.2 - f.2);
+        }
+        values.call_skew_ns = spread(sides.iter().map(|c| c.call.map(|x| x.0)).collect());
+        let to_kernel: Option<Vec<i64>> =
+            sides.iter().map(|c| c.call.map(|(cs, _)| c.kernel_start - cs)).collect();
+        if let Some(v) = to_kernel.filter(|v| !v.is_empty()) {
+            values.call_to_kernel_max_ns = v.iter().max().copied();
+            values.call_to_kernel_min_ns = v.iter().min().copied();
+        }
     }
-    if let (Some(l), Some(f)) = (sides[last].init_end, sides[first].init_end)
-        && sides.iter().all(|c| c.first_after_init)
-    {
-        values.insert("skew_from_init_ns".into(), json!(l - f));
-    }
-    let spread = |v: Option<Vec<i64>>| {
-        v.and_then(|v| Some(v.iter().max()? - v.iter().min()?)).map_or(Value::Null, |x| json!(x))
-    };
-    values.insert("init_end_skew_ns".into(), spread(sides.iter().map(|c| c.init_end).collect()));
-    values
-        .insert("call_skew_ns".into(), spread(sides.iter().map(|c| c.call.map(|x| x.0)).collect()));
-    let to_kernel: Option<Vec<i64>> =
-        sides.iter().map(|c| c.call.map(|(cs, _)| c.kernel_start - cs)).collect();
-    if let Some(v) = to_kernel.filter(|v| !v.is_empty()) {
-        values.insert("call_to_kernel_max_ns".into(), json!(v.iter().max()));
-        values.insert("call_to_kernel_min_ns".into(), json!(v.iter().min()));
+    if gaps.init.is_empty() {
+        values.init_end_skew_ns = spread(sides.iter().map(|c| c.init_end).collect());
+        if let (Some(l), Some(f)) = (sides[last].init_end, sides[first].init_end)
+            && gaps.later.is_empty()
+        {
+            values.skew_from_init_ns = Some(l - f);
+        }
     }
 }
 
 /// One row per rank for the decomposed instance.
-fn rows(ctx: &Context, s: &Skew, sides: &[Option<CallSide>]) -> Vec<Map<String, Value>> {
+fn rows(ctx: &Context, s: &Skew, sides: &[Option<CallSide>], cross: bool) -> Vec<Row> {
     let set = ctx.trace.set.as_deref();
     let min = |f: &dyn Fn(&CallSide) -> Option<i64>| -> Option<i64> {
         sides.iter().flatten().map(f).collect::<Option<Vec<i64>>>()?.into_iter().min()
     };
-    let k0 = min(&|c| Some(c.kernel_start));
-    let c0 = min(&|c| c.call.map(|x| x.0));
-    let i0 = min(&|c| c.init_end);
-    let opt = |v: Option<i64>| v.map_or(Value::Null, |x| json!(x));
+    let k0 = min(&|c| Some(c.kernel_start)).filter(|_| cross);
+    let c0 = min(&|c| c.call.map(|x| x.0)).filter(|_| cross);
+    let i0 = min(&|c| c.init_end).filter(|_| cross);
     s.ranks
         .iter()
         .enumerate()
         .map(|(r, &rank)| {
-            let mut row = obj([("device", json!(rank))]);
-            if let Some(set) = set {
-                row.insert("label".into(), json!(set.label(rank)));
-            }
             let c = sides.get(r).and_then(Option::as_ref);
             let call = c.and_then(|c| c.call);
             let launch = c.and_then(|c| c.launch);
             let ks = c.map(|c| c.kernel_start);
             let init = c.and_then(|c| c.init_end);
-            let name = call
-                .and_then(|(_, n)| ctx.nvtx.as_ref().map(|x| x.ranges.name_text(n).to_string()));
-            row.insert("call".into(), name.map_or(Value::Null, |n| json!(n)));
-            row.insert("kernel_start_offset_ns".into(), opt(ks.zip(k0).map(|(a, b)| a - b)));
-            row.insert("call_offset_ns".into(), opt(call.zip(c0).map(|((a, _), b)| a - b)));
-            row.insert("init_end_offset_ns".into(), opt(init.zip(i0).map(|(a, b)| a - b)));
-            row.insert("init_to_call_ns".into(), opt(call.zip(init).map(|((a, _), b)| a - b)));
-            row.insert(
-                "call_to_launch_ns".into(),
-                opt(call.zip(launch).map(|((a, _), (_, le))| le - a)),
-            );
-            row.insert("launch_ns".into(), opt(launch.map(|(a, b)| b - a)));
-            row.insert("queue_ns".into(), opt(ks.zip(launch).map(|(k, (_, le))| k - le)));
-            row.insert("call_to_kernel_ns".into(), opt(ks.zip(call).map(|(k, (a, _))| k - a)));
-            row
+            Row {
+                device: rank,
+                label: set.map(|set| set.label(rank)),
+                call: call.and_then(|(_, n)| {
+                    ctx.nvtx.as_ref().map(|x| x.ranges.name_text(n).to_string())
+                }),
+                kernel_start_offset_ns: ks.zip(k0).map(|(a, b)| a - b),
+                call_offset_ns: call.zip(c0).map(|((a, _), b)| a - b),
+                init_end_offset_ns: init.zip(i0).map(|(a, b)| a - b),
+                init_to_call_ns: call.zip(init).map(|((a, _), b)| a - b),
+                call_to_launch_ns: call.zip(launch).map(|((a, _), (_, le))| le - a),
+                launch_ns: launch.map(|(a, b)| b - a),
+                queue_ns: ks.zip(launch).map(|(k, (_, le))| k - le),
+                call_to_kernel_ns: ks.zip(call).map(|(k, (a, _))| k - a),
+            }
         })
         .collect()
 }
 
 /// Nulls what the trace cannot give, with a note: no runtime records, no NCCL ranges around
 /// the launches, no communicator init.
-fn missing_cpu_side(ev: &mut Evidence, ctx: &Context, s: &Skew, sides: &[Option<CallSide>]) {
-    if sides.is_empty() {
+fn missing_cpu_side(ev: &mut Evidence, ctx: &Context, s: &Skew, gaps: &Gaps) {
+    if s.ranks.is_empty() {
         return;
     }
-    let without = |f: &dyn Fn(&CallSide) -> bool| -> Vec<i64> {
-        s.ranks
-            .iter()
-            .zip(sides)
-            .filter_map(|(r, c)| c.as_ref().filter(|c| !f(c)).map(|_| *r))
-            .collect()
-    };
-    let no_launch = without(&|c| c.launch.is_some());
-    let no_call = without(&|c| c.call.is_some());
-    let no_init = without(&|c| c.init_end.is_some());
+    let (no_launch, no_call, no_init, later) = (&gaps.launch, &gaps.call, &gaps.init, &gaps.later);
     let absent = ctx.nvtx.as_ref().is_none_or(|n| n.launches.table_absent);
     if !no_launch.is_empty() {
         ev.leave_null(
@@ -503,7 +590,7 @@ fn missing_cpu_side(ev: &mut Evidence, ctx: &Context, s: &Skew, sides: &[Option<
                 "call_to_kernel_min_ns",
             ],
             if absent { "note.no_runtime_table" } else { "note.no_launch_record" },
-            &[("devices", format_device_list(&no_launch))],
+            &[("devices", format_device_list(no_launch))],
             ("need.runtime_trace", &[]),
         );
     } else if !no_call.is_empty() {
@@ -517,7 +604,7 @@ fn missing_cpu_side(ev: &mut Evidence, ctx: &Context, s: &Skew, sides: &[Option<
                 "call_to_kernel_min_ns",
             ],
             "note.no_nccl_call",
-            &[("devices", format_device_list(&no_call))],
+            &[("devices", format_device_list(no_call))],
             ("need.nccl_nvtx", &[]),
         );
     }
@@ -525,16 +612,15 @@ fn missing_cpu_side(ev: &mut Evidence, ctx: &Context, s: &Skew, sides: &[Option<
         ev.leave_null(
             &["skew_from_init_ns", "init_end_skew_ns"],
             "note.no_comm_init",
-            &[("devices", format_device_list(&no_init))],
+            &[("devices", format_device_list(no_init))],
             ("need.comm_init", &[]),
         );
     } else {
-        let later = without(&|c| c.first_after_init);
         if !later.is_empty() {
             ev.leave_null(
                 &["skew_from_init_ns"],
                 "note.not_first_after_init",
-                &[("devices", format_device_list(&later))],
+                &[("devices", format_device_list(later))],
                 ("need.first_instance", &[]),
             );
         }
@@ -543,50 +629,67 @@ fn missing_cpu_side(ev: &mut Evidence, ctx: &Context, s: &Skew, sides: &[Option<
 
 /// The terminal table of `verdict query`.
 pub fn table(ev: &Evidence, width: usize) -> String {
-    use super::show::{plain, time};
+    use super::show::dur;
+    use super::values::{Rows, Values as Any};
     use crate::term::Column;
     let mut s = String::new();
-    if let Some(super::values::Values::Map(v)) = &ev.values {
+    if let Some(Any::NcclCalls(v)) = &ev.values {
         let line = |label: &str, text: &str| table::hang(&format!("{label:<13}"), text, 13, width);
         s += &line(
             "ranks",
             &format!(
                 "{} · matched instances {} · decomposed instance {}",
-                plain(v.get("ranks")),
-                plain(v.get("matched")),
-                plain(v.get("instance"))
+                v.ranks,
+                v.matched,
+                v.instance.map_or("n/a".into(), |i| i.to_string())
             ),
         );
         s += &line(
             "start skew",
             &format!(
                 "{} = call {} + launch {} + queue {}",
-                time(v.get("start_skew_ns")),
-                time(v.get("skew_from_call_ns")),
-                time(v.get("skew_from_launch_ns")),
-                time(v.get("skew_from_queue_ns"))
+                dur(v.start_skew_ns),
+                dur(v.skew_from_call_ns),
+                dur(v.skew_from_launch_ns),
+                dur(v.skew_from_queue_ns)
             ),
         );
         s += &line(
             "init",
             &format!(
                 "init ends spread {} · of the call's part, init explains {}",
-                time(v.get("init_end_skew_ns")),
-                time(v.get("skew_from_init_ns"))
+                dur(v.init_end_skew_ns),
+                dur(v.skew_from_init_ns)
             ),
         );
         s += &line(
             "call→kernel",
             &format!(
                 "min {} · max {} · call starts spread {}",
-                time(v.get("call_to_kernel_min_ns")),
-                time(v.get("call_to_kernel_max_ns")),
-                time(v.get("call_skew_ns"))
+                dur(v.call_to_kernel_min_ns),
+                dur(v.call_to_kernel_max_ns),
+                dur(v.call_skew_ns)
             ),
         );
     }
+    let rows = match &ev.rows {
+        Some(Rows::NcclCalls(rows)) => rows
+            .iter()
+            .map(|r| {
+                let cells = vec![
+                    r.call.clone().unwrap_or_else(|| "n/a".into()),
+                    dur(r.init_end_offset_ns),
+                    dur(r.init_to_call_ns),
+                    dur(r.call_to_launch_ns),
+                    dur(r.queue_ns),
+                    dur(r.kernel_start_offset_ns),
+                ];
+                (r.device, r.label.as_deref(), cells)
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
     s += &nccl_skew::rank_table(
-        ev,
         &[
             Column::text("call"),
             Column::number("init end Δ"),
@@ -595,16 +698,7 @@ pub fn table(ev: &Evidence, width: usize) -> String {
             Column::number("queue"),
             Column::number("kernel start Δ"),
         ],
-        |r| {
-            vec![
-                r.get("call").and_then(Value::as_str).unwrap_or("n/a").to_string(),
-                time(r.get("init_end_offset_ns")),
-                time(r.get("init_to_call_ns")),
-                time(r.get("call_to_launch_ns")),
-                time(r.get("queue_ns")),
-                time(r.get("kernel_start_offset_ns")),
-            ]
-        },
+        rows,
         width,
     );
     s

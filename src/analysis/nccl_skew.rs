@@ -12,14 +12,13 @@
 
 use std::collections::BTreeMap;
 
+use serde::Serialize;
 use serde_json::{Value, json};
-
-use serde_json::Map;
 
 use super::nccl_calls;
 use super::{
     Across, AnalysisSpec, ChartKind, Context, Evidence, Field, FieldKind, Params, QueryError,
-    RankRows, ScopeRule, Table, Unit, obj, quantiles,
+    RankRows, ScopeRule, Table, Unit, quantiles_of,
 };
 use crate::scope::Semantics;
 use crate::term as table;
@@ -713,6 +712,120 @@ fn choose_rule(
     }
 }
 
+/// Order statistics of a sample of differences (ns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Spread {
+    /// The smallest.
+    pub min: i64,
+    /// The lower median.
+    pub median: i64,
+    /// The 90th percentile, nearest rank.
+    pub p90: i64,
+    /// The largest.
+    pub max: i64,
+}
+
+impl From<super::Quantiles> for Spread {
+    fn from(q: super::Quantiles) -> Spread {
+        Spread { min: q.min, median: q.median, p90: q.p90, max: q.max }
+    }
+}
+
+/// The values of the ranks in scope. The quantities that compare ranks are absent over fewer
+/// than two ranks, without a matched instance, or when the matching in the window does not
+/// hold; a note says which.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Values {
+    /// Ranks compared.
+    pub ranks: i64,
+    /// Instances matched on every rank.
+    pub matched: i64,
+    /// NCCL kernels of each rank.
+    pub instance_counts: BTreeMap<i64, i64>,
+    /// NCCL kernels without a counterpart on every rank.
+    pub unmatched: i64,
+    /// Instances a window edge cuts.
+    pub cut_instances: i64,
+    /// Instances failing the overlap test.
+    pub overlap_failures: i64,
+    /// NCCL kernel time of the matched instances, over ranks.
+    pub nccl_ns: i64,
+    /// Time ranks wait for the last to arrive, over ranks and instances.
+    pub wait_ns: Option<i64>,
+    /// `nccl_ns - wait_ns`.
+    pub transfer_ns: Option<i64>,
+    /// `wait_ns / nccl_ns`.
+    pub wait_share: Option<f64>,
+    /// Start skews of the instances.
+    pub start_skew_ns: Option<Spread>,
+    /// End skews of the instances.
+    pub end_skew_ns: Option<Spread>,
+    /// Their median.
+    pub start_skew_median_ns: Option<i64>,
+    /// Their maximum.
+    pub start_skew_max_ns: Option<i64>,
+    /// The end skews' median.
+    pub end_skew_median_ns: Option<i64>,
+    /// Their maximum.
+    pub end_skew_max_ns: Option<i64>,
+    /// Each rank's wait.
+    pub rank_wait_ns: Option<BTreeMap<i64, i64>>,
+    /// Each rank's start offsets from the earliest rank (absent for a rank in no instance).
+    pub rank_start_offset_ns: Option<BTreeMap<i64, Option<Spread>>>,
+    /// Each rank's end offsets.
+    pub rank_end_offset_ns: Option<BTreeMap<i64, Option<Spread>>>,
+    /// How often each rank arrived last.
+    pub last_arrivals: Option<BTreeMap<i64, i64>>,
+    /// How often each rank arrived first.
+    pub first_arrivals: Option<BTreeMap<i64, i64>>,
+    /// The ranks that arrived last most often (several on a tie).
+    pub most_often_last: Option<Vec<i64>>,
+    /// How often they did.
+    pub straggler_last: Option<i64>,
+    /// `straggler_last / matched`.
+    pub straggler_share: Option<f64>,
+    /// Instances whose kernels' names differ across ranks.
+    pub name_mismatches: Option<i64>,
+}
+
+/// One rank: its arrivals, waits and offsets over the instances it is a member of.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    /// The rank.
+    pub device: i64,
+    /// Its label, over a set of files.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// Its NCCL kernels.
+    pub kernels: i64,
+    /// Of them, without a counterpart on every rank.
+    pub unmatched: i64,
+    /// Instances it is a member of.
+    pub matched: i64,
+    /// How often it arrived last.
+    pub arrived_last: Option<i64>,
+    /// How often it arrived first.
+    pub arrived_first: Option<i64>,
+    /// 1 when it is (one of) the straggler(s).
+    pub straggler: Option<i64>,
+    /// Its wait.
+    pub wait_ns: Option<i64>,
+    /// `arrived_last / matched`.
+    pub last_share: Option<f64>,
+    /// `arrived_first / matched`.
+    pub first_share: Option<f64>,
+    /// `wait_ns / matched`.
+    pub mean_wait_ns: Option<f64>,
+    /// The median of its start offsets.
+    pub start_offset_median_ns: Option<i64>,
+    /// Their maximum.
+    pub start_offset_max_ns: Option<i64>,
+    /// The median of its end offsets.
+    pub end_offset_median_ns: Option<i64>,
+    /// Their maximum.
+    pub end_offset_max_ns: Option<i64>,
+}
+
 /// Runs the analysis.
 pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     let ranks = ctx.resolve_devices(&params.devices)?;
@@ -753,15 +866,18 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     }
     ev.window.effective_ns = effective(ctx, &ranks, params, &s);
 
-    let mut starts = s.start_skews.clone();
-    starts.sort_unstable();
-    let mut ends = s.end_skews.clone();
-    ends.sort_unstable();
-    let (s_min, s_med, s_p90, s_max) = quantiles(&starts);
-    let (e_min, e_med, e_p90, e_max) = quantiles(&ends);
-    let unmatched: i64 = s.unmatched.iter().sum();
-    let by_rank = |v: &[i64]| -> BTreeMap<String, i64> {
-        s.ranks.iter().zip(v).map(|(r, x)| (r.to_string(), *x)).collect()
+    // The quantities that compare ranks exist only over two ranks or more with a matched
+    // instance and a matching that holds; the notes below say why they do not.
+    let compared = s.ranks.len() >= 2 && s.matched > 0;
+    let broken = s.broken(params.semantics);
+    let cross = compared && !broken;
+    let spread = |v: &[i64]| {
+        let mut v = v.to_vec();
+        v.sort_unstable();
+        quantiles_of(&v).map(Spread::from)
+    };
+    let by_rank = |v: &[i64]| -> BTreeMap<i64, i64> {
+        s.ranks.iter().copied().zip(v.iter().copied()).collect()
     };
     // Every rank that arrived last most often, ascending: a tie is a list of several.
     let most = s.last_arrivals.iter().copied().max().filter(|&n| n > 0);
@@ -772,49 +888,39 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
         .filter(|(_, n)| Some(**n) == most)
         .map(|(r, _)| *r)
         .collect();
-    let offsets = |v: &[Vec<i64>]| -> BTreeMap<String, Value> {
-        s.ranks
-            .iter()
-            .zip(v)
-            .map(|(r, o)| {
-                let mut o = o.clone();
-                o.sort_unstable();
-                let (min, median, p90, max) = quantiles(&o);
-                (r.to_string(), json!({"min": min, "median": median, "p90": p90, "max": max}))
-            })
-            .collect()
+    let offsets = |v: &[Vec<i64>]| -> BTreeMap<i64, Option<Spread>> {
+        s.ranks.iter().copied().zip(v.iter().map(|o| spread(o))).collect()
     };
-    let wait_share = if s.nccl > 0 { json!(s.wait as f64 / s.nccl as f64) } else { Value::Null };
-    ev.values = Some(super::values::Values::Map(obj([
-        ("ranks", json!(s.ranks.len())),
-        ("matched", json!(s.matched)),
-        ("instance_counts", json!(by_rank(&s.counts))),
-        ("unmatched", json!(unmatched)),
-        ("cut_instances", json!(s.cut.len())),
-        ("overlap_failures", json!(s.overlap_failures.len())),
-        ("nccl_ns", json!(s.nccl)),
-        ("wait_ns", json!(s.wait)),
-        ("transfer_ns", json!(s.nccl - s.wait)),
-        ("wait_share", wait_share),
-        ("start_skew_ns", json!({"min": s_min, "median": s_med, "p90": s_p90, "max": s_max})),
-        ("end_skew_ns", json!({"min": e_min, "median": e_med, "p90": e_p90, "max": e_max})),
-        ("start_skew_median_ns", json!(s_med)),
-        ("start_skew_max_ns", json!(s_max)),
-        ("end_skew_median_ns", json!(e_med)),
-        ("end_skew_max_ns", json!(e_max)),
-        ("rank_wait_ns", json!(by_rank(&s.rank_wait))),
-        ("rank_start_offset_ns", json!(offsets(&s.start_offsets))),
-        ("rank_end_offset_ns", json!(offsets(&s.end_offsets))),
-        ("last_arrivals", json!(by_rank(&s.last_arrivals))),
-        ("first_arrivals", json!(by_rank(&s.first_arrivals))),
-        ("most_often_last", json!(most_last)),
-        ("straggler_last", json!(most.unwrap_or(0))),
-        ("straggler_share", ratio(most.unwrap_or(0), s.matched as i64)),
-        ("name_mismatches", json!(s.name_mismatches)),
-    ])));
-    ev.rows = Some(super::values::Rows::Maps(rank_rows(ctx, &s, &most_last)));
-    let compared = s.ranks.len() >= 2 && s.matched > 0;
-    let broken = s.broken(params.semantics);
+    let (start, end) = (spread(&s.start_skews), spread(&s.end_skews));
+    let when = |x| if cross { x } else { None };
+    ev.values = Some(super::values::Values::NcclSkew(Box::new(Values {
+        ranks: s.ranks.len() as i64,
+        matched: s.matched as i64,
+        instance_counts: by_rank(&s.counts),
+        unmatched: s.unmatched.iter().sum(),
+        cut_instances: s.cut.len() as i64,
+        overlap_failures: s.overlap_failures.len() as i64,
+        nccl_ns: s.nccl,
+        wait_ns: when(Some(s.wait)),
+        transfer_ns: when(Some(s.nccl - s.wait)),
+        wait_share: if cross && s.nccl > 0 { Some(s.wait as f64 / s.nccl as f64) } else { None },
+        start_skew_ns: start.filter(|_| cross),
+        end_skew_ns: end.filter(|_| cross),
+        start_skew_median_ns: when(start.map(|x| x.median)),
+        start_skew_max_ns: when(start.map(|x| x.max)),
+        end_skew_median_ns: when(end.map(|x| x.median)),
+        end_skew_max_ns: when(end.map(|x| x.max)),
+        rank_wait_ns: cross.then(|| by_rank(&s.rank_wait)),
+        rank_start_offset_ns: cross.then(|| offsets(&s.start_offsets)),
+        rank_end_offset_ns: cross.then(|| offsets(&s.end_offsets)),
+        last_arrivals: cross.then(|| by_rank(&s.last_arrivals)),
+        first_arrivals: cross.then(|| by_rank(&s.first_arrivals)),
+        most_often_last: cross.then(|| most_last.clone()),
+        straggler_last: when(Some(most.unwrap_or(0))),
+        straggler_share: if cross { ratio(most.unwrap_or(0), s.matched as i64) } else { None },
+        name_mismatches: when(Some(s.name_mismatches)),
+    })));
+    ev.rows = Some(super::values::Rows::NcclSkew(rank_rows(ctx, &s, &most_last, cross)));
     leave_uncomparable_null(&mut ev, ctx, &s, params.semantics, CROSS_RANK, RANK_CROSS);
     if broken {
         leave_broken_null(&mut ev, &s, params, CROSS_RANK, RANK_CROSS);
@@ -928,7 +1034,7 @@ pub(super) fn effective(
 
 /// One row per rank: its arrivals, waits and offsets over the kept instances, the fields a
 /// claim binds with `rank:` or `over_ranks:`.
-fn rank_rows(ctx: &Context, s: &Skew, most_last: &[i64]) -> Vec<Map<String, Value>> {
+fn rank_rows(ctx: &Context, s: &Skew, most_last: &[i64], cross: bool) -> Vec<Row> {
     let set = ctx.trace.set.as_deref();
     s.ranks
         .iter()
@@ -937,40 +1043,37 @@ fn rank_rows(ctx: &Context, s: &Skew, most_last: &[i64]) -> Vec<Map<String, Valu
             let q = |v: &[i64]| {
                 let mut v = v.to_vec();
                 v.sort_unstable();
-                let (_, median, _, max) = quantiles(&v);
-                (median, max)
+                quantiles_of(&v).filter(|_| cross)
             };
-            let (so_med, so_max) = q(&s.start_offsets[r]);
-            let (eo_med, eo_max) = q(&s.end_offsets[r]);
-            let mut row = obj([
-                ("device", json!(rank)),
-                ("kernels", json!(s.counts[r])),
-                ("unmatched", json!(s.unmatched[r])),
-                ("matched", json!(s.rank_matched[r])),
-                ("arrived_last", json!(s.last_arrivals[r])),
-                ("arrived_first", json!(s.first_arrivals[r])),
-                ("straggler", json!(i64::from(most_last.contains(&rank)))),
-                ("wait_ns", json!(s.rank_wait[r])),
-                ("last_share", ratio(s.last_arrivals[r], s.rank_matched[r] as i64)),
-                ("first_share", ratio(s.first_arrivals[r], s.rank_matched[r] as i64)),
-                ("mean_wait_ns", ratio(s.rank_wait[r], s.rank_matched[r] as i64)),
-                ("start_offset_median_ns", json!(so_med)),
-                ("start_offset_max_ns", json!(so_max)),
-                ("end_offset_median_ns", json!(eo_med)),
-                ("end_offset_max_ns", json!(eo_max)),
-            ]);
-            if let Some(set) = set {
-                row.insert("label".into(), json!(set.label(rank)));
+            let (so, eo) = (q(&s.start_offsets[r]), q(&s.end_offsets[r]));
+            let matched = s.rank_matched[r] as i64;
+            let when = |x: i64| cross.then_some(x);
+            Row {
+                device: rank,
+                label: set.map(|set| set.label(rank)),
+                kernels: s.counts[r],
+                unmatched: s.unmatched[r],
+                matched,
+                arrived_last: when(s.last_arrivals[r]),
+                arrived_first: when(s.first_arrivals[r]),
+                straggler: when(i64::from(most_last.contains(&rank))),
+                wait_ns: when(s.rank_wait[r]),
+                last_share: ratio(s.last_arrivals[r], matched).filter(|_| cross),
+                first_share: ratio(s.first_arrivals[r], matched).filter(|_| cross),
+                mean_wait_ns: ratio(s.rank_wait[r], matched).filter(|_| cross),
+                start_offset_median_ns: so.map(|q| q.median),
+                start_offset_max_ns: so.map(|q| q.max),
+                end_offset_median_ns: eo.map(|q| q.median),
+                end_offset_max_ns: eo.map(|q| q.max),
             }
-            row
         })
         .collect()
 }
 
-/// A ratio for display (its exact value is evaluated from the declared formula), null
+/// A ratio for display (its exact value is evaluated from the declared formula), absent
 /// without a denominator.
-fn ratio(num: i64, den: i64) -> Value {
-    if den > 0 { json!(num as f64 / den as f64) } else { Value::Null }
+fn ratio(num: i64, den: i64) -> Option<f64> {
+    (den > 0).then(|| num as f64 / den as f64)
 }
 
 /// The instances of a finding, at most five, each as `AllReduce #2 (2.4812-2.5263 s)`.
@@ -1042,14 +1145,25 @@ pub(super) fn leave_broken_null(
     null_rank_rows(ev, row_fields);
 }
 
-/// Nulls the per-rank quantities of every row.
+/// Nulls the per-rank quantities of every row not typed yet; typed rows are built without
+/// them (a debug build checks that they are).
 pub(super) fn null_rank_rows(ev: &mut Evidence, fields: &[&str]) {
-    if let Some(super::values::Rows::Maps(rows)) = &mut ev.rows {
-        for row in rows {
-            for f in fields {
-                row.insert((*f).into(), Value::Null);
+    match &mut ev.rows {
+        Some(super::values::Rows::Maps(rows)) => {
+            for row in rows {
+                for f in fields {
+                    row.insert((*f).into(), Value::Null);
+                }
             }
         }
+        Some(typed) => debug_assert!(
+            typed
+                .to_maps()
+                .iter()
+                .all(|r| fields.iter().all(|f| r.get(*f).is_none_or(Value::is_null))),
+            "typed rows hold a per-rank quantity that a note explains as null"
+        ),
+        None => {}
     }
 }
 
@@ -1104,24 +1218,20 @@ pub(super) fn leave_uncomparable_null(
 }
 
 /// The rows of a cross-rank analysis as a terminal table: rank and label (over a set), then
-/// `columns` with the cells `cells` gives each row; empty without rows.
+/// `columns` with each row's cells; empty without rows.
 pub(super) fn rank_table(
-    ev: &Evidence,
     columns: &[crate::term::Column],
-    cells: impl Fn(&Map<String, Value>) -> Vec<String>,
+    rows: Vec<(i64, Option<&str>, Vec<String>)>,
     width: usize,
 ) -> String {
-    let Some(super::values::Rows::Maps(rows)) = ev.rows.as_ref().filter(|r| !r.is_empty()) else {
+    if rows.is_empty() {
         return String::new();
-    };
+    }
     let out: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| {
-            let mut row = vec![
-                super::show::plain(r.get("device")),
-                r.get("label").and_then(Value::as_str).unwrap_or("").to_string(),
-            ];
-            row.extend(cells(r));
+        .into_iter()
+        .map(|(rank, label, cells)| {
+            let mut row = vec![rank.to_string(), label.unwrap_or("").to_string()];
+            row.extend(cells);
             row
         })
         .collect();
@@ -1132,56 +1242,55 @@ pub(super) fn rank_table(
 
 /// The terminal table of `verdict query` (below the scope lines).
 pub fn table(ev: &Evidence, width: usize) -> String {
-    #[allow(unused_imports)]
-    use super::show::*;
-    #[allow(unused_imports)]
+    use super::show::{dur, num, share};
+    use super::values::{Rows, Values as Any};
     use crate::term::Column;
     let mut s = String::new();
-    if let Some(super::values::Values::Map(v)) = &ev.values {
+    let opt = |x: Option<i64>| x.map_or("n/a".to_string(), |x| x.to_string());
+    let per = |m: &BTreeMap<i64, i64>, f: &dyn Fn(i64) -> String| {
+        m.iter().map(|(r, x)| format!("{r}:{}", f(*x))).collect::<Vec<_>>().join(" ")
+    };
+    if let Some(Any::NcclSkew(v)) = &ev.values {
         let line = |label: &str, text: &str| table::hang(&format!("{label:<13}"), text, 13, width);
-        let skew = |key: &str| {
-            let o = field(v, key);
+        let skew = |x: Option<Spread>| {
             format!(
                 "min {} · median {} · p90 {} · max {}",
-                time(o.get("min")),
-                time(o.get("median")),
-                time(o.get("p90")),
-                time(o.get("max"))
+                dur(x.map(|x| x.min)),
+                dur(x.map(|x| x.median)),
+                dur(x.map(|x| x.p90)),
+                dur(x.map(|x| x.max))
             )
         };
-        s += &line(
-            "ranks",
-            &format!("{} · matched instances {}", plain(v.get("ranks")), plain(v.get("matched"))),
-        );
-        s += &line("per rank", &pairs(field(v, "instance_counts"), plain));
+        s += &line("ranks", &format!("{} · matched instances {}", v.ranks, v.matched));
+        s += &line("per rank", &per(&v.instance_counts, &|x| x.to_string()));
         s += &line(
             "wait share",
             &format!(
                 "{} / {} = {}",
-                time(v.get("wait_ns")),
-                time(v.get("nccl_ns")),
-                share(int(v.get("wait_ns")), int(v.get("nccl_ns")))
+                dur(v.wait_ns),
+                dur(v.nccl_ns),
+                share(v.wait_ns, Some(v.nccl_ns))
             ),
         );
-        s += &line("start skew", &skew("start_skew_ns"));
-        s += &line("end skew", &skew("end_skew_ns"));
+        s += &line("start skew", &skew(v.start_skew_ns));
+        s += &line("end skew", &skew(v.end_skew_ns));
         s += &line(
             "instances",
             &format!(
                 "matched {} · cut by the window {} · failing the overlap test {} · unmatched kernels {} · rule {}",
-                plain(v.get("matched")),
-                plain(v.get("cut_instances")),
-                plain(v.get("overlap_failures")),
-                plain(v.get("unmatched")),
+                v.matched,
+                v.cut_instances,
+                v.overlap_failures,
+                v.unmatched,
                 ev.parameters.get("match").and_then(Value::as_str).unwrap_or(MATCH_RULE)
             ),
         );
-        s += &line("rank wait", &pairs(field(v, "rank_wait_ns"), time));
+        s += &line(
+            "rank wait",
+            &v.rank_wait_ns.as_ref().map_or("n/a".into(), |m| per(m, &|x| dur(x))),
+        );
         // A list: several devices when they tie.
-        let last: Vec<i64> = field(v, "most_often_last")
-            .as_array()
-            .map(|l| l.iter().filter_map(Value::as_i64).collect())
-            .unwrap_or_default();
+        let last = v.most_often_last.clone().unwrap_or_default();
         if let Some(first) = last.first() {
             s += &table::hang(
                 "",
@@ -1195,8 +1304,8 @@ pub fn table(ev: &Evidence, width: usize) -> String {
                         })
                         .collect::<Vec<_>>()
                         .join(", "),
-                    plain(field(v, "last_arrivals").get(first.to_string())),
-                    plain(v.get("matched")),
+                    opt(v.last_arrivals.as_ref().and_then(|m| m.get(first).copied())),
+                    v.matched,
                     if last.len() > 1 { " each, a tie" } else { "" }
                 ),
                 2,
@@ -1205,8 +1314,25 @@ pub fn table(ev: &Evidence, width: usize) -> String {
         }
     }
     // Per rank: the fields a claim binds with `rank:` or `over_ranks:`.
+    let rows = match &ev.rows {
+        Some(Rows::NcclSkew(rows)) => rows
+            .iter()
+            .map(|r| {
+                let cells = vec![
+                    num(r.kernels),
+                    opt(r.arrived_last),
+                    opt(r.arrived_first),
+                    dur(r.wait_ns),
+                    dur(r.start_offset_median_ns),
+                    dur(r.start_offset_max_ns),
+                    dur(r.end_offset_max_ns),
+                ];
+                (r.device, r.label.as_deref(), cells)
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
     s += &rank_table(
-        ev,
         &[
             Column::number("kernels"),
             Column::number("last"),
@@ -1216,17 +1342,7 @@ pub fn table(ev: &Evidence, width: usize) -> String {
             Column::number("start Δ max"),
             Column::number("end Δ max"),
         ],
-        |r| {
-            vec![
-                plain(r.get("kernels")),
-                plain(r.get("arrived_last")),
-                plain(r.get("arrived_first")),
-                time(r.get("wait_ns")),
-                time(r.get("start_offset_median_ns")),
-                time(r.get("start_offset_max_ns")),
-                time(r.get("end_offset_max_ns")),
-            ]
-        },
+        rows,
         width,
     );
     s
@@ -1460,8 +1576,8 @@ mod tests {
         assert_eq!(ids, vec![0xA, 0xB, 0xD1, 0xD2]);
         let ev = run(&Params::new(DeviceSel::All), &tp_dp(true)).unwrap();
         assert_eq!(ev.parameters["match"], COMM_RULE);
-        assert_eq!(ev.values.as_ref().unwrap()["start_skew_max_ns"], 300);
-        assert_eq!(ev.rows.as_ref().unwrap()[3]["matched"], 2);
+        assert_eq!(ev.values.as_ref().unwrap().to_map()["start_skew_max_ns"], 300);
+        assert_eq!(ev.rows.as_ref().unwrap().to_maps()[3]["matched"], 2);
         note(&ev, "note.match_communicators");
     }
 
@@ -1619,7 +1735,6 @@ mod tests {
 
 #[cfg(test)]
 mod table_tests {
-    use serde_json::Value;
 
     use crate::analysis::{self, Context, Evidence, Params, show};
     use crate::scope::DeviceSel;
@@ -1664,21 +1779,19 @@ mod table_tests {
     #[test]
     fn a_null_or_absent_nccl_skew_value_reads_n_a_not_zero() {
         let mut ev = skew();
-        let Some(crate::analysis::values::Values::Map(v)) = ev.values.as_mut() else { panic!() };
-        v.insert("wait_ns".into(), Value::Null);
-        v.remove("end_skew_ns");
-        v["start_skew_ns"]["p90"] = Value::Null;
-        v["rank_wait_ns"]["2"] = Value::Null;
-        v.insert("matched".into(), Value::Null);
+        let Some(crate::analysis::values::Values::NcclSkew(v)) = ev.values.as_mut() else {
+            panic!()
+        };
+        v.wait_ns = None;
+        v.end_skew_ns = None;
+        v.rank_wait_ns = None;
         let text = show::render(&ev, 100);
         assert_eq!(line(&text, "wait share"), "wait share   n/a / 3.21 µs = n/a");
-        assert!(line(&text, "start skew").contains(" · p90 n/a · max 600 ns"), "{text}");
         assert_eq!(
             line(&text, "end skew"),
             "end skew     min n/a · median n/a · p90 n/a · max n/a"
         );
-        assert_eq!(line(&text, "rank wait"), "rank wait    1:700 ns 2:n/a 3:0 ns");
-        assert_eq!(line(&text, "ranks"), "ranks        3 · matched instances n/a");
+        assert_eq!(line(&text, "rank wait"), "rank wait    n/a");
         assert!(!text.contains("0.00 ms"), "{text}");
         // The window spans 100-2,510 ns.
         assert!(text.contains("effective 0.0000001-0.00000251 s (2.41 µs)"), "{text}");

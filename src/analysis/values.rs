@@ -10,7 +10,7 @@
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
-use super::{AnalysisSpec, copies, coverage, kernels, nvtx, overlap};
+use super::{AnalysisSpec, copies, coverage, kernels, nccl_calls, nccl_skew, nvtx, overlap};
 
 /// The values of one scope, by analysis.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -26,6 +26,10 @@ pub enum Values {
     Nvtx(nvtx::Values),
     /// `coverage`.
     Coverage(coverage::Values),
+    /// `nccl-skew`.
+    NcclSkew(Box<nccl_skew::Values>),
+    /// `nccl-calls`.
+    NcclCalls(nccl_calls::Values),
     /// An analysis whose values are not typed yet, as the JSON contract has them.
     Map(Map<String, Value>),
     /// A set of windows: every declared field null, since no single window stands for the
@@ -61,6 +65,10 @@ pub enum Rows {
     Nvtx(Vec<nvtx::Row>),
     /// `coverage`, one per device.
     Coverage(Vec<coverage::Row>),
+    /// `nccl-skew`, one per rank.
+    NcclSkew(Vec<nccl_skew::Row>),
+    /// `nccl-calls`, one per rank.
+    NcclCalls(Vec<nccl_calls::Row>),
     /// An analysis whose rows are not typed yet, as the JSON contract has them.
     Maps(Vec<Map<String, Value>>),
 }
@@ -72,6 +80,15 @@ fn json(v: &impl Serialize) -> Value {
 }
 
 impl Values {
+    /// Instances matched on every rank, for the analyses that compare ranks.
+    pub fn matched(&self) -> Option<i64> {
+        match self {
+            Values::NcclSkew(v) => Some(v.matched),
+            Values::NcclCalls(v) => Some(v.matched),
+            _ => None,
+        }
+    }
+
     /// The values as the JSON contract has them: the edge where a formula or a claim names a
     /// field by its text.
     pub fn to_map(&self) -> Map<String, Value> {
@@ -102,6 +119,8 @@ impl Rows {
             Rows::Copies(r) => r.len(),
             Rows::Nvtx(r) => r.len(),
             Rows::Coverage(r) => r.len(),
+            Rows::NcclSkew(r) => r.len(),
+            Rows::NcclCalls(r) => r.len(),
             Rows::Maps(r) => r.len(),
         }
     }
@@ -114,6 +133,8 @@ impl Rows {
             Rows::Coverage(rows) => {
                 rows.iter_mut().for_each(|r| r.label = Some(label(r.inventory.device)))
             }
+            Rows::NcclSkew(rows) => rows.iter_mut().for_each(|r| r.label = Some(label(r.device))),
+            Rows::NcclCalls(rows) => rows.iter_mut().for_each(|r| r.label = Some(label(r.device))),
             Rows::Maps(rows) => {
                 for row in rows {
                     if let Some(d) = row.get("device").and_then(Value::as_i64) {

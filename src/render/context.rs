@@ -6,7 +6,6 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use serde_json::Value;
 
 use super::i18n::Strings;
 use crate::audit::Audit;
@@ -581,27 +580,23 @@ fn identity_of(e: &crate::analysis::Evidence) -> Option<String> {
 
 /// Per-rank waits and last arrivals of a cross-rank NCCL evidence, one line each.
 fn rank_lines(t: &Strings, e: &crate::analysis::Evidence) -> Result<Vec<String>, String> {
-    let ranks = crate::analysis::spec(&e.analysis)
-        .is_some_and(|s| s.scope == crate::analysis::ScopeRule::Ranks);
-    let Some(crate::analysis::values::Values::Map(v)) = e.values.as_ref().filter(|_| ranks) else {
+    let Some(crate::analysis::values::Values::NcclSkew(v)) = e.values.as_ref() else {
         return Ok(Vec::new());
     };
     let sep = t.get("ui.list_sep")?;
-    let per = |key: &str, show: &dyn Fn(i64) -> String| -> Option<String> {
-        let m = v.get(key)?.as_object()?;
+    let per = |m: Option<&std::collections::BTreeMap<i64, i64>>, show: &dyn Fn(i64) -> String| {
         let items: Vec<String> =
-            m.iter().filter_map(|(d, x)| Some(format!("{d}: {}", show(x.as_i64()?)))).collect();
+            m.into_iter().flatten().map(|(d, x)| format!("{d}: {}", show(*x))).collect();
         if items.is_empty() { None } else { Some(items.join(sep)) }
     };
     let mut out = Vec::new();
-    if let Some(w) = per("rank_wait_ns", &|x| format!("{} ms", ms(x))) {
+    if let Some(w) = per(v.rank_wait_ns.as_ref(), &|x| format!("{} ms", ms(x))) {
         out.push(t.format("ui.rank_waits", &args([("waits", w)]))?);
     }
-    if let Some(l) = per("last_arrivals", &|x| thousands(x.into())) {
-        let matched = v.get("matched").and_then(Value::as_i64).unwrap_or(0);
+    if let Some(l) = per(v.last_arrivals.as_ref(), &|x| thousands(x.into())) {
         out.push(t.format(
             "ui.last_arrivals",
-            &args([("last", l), ("matched", thousands(matched.into()))]),
+            &args([("last", l), ("matched", thousands(v.matched.into()))]),
         )?);
     }
     Ok(out)

@@ -149,7 +149,7 @@ fn too_few_ranks(measure: &Measure, ev: &Evidence) -> Option<Gate> {
     let rows = measure.ranks.is_some() && !cross.is_empty();
     let field = measure.value.vars().into_iter().find(|v| rows || cross.contains(&v.as_str()))?;
     let ranks = ev.scope.devices.len();
-    let matched = ev.value("matched").as_ref().and_then(serde_json::Value::as_i64);
+    let matched = ev.values.as_ref().and_then(crate::analysis::values::Values::matched);
     // Why the quantities that compare ranks do not exist here: the field's own note, else
     // the note that nulls them all (a window that cuts an instance, kernels without a
     // counterpart, instances failing the overlap test).
@@ -656,8 +656,9 @@ mod tests {
         let mut ev = skew(&[1, 2]);
         // Evidence from elsewhere (another tool's ledger, an older version) may carry no note:
         // the population alone decides, and the gate says so itself.
-        ev.values =
-            ev.values.map(|v| v.edited(|v| drop(v.insert("matched".into(), serde_json::json!(0)))));
+        if let Some(crate::analysis::values::Values::NcclSkew(v)) = ev.values.as_mut() {
+            v.matched = 0;
+        }
         let g = r2(&about(&[1, 2]), &measure("wait_share"), &ev);
         assert_eq!(g.status, GateStatus::Fail);
         assert_eq!(g.finding.key, "gate.r2.too_few_ranks");

@@ -151,16 +151,13 @@ pub fn applicable(set: &ClaimSet, results: &[ClaimResult], evidence: &EvidenceMa
         ));
     }
     // The wait share rests on the shortest duration standing in for transfer.
-    if let Some(e) = evidence.values().filter_map(|e| e.as_ref().ok()).find(|e| {
-        crate::analysis::spec(&e.analysis)
-            .is_some_and(|s| s.scope == crate::analysis::ScopeRule::Ranks)
-    }) && let Some(crate::analysis::values::Values::Map(v)) = &e.values
-        && let (Some(wait), Some(nccl)) = (
-            v.get("wait_ns").and_then(serde_json::Value::as_i64),
-            v.get("nccl_ns").and_then(serde_json::Value::as_i64),
-        )
-        && nccl > 0
-        && v.get("wait_share").is_some_and(|w| !w.is_null())
+    if let Some((e, wait, nccl)) =
+        evidence.values().filter_map(|e| e.as_ref().ok()).find_map(|e| match &e.values {
+            Some(crate::analysis::values::Values::NcclSkew(v)) => {
+                Some((e, v.wait_ns?, v.nccl_ns)).filter(|_| v.nccl_ns > 0 && v.wait_share.is_some())
+            }
+            _ => None,
+        })
     {
         out.push(Finding::new(
             "mis.transfer_baseline",

@@ -377,10 +377,5 @@ impl Labels {
     }
 }
 
-/// An integer field of a JSON object; `None` when absent or not an integer.
-fn int(m: &serde_json::Map<String, serde_json::Value>, key: &str) -> Option<i64> {
-    m.get(key).and_then(serde_json::Value::as_i64)
-}
-
 #[cfg(test)]
 pub(super) mod tests;

@@ -5,8 +5,9 @@ use super::svg::{
     Axis, HALO, OUTLINE, PLAIN, baseline, close_svg, esc, f2, grid, hatch, legend, no_data,
     open_svg, text, w, whisker, x_axis,
 };
-use super::{Labels, Scope, fill, int, subst};
+use super::{Labels, Scope, fill, subst};
 use crate::analysis::Evidence;
+use crate::analysis::values::Values;
 use crate::i18n::Strings;
 use crate::units;
 
@@ -28,36 +29,32 @@ pub struct SkewRank {
 }
 
 /// The ranks of nccl-skew evidence, sorted by device, or `None` when there is nothing to
-/// compare: no matched instance, fewer than two ranks, or an offset map that is absent, empty,
-/// null or lacks a rank's median or p90.
+/// compare: no matched instance, fewer than two ranks, or offsets that do not exist.
 pub(super) fn ranks(ev: &Evidence) -> Option<Vec<SkewRank>> {
-    let Some(crate::analysis::values::Values::Map(v)) = ev.values.as_ref() else { return None };
+    let Some(Values::NcclSkew(v)) = ev.values.as_ref() else { return None };
     // No matched instance: the offsets, however written, measure nothing.
-    if v.get("matched").is_some_and(|m| m.as_i64().is_none_or(|n| n <= 0)) {
+    if v.matched <= 0 {
         return None;
     }
-    let starts = v.get("rank_start_offset_ns")?.as_object()?;
-    let ends = v.get("rank_end_offset_ns")?.as_object()?;
+    let (starts, ends) = (v.rank_start_offset_ns.as_ref()?, v.rank_end_offset_ns.as_ref()?);
     if starts.len() < 2 || starts.len() != ends.len() {
         return None;
     }
-    let mut out = starts
+    // Ranks in order: the maps are keyed by device.
+    starts
         .iter()
-        .map(|(rank, s)| {
-            let (s, e) = (s.as_object()?, ends.get(rank)?.as_object()?);
-            let device: i64 = rank.parse().ok()?;
+        .map(|(&device, s)| {
+            let (s, e) = ((*s)?, (*ends.get(&device)?)?);
             Some(SkewRank {
                 label: ev.trace.set.as_deref().map(|set| set.label(device)),
                 device,
-                start_median_ns: int(s, "median")?,
-                start_p90_ns: int(s, "p90")?,
-                end_median_ns: int(e, "median")?,
-                end_p90_ns: int(e, "p90")?,
+                start_median_ns: s.median,
+                start_p90_ns: s.p90,
+                end_median_ns: e.median,
+                end_p90_ns: e.p90,
             })
         })
-        .collect::<Option<Vec<_>>>()?;
-    out.sort_by_key(|r| r.device);
-    Some(out)
+        .collect()
 }
 
 /// The caption: scope with the stream.
@@ -281,21 +278,33 @@ mod tests {
         assert_eq!(offset(0), "0 µs");
     }
 
+    /// Offsets (median, p90) per rank; None for a rank in no instance.
+    type Offsets<'a> = &'a [(i64, Option<(i64, i64)>)];
+
+    /// nccl-skew evidence with `matched` instances and these offsets per rank.
+    fn skew_evidence(matched: i64, starts: Option<Offsets>, ends: Option<Offsets>) -> Evidence {
+        use crate::analysis::nccl_skew::{Spread, Values as SkewValues};
+        let map = |o: Offsets| {
+            o.iter()
+                .map(|(d, x)| (*d, x.map(|(median, p90)| Spread { min: 0, median, p90, max: p90 })))
+                .collect()
+        };
+        let mut ev = evidence("nccl-skew", json!({}));
+        ev.values = Some(Values::NcclSkew(Box::new(SkewValues {
+            matched,
+            rank_start_offset_ns: starts.map(map),
+            rank_end_offset_ns: ends.map(map),
+            ..SkewValues::default()
+        })));
+        ev
+    }
+
     #[test]
     fn ranks_come_from_the_offset_maps_sorted_by_device() {
-        let ev = evidence(
-            "nccl-skew",
-            json!({
-                "matched": 1008,
-                "rank_start_offset_ns": {
-                    "10": {"median": 5, "p90": 6},
-                    "2": {"median": 666_715, "p90": 6_405_259}
-                },
-                "rank_end_offset_ns": {
-                    "2": {"median": 12_186, "p90": 24_873},
-                    "10": {"median": 7, "p90": 8}
-                }
-            }),
+        let ev = skew_evidence(
+            1008,
+            Some(&[(10, Some((5, 6))), (2, Some((666_715, 6_405_259)))]),
+            Some(&[(2, Some((12_186, 24_873))), (10, Some((7, 8)))]),
         );
         let r = ranks(&ev).expect("ranks");
         assert_eq!(r.iter().map(|r| r.device).collect::<Vec<_>>(), [2, 10]);
@@ -309,31 +318,27 @@ mod tests {
 
     #[test]
     fn nothing_to_compare_means_no_chart() {
-        let two = |start: serde_json::Value, end: serde_json::Value| json!({"matched": 3, "rank_start_offset_ns": start, "rank_end_offset_ns": end});
-        let ok = json!({"1": {"median": 1, "p90": 2}, "2": {"median": 1, "p90": 2}});
-        assert!(ranks(&evidence("nccl-skew", two(ok.clone(), ok.clone()))).is_some());
+        let ok: Offsets = &[(1, Some((1, 2))), (2, Some((1, 2)))];
+        assert!(ranks(&skew_evidence(3, Some(ok), Some(ok))).is_some());
         let cases = [
-            // Null statistics (fewer than two ranks or no matched instance).
-            two(
-                json!({"1": {"median": null, "p90": null}, "2": {"median": 1, "p90": 2}}),
-                ok.clone(),
-            ),
-            two(json!(null), ok.clone()),
-            two(json!({}), json!({})),
+            // A rank in no instance has no offsets.
+            skew_evidence(3, Some(&[(1, None), (2, Some((1, 2)))]), Some(ok)),
+            // The cross-rank quantities do not exist (fewer than two ranks, a broken matching).
+            skew_evidence(3, None, Some(ok)),
+            skew_evidence(3, Some(&[]), Some(&[])),
             // One rank: nothing to compare across.
-            two(json!({"1": {"median": 0, "p90": 0}}), json!({"1": {"median": 0, "p90": 0}})),
+            skew_evidence(3, Some(&[(1, Some((0, 0)))]), Some(&[(1, Some((0, 0)))])),
             // A rank without end offsets.
-            two(ok.clone(), json!({"1": {"median": 1, "p90": 2}, "3": {"median": 1, "p90": 2}})),
-            // A missing p90.
-            two(ok.clone(), json!({"1": {"median": 1}, "2": {"median": 1, "p90": 2}})),
+            skew_evidence(3, Some(ok), Some(&[(1, Some((1, 2))), (3, Some((1, 2)))])),
             // No matched instance: the offsets are not measurements.
-            json!({"matched": 0, "rank_start_offset_ns": ok, "rank_end_offset_ns": ok}),
-            json!({"rank_end_offset_ns": ok}),
+            skew_evidence(0, Some(ok), Some(ok)),
         ];
-        for (i, v) in cases.into_iter().enumerate() {
-            assert!(ranks(&evidence("nccl-skew", v)).is_none(), "case {i}");
+        for (i, ev) in cases.iter().enumerate() {
+            assert!(ranks(ev).is_none(), "case {i}");
         }
-        let mut ev = evidence("nccl-skew", json!({}));
+        // Evidence of another shape, or none.
+        assert!(ranks(&evidence("nccl-skew", json!({"matched": 3}))).is_none());
+        let mut ev = skew_evidence(3, Some(ok), Some(ok));
         ev.values = None;
         assert!(ranks(&ev).is_none());
     }

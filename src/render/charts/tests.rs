@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::*;
 use crate::analysis::{ScopeInfo, ToolRef, TraceRef, WindowInfo};
@@ -280,9 +280,9 @@ fn a_failed_or_incomplete_query_gives_no_chart() {
     // A skew whose statistics are null (fewer than two ranks, or no matched instance).
     for e in &mut a.ledger {
         if let Some(ev) = e.evidence.as_mut().filter(|ev| ev.analysis == "nccl-skew")
-            && let Some(crate::analysis::values::Values::Map(v)) = ev.values.as_mut()
+            && let Some(crate::analysis::values::Values::NcclSkew(v)) = ev.values.as_mut()
         {
-            v.insert("rank_start_offset_ns".into(), json!({}));
+            v.rank_start_offset_ns = Some(Default::default());
         }
     }
     // A failed overlap query (a row without its total can no longer be built: the rows
