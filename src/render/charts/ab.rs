@@ -51,6 +51,10 @@ pub struct AbLabels {
     encoding: String,
     axis: String,
     axis_count: String,
+    axis_metric: String,
+    axis_metric_count: String,
+    interval: String,
+    interval_tip: String,
     zoomed: String,
     dot_tip: String,
     pub(super) delta_decrease: String,
@@ -77,6 +81,10 @@ impl AbLabels {
             encoding: g("ab_encoding")?,
             axis: g("ab_axis")?,
             axis_count: g("ab_axis_count")?,
+            axis_metric: g("ab_axis_metric")?,
+            axis_metric_count: g("ab_axis_metric_count")?,
+            interval: g("ab_interval")?,
+            interval_tip: g("ab_interval_tip")?,
             zoomed: g("ab_zoomed")?,
             dot_tip: g("ab_dot_tip")?,
             delta_decrease: g("delta_decrease")?,
@@ -126,10 +134,44 @@ const B_FILL: &str = "#fd8d3c";
 ///
 /// A side without samples means no comparison: the chart says "no data".
 pub fn ab_chart(a: &AbSide, b: &AbSide, unit: AbUnit, zero_based: bool, l: &AbLabels) -> String {
+    ab_chart_quoting(a, b, unit, zero_based, &AbQuote::default(), l)
+}
+
+/// What a report quotes of a comparison, drawn on its chart: the metric, named on the axis
+/// with its unit, and the interval of the difference B - A that the headline quotes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AbQuote {
+    /// The metric as the claim writes it (`nccl_only_ns / total_ns`).
+    pub metric: Option<String>,
+    /// The interval of B - A, low and high, in the chart's [`AbUnit`]: drawn as a band on the
+    /// bracket from A's median plus its low end to A's median plus its high end, where B's
+    /// median may lie as the interval allows, and stated under the axis.
+    pub interval: Option<[i64; 2]>,
+}
+
+/// [`ab_chart`] with the metric on the axis and the quoted interval of B - A drawn.
+pub fn ab_chart_quoting(
+    a: &AbSide,
+    b: &AbSide,
+    unit: AbUnit,
+    zero_based: bool,
+    quote: &AbQuote,
+    l: &AbLabels,
+) -> String {
     if a.values_ns.is_empty() || b.values_ns.is_empty() {
         return no_data(&l.no_data);
     }
-    let all = || a.values_ns.iter().chain(&b.values_ns).chain([&a.median_ns, &b.median_ns]);
+    // The band's ends, on the values' axis: A's median moved by each end of the interval.
+    let band: Option<[i64; 2]> = quote
+        .interval
+        .and_then(|[lo, hi]| Some([a.median_ns.checked_add(lo)?, a.median_ns.checked_add(hi)?]));
+    let all = || {
+        a.values_ns
+            .iter()
+            .chain(&b.values_ns)
+            .chain([&a.median_ns, &b.median_ns])
+            .chain(band.iter().flatten())
+    };
     let (min, max) = (all().copied().min().unwrap_or(0), all().copied().max().unwrap_or(0));
     let span = if zero_based {
         Span::new(min.min(0).into(), max.max(0).into(), unit.min_step())
@@ -137,7 +179,7 @@ pub fn ab_chart(a: &AbSide, b: &AbSide, unit: AbUnit, zero_based: bool, l: &AbLa
         Span::new(min.into(), max.into(), unit.min_step())
     };
     let mut out = String::new();
-    open_svg(&mut out, AXIS_Y + 44.0);
+    open_svg(&mut out, AXIS_Y + if band.is_some() { 60.0 } else { 44.0 });
 
     // The encoding: a sample dot and a median tick.
     w!(
@@ -155,9 +197,11 @@ pub fn ab_chart(a: &AbSide, b: &AbSide, unit: AbUnit, zero_based: bool, l: &AbLa
 
     let ticks = span.ticks(unit);
     grid(&mut out, PLOT_X, PLOT_W, TOP, AXIS_Y, &ticks);
-    let title = match unit.tick_scale(span.extent()).1 {
-        "" => l.axis_count.clone(),
-        symbol => subst(&l.axis, &[("unit", symbol)]),
+    let title = match (unit.tick_scale(span.extent()).1, &quote.metric) {
+        ("", None) => l.axis_count.clone(),
+        (symbol, None) => subst(&l.axis, &[("unit", symbol)]),
+        ("", Some(m)) => subst(&l.axis_metric_count, &[("metric", m)]),
+        (symbol, Some(m)) => subst(&l.axis_metric, &[("metric", m), ("unit", symbol)]),
     };
     x_axis(&mut out, PLOT_X, PLOT_W, AXIS_Y, &ticks, &title);
 
@@ -208,6 +252,30 @@ pub fn ab_chart(a: &AbSide, b: &AbSide, unit: AbUnit, zero_based: bool, l: &AbLa
             x = f2(x),
         );
         text(&mut out, centred(x, &value, 11.0), label_y, "middle", 11.0, HALO, &value);
+    }
+
+    // The interval the headline quotes, as a band under the bracket, stated under the axis.
+    if let (Some([x1, x2]), Some([lo, hi])) = (band, quote.interval) {
+        let (x1, x2) = (PLOT_X + span.x(x1.into(), PLOT_W), PLOT_X + span.x(x2.into(), PLOT_W));
+        let said = subst(
+            &l.interval,
+            &[("low", &unit.difference(lo.into())), ("high", &unit.difference(hi.into()))],
+        );
+        w!(
+            out,
+            "<rect class=\"interval\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"10.00\" fill=\"#969696\" fill-opacity=\"0.45\"><title>{}</title></rect>\n",
+            f2(x1.min(x2)),
+            f2(BRACKET_Y - 5.0),
+            f2((x2 - x1).abs().max(1.0)),
+            esc(&subst(&l.interval_tip, &[("interval", &said)])),
+        );
+        w!(
+            out,
+            "<rect x=\"{}\" y=\"{}\" width=\"14.00\" height=\"8.00\" fill=\"#969696\" fill-opacity=\"0.45\"/>\n",
+            f2(PLOT_X),
+            f2(AXIS_Y + 44.0),
+        );
+        text(&mut out, PLOT_X + 20.0, baseline(AXIS_Y + 48.0, 11.0), "start", 11.0, PLAIN, &said);
     }
 
     // The bracket: dashed drops from the median ticks, a line from A's median to B's with an
