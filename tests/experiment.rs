@@ -382,10 +382,10 @@ fn the_report_says_controlled_is_declared_what_was_checked_and_what_differs() {
     assert!(line.contains(&format!("driver {driver} on both sides")), "{line}");
     assert!(line.contains("not checkable from a trace: `data`"), "{line}");
     let (pa, pb) = (pid_of_device_0(&a), pid_of_device_0(&b));
-    assert!(line.contains(&format!("process ids A {pa}, B {pb}")), "{line}");
+    assert!(line.contains(&format!("process ids A {pa} vs B {pb}")), "{line}");
     // The starts, an hour and a bit apart: whole minutes of the difference in seconds.
     let gap_s = (session_start(&b) - session_start(&a)) / 1_000_000_000;
-    let gap = format!("{} h {} min apart", gap_s / 3600, gap_s % 3600 / 60);
+    let gap = format!("({} h {} min apart)", gap_s / 3600, gap_s % 3600 / 60);
     assert!(line.contains(&gap), "{gap} in {line}");
     // The test's p sits beside the formula, not inside it.
     let part = md.lines().find(|l| l.starts_with("- **p**")).unwrap();
@@ -401,4 +401,78 @@ fn the_report_says_controlled_is_declared_what_was_checked_and_what_differs() {
     let svg = std::fs::read_to_string(out.join("t.en.ab.svg")).unwrap();
     assert!(svg.contains("class=\"interval\""), "{svg}");
     assert!(svg.contains(">idle_ns / total_ns of each sample (%)<"), "{svg}");
+}
+
+/// What a reader sees of an A/B part, in both languages and both formats: the test beside
+/// the formula, the controlled line, the "How to read an A/B" block, and the interval on the
+/// A|B chart. A snapshot of those lines alone, so that unrelated sections do not churn it
+/// (`INSTA_UPDATE=always cargo test --test experiment`, then review the diff).
+#[test]
+fn ab_reading_snapshots() {
+    let (a, b) = (nsys_ai("mfu_2gpu_before"), nsys_ai("mfu_2gpu_after"));
+    let dir = tempfile::tempdir().unwrap();
+    let measure = "scope: a0, versus: b0, of: overlap, metric: \"nccl_only_ns / total_ns\", split: 10, value: delta, unit: pp";
+    let exp = "experiment: { controlled: false, held: [model, hardware, data], expect: decrease }";
+    // The lines kept hold no path: the trace paths of this machine stay out of the snapshot.
+    let path = claims(dir.path(), &a, &b, WHOLE, measure, exp);
+    let set = verdict::claims::load(&path).unwrap();
+    let audit = verdict::audit::run(set, &mut |_, _| {});
+    let options = verdict::render::report::Options {
+        langs: vec!["zh-TW".into(), "en".into()],
+        markdown: true,
+        pdf: verdict::render::report::Pdf::Required,
+        png: verdict::render::report::Pdf::No,
+        image_base: None,
+        out: PathBuf::from("out"),
+        templates: None,
+        timestamp: 0,
+        profiles: vec![verdict::render::report::Profile::Full],
+        render_date: Some("2026-09-03".into()),
+        lock_timeout: std::time::Duration::ZERO,
+        clean: false,
+        interrupt: Default::default(),
+    };
+    let renderers = verdict::render::report::Renderers::new(&options).unwrap();
+    for lang in ["en", "zh-TW"] {
+        let r = verdict::render::report::render_lang(
+            &audit,
+            lang,
+            verdict::render::report::Profile::Full,
+            &options,
+            &renderers,
+        )
+        .unwrap();
+        for (format, text) in [("md", &r.md), ("typ", &r.typ)] {
+            // The reading block from its title to the next heading, and the part with its
+            // controlled line.
+            let lines: Vec<&str> = text.lines().collect();
+            // Typst escapes the slash.
+            let title = if lang == "en" { "How to read an A" } else { "怎麼讀 A" };
+            let start = lines
+                .iter()
+                .position(|l| l.contains(title))
+                .unwrap_or_else(|| panic!("the block in {lang} {format}:\n{text}"));
+            let end = start
+                + lines[start..]
+                    .iter()
+                    .position(|l| l.starts_with("## ") || l.starts_with("== "))
+                    .unwrap();
+            let mut kept: Vec<&str> = lines[start..end].to_vec();
+            let part = lines
+                .iter()
+                .position(|l| l.starts_with("- *p*") || l.starts_with("- **p**"))
+                .unwrap_or_else(|| panic!("the part in {lang} {format}:\n{text}"));
+            kept.extend(&lines[part..part + 2]);
+            insta::assert_snapshot!(format!("ab_reading.{lang}.{format}"), kept.join("\n"));
+        }
+        // The A|B chart: its axis title and the interval band with its statement.
+        let svg = &r.charts.iter().find(|c| c.file.contains(".ab.")).expect("an A|B chart").svg;
+        let kept: Vec<&str> = svg
+            .lines()
+            .filter(|l| {
+                l.contains("class=\"interval\"") || l.contains("each sample") || l.contains("95%")
+            })
+            .collect();
+        insta::assert_snapshot!(format!("ab_reading.{lang}.svg"), kept.join("\n"));
+    }
 }

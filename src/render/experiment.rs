@@ -32,7 +32,7 @@ fn fact_text(t: &Strings, f: &RunFact) -> Result<String, String> {
                 if v.is_empty() {
                     "-".to_string()
                 } else {
-                    v.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+                    v.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(" ")
                 }
             };
             t.format("exp.names_differ", &args([("only_a", list(a)), ("only_b", list(b))]))?
@@ -66,7 +66,7 @@ pub fn controlled_line(
     e: Option<&Experiment>,
     ev: &Evidence,
 ) -> Result<String, String> {
-    let sep = t.get("ui.sentence_end")?;
+    let sep = t.get("exp.sep")?;
     let colon = t.get("ui.colon")?;
     let list = t.get("ui.list_sep")?;
     let declared =
@@ -95,7 +95,7 @@ pub fn controlled_line(
                     "`{}`{}{}{}",
                     h.item,
                     t.get("ui.paren_open")?,
-                    facts.join(t.get("exp.sep")?),
+                    facts.join(list),
                     t.get("ui.paren_close")?
                 ))
             })
@@ -109,8 +109,7 @@ pub fn controlled_line(
     let differs = if check.differs.is_empty() {
         t.get("exp.nothing_differs")?.to_string()
     } else {
-        let sep = t.get("exp.sep")?;
-        check.differs.iter().map(|f| fact_text(t, f)).collect::<Result<Vec<_>, _>>()?.join(sep)
+        check.differs.iter().map(|f| fact_text(t, f)).collect::<Result<Vec<_>, _>>()?.join(list)
     };
     out += &format!("{sep}{}{colon}{differs}", t.get("exp.differs")?);
     Ok(out)

@@ -267,7 +267,10 @@ pub fn ab_chart_quoting(
             f2(x1.min(x2)),
             f2(BRACKET_Y - 5.0),
             f2((x2 - x1).abs().max(1.0)),
-            esc(&subst(&l.interval_tip, &[("interval", &said)])),
+            esc(&subst(
+                &l.interval_tip,
+                &[("low", &unit.difference(lo.into())), ("high", &unit.difference(hi.into()))]
+            )),
         );
         w!(
             out,
