@@ -470,7 +470,9 @@ fn ab_reading_snapshots() {
         let kept: Vec<&str> = svg
             .lines()
             .filter(|l| {
-                l.contains("class=\"interval\"") || l.contains("each sample") || l.contains("95%")
+                ["class=\"interval\"", "each sample", "每個樣本", "95%"]
+                    .iter()
+                    .any(|k| l.contains(k))
             })
             .collect();
         insta::assert_snapshot!(format!("ab_reading.{lang}.svg"), kept.join("\n"));

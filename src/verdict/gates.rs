@@ -986,6 +986,97 @@ mod tests {
         assert_eq!(g.finding.args["matched"], "0");
     }
 
+    fn run(driver: Option<&str>, gpus: usize, names: &[&str]) -> crate::trace::SideRun {
+        crate::trace::SideRun {
+            files: vec![Some(crate::trace::RunInfo {
+                driver: driver.map(str::to_string),
+                ..Default::default()
+            })],
+            devices: vec![0],
+            job_devices: gpus,
+            pids: vec![1],
+            kernel_names: names.iter().map(|n| n.to_string()).collect(),
+            sampling: "windows".into(),
+            steps: None,
+        }
+    }
+
+    fn experiment(held: &[&str]) -> crate::claims::Experiment {
+        crate::claims::Experiment {
+            changed: None,
+            held: held.iter().map(|h| h.to_string()).collect(),
+            controlled: true,
+            expect: None,
+        }
+    }
+
+    fn with_runs(runs: [crate::trace::SideRun; 2]) -> Evidence {
+        let mut ev = skew(&[1]);
+        ev.values
+            .as_mut()
+            .unwrap()
+            .insert("runs".into(), serde_json::json!({"a": runs[0], "b": runs[1]}));
+        ev
+    }
+
+    #[test]
+    fn a_held_item_fails_only_on_a_fact_both_sides_record_and_the_first_contradiction_fails() {
+        let keys = |gates: &[Gate]| -> Vec<(String, GateStatus)> {
+            gates.iter().map(|g| (g.finding.key.clone(), g.status)).collect()
+        };
+        // A driver recorded on one side only is no contradiction.
+        let ev = with_runs([run(Some("580.95.05"), 2, &["k"]), run(None, 2, &["k"])]);
+        let g = held_gates(Some(&experiment(&["hardware", "seed"])), &ev);
+        assert_eq!(keys(&g), [("gate.held.consistent".to_string(), GateStatus::Pass)]);
+        assert_eq!(g[0].finding.args["checked"], "hardware");
+        assert_eq!(g[0].finding.args["unchecked"], "seed");
+        // Two contradictions: the first fails the gate, the second is noted with it.
+        let ev = with_runs([run(Some("580"), 2, &["k"]), run(Some("570"), 8, &["k"])]);
+        let g = held_gates(Some(&experiment(&["hardware"])), &ev);
+        assert_eq!(
+            keys(&g),
+            [
+                ("gate.held.gpu_count".to_string(), GateStatus::Fail),
+                ("gate.held.driver".to_string(), GateStatus::Note)
+            ]
+        );
+        assert_eq!(
+            (g[1].finding.args["a"].as_str(), g[1].finding.args["b"].as_str()),
+            ("580", "570")
+        );
+        // Kernel names stand in for the model: a difference is a note, never a failure.
+        let ev = with_runs([run(None, 2, &["a", "b"]), run(None, 2, &["b", "c"])]);
+        let g = held_gates(Some(&experiment(&["model"])), &ev);
+        assert_eq!(keys(&g), [("gate.held.kernel_names".to_string(), GateStatus::Note)]);
+        assert_eq!(g[0].finding.args["only_a"], "a");
+        assert_eq!(g[0].finding.args["only_b"], "c");
+        // Nothing declared held: no gate. Evidence without runs: a note that nothing was read.
+        assert!(held_gates(Some(&experiment(&[])), &ev).is_empty());
+        assert!(held_gates(None, &ev).is_empty());
+        let g = held_gates(Some(&experiment(&["hardware"])), &skew(&[1]));
+        assert_eq!(keys(&g), [("gate.held.unread".to_string(), GateStatus::Note)]);
+    }
+
+    #[test]
+    fn every_visible_difference_is_listed_whatever_was_held() {
+        let mut a = run(Some("580"), 2, &["k"]);
+        let mut b = run(Some("580"), 2, &["k"]);
+        b.pids = vec![2];
+        a.files[0].as_mut().unwrap().capture_start_utc_ns = Some(1_000_000_000_000);
+        b.files[0].as_mut().unwrap().capture_start_utc_ns =
+            Some(1_000_000_000_000 + 3_700_000_000_000);
+        let check = check_experiment(&experiment(&["data"]), &[a, b]);
+        assert_eq!(check.uncheckable, ["data"]);
+        assert!(check.checked.is_empty());
+        let names: Vec<&str> = check.differs.iter().map(|f| f.name).collect();
+        assert_eq!(names, ["pids", "capture_start"]);
+        assert_eq!(check.differs[1].apart_ns, Some(3_700_000_000_000));
+        // 3,700 s = 1 h 1 min 40 s.
+        assert_eq!(gap_text(3_700_000_000_000), "1 h 1 min");
+        assert_eq!(gap_text(125_000_000_000), "2 min 5 s");
+        assert_eq!(gap_text(42_000_000_000), "42 s");
+    }
+
     #[test]
     fn r2_reports_differing_devices_before_the_rank_count() {
         let g = r2(&about(&[1, 2]), &measure("wait_share"), &skew(&[1]));

@@ -54,6 +54,7 @@ pub struct AbLabels {
     axis_metric: String,
     axis_metric_count: String,
     interval: String,
+    interval_relative: String,
     interval_tip: String,
     zoomed: String,
     dot_tip: String,
@@ -84,6 +85,7 @@ impl AbLabels {
             axis_metric: g("ab_axis_metric")?,
             axis_metric_count: g("ab_axis_metric_count")?,
             interval: g("ab_interval")?,
+            interval_relative: g("ab_interval_relative")?,
             interval_tip: g("ab_interval_tip")?,
             zoomed: g("ab_zoomed")?,
             dot_tip: g("ab_dot_tip")?,
@@ -147,6 +149,8 @@ pub struct AbQuote {
     /// bracket from A's median plus its low end to A's median plus its high end, where B's
     /// median may lie as the interval allows, and stated under the axis.
     pub interval: Option<[i64; 2]>,
+    /// The same interval relative to A's median, as the page quotes it (`-26.2%`, `-3.3%`).
+    pub relative: Option<[String; 2]>,
 }
 
 /// [`ab_chart`] with the metric on the axis and the quoted interval of B - A drawn.
@@ -257,10 +261,13 @@ pub fn ab_chart_quoting(
     // The interval the headline quotes, as a band under the bracket, stated under the axis.
     if let (Some([x1, x2]), Some([lo, hi])) = (band, quote.interval) {
         let (x1, x2) = (PLOT_X + span.x(x1.into(), PLOT_W), PLOT_X + span.x(x2.into(), PLOT_W));
-        let said = subst(
+        let mut said = subst(
             &l.interval,
             &[("low", &unit.difference(lo.into())), ("high", &unit.difference(hi.into()))],
         );
+        if let Some([rl, rh]) = &quote.relative {
+            said = subst(&l.interval_relative, &[("interval", &said), ("low", rl), ("high", rh)]);
+        }
         w!(
             out,
             "<rect class=\"interval\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"10.00\" fill=\"#969696\" fill-opacity=\"0.45\"><title>{}</title></rect>\n",
@@ -535,6 +542,41 @@ pub(super) mod tests {
         assert!(!svg.contains("does not start at 0"));
         // The arrowhead points from A's median to B's: left.
         assert!(svg.contains("<polygon points=\"408.00,96.00 414.00,92.00 414.00,100.00\""));
+    }
+
+    #[test]
+    fn the_quoted_interval_is_a_band_from_as_median_and_the_axis_names_the_metric() {
+        let (a, b) = before_after();
+        let quote = AbQuote {
+            metric: Some("total_ns".into()),
+            interval: Some([-4 * MS, -2 * MS]),
+            relative: Some(["-33.3%".into(), "-16.7%".into()]),
+        };
+        let svg = ab_chart_quoting(&a, &b, AbUnit::Ns, true, &quote, &labels("en"));
+        parse(&svg);
+        // A's median 12 ms moved by -4 and -2 ms: 8 to 10 ms on the 0..14 ms axis of the
+        // test above, 8/14 * 448 = 256 and 10/14 * 448 = 320 right of 120.
+        assert!(
+            svg.contains("class=\"interval\" x=\"376.00\" y=\"91.00\" width=\"64.00\""),
+            "{svg}"
+        );
+        assert!(svg.contains(
+            ">band from A&apos;s median: 95% interval of B - A, -4.00 ms to -2.00 ms (-33.3% to -16.7% of A&apos;s median)</text>"
+        ));
+        assert!(svg.contains(">total_ns of each sample (ms)</text>"), "{svg}");
+        // A band beyond the samples widens the axis rather than being cut: 12 + 6 = 18 ms.
+        let wide = AbQuote { interval: Some([0, 6 * MS]), ..quote };
+        let svg = ab_chart_quoting(&a, &b, AbUnit::Ns, true, &wide, &labels("en"));
+        let span = Span::new(0, (18 * MS).into(), 10_000);
+        let x = |v: i64| 120.0 + span.x(v.into(), 448.0);
+        let (x1, x2) = (x(12 * MS), x(18 * MS));
+        assert!(x2 <= 568.0);
+        let band = format!("class=\"interval\" x=\"{x1:.2}\" y=\"91.00\" width=\"{:.2}\"", x2 - x1);
+        assert!(svg.contains(&band), "{band} in {svg}");
+        // Without a quote the chart is as before: no band, the plain axis title.
+        let plain = ab_chart(&a, &b, AbUnit::Ns, true, &labels("en"));
+        assert!(!plain.contains("class=\"interval\""));
+        assert!(plain.contains(">value of each sample (ms)</text>"));
     }
 
     #[test]

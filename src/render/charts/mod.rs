@@ -185,9 +185,16 @@ fn ab_sides(ev: &Evidence) -> Option<(AbSide, AbSide, AbUnit)> {
 /// samples' scale (`ci_low`, `ci_high`), the one the verdict table and page 1 quote.
 fn quote_of(ev: &Evidence) -> AbQuote {
     let int = |k: &str| ev.value(k).and_then(serde_json::Value::as_i64);
+    // A share of A's median, to one decimal of a percent, as the page shows a change.
+    let percent = |k: &str| {
+        let x = ev.value(k).and_then(serde_json::Value::as_f64)?;
+        let s = format!("{:.1}%", x * 100.0);
+        Some(if s == "-0.0%" { "0.0%".to_string() } else { s })
+    };
     AbQuote {
         metric: ev.parameters.get("metric").and_then(serde_json::Value::as_str).map(str::to_string),
         interval: int("ci_low").zip(int("ci_high")).map(|(lo, hi)| [lo, hi]),
+        relative: percent("change_low").zip(percent("change_high")).map(|(lo, hi)| [lo, hi]),
     }
 }
 
