@@ -811,16 +811,22 @@ impl Written {
                         Some(f) => f.iter().map(|f| normalize(f)).collect(),
                         None => vec![normalize(&plan.decl.resolved)],
                     };
-                    paths.iter().map(|p| Trace::open(p).and_then(|t| t.run_info()).ok()).collect()
+                    crate::trace::run::read_runs(&paths)
                 })
                 .clone();
-            let (sampling, steps) = match (&scope.nvtx, side.params.split) {
-                (Some(_), _) => ("steps", Some(ev.samples.len().max(1))),
-                (None, Some(_)) => ("windows", None),
-                (None, None) => ("one", None),
-            };
-            let run =
-                crate::trace::SideRun::new(files, &ctx.kernels, &ev.scope.devices, sampling, steps);
+            let (sampling, steps) = crate::trace::run::sampling(
+                scope.nvtx.is_some(),
+                side.params.split.is_some(),
+                ev.samples.len(),
+            );
+            let run = crate::trace::SideRun::new(
+                files,
+                &ctx.kernels,
+                &ev.scope.devices,
+                ev.window.requested_ns,
+                sampling,
+                steps,
+            );
             self.sides.insert(key, run);
         }
     }
@@ -858,7 +864,7 @@ fn compare(set: &ClaimSet, written: &mut Written) {
                         if let (Some(ra), Some(rb), Some(v)) =
                             (written.sides.get(&ka), written.sides.get(&kb), ev.values.as_mut())
                         {
-                            v.insert("runs".into(), serde_json::json!({ "a": ra, "b": rb }));
+                            v.insert("runs".into(), crate::trace::run::runs_value(ra, rb));
                         }
                         ev
                     })

@@ -92,6 +92,7 @@ fn compare(c: &crate::cli::CompareArgs, json: bool) -> anyhow::Result<ExitCode> 
     let mut evs = Vec::new();
     let mut names = Vec::new();
     let mut labels = Vec::new();
+    let mut runs = Vec::new();
     for (label, side) in [("A", &c.a), ("B", &c.b)] {
         let get = |k: &str| side.iter().rev().find(|(n, _)| n == k).map(|(_, v)| v.clone());
         labels.push(get("label").unwrap_or_else(|| label.to_string()));
@@ -167,6 +168,21 @@ fn compare(c: &crate::cli::CompareArgs, json: bool) -> anyhow::Result<ExitCode> 
         let windows_later = nvtx.is_some() || params.split.is_some();
         let ctx = load(&traces, Rows::of(of, window, windows_later), expect, &devices, &needs)?;
         let ev = analysis::run_query(of, &params, &ctx, nvtx.as_ref()).map_err(hinted)?;
+        // The run behind the side, for the experiment check, as an audit records it.
+        let paths: Vec<PathBuf> = match ev.trace.set.as_deref() {
+            Some(set) => set.files.iter().map(|f| PathBuf::from(&f.path)).collect(),
+            None => traces.clone(),
+        };
+        let (sampling, steps) =
+            crate::trace::run::sampling(nvtx.is_some(), params.split.is_some(), ev.samples.len());
+        runs.push(crate::trace::SideRun::new(
+            crate::trace::run::read_runs(&paths),
+            &ctx.kernels,
+            &ev.scope.devices,
+            ev.window.requested_ns,
+            sampling,
+            steps,
+        ));
         if analysis::compare::has_names(of.name) {
             let whole = analysis::compare::names_params(&params, &ev);
             names.push(analysis::run_spec(of, &whole, &ctx).map_err(hinted)?);
@@ -184,7 +200,10 @@ fn compare(c: &crate::cli::CompareArgs, json: bool) -> anyhow::Result<ExitCode> 
             _ => None,
         },
     };
-    let ev = analysis::compare::run(&evs[0], &evs[1], &req).map_err(hinted)?;
+    let mut ev = analysis::compare::run(&evs[0], &evs[1], &req).map_err(hinted)?;
+    if let (Some(v), [a, b]) = (ev.values.as_mut(), runs.as_slice()) {
+        v.insert("runs".into(), crate::trace::run::runs_value(a, b));
+    }
     if json {
         print_json(&ev)?;
     } else {

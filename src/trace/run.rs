@@ -214,7 +214,8 @@ pub struct SideRun {
     pub job_devices: usize,
     /// Processes (pids) with kernels on the side's devices.
     pub pids: Vec<i64>,
-    /// Distinct kernel (short) names on the side's devices in what the audit read, sorted.
+    /// Distinct kernel (short) names on the side's devices, over its window when it has one
+    /// (a kernel touching it counts, as the scan keeps it), sorted.
     pub kernel_names: Vec<String>,
     /// How the side's samples were taken: `steps` (NVTX ranges), `windows` (equal splits of
     /// its window) or `one` (its one window).
@@ -224,12 +225,13 @@ pub struct SideRun {
 }
 
 impl SideRun {
-    /// The devices' processes and kernel names from the trace's scan, with the run metadata
-    /// of its files.
+    /// The devices' processes and kernel names from the trace's scan (the names over
+    /// `window`, `[start, end]` in ns, when given), with the run metadata of its files.
     pub fn new(
         files: Vec<Option<RunInfo>>,
         kernels: &Kernels,
         devices: &[i64],
+        window: Option<[i64; 2]>,
         sampling: &str,
         steps: Option<usize>,
     ) -> SideRun {
@@ -241,7 +243,10 @@ impl SideRun {
             .collect();
         let mut names: BTreeSet<&str> = BTreeSet::new();
         for &d in devices {
-            for i in kernels.device_rows(d) {
+            // The scan's own rule for a row in its box: it touches the window.
+            let touches =
+                |i: usize| window.is_none_or(|[a, b]| kernels.end[i] >= a && kernels.start[i] <= b);
+            for i in kernels.device_rows(d).filter(|&i| touches(i)) {
                 names.insert(kernels.name(i, NameStyle::Short));
             }
         }
@@ -255,6 +260,28 @@ impl SideRun {
             steps,
         }
     }
+}
+
+/// The run metadata of each file, None for one that cannot be opened or read: a side the
+/// experiment check cannot speak for, never an error of the audit.
+pub fn read_runs(paths: &[std::path::PathBuf]) -> Vec<Option<RunInfo>> {
+    paths.iter().map(|p| Trace::open(p).and_then(|t| t.run_info()).ok()).collect()
+}
+
+/// How a side's samples were taken, and its step count when they are NVTX ranges: `steps`
+/// with the number of samples (one window is one step), `windows` for equal splits, `one`
+/// for its one window.
+pub fn sampling(nvtx: bool, split: bool, samples: usize) -> (&'static str, Option<usize>) {
+    match (nvtx, split) {
+        (true, _) => ("steps", Some(samples.max(1))),
+        (false, true) => ("windows", None),
+        (false, false) => ("one", None),
+    }
+}
+
+/// The `runs` value a comparison's evidence carries: side A's run and side B's.
+pub fn runs_value(a: &SideRun, b: &SideRun) -> serde_json::Value {
+    serde_json::json!({ "a": a, "b": b })
 }
 
 #[cfg(test)]
