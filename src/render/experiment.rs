@@ -169,6 +169,7 @@ pub fn reading<'a>(
     let mut lines = Vec::new();
     let mut seen: Vec<String> = Vec::new();
     let mut seed = None;
+    let mut resamples = None;
     for m in set.claims.iter().flat_map(|c| &c.parts).filter_map(|p| p.measure.as_ref()) {
         let (Some(c), Some(ev)) = (&m.compare, evidence(m)) else { continue };
         let n = |k: &str| ev.value(k).and_then(Value::as_i64).unwrap_or(0);
@@ -198,12 +199,14 @@ pub fn reading<'a>(
             seen.push(line);
         }
         seed = seed.or_else(|| ev.parameters.get("seed").cloned());
+        resamples = resamples.or_else(|| ev.parameters.get("resamples").and_then(Value::as_i64));
     }
     if seen.is_empty() {
         return Ok(lines);
     }
     let seed = seed.map_or_else(|| "-".into(), |s| s.to_string());
-    lines.push(t.format("ab.read_interval", &args([("seed", seed)]))?);
+    let resamples = resamples.map_or_else(|| "-".into(), |n| crate::units::thousands(n.into()));
+    lines.push(t.format("ab.read_interval", &args([("seed", seed), ("resamples", resamples)]))?);
     lines.extend(seen);
     lines.push(t.get("ab.read_within")?.to_string());
     lines.push(t.get("ab.read_controlled")?.to_string());

@@ -756,7 +756,7 @@ fn fact(name: &'static str, r: &[crate::trace::SideRun; 2]) -> RunFact {
                 name,
                 a: Some(a.len().to_string()),
                 b: Some(b.len().to_string()),
-                same: known.then(|| only_a.is_empty() && only_b.is_empty()),
+                same: known.then_some(only_a.is_empty() && only_b.is_empty()),
                 only: Some([only_a, only_b]),
                 apart_ns: None,
             }
