@@ -1174,13 +1174,16 @@ fn part_ctx(
     let (claim, r) = (c.claim, c.r);
     let entry = p.evidence.as_deref().and_then(|k| s.evidence(k));
     let ev = entry.and_then(|e| e.evidence.as_ref());
+    let compare = part.measure.as_ref().filter(|m| m.compare.is_some());
     let formula = p.formula.as_ref().map(|f| FormulaCtx {
         symbolic: f.symbolic.clone(),
-        substituted: f.substituted.clone(),
+        // A comparison's test stands beside its formula, not inside it.
+        substituted: match compare {
+            Some(_) => super::experiment::without_test(&f.substituted),
+            None => f.substituted.clone(),
+        },
         result: f.display.clone().unwrap_or_else(|| "n/a".into()),
     });
-    let compare = part.measure.as_ref().filter(|m| m.compare.is_some());
-    // A comparison's test stands beside its formula, not inside it.
     let line = p.formula.as_ref().map(formula_line).map(|l| match compare {
         Some(_) => super::experiment::without_test(&l),
         None => l,
