@@ -436,6 +436,7 @@ pub fn run_with(set: ClaimSet, progress: &mut dyn FnMut(&str, u64), scans: &Scan
         );
         written.record(&plan, unique, runs);
         written.record_context(&plan, &context_scopes, context_runs);
+        written.record_sides(&set, &plan);
     }
     compare(&set, &mut written);
     let Written { evidence, ledger, context, .. } = written;
@@ -473,6 +474,8 @@ struct Written {
     ledger: Vec<LedgerEntry>,
     context: Vec<LedgerEntry>,
     names: BTreeMap<String, Evidence>,
+    /// Each compared side's run, by its query key: what the experiment check reads.
+    sides: BTreeMap<String, crate::trace::SideRun>,
 }
 
 /// The keys of comparisons' side queries that need more than their own run.
@@ -755,6 +758,57 @@ impl Written {
     }
 }
 
+impl Written {
+    /// Records the run of every compared side read from this trace: its files' metadata, and
+    /// its devices' processes, kernel names and steps, for the experiment check.
+    fn record_sides(&mut self, set: &ClaimSet, plan: &TracePlan) {
+        let Ok(ctx) = &plan.ctx else { return };
+        let mut files: Option<Vec<Option<crate::trace::RunInfo>>> = None;
+        let sides = set
+            .claims
+            .iter()
+            .flat_map(|c| &c.parts)
+            .filter_map(|p| p.measure.as_ref()?.compare.as_deref())
+            .flat_map(|c| c.sides.iter());
+        for side in sides {
+            let Some(scope) = set.scopes.get(&side.scope).filter(|s| s.trace == plan.decl.name)
+            else {
+                continue;
+            };
+            let key = query_key(set, side);
+            let Some(Ok(ev)) = self.evidence.get(&key) else { continue };
+            if self.sides.contains_key(&key) {
+                continue;
+            }
+            // Metadata is read once per trace, from each of its files; a file whose
+            // metadata cannot be read is a side the check cannot speak for, not an error.
+            let files = files
+                .get_or_insert_with(|| {
+                    let paths: Vec<PathBuf> = match &plan.decl.set {
+                        Some(f) => f.iter().map(|f| normalize(f)).collect(),
+                        None => vec![normalize(&plan.decl.resolved)],
+                    };
+                    crate::trace::run::read_runs(&paths)
+                })
+                .clone();
+            let (sampling, steps) = crate::trace::run::sampling(
+                scope.nvtx.is_some(),
+                side.params.split.is_some(),
+                ev.samples.len(),
+            );
+            let run = crate::trace::SideRun::new(
+                files,
+                &ctx.kernels,
+                &ev.scope.devices,
+                ev.window.requested_ns,
+                sampling,
+                steps,
+            );
+            self.sides.insert(key, run);
+        }
+    }
+}
+
 /// Comparisons, over the evidence of their two sides.
 fn compare(set: &ClaimSet, written: &mut Written) {
     for claim in &set.claims {
@@ -781,7 +835,16 @@ fn compare(set: &ClaimSet, written: &mut Written) {
                         seed: c.seed,
                         names,
                     };
-                    analysis::compare::run(a, b, &req).map_err(|e| e.with_hint())
+                    analysis::compare::run(a, b, &req).map_err(|e| e.with_hint()).map(|mut ev| {
+                        // The runs behind the two sides, for the experiment check: what
+                        // each side's traces say about their machine, software and capture.
+                        if let (Some(ra), Some(rb), Some(analysis::values::Values::Map(v))) =
+                            (written.sides.get(&ka), written.sides.get(&kb), ev.values.as_mut())
+                        {
+                            v.insert("runs".into(), crate::trace::run::runs_value(ra, rb));
+                        }
+                        ev
+                    })
                 }
                 (Some(Err(e)), _) => Err(format!("side A: {e}")),
                 (_, Some(Err(e))) => Err(format!("side B: {e}")),

@@ -119,6 +119,10 @@ pub fn render(a: &Audit, t: &Strings, width: usize) -> Result<String, String> {
                     8,
                 );
             }
+            // A comparison's test has its own line, not a place in the arithmetic.
+            if let Some(test) = &p.test {
+                s += &line("      ", &test.replace('`', ""), 8);
+            }
             let mark = |ok: bool| if ok { "✓" } else { "✗" };
             if let Some(cond) = &p.condition {
                 s += &labelled(t.get("ui.condition")?, &format!("{cond} {}", mark(p.condition_ok)));
@@ -129,6 +133,9 @@ pub fn render(a: &Audit, t: &Strings, width: usize) -> Result<String, String> {
             for g in &p.gates {
                 let status = if g.status_key == "fail" { "FAIL" } else { g.status_key.as_str() };
                 s += &labelled(&format!("{} {status}", g.id), &g.text);
+            }
+            if let Some(c) = &p.controlled {
+                s += &line("      ", &c.replace('`', ""), 8);
             }
             if p.outcome_key == "unverifiable" && !p.needs.is_empty() {
                 s += &labelled(t.get("ui.needs")?, &p.needs.join("; "));

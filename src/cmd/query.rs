@@ -59,6 +59,7 @@ fn compare(c: &crate::cli::CompareArgs, json: bool) -> anyhow::Result<ExitCode> 
     let mut evs = Vec::new();
     let mut names = Vec::new();
     let mut labels = Vec::new();
+    let mut runs = Vec::new();
     for (label, side) in [("A", &c.a), ("B", &c.b)] {
         let get = |k: &str| side.iter().rev().find(|(n, _)| n == k).map(|(_, v)| v.clone());
         labels.push(get("label").unwrap_or_else(|| label.to_string()));
@@ -136,6 +137,24 @@ fn compare(c: &crate::cli::CompareArgs, json: bool) -> anyhow::Result<ExitCode> 
         };
         let (_, ctx) = plan.load()?;
         let ev = plan.run(&ctx).map_err(hinted)?;
+        // The run behind the side, for the experiment check, as an audit records it.
+        let paths: Vec<PathBuf> = match ev.trace.set.as_deref() {
+            Some(set) => set.files.iter().map(|f| PathBuf::from(&f.path)).collect(),
+            None => plan.traces.clone(),
+        };
+        let (sampling, steps) = crate::trace::run::sampling(
+            plan.nvtx.is_some(),
+            plan.params.split.is_some(),
+            ev.samples.len(),
+        );
+        runs.push(crate::trace::SideRun::new(
+            crate::trace::run::read_runs(&paths),
+            &ctx.kernels,
+            &ev.scope.devices,
+            ev.window.requested_ns,
+            sampling,
+            steps,
+        ));
         let params = plan.params;
         if analysis::compare::has_names(of.name) {
             let whole = analysis::compare::names_params(&params, &ev);
@@ -154,7 +173,11 @@ fn compare(c: &crate::cli::CompareArgs, json: bool) -> anyhow::Result<ExitCode> 
             _ => None,
         },
     };
-    let ev = analysis::compare::run(&evs[0], &evs[1], &req).map_err(hinted)?;
+    let mut ev = analysis::compare::run(&evs[0], &evs[1], &req).map_err(hinted)?;
+    if let (Some(analysis::values::Values::Map(v)), [a, b]) = (ev.values.as_mut(), runs.as_slice())
+    {
+        v.insert("runs".into(), crate::trace::run::runs_value(a, b));
+    }
     if json {
         print_json(&ev)?;
     } else {

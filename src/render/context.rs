@@ -57,6 +57,8 @@ pub struct RenderContext {
     pub provenance_facts: Vec<KvCtx>,
     /// Definitions of the terms and metrics the report uses.
     pub definitions: Vec<KvCtx>,
+    /// How to read an A/B comparison (Markdown items), when the audit has one.
+    pub ab_reading: Vec<String>,
 }
 
 /// What a render adds to the audit: the profile, the date, and facts about the files.
@@ -415,6 +417,10 @@ pub struct PartCtx {
     pub note: Option<String>,
     /// Notes from the evidence (plain).
     pub evidence_notes: Vec<String>,
+    /// A comparison's rank test, outside its formula: `Mann-Whitney U, two-sided, exact: p = 0.20`.
+    pub test: Option<String>,
+    /// A comparison's experiment as declared and as its traces check it (Markdown).
+    pub controlled: Option<String>,
 }
 
 /// A formula.
@@ -1166,12 +1172,29 @@ fn part_ctx(
     let (claim, r) = (c.claim, c.r);
     let entry = p.evidence.as_deref().and_then(|k| s.evidence(k));
     let ev = entry.and_then(|e| e.evidence.as_ref());
+    let compare = part.measure.as_ref().filter(|m| m.compare.is_some());
     let formula = p.formula.as_ref().map(|f| FormulaCtx {
         symbolic: f.symbolic.clone(),
-        substituted: f.substituted.clone(),
+        // A comparison's test stands beside its formula, not inside it.
+        substituted: match compare {
+            Some(_) => super::experiment::without_test(&f.substituted),
+            None => f.substituted.clone(),
+        },
         result: f.display.clone().unwrap_or_else(|| "n/a".into()),
     });
-    let line = p.formula.as_ref().map(formula_line);
+    let line = p.formula.as_ref().map(formula_line).map(|l| match compare {
+        Some(_) => super::experiment::without_test(&l),
+        None => l,
+    });
+    let (test, controlled) = match (compare, ev) {
+        (Some(_), Some(ev)) => (
+            super::experiment::test_line(t, ev)?,
+            (part.kind == Kind::Causal || part.experiment.is_some())
+                .then(|| super::experiment::controlled_line(t, part.experiment.as_ref(), ev))
+                .transpose()?,
+        ),
+        _ => (None, None),
+    };
     let scope_short = match (ev, &part.measure) {
         (Some(ev), Some(m)) => Some(short_scope(t, ev, m)?),
         _ => None,
@@ -1334,6 +1357,8 @@ fn part_ctx(
         caveats: tr(&part.caveats, lang),
         note: tr(&part.note, lang),
         evidence_notes: Vec::new(),
+        test,
+        controlled,
     })
 }
 
@@ -1789,6 +1814,9 @@ pub fn build(
     let legend = legend(t)?;
     let definitions = definitions(a, t)?;
     let provenance_facts = provenance_facts(a, t, meta)?;
+    let ab_reading = super::experiment::reading(t, set, |m| {
+        s.evidence(&crate::verdict::query_key(set, m)).and_then(|e| e.evidence.as_ref())
+    })?;
 
     Ok(RenderContext {
         lang: lang.into(),
@@ -1820,5 +1848,6 @@ pub fn build(
         legend,
         provenance_facts,
         definitions,
+        ab_reading,
     })
 }

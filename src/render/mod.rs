@@ -4,6 +4,7 @@
 pub mod charts;
 pub mod context;
 pub mod eval;
+pub mod experiment;
 pub use crate::i18n;
 pub mod interrupt;
 pub mod lock;

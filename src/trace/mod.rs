@@ -14,6 +14,7 @@ pub mod names;
 pub mod nvtx;
 pub mod payload;
 pub mod remap;
+pub mod run;
 mod schema;
 
 use std::collections::BTreeMap;
@@ -27,6 +28,7 @@ use sha2::{Digest, Sha256};
 
 pub use copies::{Copies, CopyKind};
 pub use kernels::{KernelFilter, Kernels, NO_ROWS, NameStyle, RowBox, union_rows};
+pub use run::{RunGpu, RunInfo, SideRun};
 pub use schema::{NvtxText, Origin, Requirement, Schema, TableRole, TimeBase, quote_ident};
 
 /// Errors reading a trace.

@@ -19,6 +19,8 @@ pub const TARGET_INFO_GPU: &str = "TARGET_INFO_GPU";
 pub const PROCESSES: &str = "PROCESSES";
 /// Capture start in UTC.
 pub const SESSION_START: &str = "TARGET_INFO_SESSION_START_TIME";
+/// Name/value pairs of the capture's settings, the launched process's environment among them.
+pub const META_DATA_CAPTURE: &str = "META_DATA_CAPTURE";
 /// Name/value pairs of the target system (`Hostname`, `CpuCores`, driver version...).
 pub const SYSTEM_ENV: &str = "TARGET_INFO_SYSTEM_ENV";
 /// Memory copies (lazily created: absent when the capture has none).
@@ -58,6 +60,8 @@ pub mod gpu {
     pub const DEVICE_ID: &str = "deviceId";
     /// Marketing name.
     pub const NAME: &str = "name";
+    /// The GPU's uuid.
+    pub const UUID: &str = "uuid";
 }
 
 /// Column names of `NVTX_EVENTS` that the tool reads.

@@ -12,6 +12,8 @@ use crate::formula::Expr;
 use crate::scope::{Semantics, format_device_list};
 use crate::units::ms;
 
+use serde::Serialize;
+
 use super::{Finding, Gate, GateStatus};
 
 /// What a field measures, for R3: the analysis's own declaration.
@@ -477,7 +479,8 @@ pub fn r4(
 
 /// Gates R1-R4 of a comparison: R1 the two sides' windows (the same phase, the same length
 /// where the metric is a total), R2 their populations, R3 the metric (one analysis, one
-/// formula on both sides), R4 the units.
+/// formula on both sides), R4 the units; then the declared `held` items against the two
+/// runs' traces ([`held_gates`]).
 pub fn compare_gates(
     about: &About,
     m: &Measure,
@@ -588,7 +591,325 @@ pub fn compare_gates(
             &[("unit", m.unit.symbol().to_string())],
         );
     }
-    vec![r1, r2, r3, r4]
+    let mut gates = vec![r1, r2, r3, r4];
+    gates.extend(held_gates(p.experiment.as_ref(), ev));
+    gates
+}
+
+/// One fact about the runs behind the two sides of a comparison, as each side's traces record
+/// it: None where the export does not.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunFact {
+    /// What it is: the i18n key `exp.fact.<name>` names it (`gpu_model`, `driver`, `steps`...).
+    pub name: &'static str,
+    /// Side A's value, as shown.
+    pub a: Option<String>,
+    /// Side B's value, as shown.
+    pub b: Option<String>,
+    /// Whether the two agree: None when a side does not record it.
+    pub same: Option<bool>,
+    /// For kernel names: the names found on one side only, A's then B's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub only: Option<[Vec<String>; 2]>,
+    /// For the capture start: B's start minus A's, in ns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub apart_ns: Option<i64>,
+}
+
+impl RunFact {
+    fn new(name: &'static str, a: Option<String>, b: Option<String>) -> RunFact {
+        let same = match (&a, &b) {
+            (Some(x), Some(y)) => Some(x == y),
+            _ => None,
+        };
+        RunFact { name, a, b, same, only: None, apart_ns: None }
+    }
+}
+
+/// A `held` item the traces record something about, with the facts that check it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HeldCheck {
+    /// The item as declared (`hardware`).
+    pub item: String,
+    /// Its facts, in order.
+    pub facts: Vec<RunFact>,
+    /// Whether the facts only stand in for the item (kernel names for `model`): a difference
+    /// is shown, never read as a contradiction.
+    pub proxy: bool,
+}
+
+impl HeldCheck {
+    /// The facts recorded on both sides that differ: what contradicts the declaration.
+    pub fn contradictions(&self) -> impl Iterator<Item = &RunFact> {
+        self.facts.iter().filter(|f| f.same == Some(false))
+    }
+}
+
+/// A comparison's experiment against its traces: what the author declared, which `held`
+/// items the traces check and how, which they cannot, and every visible difference between
+/// the two runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ExperimentCheck {
+    /// `controlled` as the author declared it.
+    pub declared: bool,
+    /// The `held` items a trace records something about.
+    pub checked: Vec<HeldCheck>,
+    /// The `held` items no trace records (`data`, `seed`...).
+    pub uncheckable: Vec<String>,
+    /// Every fact recorded on both sides that differs, held or not.
+    pub differs: Vec<RunFact>,
+}
+
+/// Which facts check which `held` item; items absent here are not checkable from a trace.
+/// `model` is checked through a proxy, the kernel names (see [`HeldCheck::proxy`]).
+pub const HELD_FACTS: &[(&str, &[&str])] = &[
+    ("hardware", &["gpu_model", "gpu_count", "driver"]),
+    ("software", &["nsys", "driver", "cuda_driver", "cuda", "nccl"]),
+    ("steps", &["steps"]),
+    ("model", &["kernel_names"]),
+];
+
+/// The facts listed when they differ whatever was declared, after the `held` facts.
+const OTHER_FACTS: &[&str] = &["host", "gpu_uuids", "pids", "capture_start", "derived"];
+
+/// The distinct values of one field over a side's files, in file order, joined; None when no
+/// file records it.
+fn over_files(
+    s: &crate::trace::SideRun,
+    f: impl Fn(&crate::trace::RunInfo) -> Option<String>,
+) -> Option<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for v in s.files.iter().flatten().filter_map(&f) {
+        if !seen.contains(&v) {
+            seen.push(v);
+        }
+    }
+    (!seen.is_empty()).then(|| seen.join(", "))
+}
+
+/// The GPUs of a side's devices as `TARGET_INFO_GPU` lists them (over a set, every file's);
+/// all of them where the side's devices are not listed.
+fn side_gpus(s: &crate::trace::SideRun) -> Vec<&crate::trace::RunGpu> {
+    let all: Vec<&crate::trace::RunGpu> = s.files.iter().flatten().flat_map(|f| &f.gpus).collect();
+    let own: Vec<&crate::trace::RunGpu> = match s.files.as_slice() {
+        [_] => all.iter().copied().filter(|g| s.devices.contains(&g.id)).collect(),
+        _ => Vec::new(),
+    };
+    if own.is_empty() { all } else { own }
+}
+
+/// A UTC-epoch time as `2026-05-26 07:58:50 UTC`.
+fn utc_text(ns: i64) -> String {
+    match time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ns)) {
+        Ok(t) => format!(
+            "{:04}-{:02}-{:02} {:02}:{:02}:{:02} UTC",
+            t.year(),
+            u8::from(t.month()),
+            t.day(),
+            t.hour(),
+            t.minute(),
+            t.second()
+        ),
+        Err(_) => format!("{ns} ns"),
+    }
+}
+
+/// A long span of time in whole units: `1 h 19 min`, `12 min 5 s`, `42 s`, `750 ms`.
+pub fn gap_text(ns: i64) -> String {
+    let s = ns.unsigned_abs() / 1_000_000_000;
+    match s {
+        0 => crate::units::duration(ns.abs()),
+        1..60 => format!("{s} s"),
+        60..3600 => format!("{} min {} s", s / 60, s % 60),
+        _ => format!("{} h {} min", s / 3600, (s % 3600) / 60),
+    }
+}
+
+/// One fact of the two sides by its name (one of [`HELD_FACTS`] or [`OTHER_FACTS`]).
+fn fact(name: &'static str, r: &[crate::trace::SideRun; 2]) -> RunFact {
+    let both = |f: &dyn Fn(&crate::trace::SideRun) -> Option<String>| {
+        RunFact::new(name, f(&r[0]), f(&r[1]))
+    };
+    match name {
+        "gpu_model" => both(&|s| {
+            let mut names: Vec<String> = Vec::new();
+            for n in side_gpus(s).into_iter().filter_map(|g| g.name.clone()) {
+                if !names.contains(&n) {
+                    names.push(n);
+                }
+            }
+            (!names.is_empty()).then(|| names.join(", "))
+        }),
+        "gpu_count" => both(&|s| Some(s.job_devices.to_string())),
+        "driver" => both(&|s| over_files(s, |f| f.driver.clone())),
+        "nsys" => both(&|s| over_files(s, |f| f.nsys_version.clone())),
+        "cuda_driver" => both(&|s| over_files(s, |f| f.cuda_driver.clone())),
+        "cuda" => both(&|s| over_files(s, |f| f.cuda.clone())),
+        "nccl" => both(&|s| over_files(s, |f| f.nccl.clone())),
+        "steps" => both(&|s| s.steps.map(|n| n.to_string())),
+        "kernel_names" => {
+            let [a, b] = [&r[0].kernel_names, &r[1].kernel_names];
+            let only_a: Vec<String> = a.iter().filter(|n| !b.contains(n)).cloned().collect();
+            let only_b: Vec<String> = b.iter().filter(|n| !a.contains(n)).cloned().collect();
+            let known = !a.is_empty() && !b.is_empty();
+            RunFact {
+                name,
+                a: Some(a.len().to_string()),
+                b: Some(b.len().to_string()),
+                same: known.then_some(only_a.is_empty() && only_b.is_empty()),
+                only: Some([only_a, only_b]),
+                apart_ns: None,
+            }
+        }
+        "host" => both(&|s| over_files(s, |f| f.host.clone())),
+        "gpu_uuids" => both(&|s| {
+            // The first eight hex digits name a GPU well enough to see that two differ; the
+            // evidence keeps them whole.
+            let short = |u: &String| {
+                let u = u.strip_prefix("GPU-").unwrap_or(u);
+                u.get(..8).map_or_else(|| u.to_string(), |h| format!("{h}…"))
+            };
+            let uuids: Vec<String> =
+                side_gpus(s).into_iter().filter_map(|g| g.uuid.as_ref()).map(short).collect();
+            if !uuids.is_empty() {
+                return Some(uuids.join(" "));
+            }
+            over_files(s, |f| {
+                (!f.visible_devices.is_empty())
+                    .then(|| f.visible_devices.iter().map(short).collect::<Vec<_>>().join(" "))
+            })
+        }),
+        "pids" => both(&|s| {
+            (!s.pids.is_empty())
+                .then(|| s.pids.iter().map(i64::to_string).collect::<Vec<_>>().join(", "))
+        }),
+        "capture_start" => {
+            let first = |s: &crate::trace::SideRun| {
+                s.files.iter().flatten().filter_map(|f| f.capture_start_utc_ns).min()
+            };
+            let mut f = RunFact::new(name, first(&r[0]).map(utc_text), first(&r[1]).map(utc_text));
+            // Two starts say how far apart they are, to the ns.
+            if let (Some(x), Some(y)) = (first(&r[0]), first(&r[1])) {
+                f.same = Some(x == y);
+                f.apart_ns = Some(y - x);
+            }
+            f
+        }
+        "derived" => {
+            // Not derived is a value too: a capture as nsys wrote it.
+            let d = |s: &crate::trace::SideRun| {
+                (!s.files.is_empty() && s.files.iter().all(Option::is_some))
+                    .then(|| over_files(s, |f| f.derived_by.clone()).unwrap_or_else(|| "-".into()))
+            };
+            both(&|s| d(s))
+        }
+        _ => RunFact::new(name, None, None),
+    }
+}
+
+/// Checks an experiment's `held` items against the runs of its two sides: each item a trace
+/// can check ([`HELD_FACTS`]) gets its facts, the others are listed as not checkable, and
+/// every fact that differs between the runs is listed.
+pub fn check_experiment(
+    e: &crate::claims::Experiment,
+    runs: &[crate::trace::SideRun; 2],
+) -> ExperimentCheck {
+    let mut checked = Vec::new();
+    let mut uncheckable = Vec::new();
+    for item in &e.held {
+        match HELD_FACTS.iter().find(|(h, _)| h == item) {
+            Some((_, facts)) => checked.push(HeldCheck {
+                item: item.clone(),
+                facts: facts.iter().map(|f| fact(f, runs)).collect(),
+                proxy: item == "model",
+            }),
+            None => uncheckable.push(item.clone()),
+        }
+    }
+    let mut differs: Vec<RunFact> = Vec::new();
+    let names = HELD_FACTS.iter().flat_map(|(_, f)| f.iter()).chain(OTHER_FACTS);
+    for name in names {
+        if differs.iter().any(|f| f.name == *name) {
+            continue;
+        }
+        let f = fact(name, runs);
+        if f.same == Some(false) {
+            differs.push(f);
+        }
+    }
+    ExperimentCheck { declared: e.controlled, checked, uncheckable, differs }
+}
+
+/// A list argument, `-` when empty.
+fn list_or_dash(items: Vec<String>) -> String {
+    if items.is_empty() { "-".into() } else { crate::i18n::list_arg(items) }
+}
+
+/// The runs behind a comparison's two sides, as its evidence carries them (`runs`).
+pub fn side_runs(ev: &Evidence) -> Option<[crate::trace::SideRun; 2]> {
+    let runs = ev.value("runs")?;
+    let side = |k: &str| serde_json::from_value(runs.get(k)?.clone()).ok();
+    Some([side("a")?, side("b")?])
+}
+
+/// The gate of a comparison's declared `held` items against its traces: a finding per fact
+/// that contradicts a declared item (recorded on both sides, different), the first failing
+/// the gate and the others noted beside it; a note for a proxy that differs; else one pass
+/// that names what was checked and what cannot be.
+/// Without a declared `held` list there is nothing to check, and no gate.
+pub fn held_gates(e: Option<&crate::claims::Experiment>, ev: &Evidence) -> Vec<Gate> {
+    let Some(e) = e.filter(|e| !e.held.is_empty()) else { return Vec::new() };
+    let Some(runs) = side_runs(ev) else {
+        return vec![gate(
+            "held",
+            GateStatus::Note,
+            "gate.held.unread",
+            &[("held", crate::i18n::list_arg(e.held.iter().cloned()))],
+        )];
+    };
+    let check = check_experiment(e, &runs);
+    let mut out = Vec::new();
+    for h in &check.checked {
+        for f in h.contradictions() {
+            let mut args = vec![
+                ("held", h.item.clone()),
+                ("a", f.a.clone().unwrap_or_default()),
+                ("b", f.b.clone().unwrap_or_default()),
+            ];
+            if let Some([only_a, only_b]) = &f.only {
+                args.push(("only_a", list_or_dash(only_a.clone())));
+                args.push(("only_b", list_or_dash(only_b.clone())));
+            }
+            // The gate fails once, at its first contradiction; the others are listed with it.
+            let failed = out.iter().any(|g: &Gate| g.status == GateStatus::Fail);
+            let status = if h.proxy || failed { GateStatus::Note } else { GateStatus::Fail };
+            out.push(gate("held", status, &format!("gate.held.{}", f.name), &args));
+        }
+    }
+    if out.is_empty() {
+        let checked: Vec<String> = check
+            .checked
+            .iter()
+            .filter(|h| h.facts.iter().any(|f| f.same.is_some()))
+            .map(|h| h.item.clone())
+            .collect();
+        let unrecorded: Vec<String> = check
+            .checked
+            .iter()
+            .filter(|h| h.facts.iter().all(|f| f.same.is_none()))
+            .map(|h| h.item.clone())
+            .chain(check.uncheckable.iter().cloned())
+            .collect();
+        let key =
+            if checked.is_empty() { "gate.held.none_checked" } else { "gate.held.consistent" };
+        out.push(gate(
+            "held",
+            GateStatus::Pass,
+            key,
+            &[("checked", list_or_dash(checked)), ("unchecked", list_or_dash(unrecorded))],
+        ));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -665,6 +986,97 @@ mod tests {
         assert_eq!(g.finding.args["field"], "wait_share");
         assert_eq!(g.finding.args["ranks"], "2");
         assert_eq!(g.finding.args["matched"], "0");
+    }
+
+    fn run(driver: Option<&str>, gpus: usize, names: &[&str]) -> crate::trace::SideRun {
+        crate::trace::SideRun {
+            files: vec![Some(crate::trace::RunInfo {
+                driver: driver.map(str::to_string),
+                ..Default::default()
+            })],
+            devices: vec![0],
+            job_devices: gpus,
+            pids: vec![1],
+            kernel_names: names.iter().map(|n| n.to_string()).collect(),
+            sampling: "windows".into(),
+            steps: None,
+        }
+    }
+
+    fn experiment(held: &[&str]) -> crate::claims::Experiment {
+        crate::claims::Experiment {
+            changed: None,
+            held: held.iter().map(|h| h.to_string()).collect(),
+            controlled: true,
+            expect: None,
+        }
+    }
+
+    fn with_runs(runs: [crate::trace::SideRun; 2]) -> Evidence {
+        let mut ev = skew(&[1]);
+        ev.values
+            .as_mut()
+            .unwrap()
+            .insert("runs".into(), serde_json::json!({"a": runs[0], "b": runs[1]}));
+        ev
+    }
+
+    #[test]
+    fn a_held_item_fails_only_on_a_fact_both_sides_record_and_the_first_contradiction_fails() {
+        let keys = |gates: &[Gate]| -> Vec<(String, GateStatus)> {
+            gates.iter().map(|g| (g.finding.key.clone(), g.status)).collect()
+        };
+        // A driver recorded on one side only is no contradiction.
+        let ev = with_runs([run(Some("580.95.05"), 2, &["k"]), run(None, 2, &["k"])]);
+        let g = held_gates(Some(&experiment(&["hardware", "seed"])), &ev);
+        assert_eq!(keys(&g), [("gate.held.consistent".to_string(), GateStatus::Pass)]);
+        assert_eq!(g[0].finding.args["checked"], "hardware");
+        assert_eq!(g[0].finding.args["unchecked"], "seed");
+        // Two contradictions: the first fails the gate, the second is noted with it.
+        let ev = with_runs([run(Some("580"), 2, &["k"]), run(Some("570"), 8, &["k"])]);
+        let g = held_gates(Some(&experiment(&["hardware"])), &ev);
+        assert_eq!(
+            keys(&g),
+            [
+                ("gate.held.gpu_count".to_string(), GateStatus::Fail),
+                ("gate.held.driver".to_string(), GateStatus::Note)
+            ]
+        );
+        assert_eq!(
+            (g[1].finding.args["a"].as_str(), g[1].finding.args["b"].as_str()),
+            ("580", "570")
+        );
+        // Kernel names stand in for the model: a difference is a note, never a failure.
+        let ev = with_runs([run(None, 2, &["a", "b"]), run(None, 2, &["b", "c"])]);
+        let g = held_gates(Some(&experiment(&["model"])), &ev);
+        assert_eq!(keys(&g), [("gate.held.kernel_names".to_string(), GateStatus::Note)]);
+        assert_eq!(g[0].finding.args["only_a"], "a");
+        assert_eq!(g[0].finding.args["only_b"], "c");
+        // Nothing declared held: no gate. Evidence without runs: a note that nothing was read.
+        assert!(held_gates(Some(&experiment(&[])), &ev).is_empty());
+        assert!(held_gates(None, &ev).is_empty());
+        let g = held_gates(Some(&experiment(&["hardware"])), &skew(&[1]));
+        assert_eq!(keys(&g), [("gate.held.unread".to_string(), GateStatus::Note)]);
+    }
+
+    #[test]
+    fn every_visible_difference_is_listed_whatever_was_held() {
+        let mut a = run(Some("580"), 2, &["k"]);
+        let mut b = run(Some("580"), 2, &["k"]);
+        b.pids = vec![2];
+        a.files[0].as_mut().unwrap().capture_start_utc_ns = Some(1_000_000_000_000);
+        b.files[0].as_mut().unwrap().capture_start_utc_ns =
+            Some(1_000_000_000_000 + 3_700_000_000_000);
+        let check = check_experiment(&experiment(&["data"]), &[a, b]);
+        assert_eq!(check.uncheckable, ["data"]);
+        assert!(check.checked.is_empty());
+        let names: Vec<&str> = check.differs.iter().map(|f| f.name).collect();
+        assert_eq!(names, ["pids", "capture_start"]);
+        assert_eq!(check.differs[1].apart_ns, Some(3_700_000_000_000));
+        // 3,700 s = 1 h 1 min 40 s.
+        assert_eq!(gap_text(3_700_000_000_000), "1 h 1 min");
+        assert_eq!(gap_text(125_000_000_000), "2 min 5 s");
+        assert_eq!(gap_text(42_000_000_000), "42 s");
     }
 
     #[test]

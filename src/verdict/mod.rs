@@ -16,7 +16,10 @@ use crate::analysis::Evidence;
 use crate::claims::{Claim, ClaimSet, Kind, Text, Unit};
 use crate::formula::Rational;
 
-pub use gates::field_quantity;
+pub use gates::{
+    ExperimentCheck, HELD_FACTS, HeldCheck, RunFact, check_experiment, field_quantity, gap_text,
+    side_runs,
+};
 pub use misreadings::applicable as misreadings;
 pub use rules::{compare_interval, judge, show};
 

@@ -51,6 +51,11 @@ pub struct AbLabels {
     encoding: String,
     axis: String,
     axis_count: String,
+    axis_metric: String,
+    axis_metric_count: String,
+    interval: String,
+    interval_relative: String,
+    interval_tip: String,
     zoomed: String,
     dot_tip: String,
     pub(super) delta_decrease: String,
@@ -77,6 +82,11 @@ impl AbLabels {
             encoding: g("ab_encoding")?,
             axis: g("ab_axis")?,
             axis_count: g("ab_axis_count")?,
+            axis_metric: g("ab_axis_metric")?,
+            axis_metric_count: g("ab_axis_metric_count")?,
+            interval: g("ab_interval")?,
+            interval_relative: g("ab_interval_relative")?,
+            interval_tip: g("ab_interval_tip")?,
             zoomed: g("ab_zoomed")?,
             dot_tip: g("ab_dot_tip")?,
             delta_decrease: g("delta_decrease")?,
@@ -126,10 +136,46 @@ const B_FILL: &str = "#fd8d3c";
 ///
 /// A side without samples means no comparison: the chart says "no data".
 pub fn ab_chart(a: &AbSide, b: &AbSide, unit: AbUnit, zero_based: bool, l: &AbLabels) -> String {
+    ab_chart_quoting(a, b, unit, zero_based, &AbQuote::default(), l)
+}
+
+/// What a report quotes of a comparison, drawn on its chart: the metric, named on the axis
+/// with its unit, and the interval of the difference B - A that the headline quotes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AbQuote {
+    /// The metric as the claim writes it (`nccl_only_ns / total_ns`).
+    pub metric: Option<String>,
+    /// The interval of B - A, low and high, in the chart's [`AbUnit`]: drawn as a band on the
+    /// bracket from A's median plus its low end to A's median plus its high end, where B's
+    /// median may lie as the interval allows, and stated under the axis.
+    pub interval: Option<[i64; 2]>,
+    /// The same interval relative to A's median, as the page quotes it (`-26.2%`, `-3.3%`).
+    pub relative: Option<[String; 2]>,
+}
+
+/// [`ab_chart`] with the metric on the axis and the quoted interval of B - A drawn.
+pub fn ab_chart_quoting(
+    a: &AbSide,
+    b: &AbSide,
+    unit: AbUnit,
+    zero_based: bool,
+    quote: &AbQuote,
+    l: &AbLabels,
+) -> String {
     if a.values_ns.is_empty() || b.values_ns.is_empty() {
         return no_data(&l.no_data);
     }
-    let all = || a.values_ns.iter().chain(&b.values_ns).chain([&a.median_ns, &b.median_ns]);
+    // The band's ends, on the values' axis: A's median moved by each end of the interval.
+    let band: Option<[i64; 2]> = quote
+        .interval
+        .and_then(|[lo, hi]| Some([a.median_ns.checked_add(lo)?, a.median_ns.checked_add(hi)?]));
+    let all = || {
+        a.values_ns
+            .iter()
+            .chain(&b.values_ns)
+            .chain([&a.median_ns, &b.median_ns])
+            .chain(band.iter().flatten())
+    };
     let (min, max) = (all().copied().min().unwrap_or(0), all().copied().max().unwrap_or(0));
     let span = if zero_based {
         Span::new(min.min(0).into(), max.max(0).into(), unit.min_step())
@@ -137,7 +183,7 @@ pub fn ab_chart(a: &AbSide, b: &AbSide, unit: AbUnit, zero_based: bool, l: &AbLa
         Span::new(min.into(), max.into(), unit.min_step())
     };
     let mut out = String::new();
-    open_svg(&mut out, AXIS_Y + 44.0);
+    open_svg(&mut out, AXIS_Y + if band.is_some() { 60.0 } else { 44.0 });
 
     // The encoding: a sample dot and a median tick.
     w!(
@@ -155,9 +201,11 @@ pub fn ab_chart(a: &AbSide, b: &AbSide, unit: AbUnit, zero_based: bool, l: &AbLa
 
     let ticks = span.ticks(unit);
     grid(&mut out, PLOT_X, PLOT_W, TOP, AXIS_Y, &ticks);
-    let title = match unit.tick_scale(span.extent()).1 {
-        "" => l.axis_count.clone(),
-        symbol => subst(&l.axis, &[("unit", symbol)]),
+    let title = match (unit.tick_scale(span.extent()).1, &quote.metric) {
+        ("", None) => l.axis_count.clone(),
+        (symbol, None) => subst(&l.axis, &[("unit", symbol)]),
+        ("", Some(m)) => subst(&l.axis_metric_count, &[("metric", m)]),
+        (symbol, Some(m)) => subst(&l.axis_metric, &[("metric", m), ("unit", symbol)]),
     };
     x_axis(&mut out, PLOT_X, PLOT_W, AXIS_Y, &ticks, &title);
 
@@ -208,6 +256,36 @@ pub fn ab_chart(a: &AbSide, b: &AbSide, unit: AbUnit, zero_based: bool, l: &AbLa
             x = f2(x),
         );
         text(&mut out, centred(x, &value, 11.0), label_y, "middle", 11.0, HALO, &value);
+    }
+
+    // The interval the headline quotes, as a band under the bracket, stated under the axis.
+    if let (Some([x1, x2]), Some([lo, hi])) = (band, quote.interval) {
+        let (x1, x2) = (PLOT_X + span.x(x1.into(), PLOT_W), PLOT_X + span.x(x2.into(), PLOT_W));
+        let mut said = subst(
+            &l.interval,
+            &[("low", &unit.difference(lo.into())), ("high", &unit.difference(hi.into()))],
+        );
+        if let Some([rl, rh]) = &quote.relative {
+            said = subst(&l.interval_relative, &[("interval", &said), ("low", rl), ("high", rh)]);
+        }
+        w!(
+            out,
+            "<rect class=\"interval\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"10.00\" fill=\"#969696\" fill-opacity=\"0.45\"><title>{}</title></rect>\n",
+            f2(x1.min(x2)),
+            f2(BRACKET_Y - 5.0),
+            f2((x2 - x1).abs().max(1.0)),
+            esc(&subst(
+                &l.interval_tip,
+                &[("low", &unit.difference(lo.into())), ("high", &unit.difference(hi.into()))]
+            )),
+        );
+        w!(
+            out,
+            "<rect x=\"{}\" y=\"{}\" width=\"14.00\" height=\"8.00\" fill=\"#969696\" fill-opacity=\"0.45\"/>\n",
+            f2(PLOT_X),
+            f2(AXIS_Y + 44.0),
+        );
+        text(&mut out, PLOT_X + 20.0, baseline(AXIS_Y + 48.0, 11.0), "start", 11.0, PLAIN, &said);
     }
 
     // The bracket: dashed drops from the median ticks, a line from A's median to B's with an
@@ -464,6 +542,41 @@ pub(super) mod tests {
         assert!(!svg.contains("does not start at 0"));
         // The arrowhead points from A's median to B's: left.
         assert!(svg.contains("<polygon points=\"408.00,96.00 414.00,92.00 414.00,100.00\""));
+    }
+
+    #[test]
+    fn the_quoted_interval_is_a_band_from_as_median_and_the_axis_names_the_metric() {
+        let (a, b) = before_after();
+        let quote = AbQuote {
+            metric: Some("total_ns".into()),
+            interval: Some([-4 * MS, -2 * MS]),
+            relative: Some(["-33.3%".into(), "-16.7%".into()]),
+        };
+        let svg = ab_chart_quoting(&a, &b, AbUnit::Ns, true, &quote, &labels("en"));
+        parse(&svg);
+        // A's median 12 ms moved by -4 and -2 ms: 8 to 10 ms on the 0..14 ms axis of the
+        // test above, 8/14 * 448 = 256 and 10/14 * 448 = 320 right of 120.
+        assert!(
+            svg.contains("class=\"interval\" x=\"376.00\" y=\"91.00\" width=\"64.00\""),
+            "{svg}"
+        );
+        assert!(svg.contains(
+            ">band from A&apos;s median: 95% interval of B - A, -4.00 ms to -2.00 ms (-33.3% to -16.7% of A&apos;s median)</text>"
+        ));
+        assert!(svg.contains(">total_ns of each sample (ms)</text>"), "{svg}");
+        // A band beyond the samples widens the axis rather than being cut: 12 + 6 = 18 ms.
+        let wide = AbQuote { interval: Some([0, 6 * MS]), ..quote };
+        let svg = ab_chart_quoting(&a, &b, AbUnit::Ns, true, &wide, &labels("en"));
+        let span = Span::new(0, (18 * MS).into(), 10_000);
+        let x = |v: i64| 120.0 + span.x(v.into(), 448.0);
+        let (x1, x2) = (x(12 * MS), x(18 * MS));
+        assert!(x2 <= 568.0);
+        let band = format!("class=\"interval\" x=\"{x1:.2}\" y=\"91.00\" width=\"{:.2}\"", x2 - x1);
+        assert!(svg.contains(&band), "{band} in {svg}");
+        // Without a quote the chart is as before: no band, the plain axis title.
+        let plain = ab_chart(&a, &b, AbUnit::Ns, true, &labels("en"));
+        assert!(!plain.contains("class=\"interval\""));
+        assert!(plain.contains(">value of each sample (ms)</text>"));
     }
 
     #[test]

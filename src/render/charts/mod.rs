@@ -17,7 +17,7 @@ mod svg;
 use crate::analysis::ChartKind;
 use std::collections::BTreeMap;
 
-pub use ab::{AbLabels, AbSide, AbUnit, ab_chart};
+pub use ab::{AbLabels, AbQuote, AbSide, AbUnit, ab_chart, ab_chart_quoting};
 pub use delta::{NameDelta, TOP_NAMES, delta_chart};
 pub use kernels::{KernelBar, kernels_chart};
 pub use names::shorten;
@@ -127,7 +127,7 @@ pub fn charts(a: &Audit, t: &Strings) -> Result<Vec<Chart>, String> {
         out.push(Chart {
             file: file("ab", n_ab),
             caption: fill(t, "ui.chart_ab", &args)?,
-            svg: ab_chart(&sa, &sb, unit, true, &ab_labels),
+            svg: ab_chart_quoting(&sa, &sb, unit, true, &quote_of(ev), &ab_labels),
         });
         let rows = name_deltas(ev);
         if !rows.is_empty() {
@@ -179,6 +179,23 @@ fn ab_sides(ev: &Evidence) -> Option<(AbSide, AbSide, AbUnit)> {
         })
     };
     Some((side("a", "A")?, side("b", "B")?, unit))
+}
+
+/// What the report quotes of a comparison: its metric, and the interval of B - A in the
+/// samples' scale (`ci_low`, `ci_high`), the one the verdict table and page 1 quote.
+fn quote_of(ev: &Evidence) -> AbQuote {
+    let int = |k: &str| ev.value(k).as_ref().and_then(serde_json::Value::as_i64);
+    // A share of A's median, to one decimal of a percent, as the page shows a change.
+    let percent = |k: &str| {
+        let x = ev.value(k).as_ref().and_then(serde_json::Value::as_f64)?;
+        let s = format!("{:.1}%", x * 100.0);
+        Some(if s == "-0.0%" { "0.0%".to_string() } else { s })
+    };
+    AbQuote {
+        metric: ev.parameters.get("metric").and_then(serde_json::Value::as_str).map(str::to_string),
+        interval: int("ci_low").zip(int("ci_high")).map(|(lo, hi)| [lo, hi]),
+        relative: percent("change_low").zip(percent("change_high")).map(|(lo, hi)| [lo, hi]),
+    }
 }
 
 /// The per-name deltas of a comparison, as chart rows.
