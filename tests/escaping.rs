@@ -7,6 +7,8 @@
 
 mod util;
 
+use util::typst::typst_ready;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -240,27 +242,6 @@ fn assert_no_raw_controls(what: &str, text: &str, tab: bool) {
     }
 }
 
-/// The typst the tool will run: `TYPST_BIN`, else `typst` on PATH.
-fn typst_bin() -> std::ffi::OsString {
-    std::env::var_os("TYPST_BIN").unwrap_or_else(|| "typst".into())
-}
-
-/// Whether typst with the CJK font can be used; `VERDICT_REQUIRE_TYPST` makes a missing one
-/// fail the test instead of skipping the PDF checks.
-fn typst_ready() -> bool {
-    let ok = Command::new(typst_bin()).arg("fonts").output().is_ok_and(|o| {
-        o.status.success()
-            && String::from_utf8_lossy(&o.stdout).lines().any(|l| l.trim() == "Noto Sans CJK TC")
-    });
-    if !ok && std::env::var_os("VERDICT_REQUIRE_TYPST").is_some() {
-        panic!("VERDICT_REQUIRE_TYPST is set but typst with Noto Sans CJK TC is not available");
-    }
-    if !ok {
-        eprintln!("skipping the PDF checks: typst with Noto Sans CJK TC is not installed");
-    }
-    ok
-}
-
 /// Checks one Markdown report as a CommonMark/GFM reader sees it.
 fn check_markdown(name: &str, md: &str) {
     let events = check_markdown_text(name, md);
@@ -443,7 +424,7 @@ fn every_chart_is_well_formed_xml_that_shows_the_names() {
 
 #[test]
 fn the_pdf_compiles_and_shows_every_payload_as_text() {
-    if !typst_ready() {
+    if !typst_ready("the PDF checks") {
         return;
     }
     let c = case();

@@ -25,28 +25,9 @@ fn each_rank_uses_the_stream_that_carries_its_nccl_kernels() {
     let mut per_device: Vec<Vec<(i64, i64)>> = Vec::new();
     let mut streams = Vec::new();
     for device in [0, 1] {
-        let stream: i64 = conn
-            .query_row(
-                "SELECT k.streamId FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName
-                 WHERE k.deviceId = ?1 AND lower(s.value) LIKE '%nccl%'
-                 GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1",
-                [device],
-                |r| r.get(0),
-            )
-            .unwrap();
+        let stream = util::reference::busiest_nccl_stream(&conn, device);
         streams.push(stream);
-        let rows = conn
-            .prepare(
-                "SELECT k.start, k.\"end\" FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName
-                 WHERE k.deviceId = ?1 AND k.streamId = ?2 AND lower(s.value) LIKE '%nccl%'
-                 ORDER BY k.start, k.\"end\"",
-            )
-            .unwrap()
-            .query_map([device, stream], |r| Ok((r.get(0)?, r.get(1)?)))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
-        per_device.push(rows);
+        per_device.push(util::reference::nccl_kernels(&conn, device, stream));
     }
     assert_eq!(streams, [7, 15]);
     let matched = per_device.iter().map(Vec::len).min().unwrap();

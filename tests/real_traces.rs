@@ -37,8 +37,8 @@ const BEFORE: &str = "nsys-ai/mfu_2gpu_before.sqlite";
 const AFTER: &str = "nsys-ai/mfu_2gpu_after.sqlite";
 const MORDRED: &str = "legacy/mordred_report1_2021.sqlite";
 
-/// Rows the tool must read: timestamps collected (not 0/0) and not running backwards.
-const VALID: &str = "NOT (k.start = 0 AND k.\"end\" = 0) AND k.\"end\" >= k.start";
+// Rows the tool must read: timestamps collected (not 0/0) and not running backwards.
+use util::reference::VALID_KERNEL as VALID;
 
 // ---------------------------------------------------------------------------------------------
 // Raw rows and windows

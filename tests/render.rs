@@ -3,6 +3,8 @@
 
 mod util;
 
+use util::typst::typst_ready;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -32,27 +34,6 @@ fn verdict() -> Command {
     let mut c = Command::cargo_bin("verdict").unwrap();
     c.current_dir(root());
     c
-}
-
-/// The typst the tool will run: `TYPST_BIN`, else `typst` on PATH.
-fn typst_bin() -> std::ffi::OsString {
-    std::env::var_os("TYPST_BIN").unwrap_or_else(|| "typst".into())
-}
-
-/// Whether typst with the CJK font can be used; CI sets VERDICT_REQUIRE_TYPST so a missing
-/// typst fails the run instead of skipping.
-fn typst_ready() -> bool {
-    let ok = Command::new(typst_bin()).arg("fonts").output().is_ok_and(|o| {
-        o.status.success()
-            && String::from_utf8_lossy(&o.stdout).lines().any(|l| l.trim() == "Noto Sans CJK TC")
-    });
-    if !ok && std::env::var_os("VERDICT_REQUIRE_TYPST").is_some() {
-        panic!("VERDICT_REQUIRE_TYPST is set but typst with Noto Sans CJK TC is not available");
-    }
-    if !ok {
-        eprintln!("skipping the PDF and PNG checks: typst with Noto Sans CJK TC is not installed");
-    }
-    ok
 }
 
 fn render_to(dir: &Path, formats: &str) -> std::process::Output {
@@ -223,7 +204,7 @@ fn in_git_checkout() -> bool {
 
 #[test]
 fn committed_examples_are_current() {
-    let pdf = typst_ready();
+    let pdf = typst_ready("the PDF and PNG checks");
     // The trace-set example reads unlicensed traces from ../shared, never committed: it is
     // compared where they are.
     let shared: &[(&str, &str, &str)] = if util::shared_traces().is_some() {
@@ -309,7 +290,9 @@ fn manifest_without_typst(bytes: &[u8]) -> serde_json::Value {
 
 #[test]
 fn pdf_holds_chinese_verdicts_and_numbers() {
-    if !typst_ready() || Command::new("pdftotext").arg("-v").output().is_err() {
+    if !typst_ready("the PDF and PNG checks")
+        || Command::new("pdftotext").arg("-v").output().is_err()
+    {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -347,7 +330,9 @@ fn pdf_holds_chinese_verdicts_and_numbers() {
 /// items, the sources and the audit conditions, all before the first page break.
 #[test]
 fn pdf_page_one_is_the_decision_brief() {
-    if !typst_ready() || Command::new("pdftotext").arg("-v").output().is_err() {
+    if !typst_ready("the PDF and PNG checks")
+        || Command::new("pdftotext").arg("-v").output().is_err()
+    {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -440,7 +425,7 @@ fn author_text_cannot_break_tables_or_inject_code() {
     let dir = tempfile::tempdir().unwrap();
     let claims = hostile(dir.path());
     let out_dir = dir.path().join("out");
-    let pdf = typst_ready();
+    let pdf = typst_ready("the PDF and PNG checks");
     let out = verdict()
         .arg("render")
         .arg(&claims)
@@ -617,7 +602,7 @@ fn svg_height(svg: &str) -> f64 {
 
 #[test]
 fn png_charts_are_1280_pixels_wide_and_reproducible() {
-    if !typst_ready() {
+    if !typst_ready("the PDF and PNG checks") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -685,7 +670,7 @@ fn image_base_makes_the_markdown_links_absolute() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let md = std::fs::read_to_string(dir.path().join(format!("{ID}.en.md"))).unwrap();
     assert_eq!(image_links(&md)[0], format!("/{ID}.en.overlap.svg"));
-    if !typst_ready() {
+    if !typst_ready("the PDF and PNG checks") {
         return;
     }
     // With the PNGs written, the links go to them; the PDF's source keeps the local SVGs.
@@ -891,7 +876,9 @@ fn pdf_commands(text: &str) -> Vec<String> {
 
 #[test]
 fn commands_copied_from_the_pdf_run_as_they_are_on_long_paths_and_regexes() {
-    if !typst_ready() || Command::new("pdftotext").arg("-v").output().is_err() {
+    if !typst_ready("the PDF and PNG checks")
+        || Command::new("pdftotext").arg("-v").output().is_err()
+    {
         return;
     }
     // A trace deep in folders with a space in their names, so its path is longer than a line.

@@ -62,17 +62,7 @@ fn reference(dir: &Path) -> Vec<RefRank> {
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )
             .unwrap();
-        let kernels: Vec<(i64, i64)> = c
-            .prepare(
-                "SELECT k.start, k.\"end\" FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName
-                 WHERE k.deviceId = ?1 AND k.streamId = ?2 AND lower(s.value) LIKE '%nccl%'
-                 ORDER BY k.start, k.\"end\"",
-            )
-            .unwrap()
-            .query_map([device, stream], |r| Ok((r.get(0)?, r.get(1)?)))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
+        let kernels = util::reference::nccl_kernels(&c, device, stream);
         // Every file of these runs has its kernels on one device.
         let devices: i64 = c
             .query_row("SELECT count(DISTINCT deviceId) FROM CUPTI_ACTIVITY_KIND_KERNEL", [], |r| {

@@ -1014,10 +1014,8 @@ mod tests {
 
     fn with_runs(runs: [crate::trace::SideRun; 2]) -> Evidence {
         let mut ev = skew(&[1]);
-        ev.values
-            .as_mut()
-            .unwrap()
-            .insert("runs".into(), serde_json::json!({"a": runs[0], "b": runs[1]}));
+        let runs = serde_json::json!({"a": runs[0], "b": runs[1]});
+        ev.values = ev.values.map(|v| v.edited(|v| drop(v.insert("runs".into(), runs))));
         ev
     }
 

@@ -5,6 +5,9 @@
 
 #![allow(dead_code)]
 
+pub mod reference;
+pub mod typst;
+
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Output;
