@@ -358,7 +358,7 @@ fn queries_by_trace(set: &ClaimSet) -> BTreeMap<String, Vec<(&Scope, &Measure)>>
             let Some(m) = &part.measure else { continue };
             // A comparison runs after its two sides, each an ordinary query of its trace.
             let queries: Vec<&Measure> = match &m.compare {
-                Some(c) => c.sides.iter().collect(),
+                Some(c) => c.queries(),
                 None => vec![m],
             };
             for q in queries {
@@ -510,12 +510,12 @@ fn side_keys(set: &ClaimSet) -> SideKeys {
     let compares = || measures().filter_map(|m| m.compare.as_deref());
     let names: Vec<String> = compares()
         .filter(|c| analysis::compare::has_names(&c.of))
-        .flat_map(|c| c.sides.iter().map(|s| query_key(set, s)))
+        .flat_map(|c| c.queries().into_iter().map(|s| query_key(set, s)))
         .collect();
     let direct: Vec<String> =
         measures().filter(|m| m.compare.is_none()).map(|m| query_key(set, m)).collect();
     let only: Vec<String> = compares()
-        .flat_map(|c| c.sides.iter().map(|s| query_key(set, s)))
+        .flat_map(|c| c.queries().into_iter().map(|s| query_key(set, s)))
         .filter(|k| !direct.contains(k))
         .collect();
     SideKeys { names, only }
@@ -788,27 +788,21 @@ fn compare(set: &ClaimSet, written: &mut Written) {
             if written.evidence.contains_key(&key) {
                 continue;
             }
-            let [ka, kb] = [query_key(set, &c.sides[0]), query_key(set, &c.sides[1])];
-            let result = match (written.evidence.get(&ka), written.evidence.get(&kb)) {
-                (Some(Ok(a)), Some(Ok(b))) => {
-                    let names = match (written.names.get(&ka), written.names.get(&kb)) {
-                        (Some(x), Some(y)) => Some([x, y]),
-                        _ => None,
-                    };
-                    let of = analysis::spec(&c.of).expect("validated");
-                    let req = analysis::compare::Request {
-                        of,
-                        metric_text: &c.metric_text,
-                        metric: &c.sides[0].value,
-                        labels: [&c.sides[0].scope, &c.sides[1].scope],
-                        seed: c.seed,
-                        names,
-                    };
-                    analysis::compare::run(a, b, &req).map_err(|e| e.with_hint())
-                }
-                (Some(Err(e)), _) => Err(format!("side A: {e}")),
-                (_, Some(Err(e))) => Err(format!("side B: {e}")),
-                _ => Err("a side was not measured".into()),
+            let result = if c.devices.is_empty() {
+                compare_sides(set, written, c, &c.sides, &c.runs)
+            } else {
+                // One comparison per device, each judged; the first carries them all.
+                let none = [Vec::new(), Vec::new()];
+                c.devices
+                    .iter()
+                    .map(|(d, sides)| {
+                        compare_sides(set, written, c, sides, &none).map(|e| (*d, e))
+                    })
+                    .collect::<Result<Vec<_>, String>>()
+                    .map(|per| {
+                        let first = per[0].1.clone();
+                        analysis::compare::with_devices(first, per)
+                    })
             };
             written.ledger.push(LedgerEntry::new(
                 key.clone(),
@@ -818,6 +812,47 @@ fn compare(set: &ClaimSet, written: &mut Written) {
             written.evidence.insert(key, result);
         }
     }
+}
+
+/// One comparison over the evidence of its sides (each one query, or one per run).
+fn compare_sides(
+    set: &ClaimSet,
+    written: &Written,
+    c: &crate::claims::Compare,
+    sides: &[Measure; 2],
+    runs: &[Vec<Measure>; 2],
+) -> Result<Evidence, String> {
+    let side = |k: usize, label: &str| -> Result<Vec<&Evidence>, String> {
+        let queries: Vec<&Measure> =
+            if runs[k].is_empty() { vec![&sides[k]] } else { runs[k].iter().collect() };
+        queries
+            .into_iter()
+            .map(|q| match written.evidence.get(&query_key(set, q)) {
+                Some(Ok(e)) => Ok(e),
+                Some(Err(e)) => Err(format!("side {label}: {e}")),
+                None => Err("a side was not measured".to_string()),
+            })
+            .collect()
+    };
+    let (a, b) = (side(0, "A")?, side(1, "B")?);
+    let [ka, kb] = [query_key(set, &sides[0]), query_key(set, &sides[1])];
+    let names = match (written.names.get(&ka), written.names.get(&kb)) {
+        (Some(x), Some(y)) => Some([x, y]),
+        _ => None,
+    };
+    let of = analysis::spec(&c.of).expect("validated");
+    // A side over runs is labelled by its declared scope, not its first run's.
+    let label = |s: &str| s.split('#').next().unwrap_or(s).to_string();
+    let labels = [label(&sides[0].scope), label(&sides[1].scope)];
+    let req = analysis::compare::Request {
+        of,
+        metric_text: &c.metric_text,
+        metric: &sides[0].value,
+        labels: [&labels[0], &labels[1]],
+        seed: c.seed,
+        names,
+    };
+    analysis::compare::run_sides(&a, &b, &req).map_err(|e| e.with_hint())
 }
 
 /// NVTX windows resolved per scope name: the scope with its window, and every window.
