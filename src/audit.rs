@@ -237,14 +237,24 @@ pub fn compare_words(set: &ClaimSet, m: &Measure, c: &crate::claims::Compare) ->
             .iter()
             .map(|s| s.to_string())
             .collect();
-    for (flag, side) in [("--a", &c.sides[0]), ("--b", &c.sides[1])] {
+    for (k, (flag, side)) in [("--a", &c.sides[0]), ("--b", &c.sides[1])].into_iter().enumerate() {
         let Some(scope) = set.scopes.get(&side.scope) else { continue };
         let Some(decl) = set.trace(&scope.trace) else { continue };
         let mut kv = |k: &str, v: String| {
             w.push(flag.into());
             w.push(format!("{k}={v}"));
         };
+        // A side over runs: every run's file, each one sample.
+        let runs: Vec<&TraceDecl> =
+            c.runs[k].iter().filter_map(|m| set.trace(&set.scopes.get(&m.scope)?.trace)).collect();
+        if !runs.is_empty() {
+            for r in &runs {
+                kv("trace", normalize(&r.resolved).display().to_string());
+            }
+            kv("runs", "true".into());
+        }
         match &decl.set {
+            _ if !runs.is_empty() => {}
             None => kv("trace", normalize(&decl.resolved).display().to_string()),
             Some(files) => {
                 for f in files {
@@ -261,7 +271,7 @@ pub fn compare_words(set: &ClaimSet, m: &Measure, c: &crate::claims::Compare) ->
         if let Some(n) = decl.expect_ranks {
             kv("expect-ranks", n.to_string());
         }
-        kv("label", side.scope.clone());
+        kv("label", side.scope.split('#').next().unwrap_or(&side.scope).to_string());
         if let crate::scope::DeviceSel::Set(d) = &scope.devices {
             kv("devices", crate::scope::format_device_list(d));
         }
@@ -795,9 +805,7 @@ fn compare(set: &ClaimSet, written: &mut Written) {
                 let none = [Vec::new(), Vec::new()];
                 c.devices
                     .iter()
-                    .map(|(d, sides)| {
-                        compare_sides(set, written, c, sides, &none).map(|e| (*d, e))
-                    })
+                    .map(|(d, sides)| compare_sides(set, written, c, sides, &none).map(|e| (*d, e)))
                     .collect::<Result<Vec<_>, String>>()
                     .map(|per| {
                         let first = per[0].1.clone();

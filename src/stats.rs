@@ -1246,12 +1246,7 @@ mod tests {
         let cases: [(Vec<i64>, Vec<i64>, f64, f64); 3] = [
             (v(60, &|i| 2 * i), v(45, &|i| 2 * i + 31), 990.0, 0.019920152345750133),
             (v(60, &|i| i % 7), v(50, &|i| i % 9), 1208.0, 0.07778303533901786),
-            (
-                v(51, &|i| (i * 37) % 101),
-                v(50, &|i| (i * 53) % 97 + 5),
-                1255.0,
-                0.8946209100464817,
-            ),
+            (v(51, &|i| (i * 37) % 101), v(50, &|i| (i * 53) % 97 + 5), 1255.0, 0.8946209100464817),
         ];
         for (a, b, u, p) in cases {
             assert!(a.len() * b.len() > EXACT_MAX_PAIRS);
@@ -1289,7 +1284,8 @@ mod tests {
         // a: mean 4, squares 1 + 0 + 1 + 0 = 2; b: mean 6, squares 4 + 0 + 4 + 0 = 8.
         let (a, b) = ([3, 4, 5, 4], [4, 6, 8, 6]);
         let s = (10.0f64 / 6.0).sqrt();
-        let want = (1.959964 + 0.841621) * s * (0.5f64).sqrt() * (std::f64::consts::PI / 3.0).sqrt();
+        let want =
+            (1.959964 + 0.841621) * s * (0.5f64).sqrt() * (std::f64::consts::PI / 3.0).sqrt();
         let got = min_detectable_shift(&a, &b).unwrap();
         assert!((got - want).abs() < 1e-5, "{got} vs {want}");
         assert_eq!(min_detectable_shift(&[1], &b), None);

@@ -442,13 +442,13 @@ pub fn run_sides(a: &[&Evidence], b: &[&Evidence], req: &Request) -> Result<Evid
     let (Some(first_a), Some(first_b)) = (a.first(), b.first()) else {
         return Err(failed("A", "no sample".into()));
     };
-    let windows = |evs: &[&Evidence], side: &str| -> Result<Vec<Vec<([i64; 2], Rational)>>, QueryError> {
-        evs.iter().map(|ev| samples(ev, req.metric).map_err(|e| failed(side, e))).collect()
-    };
+    let windows =
+        |evs: &[&Evidence], side: &str| -> Result<Vec<Vec<([i64; 2], Rational)>>, QueryError> {
+            evs.iter().map(|ev| samples(ev, req.metric).map_err(|e| failed(side, e))).collect()
+        };
     let (wa, wb) = (windows(a, "A")?, windows(b, "B")?);
     let by_run = a.len() > 1 || b.len() > 1;
-    let unit_of_samples =
-        if by_run { SampleUnit::Run } else { SampleUnit::of(first_a) };
+    let unit_of_samples = if by_run { SampleUnit::Run } else { SampleUnit::of(first_a) };
     // A run's one value: the lower median of its windows, over its whole span.
     let per_run = |runs: &[Vec<([i64; 2], Rational)>]| -> Vec<([i64; 2], Rational)> {
         runs.iter()
@@ -459,11 +459,8 @@ pub fn run_sides(a: &[&Evidence], b: &[&Evidence], req: &Request) -> Result<Evid
             })
             .collect()
     };
-    let (sa, sb) = if by_run {
-        (per_run(&wa), per_run(&wb))
-    } else {
-        (wa[0].clone(), wb[0].clone())
-    };
+    let (sa, sb) =
+        if by_run { (per_run(&wa), per_run(&wb)) } else { (wa[0].clone(), wb[0].clone()) };
     let unit = metric_unit(req.of, req.metric, req.metric_text);
     let all_windows = || wa.iter().chain(&wb).flatten();
     let whole = sa.iter().chain(&sb).chain(all_windows()).all(|(_, v)| v.den == 1);
@@ -543,7 +540,9 @@ pub fn run_sides(a: &[&Evidence], b: &[&Evidence], req: &Request) -> Result<Evid
     values.insert("b_span_ns".into(), json!(span(&wb)));
     if unit == Unit::Count && whole {
         let total = |runs: &[Vec<([i64; 2], Rational)>]| -> Option<i64> {
-            runs.iter().flatten().try_fold(0i64, |t, (_, v)| t.checked_add(i64::try_from(v.num).ok()?))
+            runs.iter()
+                .flatten()
+                .try_fold(0i64, |t, (_, v)| t.checked_add(i64::try_from(v.num).ok()?))
         };
         let (ta, tb) = (total(&wa), total(&wb));
         let (la, lb) = (span(&wa), span(&wb));

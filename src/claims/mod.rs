@@ -485,7 +485,10 @@ impl Compare {
     /// Every query the comparison reads: its two sides, each run of a side over runs, and
     /// each device's sides of a comparison over several devices.
     pub fn queries(&self) -> Vec<&Measure> {
-        let mut out: Vec<&Measure> = self.sides.iter().collect();
+        // Over several devices, the sides themselves (several devices of a per-device
+        // analysis) are never run: each device's are.
+        let mut out: Vec<&Measure> =
+            if self.devices.is_empty() { self.sides.iter().collect() } else { Vec::new() };
         out.extend(self.runs.iter().flatten());
         out.extend(self.devices.iter().flat_map(|(_, s)| s.iter()));
         out

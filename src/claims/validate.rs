@@ -537,10 +537,7 @@ fn run_scopes(traces: &[TraceDecl], scopes: &mut BTreeMap<String, Scope>) {
 
 /// The same scope over each run of a scope over runs, in run order (none for one trace).
 fn runs_of(scopes: &BTreeMap<String, Scope>, scope: &str) -> Vec<String> {
-    (1..)
-        .map(|i| format!("{scope}#{i}"))
-        .take_while(|n| scopes.contains_key(n))
-        .collect()
+    (1..).map(|i| format!("{scope}#{i}")).take_while(|n| scopes.contains_key(n)).collect()
 }
 
 /// The `claims` section: unique claim and part ids, declared sources, parts that do not read
@@ -1516,9 +1513,11 @@ fn compare_measurement(
         b = runs[1].first().cloned().unwrap_or(b);
     }
     // A per-device analysis over several devices: one comparison per device.
-    let per_device = analysis::spec(&of.value).is_some_and(|s| s.scope == analysis::ScopeRule::PerDevice);
+    let per_device =
+        analysis::spec(&of.value).is_some_and(|s| s.scope == analysis::ScopeRule::PerDevice);
     let mut devices = Vec::new();
-    if let (true, DeviceSel::Set(da), DeviceSel::Set(db)) = (per_device, &a.params.devices, &b.params.devices)
+    if let (true, DeviceSel::Set(da), DeviceSel::Set(db)) =
+        (per_device, &a.params.devices, &b.params.devices)
         && (da.len() > 1 || db.len() > 1)
     {
         if da != db || !runs[0].is_empty() {

@@ -89,7 +89,8 @@ fn compare(c: &crate::cli::CompareArgs, json: bool) -> anyhow::Result<ExitCode> 
             .into());
         }
     }
-    let mut evs = Vec::new();
+    let mut evs: Vec<Vec<Vec<analysis::Evidence>>> = Vec::new();
+    let mut devs: Vec<Vec<DeviceSel>> = Vec::new();
     let mut names = Vec::new();
     let mut labels = Vec::new();
     for (label, side) in [("A", &c.a), ("B", &c.b)] {
@@ -165,13 +166,40 @@ fn compare(c: &crate::cli::CompareArgs, json: bool) -> anyhow::Result<ExitCode> 
             force_set: get("set").is_some_and(|v| v == "true"),
         };
         let windows_later = nvtx.is_some() || params.split.is_some();
-        let ctx = load(&traces, Rows::of(of, window, windows_later), expect, &devices, &needs)?;
-        let ev = analysis::run_query(of, &params, &ctx, nvtx.as_ref()).map_err(hinted)?;
-        if analysis::compare::has_names(of.name) {
-            let whole = analysis::compare::names_params(&params, &ev);
-            names.push(analysis::run_spec(of, &whole, &ctx).map_err(hinted)?);
+        // `runs=true`: each trace is one run, a sample of its own; else the traces are one
+        // job. A per-device analysis over several devices: one comparison per device.
+        let groups: Vec<Vec<PathBuf>> = if get("runs").is_some_and(|v| v == "true") {
+            traces.iter().map(|t| vec![t.clone()]).collect()
+        } else {
+            vec![traces.clone()]
+        };
+        let per_device: Vec<DeviceSel> = match &devices {
+            DeviceSel::Set(d) if d.len() > 1 && of.scope == analysis::ScopeRule::PerDevice => {
+                d.iter().map(|&x| DeviceSel::Set(vec![x])).collect()
+            }
+            _ => vec![devices.clone()],
+        };
+        let mut side_evs: Vec<Vec<analysis::Evidence>> = vec![Vec::new(); per_device.len()];
+        for (g, group) in groups.iter().enumerate() {
+            let expect = Expect {
+                devices: expect.devices.clone(),
+                ranks: expect.ranks,
+                force_set: expect.force_set,
+            };
+            let ctx = load(group, Rows::of(of, window, windows_later), expect, &devices, &needs)?;
+            for (d, sel) in per_device.iter().enumerate() {
+                let mut p = params.clone();
+                p.devices = sel.clone();
+                let ev = analysis::run_query(of, &p, &ctx, nvtx.as_ref()).map_err(hinted)?;
+                if g == 0 && d == 0 && analysis::compare::has_names(of.name) {
+                    let whole = analysis::compare::names_params(&p, &ev);
+                    names.push(analysis::run_spec(of, &whole, &ctx).map_err(hinted)?);
+                }
+                side_evs[d].push(ev);
+            }
         }
-        evs.push(ev);
+        devs.push(per_device);
+        evs.push(side_evs);
     }
     let req = analysis::compare::Request {
         of,
@@ -184,7 +212,21 @@ fn compare(c: &crate::cli::CompareArgs, json: bool) -> anyhow::Result<ExitCode> 
             _ => None,
         },
     };
-    let ev = analysis::compare::run(&evs[0], &evs[1], &req).map_err(hinted)?;
+    let compared = |d: usize| -> Result<analysis::Evidence, crate::Hinted> {
+        let a: Vec<&analysis::Evidence> = evs[0][d].iter().collect();
+        let b: Vec<&analysis::Evidence> = evs[1][d].iter().collect();
+        analysis::compare::run_sides(&a, &b, &req).map_err(hinted)
+    };
+    let ev = if devs[0].len() > 1 && devs[0].len() == devs[1].len() {
+        let mut per = Vec::new();
+        for (d, sel) in devs[0].iter().enumerate() {
+            let DeviceSel::Set(one) = sel else { continue };
+            per.push((one[0], compared(d)?));
+        }
+        analysis::compare::with_devices(per[0].1.clone(), per)
+    } else {
+        compared(0)?
+    };
     if json {
         print_json(&ev)?;
     } else {

@@ -610,9 +610,10 @@ fn compare_part(r: PartResult, p: &Part, m: &crate::claims::Measure, ev: &Eviden
     let spread = judged
         .iter()
         .map(|(d, j)| {
-            let interval = compare_interval(m, &devices.iter().find(|x| x.0 == *d).expect("judged").1)
-                .map(|(lo, hi)| format!(" [{} to {}]", show(lo, m.unit), show(hi, m.unit)))
-                .unwrap_or_default();
+            let interval =
+                compare_interval(m, &devices.iter().find(|x| x.0 == *d).expect("judged").1)
+                    .map(|(lo, hi)| format!(" [{} to {}]", show(lo, m.unit), show(hi, m.unit)))
+                    .unwrap_or_default();
             format!(
                 "device {d}: {}{interval}",
                 j.value.map_or_else(|| "n/a".into(), |v| show(v, m.unit))
@@ -654,7 +655,10 @@ fn compare_part(r: PartResult, p: &Part, m: &crate::claims::Measure, ev: &Eviden
         let mut args: Vec<(&str, String)> =
             worst.reason.args.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
         args.push(("device", d.to_string()));
-        out.reason = Finding { key: worst.reason.key.clone(), args: args.iter().map(|(k, v)| (k.to_string(), v.clone())).collect() };
+        out.reason = Finding {
+            key: worst.reason.key.clone(),
+            args: args.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
+        };
     }
     out
 }
@@ -665,7 +669,15 @@ fn compare_part(r: PartResult, p: &Part, m: &crate::claims::Measure, ev: &Eviden
 fn claimed_effect(p: &Part, m: &crate::claims::Measure, a_median: Rational) -> Option<Rational> {
     let q = match (&p.says, &p.condition) {
         (Some(q), _) => q.value,
-        (None, Some(Condition::AtMost(q) | Condition::Below(q) | Condition::AtLeast(q) | Condition::Above(q))) => q.value,
+        (
+            None,
+            Some(
+                Condition::AtMost(q)
+                | Condition::Below(q)
+                | Condition::AtLeast(q)
+                | Condition::Above(q),
+            ),
+        ) => q.value,
         (None, Some(Condition::Approx(q, _))) => q.value,
         _ => return None,
     };
@@ -820,8 +832,10 @@ fn compare_one(
         && step.cmp_to(e) == Greater
     {
         r.outcome = PartOutcome::Unverifiable;
-        r.reason =
-            Finding::new("part.compare_cannot_resolve", &resolution_args(("step", show(step, Unit::Percent))));
+        r.reason = Finding::new(
+            "part.compare_cannot_resolve",
+            &resolution_args(("step", show(step, Unit::Percent))),
+        );
         return r;
     }
     let unit = ev.parameters.get("sample_unit").and_then(Value::as_str).unwrap_or("window");
@@ -836,7 +850,10 @@ fn compare_one(
         if controlled && !few && unit == "run" {
             r.outcome = PartOutcome::Supported;
             r.reason = Finding::new("part.compare_supported", &args);
-        } else if controlled && !few && let Some(why) = within_run {
+        } else if controlled
+            && !few
+            && let Some(why) = within_run
+        {
             // Samples inside one capture per side, which the author declares and justifies.
             let mut a = args.to_vec();
             a.push(("unit", unit.to_string()));
@@ -863,8 +880,10 @@ fn compare_one(
         // Open, and at this n only a larger effect than the claimed one would show.
         r.outcome = PartOutcome::Unverifiable;
         let rel = if rel.num < 0 { rel.checked_neg().unwrap_or(rel) } else { rel };
-        r.reason =
-            Finding::new("part.compare_underpowered", &resolution_args(("mde", show(rel, Unit::Percent))));
+        r.reason = Finding::new(
+            "part.compare_underpowered",
+            &resolution_args(("mde", show(rel, Unit::Percent))),
+        );
     } else {
         r.outcome = PartOutcome::Unverifiable;
         r.reason = Finding::new("part.compare_open", &args);
