@@ -239,7 +239,11 @@ pub fn compare_words(set: &ClaimSet, m: &Measure, c: &crate::claims::Compare) ->
             .collect();
     for (k, (flag, side)) in [("--a", &c.sides[0]), ("--b", &c.sides[1])].into_iter().enumerate() {
         let Some(scope) = set.scopes.get(&side.scope) else { continue };
-        let Some(decl) = set.trace(&scope.trace) else { continue };
+        let Some(decl) = set.trace(&scope.trace).or_else(|| {
+            c.runs[k].first().and_then(|m| set.trace(&set.scopes.get(&m.scope)?.trace))
+        }) else {
+            continue;
+        };
         let mut kv = |k: &str, v: String| {
             w.push(flag.into());
             w.push(format!("{k}={v}"));
@@ -271,7 +275,7 @@ pub fn compare_words(set: &ClaimSet, m: &Measure, c: &crate::claims::Compare) ->
         if let Some(n) = decl.expect_ranks {
             kv("expect-ranks", n.to_string());
         }
-        kv("label", side.scope.split('#').next().unwrap_or(&side.scope).to_string());
+        kv("label", side.scope.clone());
         if let crate::scope::DeviceSel::Set(d) = &scope.devices {
             kv("devices", crate::scope::format_device_list(d));
         }
@@ -843,20 +847,19 @@ fn compare_sides(
             .collect()
     };
     let (a, b) = (side(0, "A")?, side(1, "B")?);
-    let [ka, kb] = [query_key(set, &sides[0]), query_key(set, &sides[1])];
+    // Over runs, the per-name deltas of the first run of each side.
+    let named = |k: usize| runs[k].first().unwrap_or(&sides[k]);
+    let [ka, kb] = [query_key(set, named(0)), query_key(set, named(1))];
     let names = match (written.names.get(&ka), written.names.get(&kb)) {
         (Some(x), Some(y)) => Some([x, y]),
         _ => None,
     };
     let of = analysis::spec(&c.of).expect("validated");
-    // A side over runs is labelled by its declared scope, not its first run's.
-    let label = |s: &str| s.split('#').next().unwrap_or(s).to_string();
-    let labels = [label(&sides[0].scope), label(&sides[1].scope)];
     let req = analysis::compare::Request {
         of,
         metric_text: &c.metric_text,
         metric: &sides[0].value,
-        labels: [&labels[0], &labels[1]],
+        labels: [&sides[0].scope, &sides[1].scope],
         seed: c.seed,
         names,
     };

@@ -303,6 +303,7 @@ pub struct CompareArgs {
 pub const SIDE_KEYS: &[&str] = &[
     "trace",
     "set",
+    "runs",
     "label",
     "devices",
     "expect-devices",

@@ -469,7 +469,7 @@ pub struct Compare {
     /// The declared unit of sampling (`sample`): `run`, `step` or `window`.
     pub sample: crate::analysis::compare::SampleUnit,
     /// The query of each side: `of` over the side's scope, the metric as its value (over
-    /// runs: the first run's).
+    /// runs, the scope names the runs' declared trace and only `runs` are run).
     #[serde(skip)]
     pub sides: [Measure; 2],
     /// A side over runs (a trace declared with `runs: true`): the query of each run.
@@ -487,8 +487,13 @@ impl Compare {
     pub fn queries(&self) -> Vec<&Measure> {
         // Over several devices, the sides themselves (several devices of a per-device
         // analysis) are never run: each device's are.
-        let mut out: Vec<&Measure> =
-            if self.devices.is_empty() { self.sides.iter().collect() } else { Vec::new() };
+        // Over runs, the sides' scopes name the runs' declared trace, which is no trace of
+        // its own: each run's query is run.
+        let mut out: Vec<&Measure> = if self.devices.is_empty() && self.runs[0].is_empty() {
+            self.sides.iter().collect()
+        } else {
+            Vec::new()
+        };
         out.extend(self.runs.iter().flatten());
         out.extend(self.devices.iter().flat_map(|(_, s)| s.iter()));
         out

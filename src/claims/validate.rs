@@ -1459,7 +1459,7 @@ fn compare_measurement(
     let b = side(c, versus, "B");
     let spec = &analysis::compare::SPEC;
     let value_expr = formula_over(c, value, spec, what, false)?;
-    let (mut a, mut b) = (a?, b?);
+    let (a, b) = (a?, b?);
     // Sides over runs: the side's query on each run's scope.
     let runs = [runs_of(scopes, &scope_a.value), runs_of(scopes, &versus.value)];
     let over = |m: &Measure, scope: &str| Measure { scope: scope.to_string(), ..m.clone() };
@@ -1508,10 +1508,6 @@ fn compare_measurement(
             Some(u) => Some(u),
         },
     };
-    if !runs[0].is_empty() {
-        a = runs[0][0].clone();
-        b = runs[1].first().cloned().unwrap_or(b);
-    }
     // A per-device analysis over several devices: one comparison per device.
     let per_device =
         analysis::spec(&of.value).is_some_and(|s| s.scope == analysis::ScopeRule::PerDevice);
