@@ -423,6 +423,9 @@ fn lower_median(values: &[Rational]) -> Option<Rational> {
     v.get(v.len().checked_sub(1)? / 2).copied()
 }
 
+/// One capture's samples: each window with the metric on it.
+type Windows = Vec<([i64; 2], Rational)>;
+
 /// Compares side A with side B, each one capture whose windows are the samples.
 pub fn run(a: &Evidence, b: &Evidence, req: &Request) -> Result<Evidence, QueryError> {
     run_sides(&[a], &[b], req)
@@ -442,15 +445,14 @@ pub fn run_sides(a: &[&Evidence], b: &[&Evidence], req: &Request) -> Result<Evid
     let (Some(first_a), Some(first_b)) = (a.first(), b.first()) else {
         return Err(failed("A", "no sample".into()));
     };
-    let windows =
-        |evs: &[&Evidence], side: &str| -> Result<Vec<Vec<([i64; 2], Rational)>>, QueryError> {
-            evs.iter().map(|ev| samples(ev, req.metric).map_err(|e| failed(side, e))).collect()
-        };
+    let windows = |evs: &[&Evidence], side: &str| -> Result<Vec<Windows>, QueryError> {
+        evs.iter().map(|ev| samples(ev, req.metric).map_err(|e| failed(side, e))).collect()
+    };
     let (wa, wb) = (windows(a, "A")?, windows(b, "B")?);
     let by_run = a.len() > 1 || b.len() > 1;
     let unit_of_samples = if by_run { SampleUnit::Run } else { SampleUnit::of(first_a) };
     // A run's one value: the lower median of its windows, over its whole span.
-    let per_run = |runs: &[Vec<([i64; 2], Rational)>]| -> Vec<([i64; 2], Rational)> {
+    let per_run = |runs: &[Windows]| -> Windows {
         runs.iter()
             .filter_map(|w| {
                 let v: Vec<Rational> = w.iter().map(|(_, v)| *v).collect();
@@ -533,13 +535,13 @@ pub fn run_sides(a: &[&Evidence], b: &[&Evidence], req: &Request) -> Result<Evid
         values.insert(f.into(), Value::Null);
     }
     // The pooled rate: every window of every run, summed, over their summed length.
-    let span = |runs: &[Vec<([i64; 2], Rational)>]| -> i64 {
+    let span = |runs: &[Windows]| -> i64 {
         runs.iter().flatten().map(|(w, _)| w[1].saturating_sub(w[0])).sum()
     };
     values.insert("a_span_ns".into(), json!(span(&wa)));
     values.insert("b_span_ns".into(), json!(span(&wb)));
     if unit == Unit::Count && whole {
-        let total = |runs: &[Vec<([i64; 2], Rational)>]| -> Option<i64> {
+        let total = |runs: &[Windows]| -> Option<i64> {
             runs.iter()
                 .flatten()
                 .try_fold(0i64, |t, (_, v)| t.checked_add(i64::try_from(v.num).ok()?))

@@ -630,15 +630,16 @@ fn compare_part(r: PartResult, p: &Part, m: &crate::claims::Measure, ev: &Eviden
     let holds = |j: &PartResult| {
         matches!(j.outcome, PartOutcome::Supported | PartOutcome::PartiallySupported)
     };
-    if judged.iter().any(|(_, j)| holds(j)) {
-        if let Some((d, j)) = judged.iter().find(|(_, j)| against(j)) {
-            out.outcome = PartOutcome::NotSupported;
-            let mut args: Vec<(&str, String)> =
-                j.reason.args.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
-            args.push(("device", d.to_string()));
-            out.reason = Finding::new("part.compare_device_reversal", &args);
-            return out;
-        }
+    if judged.iter().any(|(_, j)| holds(j))
+        && let Some((d, j)) = judged.iter().find(|(_, j)| against(j))
+    {
+        // One device shows the claimed direction, another the opposite one.
+        out.outcome = PartOutcome::NotSupported;
+        let mut args: Vec<(&str, String)> =
+            j.reason.args.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+        args.push(("device", d.to_string()));
+        out.reason = Finding::new("part.compare_device_reversal", &args);
+        return out;
     }
     // Otherwise the device that decides least speaks for the part.
     let rank = |o: PartOutcome| match o {
@@ -728,15 +729,29 @@ fn compare_one(
     let interval_text = interval
         .map(|(lo, hi)| format!("{} to {}", show(lo, m.unit), show(hi, m.unit)))
         .unwrap_or_else(|| "n/a".into());
+    let medians = format!(
+        "median B {} vs A {} (n = {n_b} vs {n_a} {unit_word}s; 95% interval {interval_text}, exact Moses interval of the Hodges-Lehmann shift; Mann-Whitney p {p_value}{pooled_text}), B - A = {}",
+        shown(get("b_median")),
+        shown(get("a_median")),
+        get("delta").map_or_else(|| "n/a".into(), |v| show(v, delta_unit)),
+    );
+    // The pooled rate reads totals over time, not medians.
+    let pooled_rate = |side: &str| {
+        let total =
+            get(&format!("{side}_total")).map_or_else(|| "n/a".into(), |v| show(v, Unit::Count));
+        let span =
+            get(&format!("{side}_span_ns")).map_or_else(|| "n/a".into(), |v| show(v, Unit::Ms));
+        format!("{total} in {span}")
+    };
+    let substituted = if m.value.vars().iter().any(|v| v == "pooled_change") {
+        format!("pooled rate: B {} vs A {}", pooled_rate("b"), pooled_rate("a"))
+    } else {
+        medians
+    };
     r.formula = Some(FormulaResult {
         symbolic: m.value_text.clone(),
         definition: ratio_definition(m).map(|(t, _)| t.to_string()),
-        substituted: format!(
-            "median B {} vs A {} (n = {n_b} vs {n_a} {unit_word}s; 95% interval {interval_text}, exact Moses interval of the Hodges-Lehmann shift; Mann-Whitney p {p_value}{pooled_text}), B - A = {}",
-            shown(get("b_median")),
-            shown(get("a_median")),
-            get("delta").map_or_else(|| "n/a".into(), |v| show(v, delta_unit)),
-        ),
+        substituted,
         display: value.as_ref().ok().map(|v| show(*v, m.unit)),
         exact: value.as_ref().ok().map(|v| [v.num.to_string(), v.den.to_string()]),
         unit: m.unit,
