@@ -1,10 +1,12 @@
-//! `compare`: two sides (A and B), each a sample of one metric of another analysis, over its
-//! windows (NVTX steps, equal splits, or one window), compared with exact statistics.
+//! `compare`: two sides (A and B), each a sample of one metric of another analysis: one value
+//! per run (several traces), or per window of one capture (NVTX steps, equal splits, or one
+//! window), compared with exact statistics.
 //!
 //! A pure function of the two sides' evidence: it reads no trace. Each sample's metric is
-//! evaluated exactly; the statistics (medians, a bootstrap interval of the median difference
-//! from a disclosed seed, a Mann-Whitney U test, the Hodges-Lehmann shift with its rank
-//! interval) come from [`crate::stats`]. Over `kernels`, `nvtx` and `copies` it also gives the
+//! evaluated exactly; the statistics (medians, the Hodges-Lehmann shift with its exact Moses
+//! interval, which verdicts use, and the ratio interval of the same ranks, a Mann-Whitney U
+//! test, the pooled rate of a count, the minimum detectable shift, and a bootstrap of the
+//! median difference from a disclosed seed as a cross-check) come from [`crate::stats`]. Over `kernels`, `nvtx` and `copies` it also gives the
 //! per-name deltas of the two sides. Judging is done in `verdict`.
 
 use std::collections::BTreeMap;

@@ -522,7 +522,8 @@ fn samples(mut r: PartResult, p: &Part, m: &crate::claims::Measure, ev: &Evidenc
 }
 
 /// The interval of a comparison's value, when the value is one of the fields that has one:
-/// `delta` (the bootstrap interval), `change` (the same over A's median), `ratio` (1 plus it).
+/// `delta` (the Moses interval of the shift), `change` (the ratio interval less 1), `ratio` (the
+/// ratio interval).
 pub fn compare_interval(m: &crate::claims::Measure, ev: &Evidence) -> Option<(Rational, Rational)> {
     let vars = m.value.vars();
     let [field] = vars.as_slice() else { return None };
