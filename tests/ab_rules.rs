@@ -355,3 +355,51 @@ fn a_relative_interval_of_a_non_negative_metric_stays_above_minus_one_hundred_pe
     // "At least a 100% cut" is outside the whole ratio interval: excluded, not open.
     assert_eq!(outcome(p), ("not_supported", "part.compare_excludes"), "{p}");
 }
+
+#[test]
+fn runs_and_their_sampling_unit_are_checked_at_their_place() {
+    let one = fixture("ab/runs/tp4-1.sqlite");
+    let glob = one.with_file_name("tp4-*.sqlite");
+    let yaml = format!(
+        r#"{HEAD}
+traces:
+  single: {{ path: "{}", runs: true }}
+  many: {{ path: "{}", runs: true }}
+  long: {{ path: "{}" }}
+scopes:
+  s: {{ trace: many, devices: "0" }}
+  l: {{ trace: long, devices: "0" }}
+claims:
+  - id: c
+    statement: {{ en: x }}
+    principal: p
+    parts:
+      - id: p
+        kind: causal
+        measure: {{ analysis: compare, scope: s, versus: l, of: overlap, metric: total_ns, value: delta }}
+      - id: q
+        kind: causal
+        measure: {{ analysis: compare, scope: l, versus: l, of: overlap, metric: total_ns, value: delta, sample: walk }}
+      - id: r
+        kind: observation
+        measure: {{ analysis: overlap, scope: s, value: total_ns }}
+"#,
+        one.display(),
+        glob.display(),
+        fixture("ab/tp4.sqlite").display(),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    let out = util::run_in(None, &["check", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("c.yaml:3:") && err.contains("`runs: true` on a single path"), "{err}");
+    assert!(
+        err.contains("c.yaml:16:")
+            && err.contains("one side is over runs and the other is one capture"),
+        "{err}"
+    );
+    assert!(err.contains("c.yaml:19:") && err.contains("`sample` is `walk`"), "{err}");
+    assert!(err.contains("c.yaml:22:") && err.contains("scope `s` is over runs"), "{err}");
+}

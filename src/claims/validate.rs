@@ -1117,6 +1117,13 @@ fn measurement(
         }
     }
     args.sort_by_key(|(n, _)| spec.params.iter().position(|p| p.name == n));
+    if !c.compare_side && !runs_of(scopes, &m.scope.value).is_empty() {
+        c.err(
+            at(m.scope),
+            format!("{what}: scope `{}` is over runs, which only a comparison reads", m.scope.value),
+            Some("compare the runs (`analysis: compare`, `sample: run`), or declare a scope over one of their files".into()),
+        );
+    }
     if spec.scope == analysis::ScopeRule::WholeTrace
         && let Some(s) = scope
         && s.window.is_some()
