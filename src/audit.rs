@@ -218,14 +218,28 @@ pub fn compare_words(set: &ClaimSet, m: &Measure, c: &crate::claims::Compare) ->
             .iter()
             .map(|s| s.to_string())
             .collect();
-    for (flag, side) in [("--a", &c.sides[0]), ("--b", &c.sides[1])] {
+    for (k, (flag, side)) in [("--a", &c.sides[0]), ("--b", &c.sides[1])].into_iter().enumerate() {
         let Some(scope) = set.scopes.get(&side.scope) else { continue };
-        let Some(decl) = set.trace(&scope.trace) else { continue };
+        let Some(decl) = set.trace(&scope.trace).or_else(|| {
+            c.runs[k].first().and_then(|m| set.trace(&set.scopes.get(&m.scope)?.trace))
+        }) else {
+            continue;
+        };
         let mut kv = |k: &str, v: String| {
             w.push(flag.into());
             w.push(format!("{k}={v}"));
         };
+        // A side over runs: every run's file, each one sample.
+        let runs: Vec<&TraceDecl> =
+            c.runs[k].iter().filter_map(|m| set.trace(&set.scopes.get(&m.scope)?.trace)).collect();
+        if !runs.is_empty() {
+            for r in &runs {
+                kv("trace", normalize(&r.resolved).display().to_string());
+            }
+            kv("runs", "true".into());
+        }
         match &decl.set {
+            _ if !runs.is_empty() => {}
             None => kv("trace", normalize(&decl.resolved).display().to_string()),
             Some(files) => {
                 for f in files {
@@ -339,7 +353,7 @@ fn queries_by_trace(set: &ClaimSet) -> BTreeMap<String, Vec<(&Scope, &Measure)>>
             let Some(m) = &part.measure else { continue };
             // A comparison runs after its two sides, each an ordinary query of its trace.
             let queries: Vec<&Measure> = match &m.compare {
-                Some(c) => c.sides.iter().collect(),
+                Some(c) => c.queries(),
                 None => vec![m],
             };
             for q in queries {
@@ -494,12 +508,12 @@ fn side_keys(set: &ClaimSet) -> SideKeys {
     let compares = || measures().filter_map(|m| m.compare.as_deref());
     let names: Vec<String> = compares()
         .filter(|c| analysis::compare::has_names(&c.of))
-        .flat_map(|c| c.sides.iter().map(|s| query_key(set, s)))
+        .flat_map(|c| c.queries().into_iter().map(|s| query_key(set, s)))
         .collect();
     let direct: Vec<String> =
         measures().filter(|m| m.compare.is_none()).map(|m| query_key(set, m)).collect();
     let only: Vec<String> = compares()
-        .flat_map(|c| c.sides.iter().map(|s| query_key(set, s)))
+        .flat_map(|c| c.queries().into_iter().map(|s| query_key(set, s)))
         .filter(|k| !direct.contains(k))
         .collect();
     SideKeys { names, only }
@@ -819,37 +833,33 @@ fn compare(set: &ClaimSet, written: &mut Written) {
             if written.evidence.contains_key(&key) {
                 continue;
             }
-            let [ka, kb] = [query_key(set, &c.sides[0]), query_key(set, &c.sides[1])];
-            let result = match (written.evidence.get(&ka), written.evidence.get(&kb)) {
-                (Some(Ok(a)), Some(Ok(b))) => {
-                    let names = match (written.names.get(&ka), written.names.get(&kb)) {
-                        (Some(x), Some(y)) => Some([x, y]),
-                        _ => None,
-                    };
-                    let of = analysis::spec(&c.of).expect("validated");
-                    let req = analysis::compare::Request {
-                        of,
-                        metric_text: &c.metric_text,
-                        metric: &c.sides[0].value,
-                        labels: [&c.sides[0].scope, &c.sides[1].scope],
-                        seed: c.seed,
-                        names,
-                    };
-                    analysis::compare::run(a, b, &req).map_err(|e| e.with_hint()).map(|mut ev| {
-                        // The runs behind the two sides, for the experiment check: what
-                        // each side's traces say about their machine, software and capture.
-                        if let (Some(ra), Some(rb), Some(analysis::values::Values::Map(v))) =
-                            (written.sides.get(&ka), written.sides.get(&kb), ev.values.as_mut())
-                        {
-                            v.insert("runs".into(), crate::trace::run::runs_value(ra, rb));
-                        }
-                        ev
+            let result = if c.devices.is_empty() {
+                compare_sides(set, written, c, &c.sides, &c.runs)
+            } else {
+                // One comparison per device, each judged; the first carries them all.
+                let none = [Vec::new(), Vec::new()];
+                c.devices
+                    .iter()
+                    .map(|(d, sides)| compare_sides(set, written, c, sides, &none).map(|e| (*d, e)))
+                    .collect::<Result<Vec<_>, String>>()
+                    .map(|per| {
+                        let first = per[0].1.clone();
+                        analysis::compare::with_devices(first, per)
                     })
-                }
-                (Some(Err(e)), _) => Err(format!("side A: {e}")),
-                (_, Some(Err(e))) => Err(format!("side B: {e}")),
-                _ => Err("a side was not measured".into()),
             };
+            // The runs behind the two sides, for the experiment check: what each side's
+            // traces say about their machine, software and capture (over runs, the first's).
+            let run_key = |k: usize| query_key(set, c.runs[k].first().unwrap_or(&c.sides[k]));
+            let result = result.map(|mut ev| {
+                if let (Some(ra), Some(rb), Some(analysis::values::Values::Map(v))) = (
+                    written.sides.get(&run_key(0)),
+                    written.sides.get(&run_key(1)),
+                    ev.values.as_mut(),
+                ) {
+                    v.insert("runs".into(), crate::trace::run::runs_value(ra, rb));
+                }
+                ev
+            });
             written.ledger.push(LedgerEntry::new(
                 key.clone(),
                 compare_words(set, m, c),
@@ -858,6 +868,46 @@ fn compare(set: &ClaimSet, written: &mut Written) {
             written.evidence.insert(key, result);
         }
     }
+}
+
+/// One comparison over the evidence of its sides (each one query, or one per run).
+fn compare_sides(
+    set: &ClaimSet,
+    written: &Written,
+    c: &crate::claims::Compare,
+    sides: &[Measure; 2],
+    runs: &[Vec<Measure>; 2],
+) -> Result<Evidence, String> {
+    let side = |k: usize, label: &str| -> Result<Vec<&Evidence>, String> {
+        let queries: Vec<&Measure> =
+            if runs[k].is_empty() { vec![&sides[k]] } else { runs[k].iter().collect() };
+        queries
+            .into_iter()
+            .map(|q| match written.evidence.get(&query_key(set, q)) {
+                Some(Ok(e)) => Ok(e),
+                Some(Err(e)) => Err(format!("side {label}: {e}")),
+                None => Err("a side was not measured".to_string()),
+            })
+            .collect()
+    };
+    let (a, b) = (side(0, "A")?, side(1, "B")?);
+    // Over runs, the per-name deltas of the first run of each side.
+    let named = |k: usize| runs[k].first().unwrap_or(&sides[k]);
+    let [ka, kb] = [query_key(set, named(0)), query_key(set, named(1))];
+    let names = match (written.names.get(&ka), written.names.get(&kb)) {
+        (Some(x), Some(y)) => Some([x, y]),
+        _ => None,
+    };
+    let of = analysis::spec(&c.of).expect("validated");
+    let req = analysis::compare::Request {
+        of,
+        metric_text: &c.metric_text,
+        metric: &sides[0].value,
+        labels: [&sides[0].scope, &sides[1].scope],
+        seed: c.seed,
+        names,
+    };
+    analysis::compare::run_sides(&a, &b, &req).map_err(|e| e.with_hint())
 }
 
 /// NVTX windows resolved per scope name: the scope with its window, and every window.

@@ -303,6 +303,7 @@ pub struct CompareArgs {
 pub const SIDE_KEYS: &[&str] = &[
     "trace",
     "set",
+    "runs",
     "label",
     "devices",
     "expect-devices",
@@ -335,10 +336,10 @@ fn side_pair(s: &str) -> Result<(String, String), String> {
 fn compare_command() -> clap::Command {
     clap::Command::new(analysis::compare::SPEC.name)
         .about(capitalize(analysis::compare::SPEC.summary))
-        .long_about("Compare two sides (A and B) on one metric of another analysis. Each side is a trace (or a trace set: several `trace=` keys or a glob), its devices, and a window that gives samples: NVTX ranges with `index=all` (one sample per step), `split=N` equal windows, or one window (no test then). The evidence gives each side's distribution (n, median, p10, p90, min, max, mean), the median difference B - A with a 95% percentile bootstrap interval from a fixed, disclosed seed, a two-sided Mann-Whitney U test and the Hodges-Lehmann shift with its exact rank interval; over kernels, nvtx and copies, the per-name deltas.")
+        .long_about("Compare two sides (A and B) on one metric of another analysis. Each side is a trace (or a trace set: several `trace=` keys or a glob; or, with `runs=true`, several runs, each one sample: the lower median of its windows), its devices, and a window that gives samples: NVTX ranges with `index=all` (one sample per step), `split=N` equal windows, or one window (no test then). The evidence gives each side's distribution (n, median, p10, p90, min, max, mean), the median difference B - A, the Hodges-Lehmann shift with its exact 95% Moses interval and the interval of the ratio B / A, a two-sided Mann-Whitney U test, the pooled rate of a count, the minimum detectable shift, and a 95% percentile bootstrap of the median difference from a fixed, disclosed seed; over kernels, nvtx and copies, the per-name deltas.")
         .arg(Arg::new("of").long("of").value_name("ANALYSIS").required(true).help(format!("The analysis each side runs ({})", analysis::comparable_names())))
         .arg(Arg::new("metric").long("metric").value_name("FORMULA").required(true).help("A formula over its fields, evaluated on each window: total_ns, 'idle_ns / total_ns', wait_share"))
-        .arg(Arg::new("a").long("a").value_name("KEY=VALUE").required(true).action(ArgAction::Append).value_parser(side_pair).help("Side A: trace=PATH (repeat, or a quoted glob, for a set; set=true for a set of one file), label=NAME, devices=LIST, expect-devices=LIST, expect-ranks=N, window=START:END, nvtx=NAME, index=N|A-B|all, on=cpu|gpu (or project=cpu|gpu), domain=D, semantics=clip|contain, split=N"))
+        .arg(Arg::new("a").long("a").value_name("KEY=VALUE").required(true).action(ArgAction::Append).value_parser(side_pair).help("Side A: trace=PATH (repeat, or a quoted glob, for a set; set=true for a set of one file; runs=true: each trace is one run, one sample), label=NAME, devices=LIST, expect-devices=LIST, expect-ranks=N, window=START:END, nvtx=NAME, index=N|A-B|all, on=cpu|gpu (or project=cpu|gpu), domain=D, semantics=clip|contain, split=N; several devices of a per-device analysis: one comparison per device"))
         .arg(Arg::new("b").long("b").value_name("KEY=VALUE").required(true).action(ArgAction::Append).value_parser(side_pair).help("Side B, with the same keys"))
         .arg(Arg::new("param").long("param").value_name("NAME=VALUE").action(ArgAction::Append).value_parser(key_value).help("A parameter of the compared analysis for both sides, as its option takes it (stream=auto, match=flash)"))
         .arg(Arg::new("seed").long("seed").value_name("N").value_parser(clap::value_parser!(u64)).help("The bootstrap's seed (default 8531350844713694241, disclosed in the evidence)"))

@@ -94,6 +94,12 @@ pub enum Refused {
     /// A bootstrap of zero resamples.
     #[error("a bootstrap needs at least one resample")]
     NoResamples,
+    /// A ratio of samples with a value that is not positive.
+    #[error("a ratio needs positive values on both sides, and one is {value}")]
+    NotPositive {
+        /// The first value that is not positive.
+        value: i64,
+    },
     /// An intermediate value does not fit exact arithmetic.
     #[error("a value overflows exact arithmetic")]
     Overflow,
@@ -320,16 +326,7 @@ pub fn hodges_lehmann(
         return Err(Refused::TooManyPairs { pairs: pairs_wide });
     }
     let pairs = n_a * n_b;
-    let (rank, achieved, achieved_exact, method) = match null_counts(n_a, n_b) {
-        Some(counts) => {
-            let (rank, level) = exact_rank(&counts, alpha)?;
-            (rank, level.to_f64(), Some(level), Method::Exact)
-        }
-        None => {
-            let (rank, level) = normal_rank(n_a, n_b, alpha.to_f64())?;
-            (rank, level, None, Method::Normal)
-        }
-    };
+    let (rank, achieved, achieved_exact, method) = moses_rank(n_a, n_b, alpha)?;
     let mut diffs = Vec::with_capacity(pairs);
     for &y in b {
         diffs.extend(a.iter().map(|&x| i128::from(y) - i128::from(x)));
@@ -355,6 +352,105 @@ pub fn hodges_lehmann(
         ties: tie_stats(&sa, &sb).0,
         few_samples: n_a < FEW_SAMPLES || n_b < FEW_SAMPLES,
     })
+}
+
+/// The rank of a Moses interval's ends among the `n_a * n_b` pairwise comparisons, the level
+/// it reaches (and exactly, for [`Method::Exact`]) and how the rank was found.
+fn moses_rank(
+    n_a: usize,
+    n_b: usize,
+    alpha: Rational,
+) -> Result<(usize, f64, Option<Rational>, Method), Refused> {
+    Ok(match null_counts(n_a, n_b) {
+        Some(counts) => {
+            let (rank, level) = exact_rank(&counts, alpha)?;
+            (rank, level.to_f64(), Some(level), Method::Exact)
+        }
+        None => {
+            let (rank, level) = normal_rank(n_a, n_b, alpha.to_f64())?;
+            (rank, level, None, Method::Normal)
+        }
+    })
+}
+
+/// The ratio `B / A` of two samples of positive values: the Hodges-Lehmann estimate and Moses
+/// interval of the shift of their logarithms, taken back by exponentiation. Since the
+/// logarithm keeps order, the ends are pairwise ratios `b / a` of the samples themselves, of
+/// the same ranks as the shift interval's ends: exact, never below 0, so a relative change
+/// `ratio - 1` is never below -100%.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RatioInterval {
+    /// The median pairwise ratio, as `(b, a)` (the lower middle one when their number is
+    /// even).
+    pub estimate: (i64, i64),
+    /// The `rank`-th smallest ratio, as `(b, a)`.
+    pub low: (i64, i64),
+    /// The `rank`-th largest ratio, as `(b, a)`.
+    pub high: (i64, i64),
+    /// The rank of the ends, as in [`ShiftInterval::rank`].
+    pub rank: usize,
+    /// The level the interval reaches.
+    pub achieved: f64,
+    /// How the rank was found.
+    pub method: Method,
+}
+
+/// The ratio interval of `B / A` at `confidence`; refused when a value is not positive.
+pub fn ratio_interval(
+    a: &[i64],
+    b: &[i64],
+    confidence: Rational,
+) -> Result<RatioInterval, Refused> {
+    check_sizes(a, b)?;
+    let alpha = check_confidence(confidence)?;
+    if let Some(&v) = a.iter().chain(b).find(|&&v| v <= 0) {
+        return Err(Refused::NotPositive { value: v });
+    }
+    let pairs_wide = a.len() as u128 * b.len() as u128;
+    if pairs_wide > MAX_PAIRS as u128 {
+        return Err(Refused::TooManyPairs { pairs: pairs_wide });
+    }
+    let (rank, achieved, _, method) = moses_rank(a.len(), b.len(), alpha)?;
+    let mut ratios: Vec<(i64, i64)> =
+        b.iter().flat_map(|&y| a.iter().map(move |&x| (y, x))).collect();
+    // b1 / a1 against b2 / a2, both denominators positive: b1 a2 against b2 a1, exactly.
+    ratios.sort_unstable_by(|p, q| {
+        (i128::from(p.0) * i128::from(q.1)).cmp(&(i128::from(q.0) * i128::from(p.1)))
+    });
+    let pairs = ratios.len();
+    Ok(RatioInterval {
+        estimate: ratios[(pairs - 1) / 2],
+        low: ratios[rank - 1],
+        high: ratios[pairs - rank],
+        rank,
+        achieved,
+        method,
+    })
+}
+
+/// The two-sided level and power of [`min_detectable_shift`]: 5% and 80%.
+pub const MDE_Z: f64 = 1.959_963_984_540_054 + 0.841_621_233_572_914_3;
+
+/// The smallest shift `B - A` a two-sided rank test at the 5% level detects with 80% power at
+/// these sample sizes, from the spread of the samples themselves: the normal-theory
+/// `(z_0.975 + z_0.80) s sqrt(1/n_a + 1/n_b)` (Cohen, *Statistical Power Analysis for the
+/// Behavioral Sciences*, 2nd ed., 1988, ch. 2), `s` the pooled standard deviation, widened by
+/// `sqrt(pi / 3)` because the rank test needs `pi / 3` times the samples of the t test on
+/// normal data (its asymptotic relative efficiency `3 / pi`: Hodges and Lehmann, "The
+/// efficiency of some nonparametric competitors of the t-test", Ann. Math. Statist. 27, 1956;
+/// Noether, "Sample size determination for some common nonparametric tests", JASA 82, 1987).
+/// None when a side has fewer than [`MIN_SAMPLES`] values. A planning figure, not a test.
+pub fn min_detectable_shift(a: &[i64], b: &[i64]) -> Option<f64> {
+    if a.len() < MIN_SAMPLES || b.len() < MIN_SAMPLES {
+        return None;
+    }
+    let ss = |xs: &[i64]| {
+        let mean = xs.iter().map(|&x| x as f64).sum::<f64>() / xs.len() as f64;
+        xs.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>()
+    };
+    let (na, nb) = (a.len() as f64, b.len() as f64);
+    let s = ((ss(a) + ss(b)) / (na + nb - 2.0)).sqrt();
+    Some(MDE_Z * s * (1.0 / na + 1.0 / nb).sqrt() * (std::f64::consts::PI / 3.0).sqrt())
 }
 
 /// A percentile bootstrap interval of `median(B) - median(A)`.
@@ -1129,6 +1225,71 @@ mod tests {
     fn sides() -> impl Strategy<Value = (Vec<i64>, Vec<i64>)> {
         let side = proptest::collection::vec(-20i64..20, 2..25);
         (side.clone(), side)
+    }
+
+    /// The normal approximation beyond the exact range equals scipy's. The constants come
+    /// from scipy 1.17.1, computed offline with:
+    ///
+    /// ```python
+    /// from scipy.stats import mannwhitneyu
+    /// cases = {
+    ///  "distinct_60_45": ([2*i for i in range(60)], [2*i + 31 for i in range(45)]),
+    ///  "ties_60_50": ([i % 7 for i in range(60)], [(i % 9) for i in range(50)]),
+    ///  "mixed_51_50": ([(i*37) % 101 for i in range(51)], [(i*53) % 97 + 5 for i in range(50)]),
+    /// }
+    /// for k, (a, b) in cases.items():
+    ///     r = mannwhitneyu(a, b, alternative="two-sided", method="asymptotic", use_continuity=True)
+    ///     print(k, len(a) * len(b), r.statistic, repr(r.pvalue))
+    /// ```
+    #[test]
+    fn the_normal_approximation_beyond_the_exact_range_matches_scipy() {
+        let v = |n: i64, f: &dyn Fn(i64) -> i64| (0..n).map(f).collect::<Vec<i64>>();
+        let cases: [(Vec<i64>, Vec<i64>, f64, f64); 3] = [
+            (v(60, &|i| 2 * i), v(45, &|i| 2 * i + 31), 990.0, 0.019920152345750133),
+            (v(60, &|i| i % 7), v(50, &|i| i % 9), 1208.0, 0.07778303533901786),
+            (v(51, &|i| (i * 37) % 101), v(50, &|i| (i * 53) % 97 + 5), 1255.0, 0.8946209100464817),
+        ];
+        for (a, b, u, p) in cases {
+            assert!(a.len() * b.len() > EXACT_MAX_PAIRS);
+            let t = mann_whitney(&a, &b).unwrap();
+            assert_eq!(t.method, Method::Normal);
+            assert_eq!(t.u_a_doubled as f64, 2.0 * u);
+            assert!((t.p_value - p).abs() <= 1e-6 * p, "{} against scipy {p}", t.p_value);
+        }
+    }
+
+    #[test]
+    fn the_ratio_interval_ends_are_the_pairwise_ratios_of_the_shift_ranks() {
+        let a = [90, 100, 110, 95, 105, 120];
+        let b = [50, 60, 55, 70, 45, 65, 58];
+        let level = q(95, 100);
+        let r = ratio_interval(&a, &b, level).unwrap();
+        // The same ranks as the shift interval of the same sizes.
+        assert_eq!(r.rank, hodges_lehmann(&a, &b, level).unwrap().rank);
+        // Brute force: every ratio as a float, sorted.
+        let mut all: Vec<f64> =
+            b.iter().flat_map(|&y| a.iter().map(move |&x| y as f64 / x as f64)).collect();
+        all.sort_by(f64::total_cmp);
+        let f = |(y, x): (i64, i64)| y as f64 / x as f64;
+        assert_eq!(f(r.low), all[r.rank - 1]);
+        assert_eq!(f(r.high), all[all.len() - r.rank]);
+        assert_eq!(f(r.estimate), all[(all.len() - 1) / 2]);
+        // Shift of the logarithms: the log of the ratio interval is the interval of logs.
+        assert!(f(r.low) > 0.0 && f(r.low) < f(r.high));
+        assert!(f(r.high) < 1.0, "B is about 0.55 A: the interval excludes no change");
+        assert_eq!(ratio_interval(&[3, 0], &b, level), Err(Refused::NotPositive { value: 0 }));
+    }
+
+    #[test]
+    fn the_minimum_detectable_shift_follows_its_formula() {
+        // a: mean 4, squares 1 + 0 + 1 + 0 = 2; b: mean 6, squares 4 + 0 + 4 + 0 = 8.
+        let (a, b) = ([3, 4, 5, 4], [4, 6, 8, 6]);
+        let s = (10.0f64 / 6.0).sqrt();
+        let want =
+            (1.959964 + 0.841621) * s * (0.5f64).sqrt() * (std::f64::consts::PI / 3.0).sqrt();
+        let got = min_detectable_shift(&a, &b).unwrap();
+        assert!((got - want).abs() < 1e-5, "{got} vs {want}");
+        assert_eq!(min_detectable_shift(&[1], &b), None);
     }
 
     proptest! {

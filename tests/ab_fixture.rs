@@ -1,4 +1,4 @@
-//! The committed A/B pair is exactly what its generator writes, and its steps are the lengths
+//! The committed A/B pair and runs are exactly what their generator writes, and its steps are the lengths
 //! the generator lays out.
 
 #[path = "../fixtures/ab/generate.rs"]
@@ -24,6 +24,28 @@ fn committed_pair_matches_the_generator() {
         assert!(
             committed == std::fs::read(&fresh).unwrap(),
             "fixtures/ab/{}.sqlite drifted: run `cargo run --example gen-ab`",
+            side.stem
+        );
+    }
+}
+
+#[test]
+fn committed_runs_match_the_generator() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = generate::runs();
+    assert_eq!(runs.len(), 10);
+    for side in &runs {
+        let fresh = dir.path().join(format!("{}.sqlite", side.stem));
+        generate::write(&fresh, side).unwrap();
+        let committed = std::fs::read(format!(
+            "{}/fixtures/ab/runs/{}.sqlite",
+            env!("CARGO_MANIFEST_DIR"),
+            side.stem
+        ))
+        .unwrap();
+        assert!(
+            committed == std::fs::read(&fresh).unwrap(),
+            "fixtures/ab/runs/{}.sqlite drifted: run `cargo run --example gen-ab`",
             side.stem
         );
     }

@@ -1,6 +1,7 @@
 //! `compare` and the causal rules, on the synthetic TP4/TP8 pair (`fixtures/ab`, a known 8%
 //! step-time effect) and the mfu before/after captures. Medians and deltas are checked against
-//! SQL over the fixtures; the bootstrap interval against a second implementation of its
+//! SQL over the fixtures; the Moses interval against the pairwise differences and an exact
+//! rank counted here; the bootstrap interval against a second implementation of its
 //! disclosed draws written here; the rank test against a hand-computed exact p-value; and each
 //! rule of a causal part by a claims file that only that rule decides.
 
@@ -9,7 +10,7 @@ mod util;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use util::{fixture, open_ro, run_in, run_json};
+use util::{fixture, moses_rank, open_ro, run_in, run_json};
 
 /// The ProfilerStep lengths of device 0's process, by SQL over `NVTX_EVENTS`.
 fn step_lengths(trace: &Path) -> Vec<i64> {
@@ -136,17 +137,26 @@ fn medians_delta_and_interval_agree_with_sql_and_a_second_bootstrap() {
         .map(|s| s["scaled"].as_i64().unwrap())
         .collect();
     assert_eq!(samples, a);
-    // The bootstrap, redone from its disclosed seed.
+    // The judged interval: the Moses interval of the Hodges-Lehmann shift, the C-th smallest
+    // and C-th largest of the 144 differences b - a, C from the exact null distribution of U
+    // counted here by subsets of ranks.
+    let c = moses_rank(12, 12);
+    assert_eq!(c, 38, "the tabled two-sided 5% critical U of 12 vs 12 is 37");
+    let mut d: Vec<i64> = b.iter().flat_map(|y| a.iter().map(move |x| y - x)).collect();
+    d.sort_unstable();
+    assert_eq!((v["ci_low"].as_i64(), v["ci_high"].as_i64()), (Some(d[c - 1]), Some(d[144 - c])));
+    // The bootstrap of the medians stays beside it, redone from its disclosed seed.
     let seed: u64 = 0x7665_7264_6963_7421;
+    let boot = |v: &Value| {
+        let n = |k: &str| v["bootstrap"][k].as_str().and_then(|x| x.parse::<i64>().ok());
+        (n("low"), n("high"))
+    };
     let (lo, hi) = bootstrap(&a, &b, seed);
-    assert_eq!((v["ci_low"].as_i64(), v["ci_high"].as_i64()), (Some(lo), Some(hi)));
+    assert_eq!(boot(v), (Some(lo), Some(hi)));
     // Another seed, another draw: the same for both implementations.
     let other = compare_steps(&["--seed", "42"]);
     let (lo, hi) = bootstrap(&a, &b, 42);
-    assert_eq!(
-        (other["values"]["ci_low"].as_i64(), other["values"]["ci_high"].as_i64()),
-        (Some(lo), Some(hi))
-    );
+    assert_eq!(boot(&other["values"]), (Some(lo), Some(hi)));
     assert_eq!(other["parameters"]["seed"], 42);
     // Every TP4 step is longer than every TP8 step: U_A = 12 * 12 (doubled 288), and the exact
     // two-sided p is 2 / C(24, 12) = 2 / 2,704,156 = 1 / 1,352,078.
@@ -273,15 +283,39 @@ const STEPS: &str =
 const CONTROLLED: &str =
     "experiment: { controlled: true, held: [checkpoint, global-batch, data], expect: decrease }";
 const UNCONTROLLED: &str = "experiment: { controlled: false, expect: decrease }";
+/// Controlled, and its author says why the steps of one capture per side may stand for runs.
+const JUSTIFIED: &str = "experiment: { controlled: true, held: [checkpoint, global-batch, data], expect: decrease, within_run: { en: \"warm, fixed data order\" } }";
 
 fn outcome(p: &Value) -> (&str, &str) {
     (p["outcome"].as_str().unwrap(), p["reason"]["key"].as_str().unwrap())
 }
 
 #[test]
-fn a_controlled_experiment_with_enough_samples_and_the_effect_is_supported() {
+fn steps_inside_one_capture_cap_a_controlled_effect_unless_the_author_says_why() {
+    // 12 steps of one capture per side: within-run variation only.
     let p = causal(STEPS, "condition: { at_most: \"-5%\" }", CONTROLLED);
-    assert_eq!(outcome(&p), ("supported", "part.compare_supported"), "{p}");
+    assert_eq!(outcome(&p), ("partially_supported", "part.compare_within_run"), "{p}");
+    assert_eq!(p["reason"]["args"]["unit"], "step", "{p}");
+    // Declared and justified: supported, the reason quoting the author.
+    let p = causal(STEPS, "condition: { at_most: \"-5%\" }", JUSTIFIED);
+    assert_eq!(outcome(&p), ("supported", "part.compare_supported_within_run"), "{p}");
+    assert_eq!(p["reason"]["args"]["why_en"], "warm, fixed data order", "{p}");
+    // Declaring `sample: run` over one capture per side is an error at its place.
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = format!(
+        "report: {{ id: t, languages: [en], title: {{ en: t }} }}\ntraces:\n  a: {{ path: \"{}\" }}\nscopes:\n  s: {{ trace: a, devices: \"0\", window: {{ nvtx: \"ProfilerStep#*\", index: all }} }}\nclaims:\n  - id: c\n    statement: {{ en: x }}\n    principal: p\n    parts:\n      - id: p\n        kind: causal\n        measure: {{ analysis: compare, scope: s, versus: s, of: overlap, metric: total_ns, value: delta, sample: run }}\n",
+        ab("tp4").display()
+    );
+    let path = dir.path().join("c.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    let out = run_in(None, &["check", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("c.yaml:13:")
+            && err.contains("`sample: run`, but the sides' scopes give one sample per step"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -336,11 +370,12 @@ fn the_direction_of_a_ratio_is_read_around_one_and_a_range_claim_by_overlap() {
     // B / A is about 0.92: "at most 0.95x" claims a decrease (below 1), and holds.
     let ratio =
         "scope: a-steps, versus: b-steps, of: overlap, metric: total_ns, value: ratio, unit: x";
-    let p = causal(ratio, "condition: { at_most: \"0.95x\" }", "experiment: { controlled: true }");
-    assert_eq!(outcome(&p), ("supported", "part.compare_supported"), "{p}");
-    // A range inside the interval (-9.3% to -6.7%) is not excluded, although the point value
+    let justified = "experiment: { controlled: true, within_run: { en: \"warm\" } }";
+    let p = causal(ratio, "condition: { at_most: \"0.95x\" }", justified);
+    assert_eq!(outcome(&p), ("supported", "part.compare_supported_within_run"), "{p}");
+    // A range inside the interval (-8.9% to -7.1%) is not excluded, although the point value
     // (-8.4%) lies outside it: the comparison leaves it open.
-    let p = causal(STEPS, "condition: { between: [\"-7%\", \"-6.9%\"] }", CONTROLLED);
+    let p = causal(STEPS, "condition: { between: [\"-7.5%\", \"-7.2%\"] }", CONTROLLED);
     assert_eq!(outcome(&p), ("unverifiable", "part.compare_open"), "{p}");
     // A range wholly outside the interval is.
     let p = causal(STEPS, "condition: { between: [\"-30%\", \"-20%\"] }", CONTROLLED);
@@ -349,8 +384,8 @@ fn the_direction_of_a_ratio_is_read_around_one_and_a_range_claim_by_overlap() {
     let other = "scope: a-steps, versus: b-steps, of: overlap, metric: total_ns, value: \"a_median - b_median\", unit: ms";
     let p = causal(other, "condition: { at_least: \"1 ms\" }", "experiment: { controlled: true }");
     assert_eq!(outcome(&p), ("unverifiable", "part.compare_no_direction"), "{p}");
-    let p = causal(other, "condition: { at_least: \"1 ms\" }", CONTROLLED);
-    assert_eq!(outcome(&p), ("supported", "part.compare_supported"), "{p}");
+    let p = causal(other, "condition: { at_least: \"1 ms\" }", JUSTIFIED);
+    assert_eq!(outcome(&p), ("supported", "part.compare_supported_within_run"), "{p}");
 }
 
 #[test]
@@ -390,9 +425,12 @@ fn gates_compare_the_two_sides() {
 
 #[test]
 fn every_comparison_of_an_audit_is_reproduced_by_its_command() {
-    // The mfu audit (split windows, kernels with a match) and the TP audit (NVTX steps, traces
-    // with expected devices): the commands give the same evidence.
-    for (claims, expected) in [("claims/mfu-2gpu-ab.yaml", 4), ("claims/tp-ab.yaml", 2)] {
+    // The mfu audit (split windows, kernels with a match, a comparison over two devices), the
+    // TP audit (NVTX steps, traces with expected devices) and the TP runs (runs as
+    // replicates): the commands give the same evidence.
+    for (claims, expected) in
+        [("claims/mfu-2gpu-ab.yaml", 4), ("claims/tp-ab.yaml", 2), ("claims/tp-runs-ab.yaml", 2)]
+    {
         let audit = run_json(&["check", claims, "--json"]);
         let mut n = 0;
         for e in audit["ledger"].as_array().unwrap() {

@@ -1,10 +1,12 @@
-//! `compare`: two sides (A and B), each a sample of one metric of another analysis, over its
-//! windows (NVTX steps, equal splits, or one window), compared with exact statistics.
+//! `compare`: two sides (A and B), each a sample of one metric of another analysis: one value
+//! per run (several traces), or per window of one capture (NVTX steps, equal splits, or one
+//! window), compared with exact statistics.
 //!
 //! A pure function of the two sides' evidence: it reads no trace. Each sample's metric is
-//! evaluated exactly; the statistics (medians, a bootstrap interval of the median difference
-//! from a disclosed seed, a Mann-Whitney U test, the Hodges-Lehmann shift with its rank
-//! interval) come from [`crate::stats`]. Over `kernels`, `nvtx` and `copies` it also gives the
+//! evaluated exactly; the statistics (medians, the Hodges-Lehmann shift with its exact Moses
+//! interval, which verdicts use, and the ratio interval of the same ranks, a Mann-Whitney U
+//! test, the pooled rate of a count, the minimum detectable shift, and a bootstrap of the
+//! median difference from a disclosed seed as a cross-check) come from [`crate::stats`]. Over `kernels`, `nvtx` and `copies` it also gives the
 //! per-name deltas of the two sides. Judging is done in `verdict`.
 
 use std::collections::BTreeMap;
@@ -26,13 +28,13 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
             name: "n_a",
             unit: Unit::Count,
             kind: FieldKind::Count,
-            definition: "samples of side A (windows)",
+            definition: "samples of side A (runs, steps or windows: `parameters.sample_unit`)",
         },
         Field {
             name: "n_b",
             unit: Unit::Count,
             kind: FieldKind::Count,
-            definition: "samples of side B (windows)",
+            definition: "samples of side B",
         },
         Field {
             name: "a_median",
@@ -56,7 +58,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
             name: "ci_low",
             unit: Unit::Metric,
             kind: FieldKind::Metric,
-            definition: "low end of the 95% percentile bootstrap interval of the median difference (seeded)",
+            definition: "low end of the exact 95% Moses interval of the Hodges-Lehmann shift B - A (the median of the pairwise differences)",
         },
         Field {
             name: "ci_high",
@@ -74,19 +76,79 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
             name: "change_low",
             unit: Unit::Ratio,
             kind: FieldKind::Metric,
-            definition: "ci_low / a_median",
+            definition: "ratio_low_b / ratio_low_a - 1: the low end of the 95% interval of the ratio B / A (the Moses interval of the shift of the logarithms), less 1; never below -100%; null unless every sample is positive",
         },
         Field {
             name: "change_high",
             unit: Unit::Ratio,
             kind: FieldKind::Metric,
-            definition: "ci_high / a_median",
+            definition: "ratio_high_b / ratio_high_a - 1: the high end of the same interval, less 1",
         },
         Field {
             name: "ratio",
             unit: Unit::Ratio,
             kind: FieldKind::Metric,
             definition: "b_median / a_median",
+        },
+        Field {
+            name: "ratio_low_b",
+            unit: Unit::Metric,
+            kind: FieldKind::Metric,
+            definition: "the B sample of the pairwise ratio b / a at the interval's low end",
+        },
+        Field {
+            name: "ratio_low_a",
+            unit: Unit::Metric,
+            kind: FieldKind::Metric,
+            definition: "the A sample of the same ratio",
+        },
+        Field {
+            name: "ratio_high_b",
+            unit: Unit::Metric,
+            kind: FieldKind::Metric,
+            definition: "the B sample of the pairwise ratio b / a at the interval's high end",
+        },
+        Field {
+            name: "ratio_high_a",
+            unit: Unit::Metric,
+            kind: FieldKind::Metric,
+            definition: "the A sample of the same ratio",
+        },
+        Field {
+            name: "a_total",
+            unit: Unit::Metric,
+            kind: FieldKind::Metric,
+            definition: "A's metric summed over all its windows (counts only; null otherwise)",
+        },
+        Field {
+            name: "b_total",
+            unit: Unit::Metric,
+            kind: FieldKind::Metric,
+            definition: "B's metric summed over all its windows (counts only; null otherwise)",
+        },
+        Field {
+            name: "a_span_ns",
+            unit: Unit::Ns,
+            kind: FieldKind::Window,
+            definition: "the summed length of A's windows",
+        },
+        Field {
+            name: "b_span_ns",
+            unit: Unit::Ns,
+            kind: FieldKind::Window,
+            definition: "the summed length of B's windows",
+        },
+        Field {
+            name: "pooled_change",
+            unit: Unit::Ratio,
+            kind: FieldKind::Metric,
+            definition: "(b_total / b_span_ns) / (a_total / a_span_ns) - 1: the change of the pooled rate (total count over total time)",
+        },
+        Field {
+            name: "mde",
+            unit: Unit::Metric,
+            kind: FieldKind::Metric,
+            definition: "the minimum detectable shift at these sample sizes (5% two-sided, 80% power, from the samples' pooled spread; rounded up)",
         },
     ],
     sums: &[],
@@ -96,9 +158,10 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     cross_rank: &[],
     ratios: &[
         ("change", "delta / a_median"),
-        ("change_low", "ci_low / a_median"),
-        ("change_high", "ci_high / a_median"),
+        ("change_low", "ratio_low_b / ratio_low_a - 1"),
+        ("change_high", "ratio_high_b / ratio_high_a - 1"),
         ("ratio", "b_median / a_median"),
+        ("pooled_change", "(b_total / b_span_ns) / (a_total / a_span_ns) - 1"),
     ],
     per_name: false,
     rank_rows: None,
@@ -307,18 +370,97 @@ pub struct Request<'a> {
     pub names: Option<[&'a Evidence; 2]>,
 }
 
-/// Compares side A with side B.
+/// How a side's samples were taken: the unit whose variation the interval describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SampleUnit {
+    /// One value per run (one trace per run): the variation between runs.
+    Run,
+    /// One value per NVTX step of one capture: variation inside the run.
+    Step,
+    /// One value per equal split (or the one window) of one capture: variation inside the
+    /// run, at arbitrary cut points.
+    Window,
+}
+
+impl SampleUnit {
+    /// The word of a claims file and of the evidence.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SampleUnit::Run => "run",
+            SampleUnit::Step => "step",
+            SampleUnit::Window => "window",
+        }
+    }
+
+    /// Parses the word of a claims file.
+    pub fn parse(s: &str) -> Option<SampleUnit> {
+        [SampleUnit::Run, SampleUnit::Step, SampleUnit::Window]
+            .into_iter()
+            .find(|u| u.as_str() == s)
+    }
+
+    /// The unit of one capture's evidence: its NVTX ranges (several windows that are not
+    /// splits), else its splits or its one window.
+    pub fn of(ev: &Evidence) -> SampleUnit {
+        if ev.samples.len() > 1 && !ev.parameters.contains_key("split") {
+            SampleUnit::Step
+        } else {
+            SampleUnit::Window
+        }
+    }
+}
+
+/// The lower median of exact values (sorted exactly), as a run's one value.
+fn lower_median(values: &[Rational]) -> Option<Rational> {
+    let mut v = values.to_vec();
+    v.sort_by(|x, y| x.cmp_to(*y));
+    v.get(v.len().checked_sub(1)? / 2).copied()
+}
+
+/// One capture's samples: each window with the metric on it.
+type Windows = Vec<([i64; 2], Rational)>;
+
+/// Compares side A with side B, each one capture whose windows are the samples.
 pub fn run(a: &Evidence, b: &Evidence, req: &Request) -> Result<Evidence, QueryError> {
+    run_sides(&[a], &[b], req)
+}
+
+/// Compares side A with side B, each one capture or several runs (one evidence per run).
+/// With several runs on a side, each run is one sample: the lower median of the metric over
+/// its windows (its steps, or its one window), so the interval describes variation between
+/// runs; the pooled rate still sums every window of every run.
+pub fn run_sides(a: &[&Evidence], b: &[&Evidence], req: &Request) -> Result<Evidence, QueryError> {
     let failed = |side: &str, reason: String| {
         QueryError::Failed {
         reason: format!("side {side}: {reason}"),
         hint: "each side needs the metric's fields on every window: one device for per-device analyses, and windows with kernels".into(),
     }
     };
-    let sa = samples(a, req.metric).map_err(|e| failed("A", e))?;
-    let sb = samples(b, req.metric).map_err(|e| failed("B", e))?;
+    let (Some(first_a), Some(first_b)) = (a.first(), b.first()) else {
+        return Err(failed("A", "no sample".into()));
+    };
+    let windows = |evs: &[&Evidence], side: &str| -> Result<Vec<Windows>, QueryError> {
+        evs.iter().map(|ev| samples(ev, req.metric).map_err(|e| failed(side, e))).collect()
+    };
+    let (wa, wb) = (windows(a, "A")?, windows(b, "B")?);
+    let by_run = a.len() > 1 || b.len() > 1;
+    let unit_of_samples = if by_run { SampleUnit::Run } else { SampleUnit::of(first_a) };
+    // A run's one value: the lower median of its windows, over its whole span.
+    let per_run = |runs: &[Windows]| -> Windows {
+        runs.iter()
+            .filter_map(|w| {
+                let v: Vec<Rational> = w.iter().map(|(_, v)| *v).collect();
+                let span = [w.iter().map(|x| x.0[0]).min()?, w.iter().map(|x| x.0[1]).max()?];
+                Some((span, lower_median(&v)?))
+            })
+            .collect()
+    };
+    let (sa, sb) =
+        if by_run { (per_run(&wa), per_run(&wb)) } else { (wa[0].clone(), wb[0].clone()) };
     let unit = metric_unit(req.of, req.metric, req.metric_text);
-    let whole = sa.iter().chain(&sb).all(|(_, v)| v.den == 1);
+    let all_windows = || wa.iter().chain(&wb).flatten();
+    let whole = sa.iter().chain(&sb).chain(all_windows()).all(|(_, v)| v.den == 1);
     let scale = if whole { 1 } else { RATIO_SCALE };
     let to_ints = |s: &[([i64; 2], Rational)], side: &str| -> Result<Vec<i64>, QueryError> {
         s.iter()
@@ -332,13 +474,13 @@ pub fn run(a: &Evidence, b: &Evidence, req: &Request) -> Result<Evidence, QueryE
     let mut ev = Evidence {
         analysis: SPEC.name.into(),
         tool: ToolRef::current(),
-        trace: a.trace.clone(),
+        trace: first_a.trace.clone(),
         window: WindowInfo {
-            requested_ns: a.window.requested_ns,
+            requested_ns: first_a.window.requested_ns,
             effective_ns: None,
-            semantics: a.window.semantics,
+            semantics: first_a.window.semantics,
         },
-        scope: a.scope.clone(),
+        scope: first_a.scope.clone(),
         parameters: BTreeMap::new(),
         metrics: SPEC
             .fields
@@ -354,6 +496,12 @@ pub fn run(a: &Evidence, b: &Evidence, req: &Request) -> Result<Evidence, QueryE
     ev.parameters.insert("metric".into(), json!(req.metric_text));
     ev.parameters.insert("metric_unit".into(), json!(unit.as_str()));
     ev.parameters.insert("metric_scale".into(), json!(scale as i64));
+    ev.parameters.insert("sample_unit".into(), json!(unit_of_samples.as_str()));
+    ev.parameters.insert("runs".into(), json!([a.len(), b.len()]));
+    if by_run {
+        ev.parameters.insert("run_value".into(), json!("lower median of the run's windows"));
+    }
+    ev.parameters.insert("interval".into(), json!("Hodges-Lehmann shift, exact Moses interval"));
     ev.parameters.insert("seed".into(), json!(req.seed));
     ev.parameters.insert("resamples".into(), json!(stats::DEFAULT_RESAMPLES));
     ev.parameters.insert("confidence".into(), json!("95%"));
@@ -363,11 +511,65 @@ pub fn run(a: &Evidence, b: &Evidence, req: &Request) -> Result<Evidence, QueryE
     values.insert("a_median".into(), json!(md.median_a));
     values.insert("b_median".into(), json!(md.median_b));
     values.insert("delta".into(), json!(i64::try_from(md.difference).ok()));
-    for f in ["ci_low", "ci_high", "change", "change_low", "change_high", "ratio"] {
+    for f in [
+        "ci_low",
+        "ci_high",
+        "change",
+        "change_low",
+        "change_high",
+        "ratio",
+        "ratio_low_b",
+        "ratio_low_a",
+        "ratio_high_b",
+        "ratio_high_a",
+        "a_total",
+        "b_total",
+        "pooled_change",
+        "mde",
+    ] {
         values.insert(f.into(), Value::Null);
     }
-    values.insert("a".into(), side_json(a, req.labels[0], &sa, &ia));
-    values.insert("b".into(), side_json(b, req.labels[1], &sb, &ib));
+    // The pooled rate: every window of every run, summed, over their summed length.
+    let span = |runs: &[Windows]| -> i64 {
+        runs.iter().flatten().map(|(w, _)| w[1].saturating_sub(w[0])).sum()
+    };
+    values.insert("a_span_ns".into(), json!(span(&wa)));
+    values.insert("b_span_ns".into(), json!(span(&wb)));
+    if unit == Unit::Count && whole {
+        let total = |runs: &[Windows]| -> Option<i64> {
+            runs.iter()
+                .flatten()
+                .try_fold(0i64, |t, (_, v)| t.checked_add(i64::try_from(v.num).ok()?))
+        };
+        let (ta, tb) = (total(&wa), total(&wb));
+        let (la, lb) = (span(&wa), span(&wb));
+        values.insert("a_total".into(), json!(ta));
+        values.insert("b_total".into(), json!(tb));
+        if let (Some(ta), Some(tb)) = (ta, tb)
+            && ta > 0
+            && la > 0
+            && lb > 0
+        {
+            let pooled = (tb as f64 / lb as f64) / (ta as f64 / la as f64) - 1.0;
+            values.insert("pooled_change".into(), json!(pooled));
+        }
+    }
+    let run_json = |evs: &[&Evidence], s: &[([i64; 2], Rational)], ints: &[i64]| -> Value {
+        if !by_run {
+            return Value::Null;
+        }
+        json!(evs
+            .iter()
+            .zip(s.iter().zip(ints))
+            .map(|(e, ((w, _), i))| json!({"trace": e.trace.path, "sha256": e.trace.sha256, "windows": e.samples.len().max(1), "span_ns": w, "value": i}))
+            .collect::<Vec<_>>())
+    };
+    let mut side_a = side_json(first_a, req.labels[0], &sa, &ia);
+    side_a["runs"] = run_json(a, &sa, &ia);
+    let mut side_b = side_json(first_b, req.labels[1], &sb, &ib);
+    side_b["runs"] = run_json(b, &sb, &ib);
+    values.insert("a".into(), side_a);
+    values.insert("b".into(), side_b);
     ev.values = Some(super::values::Values::Map(values));
     // Ratios of the median: null when A's median is 0.
     let approx = |x: i128| x as f64 / md.median_a as f64;
@@ -402,6 +604,11 @@ pub fn run(a: &Evidence, b: &Evidence, req: &Request) -> Result<Evidence, QueryE
                 ],
             );
         }
+        if let Some(mde) = stats::min_detectable_shift(&ia, &ib) {
+            values_mut(&mut ev).insert("mde".into(), json!(mde.ceil() as i64));
+        }
+        // The bootstrap of the difference of medians, kept beside the judged interval as a
+        // cross-check that reruns from its disclosed seed.
         match stats::bootstrap_median_difference(
             &ia,
             &ib,
@@ -410,24 +617,12 @@ pub fn run(a: &Evidence, b: &Evidence, req: &Request) -> Result<Evidence, QueryE
             req.seed,
         ) {
             Ok(bi) => {
-                let v = values_mut(&mut ev);
-                v.insert("ci_low".into(), json!(i64::try_from(bi.low).ok()));
-                v.insert("ci_high".into(), json!(i64::try_from(bi.high).ok()));
-                if md.median_a != 0 {
-                    v.insert("change_low".into(), json!(approx(bi.low)));
-                    v.insert("change_high".into(), json!(approx(bi.high)));
-                }
-                v.insert(
+                values_mut(&mut ev).insert(
                     "bootstrap".into(),
                     json!({"seed": bi.seed, "resamples": bi.resamples, "confidence": "95%", "low": bi.low.to_string(), "high": bi.high.to_string(), "observed": bi.observed.to_string()}),
                 );
             }
-            Err(e) => ev.leave_null(
-                &["ci_low", "ci_high", "change_low", "change_high"],
-                "note.compare_refused",
-                &[("reason", e.to_string())],
-                ("need.compare_samples", &[]),
-            ),
+            Err(e) => ev.note("note.compare_refused", &[("reason", e.to_string())]),
         }
         match stats::mann_whitney(&ia, &ib) {
             Ok(mw) => {
@@ -448,7 +643,10 @@ pub fn run(a: &Evidence, b: &Evidence, req: &Request) -> Result<Evidence, QueryE
         }
         match stats::hodges_lehmann(&ia, &ib, confidence) {
             Ok(hl) => {
-                values_mut(&mut ev).insert(
+                let v = values_mut(&mut ev);
+                v.insert("ci_low".into(), json!(i64::try_from(hl.low).ok()));
+                v.insert("ci_high".into(), json!(i64::try_from(hl.high).ok()));
+                v.insert(
                     "shift".into(),
                     json!({
                         "estimate": [hl.estimate.num.to_string(), hl.estimate.den.to_string()],
@@ -460,23 +658,116 @@ pub fn run(a: &Evidence, b: &Evidence, req: &Request) -> Result<Evidence, QueryE
                     }),
                 );
             }
-            Err(e) => ev.note("note.compare_no_shift", &[("reason", e.to_string())]),
+            Err(e) => ev.leave_null(
+                &["ci_low", "ci_high"],
+                "note.compare_no_shift",
+                &[("reason", e.to_string())],
+                ("need.compare_samples", &[]),
+            ),
+        }
+        match stats::ratio_interval(&ia, &ib, confidence) {
+            Ok(r) => {
+                let v = values_mut(&mut ev);
+                v.insert("ratio_low_b".into(), json!(r.low.0));
+                v.insert("ratio_low_a".into(), json!(r.low.1));
+                v.insert("ratio_high_b".into(), json!(r.high.0));
+                v.insert("ratio_high_a".into(), json!(r.high.1));
+                // The ratios read back exactly from their formulas; these floats are for
+                // readers of the JSON.
+                let f = |(y, x): (i64, i64)| y as f64 / x as f64 - 1.0;
+                v.insert("change_low".into(), json!(f(r.low)));
+                v.insert("change_high".into(), json!(f(r.high)));
+                v.insert(
+                    "ratio_interval".into(),
+                    json!({
+                        "estimate": [r.estimate.0, r.estimate.1],
+                        "low": [r.low.0, r.low.1],
+                        "high": [r.high.0, r.high.1],
+                        "achieved": r.achieved,
+                        "method": method(r.method),
+                    }),
+                );
+            }
+            Err(e) if md.median_a != 0 => ev.leave_null(
+                &["change_low", "change_high"],
+                "note.compare_no_ratio",
+                &[("reason", e.to_string())],
+                ("need.compare_positive", &[]),
+            ),
+            Err(_) => {}
         }
     }
     if scale != 1 {
         ev.note("note.compare_scaled", &[]);
     }
+    if by_run {
+        ev.note(
+            "note.compare_runs",
+            &[("runs_a", a.len().to_string()), ("runs_b", b.len().to_string())],
+        );
+    } else if first_a.parameters.contains_key("split") {
+        ev.note("note.compare_split_fallback", &[]);
+    }
     // Sides over populations of different sizes: stated here, judged by gate R2.
-    if a.scope.devices.len() != b.scope.devices.len() {
+    if first_a.scope.devices.len() != first_b.scope.devices.len() {
         ev.note(
             "note.compare_populations",
-            &[("a", a.scope.devices.len().to_string()), ("b", b.scope.devices.len().to_string())],
+            &[
+                ("a", first_a.scope.devices.len().to_string()),
+                ("b", first_b.scope.devices.len().to_string()),
+            ],
         );
     }
     if let Some([na, nb]) = req.names {
         values_mut(&mut ev).insert("names".into(), name_deltas(na, nb));
     }
     Ok(ev)
+}
+
+/// A comparison over several devices: the first device's comparison, with every device's
+/// values under `devices` (`[{device, values}]`), each judged on its own.
+pub fn with_devices(mut first: Evidence, per_device: Vec<(i64, Evidence)>) -> Evidence {
+    let rows: Vec<Value> = per_device
+        .into_iter()
+        .map(|(d, ev)| {
+            json!({
+                "device": d,
+                "parameters": ev.parameters,
+                "values": ev.values.map(|v| {
+                    let mut v = v.to_map();
+                    v.remove("names");
+                    Value::Object(v)
+                }),
+            })
+        })
+        .collect();
+    if let Some(super::values::Values::Map(v)) = first.values.as_mut() {
+        v.insert("devices".into(), Value::Array(rows));
+    }
+    first
+}
+
+/// Each device's comparison of a comparison over several devices, as evidence of its own.
+pub fn device_evidences(ev: &Evidence) -> Vec<(i64, Evidence)> {
+    ev.value("devices")
+        .as_ref()
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|row| {
+            let d = row.get("device")?.as_i64()?;
+            let values = row.get("values")?.as_object()?.clone();
+            let parameters = row.get("parameters")?.as_object()?.clone().into_iter().collect();
+            Some((
+                d,
+                Evidence {
+                    values: Some(super::values::Values::Map(values)),
+                    parameters,
+                    ..ev.clone()
+                },
+            ))
+        })
+        .collect()
 }
 
 fn method(m: stats::Method) -> &'static str {
@@ -529,10 +820,12 @@ pub fn table(ev: &Evidence, width: usize) -> String {
     s += &t::hang(
         "difference   ",
         &format!(
-            "B - A = {} (95% bootstrap CI {} to {}, seed {})",
+            "B - A = {} (95% Moses interval of the shift {} to {}; bootstrap of the medians {} to {}, seed {})",
             show_delta(int("delta")),
             show_delta(int("ci_low")),
             show_delta(int("ci_high")),
+            show_delta(v.get("bootstrap").and_then(|b| b["low"].as_str()?.parse().ok())),
+            show_delta(v.get("bootstrap").and_then(|b| b["high"].as_str()?.parse().ok())),
             ev.parameters.get("seed").cloned().unwrap_or(Value::Null)
         ),
         13,

@@ -373,6 +373,10 @@ pub struct TraceDecl {
     /// Ranks a set should have.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expect_ranks: Option<usize>,
+    /// For one run of a trace declared with `runs: true`: the declared name (this trace is
+    /// `NAME#i`, the i-th file of its list or glob).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_of: Option<String>,
 }
 
 /// A measurement a part binds to.
@@ -462,9 +466,38 @@ pub struct Compare {
     /// How far apart the two sides' median window lengths may be, as a share of the longer,
     /// and still be "the same length" for gate R1 (`same_length`, default 1%).
     pub same_length: Quantity,
-    /// The query of each side: `of` over the side's scope, the metric as its value.
+    /// The declared unit of sampling (`sample`): `run`, `step` or `window`.
+    pub sample: crate::analysis::compare::SampleUnit,
+    /// The query of each side: `of` over the side's scope, the metric as its value (over
+    /// runs, the scope names the runs' declared trace and only `runs` are run).
     #[serde(skip)]
     pub sides: [Measure; 2],
+    /// A side over runs (a trace declared with `runs: true`): the query of each run.
+    #[serde(skip)]
+    pub runs: [Vec<Measure>; 2],
+    /// A per-device analysis over several devices: the sides' queries on each device, each
+    /// compared and judged on its own.
+    #[serde(skip)]
+    pub devices: Vec<(i64, [Measure; 2])>,
+}
+
+impl Compare {
+    /// Every query the comparison reads: its two sides, each run of a side over runs, and
+    /// each device's sides of a comparison over several devices.
+    pub fn queries(&self) -> Vec<&Measure> {
+        // Over several devices, the sides themselves (several devices of a per-device
+        // analysis) are never run: each device's are.
+        // Over runs, the sides' scopes name the runs' declared trace, which is no trace of
+        // its own: each run's query is run.
+        let mut out: Vec<&Measure> = if self.devices.is_empty() && self.runs[0].is_empty() {
+            self.sides.iter().collect()
+        } else {
+            Vec::new()
+        };
+        out.extend(self.runs.iter().flatten());
+        out.extend(self.devices.iter().flat_map(|(_, s)| s.iter()));
+        out
+    }
 }
 
 /// What was changed between the two sides of a comparison, what was held fixed, and what
@@ -479,6 +512,9 @@ pub struct Experiment {
     pub controlled: bool,
     /// The expected direction of the change (B against A).
     pub expect: Option<Direction>,
+    /// The author's reason why samples inside one capture per side (steps or windows) may
+    /// stand for runs; without it such samples cap a causal part at partially supported.
+    pub within_run: Option<Text>,
 }
 
 /// The direction of an expected change, B against A.

@@ -78,6 +78,9 @@ pub struct RawTrace {
     pub expect_devices: Option<Spanned<String>>,
     /// Ranks the set should have.
     pub expect_ranks: Option<Spanned<i64>>,
+    /// The files of the list or glob are runs of one configuration (each one sample of a
+    /// comparison), not the ranks of one job.
+    pub runs: Option<Spanned<bool>>,
 }
 
 /// A trace's `path:`: one string, or a list of them.
@@ -267,6 +270,8 @@ pub struct RawExperiment {
     pub controlled: Option<bool>,
     /// `decrease` or `increase`.
     pub expect: Option<Spanned<String>>,
+    /// Why samples inside one capture per side may stand for runs (steps or windows).
+    pub within_run: Option<RawText>,
 }
 
 /// `measure:`: the analysis, the scope, the formula and its unit, and every other key a

@@ -13,7 +13,17 @@ use serde_json::{Value, json};
 /// pattern.
 fn measure_keys() -> String {
     let mut keys: Vec<&str> = crate::analysis::PARAMS.iter().map(|p| p.name).collect();
-    keys.extend(["versus", "of", "metric", "split", "seed", "same_length", "rank", "over_ranks"]);
+    keys.extend([
+        "versus",
+        "of",
+        "metric",
+        "split",
+        "seed",
+        "same_length",
+        "sample",
+        "rank",
+        "over_ranks",
+    ]);
     format!("^({})$", keys.join("|"))
 }
 
@@ -131,6 +141,7 @@ pub fn claims_schema(languages: Option<&[String]>) -> Value {
                 "held": {"type": "array", "items": {"enum": crate::claims::HELD}},
                 "controlled": {"type": "boolean"},
                 "expect": {"enum": ["decrease", "increase"]},
+                "within_run": {"$ref": "#/$defs/text"},
             }), &[]),
             "part": json!({"allOf": [{"$ref": "#/$defs/part_keys"}, {
                 "if": {"properties": {"kind": {"const": "interpretation"}}, "required": ["kind"]},
@@ -213,6 +224,7 @@ pub fn claims_schema(languages: Option<&[String]>) -> Value {
                     "label": {"$ref": "#/$defs/text"},
                     "expect_devices": {"type": ["string", "integer"]},
                     "expect_ranks": {"type": "integer", "minimum": 1},
+                    "runs": {"type": "boolean"},
                 }), &["path"]),
             },
             "scopes": {

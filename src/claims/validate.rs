@@ -15,6 +15,9 @@ use crate::scope::{DeviceSel, Window, parse_device_list};
 struct Checker {
     languages: Vec<String>,
     problems: Vec<Problem>,
+    /// Validating a comparison's side, which may name several devices of a per-device
+    /// analysis (each device is compared on its own).
+    compare_side: bool,
 }
 
 fn at<T>(s: &Spanned<T>) -> (u32, u32) {
@@ -207,11 +210,12 @@ fn from_cycle(parts: &[RawPart]) -> Option<(Vec<String>, (u32, u32))> {
 pub fn validate(raw: RawClaimFile, path: &Path) -> Result<ClaimSet, ClaimsError> {
     let file = path.display().to_string();
     let base = path.parent().unwrap_or(Path::new("."));
-    let mut c = Checker { languages: Vec::new(), problems: Vec::new() };
+    let mut c = Checker { languages: Vec::new(), problems: Vec::new(), compare_side: false };
     let report = report(&mut c, &raw.report);
     let sources = sources(&mut c, &raw.sources);
     let traces = traces(&mut c, &raw.traces, base);
-    let scopes = scopes(&mut c, &raw.scopes, &raw.traces, base);
+    let mut scopes = scopes(&mut c, &raw.scopes, &raw.traces, base);
+    run_scopes(&traces, &mut scopes);
     let claims = claims(&mut c, &raw.claims, &raw.sources, &scopes, &raw.scopes);
     let review = review(&mut c, raw.review.as_ref());
     if let Some(answer) = &raw.report.answer {
@@ -365,7 +369,8 @@ fn traces(c: &mut Checker, raw: &BTreeMap<String, RawTrace>, base: &Path) -> Vec
                 Some("`expect_ranks` counts the ranks of a trace set (a glob or a list of files); one file states `expect_devices`".into()),
             );
         }
-        if let (Some(_), Some(d)) = (&set, &t.expect_devices) {
+        let is_runs = t.runs.as_ref().is_some_and(|r| r.value);
+        if let (Some(_), Some(d), false) = (&set, &t.expect_devices, is_runs) {
             c.err(
                 at(d),
                 format!("trace `{name}`: `expect_devices` on a trace set"),
@@ -375,14 +380,59 @@ fn traces(c: &mut Checker, raw: &BTreeMap<String, RawTrace>, base: &Path) -> Vec
                 ),
             );
         }
+        let label = c.opt_text(&t.label, &format!("trace `{name}` label"));
+        let expect_devices = t.expect_devices.as_ref().and_then(|d| c.devices(d));
+        if let Some(r) = t.runs.as_ref().filter(|r| r.value) {
+            // Runs: one single trace per file, `NAME#1`, `NAME#2`..., in the set's order.
+            match &set {
+                Some(files) if files.len() >= 2 && expect_ranks.is_none() => {
+                    for (i, f) in files.iter().enumerate() {
+                        let i = i + 1;
+                        traces.push(TraceDecl {
+                            name: format!("{name}#{i}"),
+                            path: f
+                                .strip_prefix(base)
+                                .unwrap_or(f)
+                                .to_string_lossy()
+                                .into_owned(),
+                            resolved: f.clone(),
+                            set: None,
+                            label: label.as_ref().map(|l| {
+                                l.iter().map(|(k, v)| (k.clone(), format!("{v} #{i}"))).collect()
+                            }),
+                            expect_devices: expect_devices.clone(),
+                            expect_ranks: None,
+                            run_of: Some(name.clone()),
+                        });
+                    }
+                }
+                Some(_) if expect_ranks.is_some() => c.err(
+                    at(r),
+                    format!("trace `{name}`: `runs` with `expect_ranks`"),
+                    Some("the files of `runs: true` are runs of one configuration, each a whole job; a job of several files per run is not supported as a run".into()),
+                ),
+                Some(_) => c.err(
+                    at(r),
+                    format!("trace `{name}`: `runs: true` with one file"),
+                    Some("list two or more runs (a list or a glob), or drop `runs`".into()),
+                ),
+                None => c.err(
+                    at(r),
+                    format!("trace `{name}`: `runs: true` on a single path"),
+                    Some("give the runs as a list of files or a glob (`runs/tp4-*.sqlite`)".into()),
+                ),
+            }
+            continue;
+        }
         traces.push(TraceDecl {
             name: name.clone(),
             path,
             resolved: set.as_ref().and_then(|f| f.first().cloned()).unwrap_or(resolved),
             set,
-            label: c.opt_text(&t.label, &format!("trace `{name}` label")),
-            expect_devices: t.expect_devices.as_ref().and_then(|d| c.devices(d)),
+            label,
+            expect_devices,
             expect_ranks,
+            run_of: None,
         });
     }
     traces
@@ -405,9 +455,13 @@ fn scopes(
                 Some(suggestion(&s.trace.value, traces.keys().map(String::as_str))),
             );
         }
-        let is_set = traces.get(&s.trace.value).is_some_and(|t| match &t.path.value {
-            RawPaths::One(p) => is_set_path(base, p),
-            RawPaths::Many(_) => true,
+        // Runs are single traces each: their scopes select devices.
+        let is_set = traces.get(&s.trace.value).is_some_and(|t| {
+            !t.runs.as_ref().is_some_and(|r| r.value)
+                && match &t.path.value {
+                    RawPaths::One(p) => is_set_path(base, p),
+                    RawPaths::Many(_) => true,
+                }
         });
         if let (true, Some(d)) = (is_set, &s.devices) {
             c.err(
@@ -463,6 +517,27 @@ fn scopes(
         );
     }
     scopes
+}
+
+/// For each scope over a trace declared with `runs: true`, the same scope over each run:
+/// `SCOPE#1` over `TRACE#1`, and so on.
+fn run_scopes(traces: &[TraceDecl], scopes: &mut BTreeMap<String, Scope>) {
+    let mut added = Vec::new();
+    for s in scopes.values() {
+        for t in traces.iter().filter(|t| t.run_of.as_deref() == Some(s.trace.as_str())) {
+            let i = t.name.rsplit('#').next().unwrap_or_default();
+            let name = format!("{}#{i}", s.name);
+            added.push(Scope { name, trace: t.name.clone(), ..s.clone() });
+        }
+    }
+    for s in added {
+        scopes.insert(s.name.clone(), s);
+    }
+}
+
+/// The same scope over each run of a scope over runs, in run order (none for one trace).
+fn runs_of(scopes: &BTreeMap<String, Scope>, scope: &str) -> Vec<String> {
+    (1..).map(|i| format!("{scope}#{i}")).take_while(|n| scopes.contains_key(n)).collect()
 }
 
 /// The `claims` section: unique claim and part ids, declared sources, parts that do not read
@@ -891,6 +966,7 @@ fn experiment(c: &mut Checker, e: &Spanned<RawExperiment>, what: &str) -> Option
         held,
         controlled: e.value.controlled.unwrap_or(false),
         expect,
+        within_run: c.opt_text(&e.value.within_run, &format!("{what} experiment within_run")),
     })
 }
 
@@ -1041,6 +1117,13 @@ fn measurement(
         }
     }
     args.sort_by_key(|(n, _)| spec.params.iter().position(|p| p.name == n));
+    if !c.compare_side && !runs_of(scopes, &m.scope.value).is_empty() {
+        c.err(
+            at(m.scope),
+            format!("{what}: scope `{}` is over runs, which only a comparison reads", m.scope.value),
+            Some("compare the runs (`analysis: compare`, `sample: run`), or declare a scope over one of their files".into()),
+        );
+    }
     if spec.scope == analysis::ScopeRule::WholeTrace
         && let Some(s) = scope
         && s.window.is_some()
@@ -1057,7 +1140,7 @@ fn measurement(
     if spec.scope == analysis::ScopeRule::PerDevice
         && ranks.is_none()
         && let Some(s) = scope
-        && !matches!(&s.devices, DeviceSel::Set(v) if v.len() == 1)
+        && !matches!(&s.devices, DeviceSel::Set(v) if v.len() == 1 || (c.compare_side && !v.is_empty()))
     {
         c.err(
             at(m.scope),
@@ -1244,7 +1327,8 @@ fn formula_over(
 }
 
 /// The keys of a `compare` measure besides the compared analysis's own parameters.
-const COMPARE_KEYS: [&str; 6] = ["versus", "of", "metric", "split", "seed", "same_length"];
+const COMPARE_KEYS: [&str; 7] =
+    ["versus", "of", "metric", "split", "seed", "same_length", "sample"];
 
 /// Gate R1's default tolerance for "the same length" of two sides' windows.
 pub const DEFAULT_SAME_LENGTH: &str = "1%";
@@ -1368,8 +1452,10 @@ fn compare_measurement(
             params: rest.clone(),
         };
         let spanned = Spanned::new(raw_side, outer.referenced, outer.defined);
-        let mut m =
-            measurement(c, &spanned, &format!("{what} (side {label})"), scopes, raw_scopes)?;
+        c.compare_side = true;
+        let m = measurement(c, &spanned, &format!("{what} (side {label})"), scopes, raw_scopes);
+        c.compare_side = false;
+        let mut m = m?;
         if let Some(n) = split {
             m.params.split = Some(n);
             m.args.push(("split".into(), n.to_string()));
@@ -1381,6 +1467,80 @@ fn compare_measurement(
     let spec = &analysis::compare::SPEC;
     let value_expr = formula_over(c, value, spec, what, false)?;
     let (a, b) = (a?, b?);
+    // Sides over runs: the side's query on each run's scope.
+    let runs = [runs_of(scopes, &scope_a.value), runs_of(scopes, &versus.value)];
+    let over = |m: &Measure, scope: &str| Measure { scope: scope.to_string(), ..m.clone() };
+    let runs: [Vec<Measure>; 2] = [
+        runs[0].iter().map(|n| over(&a, n)).collect(),
+        runs[1].iter().map(|n| over(&b, n)).collect(),
+    ];
+    let nvtx = |sc: &Spanned<String>| scopes.get(&sc.value).is_some_and(|s| s.nvtx.is_some());
+    let found = match (runs[0].is_empty(), runs[1].is_empty()) {
+        (false, false) => Some(analysis::compare::SampleUnit::Run),
+        (true, true) if nvtx(scope_a) && nvtx(versus) => Some(analysis::compare::SampleUnit::Step),
+        (true, true) => Some(analysis::compare::SampleUnit::Window),
+        _ => {
+            c.err(
+                at(outer),
+                format!("{what}: one side is over runs and the other is one capture"),
+                Some("declare both sides' traces with `runs: true` (two or more runs each), or neither".into()),
+            );
+            None
+        }
+    };
+    let sample = match (key("sample"), found) {
+        (None, found) => found,
+        (Some(v), found) => match analysis::compare::SampleUnit::parse(v.value.trim()) {
+            None => {
+                c.err(
+                    at(v),
+                    format!("{what}: `sample` is `{}`", v.value),
+                    Some("`run` (one trace per run, `runs: true`), `step` (NVTX ranges of one capture) or `window` (equal splits or one window of one capture)".into()),
+                );
+                None
+            }
+            Some(u) if found.is_some_and(|f| f != u) => {
+                let f = found.expect("checked");
+                c.err(
+                    at(v),
+                    format!("{what}: `sample: {}`, but the sides' scopes give one sample per {}", u.as_str(), f.as_str()),
+                    Some(match u {
+                        analysis::compare::SampleUnit::Run => "a run is one trace: declare each side's trace with `runs: true` and a list or glob of two or more files".into(),
+                        analysis::compare::SampleUnit::Step => "steps are NVTX ranges: give both scopes `window: {nvtx: \"ProfilerStep#*\", index: all}`".into(),
+                        analysis::compare::SampleUnit::Window => format!("the scopes give {}s: write `sample: {}`", f.as_str(), f.as_str()),
+                    }),
+                );
+                None
+            }
+            Some(u) => Some(u),
+        },
+    };
+    // A per-device analysis over several devices: one comparison per device.
+    let per_device =
+        analysis::spec(&of.value).is_some_and(|s| s.scope == analysis::ScopeRule::PerDevice);
+    let mut devices = Vec::new();
+    if let (true, DeviceSel::Set(da), DeviceSel::Set(db)) =
+        (per_device, &a.params.devices, &b.params.devices)
+        && (da.len() > 1 || db.len() > 1)
+    {
+        if da != db || !runs[0].is_empty() {
+            c.err(
+                at(outer),
+                format!("{what}: a comparison over several devices needs the same devices on both sides, over one capture each"),
+                Some("give both scopes the same `devices` (such as `0-1`), or name one device per side".into()),
+            );
+        } else {
+            for &d in da {
+                let one = |m: &Measure| {
+                    let mut m = m.clone();
+                    m.params.devices = DeviceSel::Set(vec![d]);
+                    m.args.push(("device".into(), d.to_string()));
+                    m
+                };
+                devices.push((d, [one(&a), one(&b)]));
+            }
+        }
+    }
     let metric_unit = analysis::spec(&of.value).map_or(analysis::Unit::Ratio, |s| {
         analysis::compare::metric_unit(s, &a.value, &metric.value)
     });
@@ -1421,7 +1581,10 @@ fn compare_measurement(
             split,
             seed,
             same_length,
+            sample: sample?,
             sides: [a, b],
+            runs,
+            devices,
         })),
         ranks: None,
     })

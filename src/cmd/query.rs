@@ -56,7 +56,8 @@ fn compare(c: &crate::cli::CompareArgs, json: bool) -> anyhow::Result<ExitCode> 
             .into());
         }
     }
-    let mut evs = Vec::new();
+    let mut evs: Vec<Vec<Vec<analysis::Evidence>>> = Vec::new();
+    let mut devs: Vec<Vec<DeviceSel>> = Vec::new();
     let mut names = Vec::new();
     let mut labels = Vec::new();
     let mut runs = Vec::new();
@@ -127,40 +128,70 @@ fn compare(c: &crate::cli::CompareArgs, json: bool) -> anyhow::Result<ExitCode> 
             ),
             (None, None) => Expectation::Nothing,
         };
-        let plan = QueryPlan {
-            spec: of,
-            traces,
-            force_set: get("set").is_some_and(|v| v == "true"),
-            expect,
-            params,
-            nvtx,
+        let force_set = get("set").is_some_and(|v| v == "true");
+        // `runs=true`: each trace is one run, a sample of its own; else the traces are one
+        // job. A per-device analysis over several devices: one comparison per device.
+        let groups: Vec<Vec<PathBuf>> = if get("runs").is_some_and(|v| v == "true") {
+            traces.iter().map(|t| vec![t.clone()]).collect()
+        } else {
+            vec![traces.clone()]
         };
-        let (_, ctx) = plan.load()?;
-        let ev = plan.run(&ctx).map_err(hinted)?;
-        // The run behind the side, for the experiment check, as an audit records it.
-        let paths: Vec<PathBuf> = match ev.trace.set.as_deref() {
-            Some(set) => set.files.iter().map(|f| PathBuf::from(&f.path)).collect(),
-            None => plan.traces.clone(),
+        let per_device: Vec<DeviceSel> = match &devices {
+            DeviceSel::Set(d) if d.len() > 1 && of.scope == analysis::ScopeRule::PerDevice => {
+                d.iter().map(|&x| DeviceSel::Set(vec![x])).collect()
+            }
+            _ => vec![devices.clone()],
         };
-        let (sampling, steps) = crate::trace::run::sampling(
-            plan.nvtx.is_some(),
-            plan.params.split.is_some(),
-            ev.samples.len(),
-        );
-        runs.push(crate::trace::SideRun::new(
-            crate::trace::run::read_runs(&paths),
-            &ctx.kernels,
-            &ev.scope.devices,
-            ev.window.requested_ns,
-            sampling,
-            steps,
-        ));
-        let params = plan.params;
-        if analysis::compare::has_names(of.name) {
-            let whole = analysis::compare::names_params(&params, &ev);
-            names.push(analysis::run_spec(of, &whole, &ctx).map_err(hinted)?);
+        let mut side_evs: Vec<Vec<analysis::Evidence>> = vec![Vec::new(); per_device.len()];
+        for (g, group) in groups.iter().enumerate() {
+            // One plan reads the group's traces once for every device of the side.
+            let plan = QueryPlan {
+                spec: of,
+                traces: group.clone(),
+                force_set,
+                expect: expect.clone(),
+                params: params.clone(),
+                nvtx: nvtx.clone(),
+            };
+            let (_, ctx) = plan.load()?;
+            for (d, sel) in per_device.iter().enumerate() {
+                let one = QueryPlan {
+                    params: Params { devices: sel.clone(), ..plan.params.clone() },
+                    ..plan.clone()
+                };
+                let ev = one.run(&ctx).map_err(hinted)?;
+                if g == 0 && d == 0 {
+                    // The run behind the side, for the experiment check, as an audit
+                    // records it: every file of the side, the first run's kernels.
+                    let paths: Vec<PathBuf> = match ev.trace.set.as_deref() {
+                        Some(set) if groups.len() == 1 => {
+                            set.files.iter().map(|f| PathBuf::from(&f.path)).collect()
+                        }
+                        _ => traces.clone(),
+                    };
+                    let (sampling, steps) = crate::trace::run::sampling(
+                        nvtx.is_some(),
+                        params.split.is_some(),
+                        ev.samples.len(),
+                    );
+                    runs.push(crate::trace::SideRun::new(
+                        crate::trace::run::read_runs(&paths),
+                        &ctx.kernels,
+                        &ev.scope.devices,
+                        ev.window.requested_ns,
+                        sampling,
+                        steps,
+                    ));
+                    if analysis::compare::has_names(of.name) {
+                        let whole = analysis::compare::names_params(&one.params, &ev);
+                        names.push(analysis::run_spec(of, &whole, &ctx).map_err(hinted)?);
+                    }
+                }
+                side_evs[d].push(ev);
+            }
         }
-        evs.push(ev);
+        devs.push(per_device);
+        evs.push(side_evs);
     }
     let req = analysis::compare::Request {
         of,
@@ -173,7 +204,21 @@ fn compare(c: &crate::cli::CompareArgs, json: bool) -> anyhow::Result<ExitCode> 
             _ => None,
         },
     };
-    let mut ev = analysis::compare::run(&evs[0], &evs[1], &req).map_err(hinted)?;
+    let compared = |d: usize| -> Result<analysis::Evidence, crate::Hinted> {
+        let a: Vec<&analysis::Evidence> = evs[0][d].iter().collect();
+        let b: Vec<&analysis::Evidence> = evs[1][d].iter().collect();
+        analysis::compare::run_sides(&a, &b, &req).map_err(hinted)
+    };
+    let mut ev = if devs[0].len() > 1 && devs[0].len() == devs[1].len() {
+        let mut per = Vec::new();
+        for (d, sel) in devs[0].iter().enumerate() {
+            let DeviceSel::Set(one) = sel else { continue };
+            per.push((one[0], compared(d)?));
+        }
+        analysis::compare::with_devices(per[0].1.clone(), per)
+    } else {
+        compared(0)?
+    };
     if let (Some(analysis::values::Values::Map(v)), [a, b]) = (ev.values.as_mut(), runs.as_slice())
     {
         v.insert("runs".into(), crate::trace::run::runs_value(a, b));

@@ -76,7 +76,13 @@ pub fn controlled_line(
         out += &format!("{sep}{}", t.get("exp.unread")?);
         return Ok(out);
     };
-    let none = Experiment { changed: None, held: Vec::new(), controlled: false, expect: None };
+    let none = Experiment {
+        changed: None,
+        held: Vec::new(),
+        controlled: false,
+        expect: None,
+        within_run: None,
+    };
     let check = check_experiment(e.unwrap_or(&none), &runs);
     if check.checked.is_empty() && check.uncheckable.is_empty() {
         out += &format!("{sep}{}", t.get("exp.nothing_held")?);

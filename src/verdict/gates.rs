@@ -1009,6 +1009,7 @@ mod tests {
             held: held.iter().map(|h| h.to_string()).collect(),
             controlled: true,
             expect: None,
+            within_run: None,
         }
     }
 

@@ -523,7 +523,8 @@ fn samples(mut r: PartResult, p: &Part, m: &crate::claims::Measure, ev: &Evidenc
 }
 
 /// The interval of a comparison's value, when the value is one of the fields that has one:
-/// `delta` (the bootstrap interval), `change` (the same over A's median), `ratio` (1 plus it).
+/// `delta` (the Moses interval of the shift), `change` (the ratio interval less 1), `ratio` (the
+/// ratio interval).
 pub fn compare_interval(m: &crate::claims::Measure, ev: &Evidence) -> Option<(Rational, Rational)> {
     let vars = m.value.vars();
     let [field] = vars.as_slice() else { return None };
@@ -599,7 +600,102 @@ fn interval_meets(c: &Condition, lo: Rational, hi: Rational) -> bool {
 /// or the samples are few; not supported when the interval excludes the claimed effect (or
 /// lies on the other side of zero); open otherwise. An observation bound to `compare` is judged
 /// on the point value as any measure.
-fn compare_part(
+fn compare_part(r: PartResult, p: &Part, m: &crate::claims::Measure, ev: &Evidence) -> PartResult {
+    let devices = crate::analysis::compare::device_evidences(ev);
+    if devices.len() < 2 {
+        return compare_one(r, p, m, ev);
+    }
+    // Every device judged on its own comparison; the part is the first device's, unless
+    // another device reverses it or decides less.
+    let judged: Vec<(i64, PartResult)> =
+        devices.iter().map(|(d, e)| (*d, compare_one(r.clone(), p, m, e))).collect();
+    let spread = judged
+        .iter()
+        .map(|(d, j)| {
+            let interval =
+                compare_interval(m, &devices.iter().find(|x| x.0 == *d).expect("judged").1)
+                    .map(|(lo, hi)| format!(" [{} to {}]", show(lo, m.unit), show(hi, m.unit)))
+                    .unwrap_or_default();
+            format!(
+                "device {d}: {}{interval}",
+                j.value.map_or_else(|| "n/a".into(), |v| show(v, m.unit))
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    let (_, first) = &judged[0];
+    let mut out = first.clone();
+    if let Some(f) = out.formula.as_mut() {
+        f.substituted = format!("by device: {spread}; device {}: {}", judged[0].0, f.substituted);
+    }
+    let against = |j: &PartResult| j.reason.key == "part.compare_against";
+    let holds = |j: &PartResult| {
+        matches!(j.outcome, PartOutcome::Supported | PartOutcome::PartiallySupported)
+    };
+    if judged.iter().any(|(_, j)| holds(j))
+        && let Some((d, j)) = judged.iter().find(|(_, j)| against(j))
+    {
+        // One device shows the claimed direction, another the opposite one.
+        out.outcome = PartOutcome::NotSupported;
+        let mut args: Vec<(&str, String)> =
+            j.reason.args.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+        args.push(("device", d.to_string()));
+        out.reason = Finding::new("part.compare_device_reversal", &args);
+        return out;
+    }
+    // Otherwise the device that decides least speaks for the part.
+    let rank = |o: PartOutcome| match o {
+        PartOutcome::Supported => 4,
+        PartOutcome::PartiallySupported => 3,
+        PartOutcome::Unverifiable => 2,
+        PartOutcome::NotSupported => 1,
+        _ => 0,
+    };
+    if let Some((d, worst)) = judged.iter().min_by_key(|(_, j)| rank(j.outcome))
+        && rank(worst.outcome) < rank(out.outcome)
+    {
+        out.outcome = worst.outcome;
+        let mut args: Vec<(&str, String)> =
+            worst.reason.args.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+        args.push(("device", d.to_string()));
+        out.reason = Finding {
+            key: worst.reason.key.clone(),
+            args: args.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
+        };
+    }
+    out
+}
+
+/// The effect a part claims, as a positive share of A's median: the stated number (`says`)
+/// or else the condition's bound, away from no change; None when it is no change itself (any
+/// change at all is claimed) or the value is not `change`, `ratio` or `delta`.
+fn claimed_effect(p: &Part, m: &crate::claims::Measure, a_median: Rational) -> Option<Rational> {
+    let q = match (&p.says, &p.condition) {
+        (Some(q), _) => q.value,
+        (
+            None,
+            Some(
+                Condition::AtMost(q)
+                | Condition::Below(q)
+                | Condition::AtLeast(q)
+                | Condition::Above(q),
+            ),
+        ) => q.value,
+        (None, Some(Condition::Approx(q, _))) => q.value,
+        _ => return None,
+    };
+    let one = Rational::int(1);
+    let rel = match m.value_text.trim() {
+        "change" => q,
+        "ratio" => q.checked_sub(one)?,
+        "delta" if a_median.num != 0 => q.checked_div(a_median)?,
+        _ => return None,
+    };
+    let rel = if rel.num < 0 { rel.checked_neg()? } else { rel };
+    (rel.num != 0).then_some(rel)
+}
+
+fn compare_one(
     mut r: PartResult,
     p: &Part,
     m: &crate::claims::Measure,
@@ -627,19 +723,36 @@ fn compare_part(
         || "n/a".into(),
         |p| if p < 0.001 { "< 0.001".into() } else { format!("= {p:.3}") },
     );
-    let seed = ev.parameters.get("seed").cloned().unwrap_or(Value::Null);
+    let unit_word = ev.parameters.get("sample_unit").and_then(Value::as_str).unwrap_or("window");
+    let pooled_text = field_value(ev, "pooled_change")
+        .map(|v| format!("; pooled rate {}", show(v, Unit::Percent)))
+        .unwrap_or_default();
     let interval_text = interval
         .map(|(lo, hi)| format!("{} to {}", show(lo, m.unit), show(hi, m.unit)))
         .unwrap_or_else(|| "n/a".into());
+    let medians = format!(
+        "median B {} vs A {} (n = {n_b} vs {n_a} {unit_word}s; 95% interval {interval_text}, exact Moses interval of the Hodges-Lehmann shift; Mann-Whitney p {p_value}{pooled_text}), B - A = {}",
+        shown(get("b_median")),
+        shown(get("a_median")),
+        get("delta").map_or_else(|| "n/a".into(), |v| show(v, delta_unit)),
+    );
+    // The pooled rate reads totals over time, not medians.
+    let pooled_rate = |side: &str| {
+        let total =
+            get(&format!("{side}_total")).map_or_else(|| "n/a".into(), |v| show(v, Unit::Count));
+        let span =
+            get(&format!("{side}_span_ns")).map_or_else(|| "n/a".into(), |v| show(v, Unit::Ms));
+        format!("{total} in {span}")
+    };
+    let substituted = if m.value.vars().iter().any(|v| v == "pooled_change") {
+        format!("pooled rate: B {} vs A {}", pooled_rate("b"), pooled_rate("a"))
+    } else {
+        medians
+    };
     r.formula = Some(FormulaResult {
         symbolic: m.value_text.clone(),
         definition: ratio_definition(m).map(|(t, _)| t.to_string()),
-        substituted: format!(
-            "median B {} vs A {} (n = {n_b} vs {n_a}; 95% interval {interval_text}, bootstrap seed {seed}; Mann-Whitney p {p_value}), B - A = {}",
-            shown(get("b_median")),
-            shown(get("a_median")),
-            get("delta").map_or_else(|| "n/a".into(), |v| show(v, delta_unit)),
-        ),
+        substituted,
         display: value.as_ref().ok().map(|v| show(*v, m.unit)),
         exact: value.as_ref().ok().map(|v| [v.num.to_string(), v.den.to_string()]),
         unit: m.unit,
@@ -715,6 +828,34 @@ fn compare_part(
     let holds = cond.as_ref().is_none_or(|(ok, _)| *ok);
     let few = n_a.min(n_b) < crate::stats::FEW_SAMPLES as i64;
     let controlled = p.experiment.as_ref().is_some_and(|e| e.controlled);
+    let a_median = get("a_median").filter(|v| v.num != 0);
+    let effect = a_median.and_then(|a| claimed_effect(p, m, a));
+    let pooled = get("pooled_change").map_or_else(|| "n/a".into(), |v| show(v, Unit::Percent));
+    let resolution_args = |extra: (&'static str, String)| {
+        let mut a = args.to_vec();
+        a.push(("effect", effect.map_or_else(|| "n/a".into(), |e| show(e, Unit::Percent))));
+        a.push(("pooled", pooled.clone()));
+        a.push(extra);
+        a
+    };
+    // A count in a window of a few calls moves in steps of one call: a claimed effect
+    // smaller than one step cannot show in the medians, nor in their interval.
+    let counts = ev.parameters.get("metric_unit").and_then(Value::as_str) == Some("count")
+        && ev.parameters.get("metric_scale").and_then(Value::as_i64) == Some(1);
+    if counts
+        && let (Some(e), Some(a)) = (effect, a_median)
+        && let Some(step) = Rational::int(1).checked_div(a)
+        && step.cmp_to(e) == Greater
+    {
+        r.outcome = PartOutcome::Unverifiable;
+        r.reason = Finding::new(
+            "part.compare_cannot_resolve",
+            &resolution_args(("step", show(step, Unit::Percent))),
+        );
+        return r;
+    }
+    let unit = ev.parameters.get("sample_unit").and_then(Value::as_str).unwrap_or("window");
+    let within_run = p.experiment.as_ref().and_then(|e| e.within_run.as_ref());
     if against || excluded {
         r.outcome = PartOutcome::NotSupported;
         r.reason = Finding::new(
@@ -722,9 +863,25 @@ fn compare_part(
             &args,
         );
     } else if with && holds {
-        if controlled && !few {
+        if controlled && !few && unit == "run" {
             r.outcome = PartOutcome::Supported;
             r.reason = Finding::new("part.compare_supported", &args);
+        } else if controlled
+            && !few
+            && let Some(why) = within_run
+        {
+            // Samples inside one capture per side, which the author declares and justifies.
+            let mut a = args.to_vec();
+            a.push(("unit", unit.to_string()));
+            a.push(("why_en", why.get("en").cloned().unwrap_or_default()));
+            a.push(("why_zh", why.get("zh-TW").cloned().unwrap_or_default()));
+            r.outcome = PartOutcome::Supported;
+            r.reason = Finding::new("part.compare_supported_within_run", &a);
+        } else if controlled && !few {
+            let mut a = args.to_vec();
+            a.push(("unit", unit.to_string()));
+            r.outcome = PartOutcome::PartiallySupported;
+            r.reason = Finding::new("part.compare_within_run", &a);
         } else {
             r.outcome = PartOutcome::PartiallySupported;
             r.reason = Finding::new(
@@ -732,6 +889,17 @@ fn compare_part(
                 &args,
             );
         }
+    } else if let (Some(e), Some(a), Some(mde)) = (effect, a_median, get("mde"))
+        && let Some(rel) = mde.checked_div(a)
+        && rel.cmp_to(e) == Greater
+    {
+        // Open, and at this n only a larger effect than the claimed one would show.
+        r.outcome = PartOutcome::Unverifiable;
+        let rel = if rel.num < 0 { rel.checked_neg().unwrap_or(rel) } else { rel };
+        r.reason = Finding::new(
+            "part.compare_underpowered",
+            &resolution_args(("mde", show(rel, Unit::Percent))),
+        );
     } else {
         r.outcome = PartOutcome::Unverifiable;
         r.reason = Finding::new("part.compare_open", &args);

@@ -309,3 +309,33 @@ pub fn sweep(intervals: &[(i64, i64, bool)]) -> (i64, i64, i64) {
     }
     (compute_only, nccl_only, both)
 }
+
+/// The rank C of the Moses interval of m against n values at 95%: the largest C with
+/// 2 P(U <= C - 1) <= 5%, P from the count of the C(m + n, m) ways to give A its ranks, by
+/// their rank sum (U = rank sum - m (m + 1) / 2).
+pub fn moses_rank(m: usize, n: usize) -> usize {
+    // ways[k][s]: subsets of size k of the ranks seen so far with sum s.
+    let top = (m + n) * (m + n + 1) / 2;
+    let mut ways = vec![vec![0u128; top + 1]; m + 1];
+    ways[0][0] = 1;
+    for r in 1..=m + n {
+        for k in (1..=m.min(r)).rev() {
+            for s in (r..=top).rev() {
+                ways[k][s] += ways[k - 1][s - r];
+            }
+        }
+    }
+    let base = m * (m + 1) / 2;
+    let counts: Vec<u128> = (base..=base + m * n).map(|s| ways[m][s]).collect();
+    let total: u128 = counts.iter().sum();
+    let mut cum = 0u128;
+    let mut c = 0;
+    for (u, k) in counts.iter().enumerate() {
+        cum += k;
+        if 2 * cum * 100 > 5 * total {
+            break;
+        }
+        c = u + 1;
+    }
+    c
+}
