@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use crate::analysis::{self, Context, Evidence, Params, ToolRef};
 use crate::claims::{ClaimSet, Measure, Scope, TraceDecl};
+use crate::diag::{Diagnostic, Hints};
 use crate::scope::DeviceSel;
 use crate::trace::{KernelFilter, NO_ROWS, RowBox, Trace, union_rows};
 use crate::verdict::{self, ClaimResult, EvidenceMap, Summary, query_key};
@@ -166,11 +167,16 @@ fn spreads(set: &ClaimSet, ledger: &[LedgerEntry], context: &[LedgerEntry]) -> V
 
 impl LedgerEntry {
     /// An entry for the command `argv` and what it gave.
-    pub fn new(key: String, argv: Vec<String>, result: Result<Evidence, String>) -> LedgerEntry {
+    pub fn new(
+        key: String,
+        argv: Vec<String>,
+        result: Result<Evidence, Diagnostic>,
+    ) -> LedgerEntry {
         let command = argv.iter().map(|w| shell_quote(w)).collect::<Vec<_>>().join(" ");
         let (evidence, error) = match result {
             Ok(e) => (Some(e), None),
-            Err(e) => (None, Some(e)),
+            // One line, the hints after the message, as the ledger has always said it.
+            Err(e) => (None, Some(e.to_string())),
         };
         LedgerEntry { key, command, argv, evidence, error }
     }
@@ -476,7 +482,7 @@ pub fn run_with(set: ClaimSet, progress: &mut dyn FnMut(&str, u64), scans: &Scan
 struct TracePlan<'a> {
     decl: &'a TraceDecl,
     queries: Vec<(&'a Scope, &'a Measure)>,
-    ctx: Result<Context, String>,
+    ctx: Result<Context, Diagnostic>,
     resolved: ResolvedScopes,
 }
 
@@ -527,7 +533,7 @@ fn load(
     queries: &[(&Scope, &Measure)],
     scans: &Scans,
     progress: &mut dyn FnMut(&str, u64),
-) -> Result<Context, (String, Option<String>)> {
+) -> Result<Context, Diagnostic> {
     let (filter, needs) = scan_of(queries);
     let scanned = scans.get(&normalize(&decl.resolved)).filter(|_| decl.set.is_none());
     match &decl.set {
@@ -542,13 +548,13 @@ fn load(
                     progress(&decl.name, n)
                 })
             })
-            .map_err(|e| (e.to_string(), e.hint())),
+            .map_err(|e| e.diagnostic()),
         Some(files) => {
             let files: Vec<PathBuf> = files.iter().map(|f| normalize(f)).collect();
             analysis::set::load_set(&files, &filter, decl.expect_ranks, &needs, &mut |n| {
                 progress(&decl.name, n)
             })
-            .map_err(|e| (e.to_string(), e.hint()))
+            .map_err(|e| e.diagnostic())
         }
     }
 }
@@ -557,20 +563,21 @@ fn load(
 /// context goes on named by the trace's path, or as the error every query of the trace gets.
 fn coverage(
     decl: &TraceDecl,
-    ctx: Result<Context, (String, Option<String>)>,
-) -> (TraceEntry, Result<Context, String>) {
+    ctx: Result<Context, Diagnostic>,
+) -> (TraceEntry, Result<Context, Diagnostic>) {
     let path = trace_path(decl);
     match ctx {
-        Err((e, hint)) => {
-            let msg = format!("cannot read trace `{path}`: {e}");
+        Err(e) => {
+            let msg = format!("cannot read trace `{path}`: {}", e.message);
             let entry = TraceEntry {
                 name: decl.name.clone(),
                 path,
                 coverage: None,
                 error: Some(msg.clone()),
-                hint,
+                hint: e.hints.first().cloned(),
             };
-            (entry, Err(msg))
+            // Each query of the trace says why; the trace's entry says what to do.
+            (entry, Err(Diagnostic::plain(msg)))
         }
         Ok(mut ctx) => {
             if decl.set.is_none() {
@@ -586,7 +593,7 @@ fn coverage(
 
 /// Windows taken from NVTX ranges, resolved once per scope on this trace.
 fn resolve_windows(
-    ctx: &Result<Context, String>,
+    ctx: &Result<Context, Diagnostic>,
     queries: &[(&Scope, &Measure)],
 ) -> ResolvedScopes {
     let mut resolved: ResolvedScopes = BTreeMap::new();
@@ -599,7 +606,7 @@ fn resolve_windows(
             let r = ctx
                 .resolve_devices(&scope.devices)
                 .and_then(|devices| analysis::nvtx::resolve_windows(w, ctx, &devices))
-                .map_err(|e| e.with_hint())
+                .map_err(|e| e.diagnostic())
                 .map(|rws| {
                     // The scope over the first window (or the span of a set), for charts.
                     let window = match rws.as_slice() {
@@ -658,7 +665,7 @@ fn chart_scopes(
 
 /// A query's run: its parameters and result, and for a compared side over kernels, nvtx or
 /// copies the same query over the side's whole span.
-type Run = (Params, Result<Evidence, String>, Option<(Params, Result<Evidence, String>)>);
+type Run = (Params, Result<Evidence, Diagnostic>, Option<(Params, Result<Evidence, Diagnostic>)>);
 
 /// Runs the unique queries of one trace in parallel, their results in their order (`None`
 /// for an unknown analysis).
@@ -682,16 +689,17 @@ fn run_queries(
                         p.window = Some(one.window);
                     }
                     let w = scope.nvtx.as_ref().expect("resolved scopes have an NVTX window");
-                    analysis::run_nvtx_windows(spec, &p, ctx, w, rws).map_err(|e| e.with_hint())
+                    analysis::run_nvtx_windows(spec, &p, ctx, w, rws).map_err(|e| e.diagnostic())
                 }
-                (Ok(ctx), None) => analysis::run_split(spec, &p, ctx).map_err(|e| e.with_hint()),
+                (Ok(ctx), None) => analysis::run_split(spec, &p, ctx).map_err(|e| e.diagnostic()),
             };
             // A compared side over kernels, nvtx or copies: the same query over the side's
             // whole span, for the per-name deltas.
             let names = match (ctx, &result, name_sides.contains(key)) {
                 (Ok(ctx), Ok(ev), true) => {
                     let whole = analysis::compare::names_params(&m.params, ev);
-                    let r = analysis::run_spec(spec, &whole, ctx).map_err(|e| e.to_string());
+                    let r = analysis::run_spec(spec, &whole, ctx)
+                        .map_err(|e| Diagnostic::plain(e.to_string()));
                     Some((whole, r))
                 }
                 _ => None,
@@ -705,7 +713,7 @@ fn run_queries(
 fn run_context(
     plan: &TracePlan,
     context_scopes: &[(&'static analysis::AnalysisSpec, Scope)],
-) -> Vec<(Params, Result<Evidence, String>)> {
+) -> Vec<(Params, Result<Evidence, Diagnostic>)> {
     let Ok(ctx) = &plan.ctx else { return Vec::new() };
     context_scopes
         .par_iter()
@@ -716,7 +724,8 @@ fn run_context(
             if let Some(analysis::ChartContext::Top(n)) = spec.chart_context() {
                 p.limit = Some(n);
             }
-            let result = analysis::run_spec(spec, &p, ctx).map_err(|e| e.to_string());
+            let result =
+                analysis::run_spec(spec, &p, ctx).map_err(|e| Diagnostic::plain(e.to_string()));
             (p, result)
         })
         .collect()
@@ -760,7 +769,7 @@ impl Written {
         &mut self,
         plan: &TracePlan,
         context_scopes: &[(&'static analysis::AnalysisSpec, Scope)],
-        context_runs: Vec<(Params, Result<Evidence, String>)>,
+        context_runs: Vec<(Params, Result<Evidence, Diagnostic>)>,
     ) {
         for ((spec, scope), (p, result)) in context_scopes.iter().zip(context_runs) {
             self.context.push(LedgerEntry::new(
@@ -783,7 +792,7 @@ impl Written {
             .iter()
             .flat_map(|c| &c.parts)
             .filter_map(|p| p.measure.as_ref()?.compare.as_deref())
-            .flat_map(|c| c.sides.iter());
+            .flat_map(|c| c.queries());
         for side in sides {
             let Some(scope) = set.scopes.get(&side.scope).filter(|s| s.trace == plan.decl.name)
             else {
@@ -841,7 +850,7 @@ fn compare(set: &ClaimSet, written: &mut Written) {
                 c.devices
                     .iter()
                     .map(|(d, sides)| compare_sides(set, written, c, sides, &none).map(|e| (*d, e)))
-                    .collect::<Result<Vec<_>, String>>()
+                    .collect::<Result<Vec<_>, Diagnostic>>()
                     .map(|per| {
                         let first = per[0].1.clone();
                         analysis::compare::with_devices(first, per)
@@ -849,7 +858,10 @@ fn compare(set: &ClaimSet, written: &mut Written) {
             };
             // The runs behind the two sides, for the experiment check: what each side's
             // traces say about their machine, software and capture (over runs, the first's).
-            let run_key = |k: usize| query_key(set, c.runs[k].first().unwrap_or(&c.sides[k]));
+            let run_key = |k: usize| match c.devices.first() {
+                Some((_, sides)) => query_key(set, &sides[k]),
+                None => query_key(set, c.runs[k].first().unwrap_or(&c.sides[k])),
+            };
             let result = result.map(|mut ev| {
                 if let (Some(ra), Some(rb), Some(analysis::values::Values::Map(v))) = (
                     written.sides.get(&run_key(0)),
@@ -877,16 +889,19 @@ fn compare_sides(
     c: &crate::claims::Compare,
     sides: &[Measure; 2],
     runs: &[Vec<Measure>; 2],
-) -> Result<Evidence, String> {
-    let side = |k: usize, label: &str| -> Result<Vec<&Evidence>, String> {
+) -> Result<Evidence, Diagnostic> {
+    let side = |k: usize, label: &str| -> Result<Vec<&Evidence>, Diagnostic> {
         let queries: Vec<&Measure> =
             if runs[k].is_empty() { vec![&sides[k]] } else { runs[k].iter().collect() };
         queries
             .into_iter()
             .map(|q| match written.evidence.get(&query_key(set, q)) {
                 Some(Ok(e)) => Ok(e),
-                Some(Err(e)) => Err(format!("side {label}: {e}")),
-                None => Err("a side was not measured".to_string()),
+                Some(Err(e)) => Err(Diagnostic {
+                    message: format!("side {label}: {}", e.message),
+                    hints: e.hints.clone(),
+                }),
+                None => Err(Diagnostic::plain("a side was not measured")),
             })
             .collect()
     };
@@ -907,12 +922,12 @@ fn compare_sides(
         seed: c.seed,
         names,
     };
-    analysis::compare::run_sides(&a, &b, &req).map_err(|e| e.with_hint())
+    analysis::compare::run_sides(&a, &b, &req).map_err(|e| e.diagnostic())
 }
 
 /// NVTX windows resolved per scope name: the scope with its window, and every window.
 type ResolvedScopes =
-    BTreeMap<String, Result<(Scope, Vec<analysis::nvtx::ResolvedWindow>), String>>;
+    BTreeMap<String, Result<(Scope, Vec<analysis::nvtx::ResolvedWindow>), Diagnostic>>;
 
 /// The chart queries of one trace, as (analysis, scope), as each analysis declares them:
 /// each distinct window of a per-device analysis over all devices, and each scope of a

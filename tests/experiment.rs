@@ -121,6 +121,8 @@ claims:
 
 const WHOLE: &str = "  a0: { trace: a, devices: \"0\" }\n  b0: { trace: b, devices: \"0\" }";
 const SPLIT: &str = "scope: a0, versus: b0, of: overlap, metric: \"idle_ns / total_ns\", split: 2, value: delta, unit: pp";
+/// Eight windows a side: enough for the exact interval the chart draws (two are not).
+const SPLIT8: &str = "scope: a0, versus: b0, of: overlap, metric: \"idle_ns / total_ns\", split: 8, value: delta, unit: pp";
 const STEPS: &str =
     "  a0: { trace: a, devices: \"0\", window: { nvtx: \"ProfilerStep#*\", index: all } }
   b0: { trace: b, devices: \"0\", window: { nvtx: \"ProfilerStep#*\", index: all } }
@@ -366,7 +368,7 @@ fn the_report_says_controlled_is_declared_what_was_checked_and_what_differs() {
         &a,
         &b,
         WHOLE,
-        SPLIT,
+        SPLIT8,
         "experiment: { controlled: true, held: [hardware, data] }",
     );
     let out = dir.path().join("out");
@@ -393,7 +395,7 @@ fn the_report_says_controlled_is_declared_what_was_checked_and_what_differs() {
     assert!(!part.contains("Mann-Whitney p"), "{part}");
     // The reader's block, in both languages.
     assert!(md.contains("**How to read an A/B**"));
-    assert!(md.contains("**Samples** of `b0` against `a0`: A 2 equal windows of one capture"));
+    assert!(md.contains("**Samples** of `b0` against `a0`: A 8 equal windows of one capture"));
     let zh = std::fs::read_to_string(out.join("t.zh-TW.md")).unwrap();
     assert!(zh.contains("**怎麼讀 A/B 比較**"));
     assert!(zh.contains("受控：作者宣告"));

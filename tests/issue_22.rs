@@ -655,3 +655,139 @@ fn a_scope_of_one_rank_says_rank_not_ranks() {
     assert!(line("r0").ends_with(", rank 0"), "{}", line("r0"));
     assert!(line("both").ends_with(", ranks 0-1"), "{}", line("both"));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Typed evidence values
+
+/// Every analysis run on real fixtures, several scopes each (one device, rows per device or
+/// rank, a name filter that matches nothing): each number or null in `values` is a field the
+/// analysis declares, every declared field is there, and each row holds the rank fields the
+/// analysis declares for its rows. The structs behind the JSON are checked against the
+/// registry through what they serialise to.
+#[test]
+fn typed_values_serialise_to_exactly_the_declared_fields() {
+    let megatron = fixture("day26/megatron.sqlite");
+    let mfu = fixture("nsys-ai/mfu_2gpu_before.sqlite");
+    let (megatron, mfu) = (megatron.to_str().unwrap(), mfu.to_str().unwrap());
+    let runs: &[(&str, &[&str])] = &[
+        ("overlap", &["overlap", megatron, "--device", "4"]),
+        ("overlap", &["overlap", mfu, "--all-devices"]),
+        ("kernels", &["kernels", mfu, "--all-devices"]),
+        ("kernels", &["kernels", mfu, "--all-devices", "--match", "no such kernel"]),
+        ("copies", &["copies", mfu, "--device", "0"]),
+        ("copies", &["copies", mfu, "--all-devices"]),
+        ("nvtx", &["nvtx", megatron, "--device", "4"]),
+        ("nvtx", &["nvtx", megatron, "--device", "4", "--match", "no such range"]),
+        ("nccl-skew", &["nccl-skew", mfu, "--all-devices", "--stream", "auto"]),
+        ("nccl-skew", &["nccl-skew", mfu, "--device", "0"]),
+        ("nccl-calls", &["nccl-calls", mfu, "--all-devices", "--stream", "auto"]),
+    ];
+    let mut seen = std::collections::BTreeSet::new();
+    // Keys that were null where no other run gave them a number: a structure (a per-rank map,
+    // a spread) that does not exist there; each must be a structure in some run.
+    let mut nulls: Vec<(&str, String)> = Vec::new();
+    let mut structures: std::collections::BTreeSet<(&str, String)> = Default::default();
+    for (name, args) in runs {
+        let spec = verdict::analysis::spec(name).expect("a registered analysis");
+        let declared: std::collections::BTreeSet<&str> =
+            spec.fields.iter().map(|f| f.name).collect();
+        let mut argv = vec!["query"];
+        argv.extend_from_slice(args);
+        argv.push("--json");
+        let ev = run_json(&argv);
+        let values = ev["values"].as_object();
+        if let Some(values) = values {
+            for f in &declared {
+                assert!(values.contains_key(*f), "{name}: declared field {f} not produced");
+            }
+            for (k, v) in values {
+                if v.is_number() {
+                    assert!(declared.contains(k.as_str()), "{name}: {k} is not declared");
+                } else if v.is_null() && !declared.contains(k.as_str()) {
+                    nulls.push((name, k.clone()));
+                } else if v.is_object() || v.is_array() {
+                    structures.insert((name, k.clone()));
+                }
+            }
+        }
+        if let (Some(rows), Some(rank_rows)) = (ev["rows"].as_array(), spec.rank_rows) {
+            for row in rows {
+                for f in rank_rows.fields {
+                    assert!(row.get(f.name).is_some(), "{name}: row field {} not produced", f.name);
+                }
+            }
+        }
+        assert!(values.is_some() || ev["rows"].is_array(), "{name}: no values and no rows");
+        seen.insert(*name);
+    }
+    for n in &nulls {
+        assert!(structures.contains(n), "{}: {} is null and not declared", n.0, n.1);
+    }
+    // Every analysis of the registry that a query runs is covered here (compare, derived, is
+    // checked by its own tests).
+    let queries: std::collections::BTreeSet<&str> =
+        verdict::analysis::ANALYSES.iter().filter(|a| a.is_query()).map(|a| a.name).collect();
+    assert_eq!(seen, queries);
+}
+
+/// The grep-able rule of typed evidence: outside the JSON edge, no code reads evidence values
+/// by the text of a key. The edge is where a claim or a formula names a field
+/// (`Evidence::field`/`value`, a claim bound to one rank's row, a formula over each device's
+/// row), and `compare`, whose values are not typed yet (its files are listed so that the list
+/// shrinks when they are).
+#[test]
+fn no_string_keyed_read_of_evidence_values_outside_the_json_edge() {
+    let pattern = regex::Regex::new(
+        r#"\.value\("|\.value\((k|key|f|field)\)|\.to_map\(\)|\.to_maps\(\)|Values::Map\(|\.values\.as_ref\(\)\??\.get\(|\bint\(v, ""#,
+    )
+    .unwrap();
+    let edge = [
+        // Evidence::field and Evidence::value themselves, and the enums.
+        "src/analysis/mod.rs",
+        "src/analysis/values.rs",
+        // A claim bound to one rank's row; a formula over each device's row.
+        "src/verdict/rules.rs",
+        "src/audit.rs",
+        // The debug check of the rows a note explains.
+        "src/analysis/nccl_skew.rs",
+        // `compare`'s values (sides, rank test, names, devices, runs), not typed yet.
+        "src/analysis/compare.rs",
+        "src/cmd/query.rs",
+        "src/render/charts/mod.rs",
+        "src/render/context.rs",
+        "src/render/experiment.rs",
+        "src/verdict/gates.rs",
+    ];
+    let mut offenders = Vec::new();
+    let mut files = Vec::new();
+    let mut dirs = vec![manifest_dir().join("src")];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                files.push(p);
+            }
+        }
+    }
+    for p in files {
+        let rel = p.strip_prefix(manifest_dir()).unwrap().to_string_lossy().replace('\\', "/");
+        if edge.contains(&rel.as_str()) || rel.ends_with("/tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&p).unwrap();
+        // Unit tests build evidence no analysis would give; they sit after `#[cfg(test)]`.
+        let code = text.split("#[cfg(test)]").next().unwrap_or("");
+        for (i, line) in code.lines().enumerate() {
+            if pattern.is_match(line) && !line.trim_start().starts_with("//") {
+                offenders.push(format!("{rel}:{}: {}", i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "string-keyed reads of evidence values:\n{}",
+        offenders.join("\n")
+    );
+}

@@ -1142,20 +1142,13 @@ pub(super) fn leave_broken_null(
             ("need.matched_kernels", &[]),
         );
     }
-    null_rank_rows(ev, row_fields);
+    assert_rank_rows_null(ev, row_fields);
 }
 
-/// Nulls the per-rank quantities of every row not typed yet; typed rows are built without
-/// them (a debug build checks that they are).
-pub(super) fn null_rank_rows(ev: &mut Evidence, fields: &[&str]) {
-    match &mut ev.rows {
-        Some(super::values::Rows::Maps(rows)) => {
-            for row in rows {
-                for f in fields {
-                    row.insert((*f).into(), Value::Null);
-                }
-            }
-        }
+/// Checks, in a debug build, that the rows were built without the per-rank quantities the
+/// notes explain as null.
+pub(super) fn assert_rank_rows_null(ev: &mut Evidence, fields: &[&str]) {
+    match &ev.rows {
         Some(typed) => debug_assert!(
             typed
                 .to_maps()
@@ -1213,7 +1206,7 @@ pub(super) fn leave_uncomparable_null(
         }
     }
     if s.ranks.len() < 2 || s.matched == 0 {
-        null_rank_rows(ev, row_fields);
+        assert_rank_rows_null(ev, row_fields);
     }
 }
 

@@ -30,7 +30,8 @@ pub enum Values {
     NcclSkew(Box<nccl_skew::Values>),
     /// `nccl-calls`.
     NcclCalls(nccl_calls::Values),
-    /// An analysis whose values are not typed yet, as the JSON contract has them.
+    /// As the JSON contract has them: `compare`'s values (not typed yet), and one rank's row
+    /// viewed as values where a claim binds that rank.
     Map(Map<String, Value>),
     /// A set of windows: every declared field null, since no single window stands for the
     /// set; its samples hold the values.
@@ -69,8 +70,6 @@ pub enum Rows {
     NcclSkew(Vec<nccl_skew::Row>),
     /// `nccl-calls`, one per rank.
     NcclCalls(Vec<nccl_calls::Row>),
-    /// An analysis whose rows are not typed yet, as the JSON contract has them.
-    Maps(Vec<Map<String, Value>>),
 }
 
 /// A value as the JSON contract has it.
@@ -121,7 +120,6 @@ impl Rows {
             Rows::Coverage(r) => r.len(),
             Rows::NcclSkew(r) => r.len(),
             Rows::NcclCalls(r) => r.len(),
-            Rows::Maps(r) => r.len(),
         }
     }
 
@@ -135,13 +133,6 @@ impl Rows {
             }
             Rows::NcclSkew(rows) => rows.iter_mut().for_each(|r| r.label = Some(label(r.device))),
             Rows::NcclCalls(rows) => rows.iter_mut().for_each(|r| r.label = Some(label(r.device))),
-            Rows::Maps(rows) => {
-                for row in rows {
-                    if let Some(d) = row.get("device").and_then(Value::as_i64) {
-                        row.insert("label".into(), Value::String(label(d)));
-                    }
-                }
-            }
             Rows::Kernels(_) | Rows::Nvtx(_) => {}
         }
     }

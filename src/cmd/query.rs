@@ -162,12 +162,10 @@ fn compare(c: &crate::cli::CompareArgs, json: bool) -> anyhow::Result<ExitCode> 
                 let ev = one.run(&ctx).map_err(hinted)?;
                 if g == 0 && d == 0 {
                     // The run behind the side, for the experiment check, as an audit
-                    // records it: every file of the side, the first run's kernels.
+                    // records it (over runs, the first run's).
                     let paths: Vec<PathBuf> = match ev.trace.set.as_deref() {
-                        Some(set) if groups.len() == 1 => {
-                            set.files.iter().map(|f| PathBuf::from(&f.path)).collect()
-                        }
-                        _ => traces.clone(),
+                        Some(set) => set.files.iter().map(|f| PathBuf::from(&f.path)).collect(),
+                        None => group.clone(),
                     };
                     let (sampling, steps) = crate::trace::run::sampling(
                         nvtx.is_some(),

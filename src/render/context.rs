@@ -760,11 +760,25 @@ fn brief(
             code: false,
         });
     }
-    let origin_warnings = derived
-        .iter()
-        .filter_map(|(name, by)| by.as_ref().map(|by| (name, by)))
-        .map(|(name, by)| {
-            t.format("ui.origin_warning", &args([("trace", name.clone()), ("by", by.clone())]))
+    // One warning per derivation: the runs of an A/B made by one generator are one notice,
+    // naming each trace.
+    let mut by_origin: Vec<(&String, Vec<String>)> = Vec::new();
+    for (name, by) in derived.iter().filter_map(|(name, by)| Some((name, by.as_ref()?))) {
+        match by_origin.iter_mut().find(|(b, _)| *b == by) {
+            Some((_, names)) => names.push(name.clone()),
+            None => by_origin.push((by, vec![name.clone()])),
+        }
+    }
+    let origin_warnings = by_origin
+        .into_iter()
+        .map(|(by, names)| match names.as_slice() {
+            [one] => {
+                t.format("ui.origin_warning", &args([("trace", one.clone()), ("by", by.clone())]))
+            }
+            _ => t.format(
+                "ui.origin_warning_many",
+                &args([("list", names.join(t.get("ui.list_sep")?)), ("by", by.clone())]),
+            ),
         })
         .collect::<Result<_, _>>()?;
     Ok(BriefCtx {
@@ -957,6 +971,15 @@ fn set_files(t: &Strings, s: &crate::analysis::set::SetInfo) -> Vec<SetFileCtx> 
         .collect()
 }
 
+/// The i18n key of what one sample of a comparison is: a run, an NVTX step or a window.
+fn sample_word(ev: &crate::analysis::Evidence) -> &'static str {
+    match ev.parameters.get("sample_unit").and_then(serde_json::Value::as_str) {
+        Some("run") => "ui.samples_run",
+        Some("step") => "ui.samples_step",
+        _ => "ui.samples_window",
+    }
+}
+
 /// Where a piece of evidence holds, in a few words: `device 4, window 39.964–46.123 s`.
 fn short_scope(t: &Strings, ev: &crate::analysis::Evidence, m: &Measure) -> Result<String, String> {
     if let Some(c) = &m.compare {
@@ -986,6 +1009,7 @@ fn short_scope(t: &Strings, ev: &crate::analysis::Evidence, m: &Measure) -> Resu
                 ("b", c.sides[1].scope.clone()),
                 ("n_a", n("n_a")),
                 ("n_b", n("n_b")),
+                ("unit", t.get(sample_word(ev))?.to_string()),
                 ("interval", interval),
             ]),
         );

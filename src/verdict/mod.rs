@@ -231,7 +231,7 @@ pub struct Summary {
 }
 
 /// The evidence available to judging: query key to evidence or an error message.
-pub type EvidenceMap = BTreeMap<String, Result<Evidence, String>>;
+pub type EvidenceMap = BTreeMap<String, Result<Evidence, crate::diag::Diagnostic>>;
 
 /// The key of the query a measured part needs, shared by the planner and the judge.
 pub fn query_key(set: &ClaimSet, m: &crate::claims::Measure) -> String {

@@ -164,7 +164,7 @@ fn measured(set: &ClaimSet, claim: &Claim, p: &Part, evidence: &EvidenceMap) -> 
     let ev = match evidence.get(&key) {
         Some(Ok(ev)) => ev,
         Some(Err(e)) => {
-            r.reason = Finding::new("part.query_failed", &[("error", e.clone())]);
+            r.reason = Finding::new("part.query_failed", &[("error", e.to_string())]);
             return r;
         }
         None => return r,
@@ -1263,7 +1263,8 @@ claims:
         let raw = crate::claims::load::parse(&yaml).unwrap();
         let set = crate::claims::validate::validate(raw, std::path::Path::new("c.yaml")).unwrap();
         let m = set.claims[0].parts[0].measure.as_ref().unwrap();
-        let map: EvidenceMap = [(query_key(&set, m), Err("cannot read trace".to_string()))].into();
+        let map: EvidenceMap =
+            [(query_key(&set, m), Err(crate::diag::Diagnostic::plain("cannot read trace")))].into();
         let r = judge(&set, &set.claims[0], &map);
         let bound = r.parts.iter().find(|p| p.id == "bound").unwrap();
         assert_eq!(bound.outcome, PartOutcome::NotEvaluated);
