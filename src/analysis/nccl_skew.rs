@@ -1148,15 +1148,14 @@ pub(super) fn leave_broken_null(
 /// Checks, in a debug build, that the rows were built without the per-rank quantities the
 /// notes explain as null.
 pub(super) fn assert_rank_rows_null(ev: &mut Evidence, fields: &[&str]) {
-    match &ev.rows {
-        Some(typed) => debug_assert!(
+    if let Some(typed) = &ev.rows {
+        debug_assert!(
             typed
                 .to_maps()
                 .iter()
                 .all(|r| fields.iter().all(|f| r.get(*f).is_none_or(Value::is_null))),
             "typed rows hold a per-rank quantity that a note explains as null"
-        ),
-        None => {}
+        );
     }
 }
 
