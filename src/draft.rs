@@ -546,6 +546,12 @@ pub fn scan(s: &str, code: &[std::ops::Range<usize>]) -> Vec<Found> {
             i += c.len_utf8();
             continue;
         }
+        // A date is left out whole: `2026-09-11`, not `2026-09` and `11`.
+        if let Some(d) = dates.iter().find(|d| d.start <= i && i < d.end) {
+            out.push(Found::Skipped(s[i..d.end].trim().to_string(), Skip::Date));
+            i = d.end;
+            continue;
+        }
         let Some((end, num)) = read_number(s, i) else {
             i += c.len_utf8();
             continue;
@@ -578,8 +584,11 @@ pub fn scan(s: &str, code: &[std::ops::Range<usize>]) -> Vec<Found> {
             let from = s[..i].trim_end_matches(name_char).len();
             let to = span_end
                 + s[span_end..].find(|c: char| !name_char(c)).unwrap_or(s.len() - span_end);
-            let shown =
-                if matches!(why, Skip::Name | Skip::Version) { &s[from..to] } else { whole };
+            let shown = if matches!(why, Skip::Name | Skip::Version | Skip::Ordinal) {
+                &s[from..to]
+            } else {
+                whole
+            };
             out.push(Found::Skipped(shown.trim_end_matches('.').to_string(), why));
             i = span_end.max(i + 1);
             continue;
@@ -1044,7 +1053,12 @@ pub fn draft(md: &str, lang: Option<&str>) -> Draft {
                         skipped.push((line_of(block.source(sr.start + at)), text, why));
                     }
                     Found::Number(number) => {
-                        let line = line_of(block.source(sr.start + number.range.start));
+                        // The line of its first digit (a hedge may end the line before).
+                        let digits = number
+                            .written
+                            .find(|c: char| c.is_ascii_digit() || ('０'..='９').contains(&c))
+                            .unwrap_or(0);
+                        let line = line_of(block.source(sr.start + number.range.start + digits));
                         let (mut kind, cues) = propose_kind(sentence, &number.range);
                         // The sentence's words first; a sentence with none (`I would put
                         // the cost at 10-25%`) takes its block's.
