@@ -61,7 +61,7 @@ pub enum Command {
     /// and a rank test. Conditions the eval holds fixed but that differ make the comparison not
     /// controlled.
     Eval(EvalArgs),
-    /// Draft a claims file from a prose diagnosis (Markdown, zh-TW or en), every part unreviewed.
+    /// Draft a claims file from a prose diagnosis (zh-TW or en), every part unreviewed.
     ///
     /// Each sentence's number, range or multiplier (10–30%, 約 23%, 1.2x, 140 次, 5 ms) becomes
     /// a part: the sentence and its line, a kind proposed from cue words, candidate analyses
