@@ -787,13 +787,13 @@ const CAUSAL: &[&str] = &[
     "leads to",
     "lead to",
     "results in",
-    "so ",
+    "so",
     "therefore",
     "slows",
     "costs",
-    "cost ",
+    "cost",
     "adds",
-    "add ",
+    "add",
 ];
 const INTERPRETATION: &[&str] = &[
     "代表",
@@ -810,7 +810,7 @@ const INTERPRETATION: &[&str] = &[
     "means",
     "likely",
     "probably",
-    "may ",
+    "may",
     "might",
     "implies",
     "points to",
@@ -826,13 +826,19 @@ fn cues_in(text: &str, list: &[&str]) -> Vec<String> {
         t = t.replace(f, &" ".repeat(f.chars().count()));
     }
     let mut found = Vec::new();
+    let letter = |c: char| c.is_ascii_alphanumeric();
     for cue in list {
+        // An English cue starts a word (`check`, not `recheck`); a short one is the whole word
+        // (`so`, not `solve`; `op`, not `open`).
+        let ascii = cue.starts_with(|c: char| c.is_ascii_alphabetic());
+        let whole = ascii && cue.len() <= 3;
         let hit = t.match_indices(cue).any(|(k, _)| {
-            !cue.starts_with(|c: char| c.is_ascii_alphabetic())
-                || !t[..k].ends_with(|c: char| c.is_ascii_alphanumeric())
+            !ascii
+                || (!t[..k].ends_with(letter)
+                    && (!whole || !t[k + cue.len()..].starts_with(letter)))
         });
         if hit {
-            found.push(cue.trim().to_string());
+            found.push(cue.to_string());
         }
     }
     found
@@ -893,7 +899,7 @@ fn category(v: &Stated) -> Category {
 
 /// Words that say a number is about kernel efficiency, which a trace cannot show.
 const EFFICIENCY: &[&str] =
-    &["效率", "利用率", "efficien", "utiliz", "tensor core", "occupancy", "佔用率", "mfu", "sol "];
+    &["效率", "利用率", "efficien", "utiliz", "tensor core", "occupancy", "佔用率", "mfu", "sol"];
 const UNMEASURABLE: &str = "kernel efficiency (SOL, Tensor Core use, MFU) is not in an Nsight Systems trace: it needs an Nsight Compute (ncu) profile or a controlled A/B run";
 
 /// The candidate analyses: cue words, then the field for each kind of value.
@@ -928,7 +934,7 @@ const ANALYSES: &[(&str, &[&str], Fields)] = &[
             "nvtx",
             "算子",
             "operator",
-            "op ",
+            "op",
             "ops",
             "融合",
             "fusion",
@@ -1120,9 +1126,20 @@ pub fn draft(md: &str, lang: Option<&str>) -> Draft {
     Draft { lang, heading, claims, skipped }
 }
 
-/// A string as a YAML scalar: double-quoted with JSON's escapes, which YAML reads alike.
+/// A string as a YAML scalar: double-quoted with JSON's escapes, which YAML reads alike, and
+/// the characters a terminal must not receive raw (DEL, C1 controls, bidirectional overrides)
+/// as `\uXXXX` too, so that the printed draft and the written one are the same text.
 fn q(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+    let json = serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        if crate::visible::is_hidden(c) {
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// A report id from the answer's file name: letters, digits, `-`, `_` and `.`, at most 64.
@@ -1266,5 +1283,5 @@ pub fn to_yaml(d: &Draft, file_name: &str) -> String {
 
 /// A text on one line, for a YAML comment.
 fn one_line(s: &str) -> String {
-    s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
+    s.chars().map(|c| if crate::visible::is_hidden(c) { ' ' } else { c }).collect()
 }

@@ -468,9 +468,20 @@ fn drafted(text: &str) -> Vec<Drafted> {
     out
 }
 
-/// Recall and precision of the numbers, the key's numbers whose expected analysis came first,
-/// and the items whose every number got the Day 26 file's kind (of the items it gives one).
-fn measure(answer: &str, zh: bool) -> ((usize, usize), (usize, usize), usize, (usize, usize)) {
+/// What the measurement counts, each as `(hits, out of)`.
+struct Measured {
+    /// Key numbers drafted, of the key's.
+    recall: (usize, usize),
+    /// Drafted numbers in the key, of those drafted.
+    precision: (usize, usize),
+    /// Key numbers whose expected analysis came first.
+    analyses: usize,
+    /// Items whose every number got the Day 26 file's kind, of the items it gives one.
+    kinds: (usize, usize),
+}
+
+/// Recall and precision of the numbers, the expected analyses and the kinds of one answer.
+fn measure(answer: &str, zh: bool) -> Measured {
     let source = std::fs::read_to_string(util::manifest_dir().join(answer)).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let (_, text) = draft_file(answer, dir.path(), &[]);
@@ -499,14 +510,20 @@ fn measure(answer: &str, zh: bool) -> ((usize, usize), (usize, usize), usize, (u
                 .all(|k| parts.iter().any(|d| matches(k, d) && Some(d.kind) == k.kind))
         })
         .count();
-    ((found, KEY.len()), (right, parts.len()), analyses, (agree, items.len()))
+    Measured {
+        recall: (found, KEY.len()),
+        precision: (right, parts.len()),
+        analyses,
+        kinds: (agree, items.len()),
+    }
 }
 
 #[test]
 fn fixture_answers_recover_the_five_items() {
     let readme = std::fs::read_to_string(util::manifest_dir().join("README.md")).unwrap();
     for (answer, zh) in [(ZH, true), (EN, false)] {
-        let ((found, key), (right, drafted), analyses, kinds) = measure(answer, zh);
+        let Measured { recall: (found, key), precision: (right, drafted), analyses, kinds } =
+            measure(answer, zh);
         let pct = |a: usize, b: usize| (a * 1000 / b.max(1)) as f64 / 10.0;
         let line = format!(
             "| `{answer}` | {}% ({found} of {key}) | {}% ({right} of {drafted}) | {analyses} of {key} |",
@@ -557,4 +574,45 @@ fn a_bad_answer_path_is_an_error_with_a_hint() {
         String::from_utf8_lossy(&o.stderr).contains("not UTF-8 text (invalid byte at offset 3)")
     );
     assert!(o.stdout.is_empty());
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+    /// Any text drafts without a panic, every number is a slice of its sentence, and the YAML
+    /// parses back into the claims model with one part per number.
+    #[test]
+    fn any_text_drafts_into_a_parsable_file(
+        text in "([0-9０-９]{1,4}|[.,%％~–\\-]|約|到|倍|次|張|第|x|ms|to|about|TP|NCCL|`|\\*|\\n|\\n\\n|- |# |。|；|！|\\. | |[a-z]{1,3}|[\u{4e00}-\u{4e10}]|\u{202e}|\u{7f})*"
+    ) {
+        let d = draft::draft(&text, None);
+        for p in d.parts() {
+            proptest::prop_assert!(p.sentence.contains(&p.number.written));
+            proptest::prop_assert!(p.line >= 1 && p.line <= text.lines().count().max(1));
+        }
+        let yaml = draft::to_yaml(&d, "a.md");
+        let raw = verdict::claims::load::parse(&yaml);
+        proptest::prop_assert!(raw.is_ok(), "{yaml}\n{raw:?}");
+        let mut raw = raw.unwrap();
+        let parts: usize = raw.claims.iter().map(|c| c.parts.len()).sum();
+        proptest::prop_assert_eq!(parts, d.parts().count());
+        // With every marker taken away, a valid claims file.
+        for c in &mut raw.claims {
+            for p in &mut c.parts {
+                proptest::prop_assert!(p.unreviewed.take().is_some());
+            }
+        }
+        let valid = verdict::claims::validate::validate(raw, Path::new("a.yaml"));
+        proptest::prop_assert!(valid.is_ok(), "{yaml}\n{}", valid.err().map(|e| e.to_string()).unwrap_or_default());
+    }
+}
+
+#[test]
+fn hidden_characters_are_escaped_in_the_yaml() {
+    let d = draft::draft("NCCL \u{202e}佔 17.8%\u{7f}。", Some("zh-TW"));
+    let yaml = draft::to_yaml(&d, "a\u{202e}.md");
+    assert!(!yaml.contains('\u{202e}') && !yaml.contains('\u{7f}'), "{yaml}");
+    let raw = verdict::claims::load::parse(&yaml).unwrap();
+    let quote = raw.claims[0].parts[0].unreviewed.as_ref().unwrap().value.quote.clone();
+    assert_eq!(quote.as_deref(), Some("NCCL \u{202e}佔 17.8%\u{7f}。"));
 }
