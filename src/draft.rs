@@ -568,6 +568,19 @@ pub fn scan(s: &str, code: &[std::ops::Range<usize>]) -> Vec<Found> {
                 second = read_number(s, start2).map(|n2| (start2, n2));
             }
         }
+        // Not a range: a high bound below the low one (`5 - 3`), or two different units.
+        if let Some((_, (e2, n2))) = &second {
+            let value = crate::formula::Rational::parse_decimal;
+            let units_differ =
+                matches!((unit1, read_unit(s, *e2)), (Some((_, a)), Some((_, b))) if a != b);
+            let ordered = match (value(&num), value(n2)) {
+                (Some(lo), Some(hi)) => lo.cmp_to(hi) != std::cmp::Ordering::Greater,
+                _ => false,
+            };
+            if !ordered || units_differ {
+                second = None;
+            }
+        }
         let (span_end, hi, unit) = match &second {
             Some((_, (e2, n2))) => {
                 let u2 = read_unit(s, *e2);

@@ -82,6 +82,15 @@ fn single_numbers_multipliers_and_chinese_counters() {
     ] {
         assert_eq!(numbers(sentence), [(written.to_string(), one(stated))], "{sentence}");
     }
+    // A high bound below the low one, or two units, is no range.
+    assert_eq!(
+        numbers("30 - 10% 之差"),
+        [("30".to_string(), one("30")), ("10%".to_string(), one("10%"))]
+    );
+    assert_eq!(
+        numbers("5 ms to 10% of it"),
+        [("5 ms".to_string(), one("5 ms")), ("10%".to_string(), one("10%"))]
+    );
     // Two numbers in one sentence stay two.
     assert_eq!(
         numbers("full recompute 多做 30% 的計算，約佔新步時 23%。"),
