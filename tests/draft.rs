@@ -297,6 +297,38 @@ fn check_refuses_every_unreviewed_part_at_its_line_and_column() {
 }
 
 #[test]
+fn render_writes_nothing_from_a_draft() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = draft_file(EN, dir.path(), &[]);
+    let out = dir.path().join("out");
+    let o = util::run(&["render", util::s(&path), "--out", util::s(&out), "--format", "md"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(o.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("is unreviewed"));
+    let written = std::fs::read_dir(&out).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(written, 0, "no report from a draft");
+}
+
+#[test]
+fn eval_refuses_a_drafted_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = draft_file(ZH, dir.path(), &[]);
+    let eval = dir.path().join("eval.yaml");
+    std::fs::write(
+        &eval,
+        format!(
+            "eval: {{ id: e, languages: [zh-TW], title: {{ zh-TW: t }} }}\nanswers:\n  - claims: {}\n    conditions: {{ group: a }}\n",
+            path.file_name().unwrap().to_string_lossy()
+        ),
+    )
+    .unwrap();
+    let o = util::run(&["eval", util::s(&eval)]);
+    assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(o.stdout.is_empty());
+    assert_eq!(String::from_utf8_lossy(&o.stderr).matches("is unreviewed").count(), 6);
+}
+
+#[test]
 fn the_draft_is_a_claims_file_once_the_markers_are_removed() {
     for (answer, lang) in [(ZH, "zh-TW"), (EN, "en")] {
         let dir = tempfile::tempdir().unwrap();
