@@ -593,7 +593,7 @@ pub fn scan(s: &str, code: &[std::ops::Range<usize>]) -> Vec<Found> {
         let skip = classify(s, i, span_end, &num, hi.as_deref(), unit, &dates, code);
         if let Some(why) = skip {
             // Shown with the word it belongs to: `H200`, not `200`.
-            let name_char = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '.';
+            let name_char = |c: char| c.is_ascii_alphanumeric() || "_.-".contains(c);
             let from = s[..i].trim_end_matches(name_char).len();
             let to = span_end
                 + s[span_end..].find(|c: char| !name_char(c)).unwrap_or(s.len() - span_end);
@@ -602,8 +602,10 @@ pub fn scan(s: &str, code: &[std::ops::Range<usize>]) -> Vec<Found> {
             } else {
                 whole
             };
-            out.push(Found::Skipped(shown.trim_end_matches('.').to_string(), why));
-            i = span_end.max(i + 1);
+            out.push(Found::Skipped(shown.trim_end_matches(['.', '-']).to_string(), why));
+            // A name is left out whole: `g1cc03b5` once, not its three digit runs.
+            let whole_name = matches!(why, Skip::Name | Skip::Version | Skip::Ordinal);
+            i = if whole_name { to.max(span_end) } else { span_end }.max(i + 1);
             continue;
         }
         // `times` is a multiplier before a comparison or after a decimal, else a count.
@@ -673,6 +675,14 @@ fn classify(
     }
     let prev = s[..start].chars().next_back();
     let next = s[end..].chars().next();
+    // Inside a hyphenated name: `gpt-6-astra`, `v0.3.0-21-g1cc03b5`.
+    let before_hyphen = s[..start].strip_suffix('-').and_then(|b| b.chars().next_back());
+    let after_hyphen = s[end..].strip_prefix('-').and_then(|a| a.chars().next());
+    if before_hyphen.is_some_and(|c| c.is_ascii_alphanumeric())
+        || after_hyphen.is_some_and(|c| c.is_ascii_alphabetic())
+    {
+        return Some(Skip::Name);
+    }
     // Glued to a letter: `TP8`, `H200`, `bf16`, `sm_90`, `v0.3.0`.
     if prev.is_some_and(|c| c.is_ascii_alphabetic() || c == '_') {
         let version = matches!(prev, Some('v' | 'V')) && num.contains('.');

@@ -121,9 +121,14 @@ fn dates_versions_names_ordinals_and_the_job_size_are_not_claims() {
         ("on 8 GPUs", "8", Skip::Setup),
         ("Megatron-LM on 8x H200", "8x", Skip::Setup),
         ("GPU 0-7 都有 kernel", "0-7", Skip::Name),
+        ("模型為 gpt-6-astra", "gpt-6-astra", Skip::Name),
+        ("nsys-ai v0.3.0-21-g1cc03b5 的輸出", "v0.3.0-21-g1cc03b5", Skip::Version),
     ] {
         let found = skipped(sentence);
         assert!(found.contains(&(text.to_string(), why)), "{sentence}: {found:?}");
+        // A name is listed once, not once per digit run (`g1cc03b5`).
+        let texts: std::collections::BTreeSet<&String> = found.iter().map(|(t, _)| t).collect();
+        assert_eq!(texts.len(), found.len(), "{sentence}: {found:?}");
         assert_eq!(numbers(sentence), [], "{sentence} drafted a number");
     }
 }
