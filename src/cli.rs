@@ -19,6 +19,7 @@ Examples:
   verdict query nccl-skew fixtures/day26/megatron.sqlite --stream 56 --json
   verdict query nccl-skew 'runs/report_*.sqlite' --stream auto
   verdict check claims/day26-profile-blind.yaml
+  verdict draft fixtures/answers/day26-blind.zh-TW.md --out draft.yaml
   verdict render claims/day26-profile-blind.yaml --out out
 
 Exit codes: 0 success, 1 audit failed under --strict, 2 error (bad input, unreadable trace).";
@@ -60,6 +61,15 @@ pub enum Command {
     /// and a rank test. Conditions the eval holds fixed but that differ make the comparison not
     /// controlled.
     Eval(EvalArgs),
+    /// Draft a claims file from a prose diagnosis (zh-TW or en), every part unreviewed.
+    ///
+    /// Each sentence's number, range or multiplier (10–30%, 約 23%, 1.2x, 140 次, 5 ms) becomes
+    /// a part: the sentence and its line, a kind proposed from cue words, candidate analyses
+    /// and fields, and for a range the condition it states. Dates, versions, names (TP8,
+    /// device 4), ordinals and the size of the job are left out and listed at the end. The
+    /// draft reads no trace and judges nothing: `check` refuses it until each part is bound and
+    /// its `unreviewed` block removed.
+    Draft(DraftArgs),
     /// Print the JSON Schema of the claims file, for editors and agents.
     ///
     /// With a YAML language server, a claims file that starts with
@@ -174,6 +184,20 @@ pub struct SchemaArgs {
     /// The report's languages (e.g. zh-TW,en): every text must then give exactly these.
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub languages: Vec<String>,
+}
+
+/// Arguments of `draft`.
+#[derive(Debug, Args)]
+pub struct DraftArgs {
+    /// The answer: a Markdown (or plain text) file.
+    #[arg(value_name = "ANSWER", value_hint = clap::ValueHint::FilePath)]
+    pub answer: PathBuf,
+    /// The answer's language, which the drafted texts keep (default: detected from the text).
+    #[arg(long, value_name = "LANG", value_parser = ["en", "zh-TW"])]
+    pub lang: Option<String>,
+    /// Write the claims file here instead of printing it.
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
+    pub out: Option<PathBuf>,
 }
 
 /// Arguments of `eval`.

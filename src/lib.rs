@@ -4,7 +4,8 @@
 //! Data flows one way: [`trace`] reads the export (read-only), [`analysis`] computes evidence
 //! that discloses its window, devices and denominators, and the commands in [`cmd`] print it.
 //! [`scope`] holds windows and device selections, [`units`] the exact display of numbers,
-//! [`stats`] the two-sample statistics (rank test, shift intervals, bootstrap) of a comparison.
+//! [`stats`] the two-sample statistics (rank test, shift intervals, bootstrap) of a comparison,
+//! [`draft`] the claims skeleton drafted from a prose answer.
 
 #![warn(missing_docs)]
 
@@ -14,6 +15,7 @@ pub mod claims;
 pub mod cli;
 pub mod cmd;
 pub mod diag;
+pub mod draft;
 pub mod eval;
 pub mod formula;
 pub mod i18n;

@@ -255,6 +255,50 @@ pub struct RawPart {
     pub about: Option<RawAbout>,
     /// The experiment behind a comparison.
     pub experiment: Option<Spanned<RawExperiment>>,
+    /// The proposals `verdict draft` made for this part, not yet reviewed: while the block is
+    /// there, validation refuses the file (see [`RawUnreviewed`]).
+    pub unreviewed: Option<Spanned<RawUnreviewed>>,
+}
+
+/// `unreviewed:` of a part: what `verdict draft` read in a prose answer and proposes for the
+/// part. Its presence is the marker: a person or an agent binds the part (its kind, a `measure`,
+/// a `condition`) and then deletes the block; `check` judges nothing before.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawUnreviewed {
+    /// The line of the answer the number is on.
+    pub line: Option<u64>,
+    /// The sentence, verbatim.
+    pub quote: Option<String>,
+    /// The number as the sentence writes it (`約 10–30%`).
+    pub number: Option<String>,
+    /// The cue words that chose the part's kind (none: an observation).
+    #[serde(default)]
+    pub cues: Vec<String>,
+    /// For a range: the condition it proposes once a measure is bound.
+    pub condition: Option<RawCondition>,
+    /// Candidate measures, best first: each a `measure` without its scope, and the cue word.
+    #[serde(default)]
+    pub analyses: Vec<RawCandidate>,
+    /// Why no analysis of a trace can measure it, when none can.
+    pub unmeasurable: Option<String>,
+}
+
+/// One candidate measure of an unreviewed part.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCandidate {
+    /// The analysis.
+    pub analysis: String,
+    /// A formula over its fields.
+    pub value: String,
+    /// The unit of the result.
+    pub unit: Option<String>,
+    /// A kernel or range name the sentence gives.
+    #[serde(rename = "match")]
+    pub name_match: Option<String>,
+    /// The word of the sentence that suggested it.
+    pub cue: Option<String>,
 }
 
 /// `experiment:` of a part that binds `compare`.

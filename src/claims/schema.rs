@@ -86,6 +86,25 @@ pub fn claims_schema(languages: Option<&[String]>) -> Value {
     };
     let scalar = json!({"type": ["string", "number", "boolean"]});
     let strict = |props: Value, required: &[&str]| json!({"type": "object", "properties": props, "required": required, "additionalProperties": false});
+    // `verdict draft`'s proposals on a part: valid here, refused by `check` until removed.
+    let unreviewed = strict(
+        json!({
+            "line": {"type": "integer", "minimum": 1},
+            "quote": {"type": "string"},
+            "number": {"type": "string"},
+            "cues": {"type": "array", "items": {"type": "string"}},
+            "condition": {"$ref": "#/$defs/condition"},
+            "analyses": {"type": "array", "items": strict(json!({
+                "analysis": {"type": "string"},
+                "value": {"type": "string"},
+                "unit": {"type": "string"},
+                "match": {"type": "string"},
+                "cue": {"type": "string"},
+            }), &["analysis", "value"])},
+            "unmeasurable": {"type": "string"},
+        }),
+        &[],
+    );
     json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "https://github.com/verdict/claims.schema.json",
@@ -143,6 +162,7 @@ pub fn claims_schema(languages: Option<&[String]>) -> Value {
                 "expect": {"enum": ["decrease", "increase"]},
                 "within_run": {"$ref": "#/$defs/text"},
             }), &[]),
+            "unreviewed": unreviewed,
             "part": json!({"allOf": [{"$ref": "#/$defs/part_keys"}, {
                 "if": {"properties": {"kind": {"const": "interpretation"}}, "required": ["kind"]},
                 "then": {"required": ["mapping", "from"]},
@@ -170,6 +190,7 @@ pub fn claims_schema(languages: Option<&[String]>) -> Value {
                 "note": {"$ref": "#/$defs/text"},
                 "about": {"$ref": "#/$defs/about"},
                 "experiment": {"$ref": "#/$defs/experiment"},
+                "unreviewed": {"$ref": "#/$defs/unreviewed"},
             }), &["id", "kind"]),
             "claim": strict(json!({
                 "id": {"type": "string"},

@@ -766,6 +766,9 @@ fn part(
     let kind = rp.kind.value;
     let pid = &rp.id.value;
     let what = format!("claim `{claim}` part `{pid}`");
+    if let Some(u) = &rp.unreviewed {
+        unreviewed(c, u, at(&rp.id), &what);
+    }
     let mut measure = None;
     let mut unit = None;
     if let Some(m) = &rp.measure {
@@ -926,6 +929,31 @@ fn part(
         line: at(&rp.id).0,
         measure,
     }
+}
+
+/// A part `verdict draft` proposed and nobody has reviewed yet: never judged. The problem sits
+/// at the part's id, quoting the sentence it came from.
+fn unreviewed(c: &mut Checker, u: &Spanned<RawUnreviewed>, pos: (u32, u32), what: &str) {
+    const SHOWN: usize = 60;
+    let from = match (&u.value.line, &u.value.quote) {
+        (Some(line), Some(q)) => {
+            let q: String = q.chars().take(SHOWN).collect();
+            let cut =
+                if q.chars().count() < u.value.quote.as_deref().map_or(0, |x| x.chars().count()) {
+                    "…"
+                } else {
+                    ""
+                };
+            format!(" (drafted from line {line} of the answer: \"{q}{cut}\")")
+        }
+        (Some(line), None) => format!(" (drafted from line {line} of the answer)"),
+        _ => String::new(),
+    };
+    c.err(
+        pos,
+        format!("{what} is unreviewed{from}: a drafted part is not judged"),
+        Some("check its `kind`, bind a `measure` (one of `unreviewed.analyses`, with a scope) and, for a range, move `unreviewed.condition` beside it, or delete the part; then remove the `unreviewed` block (docs/claims.md, \"Drafted parts\")".into()),
+    );
 }
 
 /// An `experiment:`: what changed, what was held (known names only), controlled, expected

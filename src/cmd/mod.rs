@@ -2,6 +2,7 @@
 
 mod check;
 mod doctor;
+mod draft;
 mod eval;
 mod inspect;
 mod query;
@@ -20,6 +21,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Analyses => query::list_analyses(),
         Command::Check(args) => check::run(args),
         Command::Eval(args) => eval::run(args),
+        Command::Draft(args) => draft::run(args),
         Command::Schema(args) => {
             let langs = (!args.languages.is_empty()).then_some(args.languages.as_slice());
             print_json(&match args.what.as_str() {
