@@ -863,12 +863,12 @@ fn compare(set: &ClaimSet, written: &mut Written) {
                 None => query_key(set, c.runs[k].first().unwrap_or(&c.sides[k])),
             };
             let result = result.map(|mut ev| {
-                if let (Some(ra), Some(rb), Some(analysis::values::Values::Map(v))) = (
+                if let (Some(ra), Some(rb), Some(analysis::values::Values::Compare(v))) = (
                     written.sides.get(&run_key(0)),
                     written.sides.get(&run_key(1)),
                     ev.values.as_mut(),
                 ) {
-                    v.insert("runs".into(), crate::trace::run::runs_value(ra, rb));
+                    v.runs = Some(analysis::compare::Runs { a: ra.clone(), b: rb.clone() });
                 }
                 ev
             });

@@ -10,6 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
+use clap::Parser as _;
 
 use crate::analysis::nvtx::{NvtxWindow, Timeline};
 use crate::analysis::{self, AnalysisSpec, Context, Evidence, Params, QueryError, ScopeRule};
@@ -97,6 +98,63 @@ impl QueryPlan {
             params,
             nvtx: q.nvtx.clone(),
         })
+    }
+
+    /// The plan of one side of `verdict query compare`: its `KEY=VALUE` pairs are read as the
+    /// options of `verdict query OF` (`devices=0` is `--devices 0`, `nvtx=NAME` is
+    /// `--nvtx-window NAME`...), by the same parser, with the comparison's `--param`s for
+    /// every side. The side's own keys (`label`, `runs`) are the caller's.
+    pub fn from_side(
+        of: &'static AnalysisSpec,
+        side: &[(String, String)],
+        params: &[(String, String)],
+    ) -> Result<QueryPlan, String> {
+        let flag = |k: &str| -> Option<&'static str> {
+            Some(match k {
+                "devices" => "--devices",
+                "window" => "--window",
+                "semantics" => "--semantics",
+                "split" => "--split",
+                "nvtx" => "--nvtx-window",
+                "index" => "--nvtx-index",
+                "on" | "project" => "--nvtx-on",
+                "domain" => "--nvtx-domain",
+                "expect-devices" => "--expect-devices",
+                "expect-ranks" => "--expect-ranks",
+                _ => return None,
+            })
+        };
+        let mut argv: Vec<String> = vec!["verdict".into(), "query".into(), of.name.into()];
+        argv.extend(side.iter().filter(|(k, _)| k == "trace").map(|(_, v)| v.clone()));
+        let mut devices = false;
+        for (k, v) in side {
+            match (k.as_str(), flag(k)) {
+                ("devices", _) if v == "all" => argv.push("--all-devices".into()),
+                ("set", _) if v == "true" => argv.push("--set".into()),
+                (_, Some(f)) => argv.extend([f.to_string(), v.clone()]),
+                _ => continue,
+            }
+            devices |= k == "devices";
+        }
+        // Without devices a side covers every device, also for a per-device analysis, whose
+        // comparison then runs one per device.
+        if !devices && of.scope == ScopeRule::PerDevice {
+            argv.push("--all-devices".into());
+        }
+        for (k, v) in params {
+            argv.extend([format!("--{k}"), v.clone()]);
+        }
+        let q = match crate::cli::Cli::try_parse_from(&argv) {
+            Ok(crate::cli::Cli { command: crate::cli::Command::Query(q), .. }) => q,
+            Ok(_) => return Err(format!("`{}` is not a query", argv.join(" "))),
+            // The parser's own message names the option (the side's key with dashes).
+            Err(e) => {
+                let text = e.to_string();
+                let first = text.lines().next().unwrap_or_default();
+                return Err(first.trim_start_matches("error: ").to_string());
+            }
+        };
+        QueryPlan::from_command(&q).map_err(|e| format!("{e}: {}", e.hint))
     }
 
     /// The plan of a claim's query of the declared trace `decl`, with the parameters `params`

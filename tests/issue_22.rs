@@ -669,6 +669,27 @@ fn typed_values_serialise_to_exactly_the_declared_fields() {
     let megatron = fixture("day26/megatron.sqlite");
     let mfu = fixture("nsys-ai/mfu_2gpu_before.sqlite");
     let (megatron, mfu) = (megatron.to_str().unwrap(), mfu.to_str().unwrap());
+    let after = fixture("nsys-ai/mfu_2gpu_after.sqlite");
+    let (a, b) = (format!("trace={mfu}"), format!("trace={}", after.to_str().unwrap()));
+    let compare = [
+        "compare",
+        "--of",
+        "kernels",
+        "--metric",
+        "count",
+        "--a",
+        &a,
+        "--a",
+        "devices=0",
+        "--a",
+        "split=6",
+        "--b",
+        &b,
+        "--b",
+        "devices=0",
+        "--b",
+        "split=6",
+    ];
     let runs: &[(&str, &[&str])] = &[
         ("overlap", &["overlap", megatron, "--device", "4"]),
         ("overlap", &["overlap", mfu, "--all-devices"]),
@@ -681,6 +702,7 @@ fn typed_values_serialise_to_exactly_the_declared_fields() {
         ("nccl-skew", &["nccl-skew", mfu, "--all-devices", "--stream", "auto"]),
         ("nccl-skew", &["nccl-skew", mfu, "--device", "0"]),
         ("nccl-calls", &["nccl-calls", mfu, "--all-devices", "--stream", "auto"]),
+        ("compare", &compare),
     ];
     let mut seen = std::collections::BTreeSet::new();
     // Keys that were null where no other run gave them a number: a structure (a per-rank map,
@@ -723,18 +745,17 @@ fn typed_values_serialise_to_exactly_the_declared_fields() {
     for n in &nulls {
         assert!(structures.contains(n), "{}: {} is null and not declared", n.0, n.1);
     }
-    // Every analysis of the registry that a query runs is covered here (compare, derived, is
-    // checked by its own tests).
-    let queries: std::collections::BTreeSet<&str> =
+    // Every analysis of the registry that a query runs is covered here, and the comparison.
+    let mut queries: std::collections::BTreeSet<&str> =
         verdict::analysis::ANALYSES.iter().filter(|a| a.is_query()).map(|a| a.name).collect();
+    queries.insert("compare");
     assert_eq!(seen, queries);
 }
 
 /// The grep-able rule of typed evidence: outside the JSON edge, no code reads evidence values
 /// by the text of a key. The edge is where a claim or a formula names a field
 /// (`Evidence::field`/`value`, a claim bound to one rank's row, a formula over each device's
-/// row), and `compare`, whose values are not typed yet (its files are listed so that the list
-/// shrinks when they are).
+/// row).
 #[test]
 fn no_string_keyed_read_of_evidence_values_outside_the_json_edge() {
     let pattern = regex::Regex::new(
@@ -750,13 +771,6 @@ fn no_string_keyed_read_of_evidence_values_outside_the_json_edge() {
         "src/audit.rs",
         // The debug check of the rows a note explains.
         "src/analysis/nccl_skew.rs",
-        // `compare`'s values (sides, rank test, names, devices, runs), not typed yet.
-        "src/analysis/compare.rs",
-        "src/cmd/query.rs",
-        "src/render/charts/mod.rs",
-        "src/render/context.rs",
-        "src/render/experiment.rs",
-        "src/verdict/gates.rs",
     ];
     let mut offenders = Vec::new();
     let mut files = Vec::new();

@@ -11,6 +11,7 @@
 
 use std::collections::BTreeMap;
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::{
@@ -260,14 +261,6 @@ fn names_of(ev: &Evidence) -> BTreeMap<String, (i64, i64)> {
     }
 }
 
-/// The values being built, as the JSON contract has them.
-fn values_mut(ev: &mut Evidence) -> &mut serde_json::Map<String, Value> {
-    match ev.values.as_mut() {
-        Some(super::values::Values::Map(m)) => m,
-        _ => unreachable!("compare sets its values as a map before adding to them"),
-    }
-}
-
 /// The query behind a side's per-name table: the side's own, over the whole span its samples
 /// cover (its window, or from its first window's start to its last one's end), every name (no
 /// top-N limit: a name past the limit is not absent).
@@ -287,7 +280,7 @@ pub fn has_names(analysis: &str) -> bool {
 }
 
 /// Per-name deltas, sorted by the size of their contribution to the total change.
-fn name_deltas(a: &Evidence, b: &Evidence) -> Value {
+fn name_deltas(a: &Evidence, b: &Evidence) -> NameDeltas {
     let (na, nb) = (names_of(a), names_of(b));
     let total_a: i128 = na.values().map(|v| i128::from(v.1)).sum();
     let total_b: i128 = nb.values().map(|v| i128::from(v.1)).sum();
@@ -295,61 +288,347 @@ fn name_deltas(a: &Evidence, b: &Evidence) -> Value {
     let mut names: Vec<&String> = na.keys().chain(nb.keys()).collect();
     names.sort();
     names.dedup();
-    let mut rows: Vec<(i128, Value)> = names
+    let clamp = |x: i128| i64::try_from(x).unwrap_or(if x < 0 { i64::MIN } else { i64::MAX });
+    let mut rows: Vec<(i128, NameDelta)> = names
         .into_iter()
         .map(|n| {
             let (ca, ta) = na.get(n).copied().unwrap_or((0, 0));
             let (cb, tb) = nb.get(n).copied().unwrap_or((0, 0));
             let delta = i128::from(tb) - i128::from(ta);
-            let only = match (na.contains_key(n), nb.contains_key(n)) {
-                (true, false) => json!("a"),
-                (false, true) => json!("b"),
-                _ => Value::Null,
+            let only_in = match (na.contains_key(n), nb.contains_key(n)) {
+                (true, false) => Some("a"),
+                (false, true) => Some("b"),
+                _ => None,
             };
-            let mean = |t: i64, c: i64| if c > 0 { json!([t, c]) } else { Value::Null };
+            let mean = |t: i64, c: i64| (c > 0).then_some([t, c]);
             (
                 delta.abs(),
-                json!({
-                    "name": n,
-                    "a_count": ca, "a_total_ns": ta, "a_mean_ns": mean(ta, ca),
-                    "b_count": cb, "b_total_ns": tb, "b_mean_ns": mean(tb, cb),
-                    "delta_ns": delta.to_string().parse::<i64>().unwrap_or(i64::MAX),
-                    "share_of_change": if change != 0 { json!([delta.to_string(), change.to_string()]) } else { Value::Null },
-                    "only_in": only,
-                }),
+                NameDelta {
+                    name: n.clone(),
+                    a_count: ca,
+                    a_total_ns: ta,
+                    a_mean_ns: mean(ta, ca),
+                    b_count: cb,
+                    b_total_ns: tb,
+                    b_mean_ns: mean(tb, cb),
+                    delta_ns: clamp(delta),
+                    share_of_change: (change != 0).then(|| [delta.to_string(), change.to_string()]),
+                    only_in,
+                },
             )
         })
         .collect();
     rows.sort_by_key(|x| std::cmp::Reverse(x.0));
-    json!({
-        "a_total_ns": total_a.to_string().parse::<i64>().unwrap_or(i64::MAX),
-        "b_total_ns": total_b.to_string().parse::<i64>().unwrap_or(i64::MAX),
-        "rows": rows.into_iter().map(|(_, v)| v).collect::<Vec<_>>(),
-    })
+    NameDeltas {
+        a_total_ns: clamp(total_a),
+        b_total_ns: clamp(total_b),
+        rows: rows.into_iter().map(|(_, v)| v).collect(),
+    }
+}
+
+/// The values of a comparison: each side's summary and samples, the median difference, the
+/// exact interval of the shift and of the ratio that the verdicts read, the rank test, the
+/// pooled rate of a count, and the per-name, per-device and per-run tables where there are
+/// any. A value that does not exist here (no interval over too few samples, no ratio over a
+/// zero median) is absent, and a note says why.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Values {
+    /// Samples of side A.
+    pub n_a: i64,
+    /// Samples of side B.
+    pub n_b: i64,
+    /// A's lower median, in the samples' scale.
+    pub a_median: i64,
+    /// B's lower median.
+    pub b_median: i64,
+    /// `b_median - a_median`.
+    pub delta: Option<i64>,
+    /// The exact Moses interval of the Hodges-Lehmann shift B - A, low end.
+    pub ci_low: Option<i64>,
+    /// Its high end.
+    pub ci_high: Option<i64>,
+    /// `delta / a_median`.
+    pub change: Option<f64>,
+    /// The ratio interval's low end, as a change.
+    pub change_low: Option<f64>,
+    /// Its high end.
+    pub change_high: Option<f64>,
+    /// `b_median / a_median`.
+    pub ratio: Option<f64>,
+    /// The pair behind the ratio interval's low end: B's value.
+    pub ratio_low_b: Option<i64>,
+    /// Its A value.
+    pub ratio_low_a: Option<i64>,
+    /// The pair behind the high end: B's value.
+    pub ratio_high_b: Option<i64>,
+    /// Its A value.
+    pub ratio_high_a: Option<i64>,
+    /// A count's total over every window of A.
+    pub a_total: Option<i64>,
+    /// Over B.
+    pub b_total: Option<i64>,
+    /// The summed length of A's windows.
+    pub a_span_ns: i64,
+    /// Of B's.
+    pub b_span_ns: i64,
+    /// The pooled rate's change: B's total over its time against A's.
+    pub pooled_change: Option<f64>,
+    /// The smallest shift these samples detect (5% two-sided, 80% power).
+    pub mde: Option<i64>,
+    /// Side A.
+    pub a: Side,
+    /// Side B.
+    pub b: Side,
+    /// The bootstrap of the medians, a cross-check.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bootstrap: Option<Bootstrap>,
+    /// The two-sided Mann-Whitney U test.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank_test: Option<RankTest>,
+    /// The Hodges-Lehmann shift with its exact interval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shift: Option<Shift>,
+    /// The interval of the ratio B / A.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratio_interval: Option<RatioInterval>,
+    /// The per-name deltas (kernels, nvtx, copies).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub names: Option<NameDeltas>,
+    /// Each device's comparison, over several devices.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub devices: Option<Vec<DeviceComparison>>,
+    /// What each side's traces say about their runs, for the experiment check.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runs: Option<Runs>,
+}
+
+/// One side of a comparison: its trace, window, devices and samples.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Side {
+    /// The scope's (or the command's) label.
+    pub label: String,
+    /// Its trace (the first run's, over runs).
+    pub trace: String,
+    /// Its digest.
+    pub sha256: String,
+    /// Files of its set, when it is one.
+    pub set_files: Option<usize>,
+    /// Its requested window.
+    pub window_ns: Option<[i64; 2]>,
+    /// How the window selected.
+    pub semantics: crate::scope::Semantics,
+    /// Its devices.
+    pub devices: Vec<i64>,
+    /// Expected devices without kernels.
+    pub missing_devices: Vec<i64>,
+    /// Each sample: its window, exact value and the integer compared.
+    pub samples: Vec<SideSample>,
+    /// Their summary.
+    pub summary: Option<SideSummary>,
+    /// Over runs, each run's one sample.
+    pub runs: Option<Vec<RunSample>>,
+}
+
+/// One sample of a side.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SideSample {
+    /// Its window.
+    pub window_ns: [i64; 2],
+    /// The metric on it, exactly: numerator and denominator as text.
+    pub value: [String; 2],
+    /// The integer the statistics take (the value, or parts per billion).
+    pub scaled: i64,
+}
+
+/// The summary of a side's samples.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SideSummary {
+    /// Samples.
+    pub n: usize,
+    /// Smallest.
+    pub min: i64,
+    /// 10th percentile.
+    pub p10: i64,
+    /// Lower median.
+    pub median: i64,
+    /// 90th percentile.
+    pub p90: i64,
+    /// Largest.
+    pub max: i64,
+    /// Exact mean, numerator and denominator as text.
+    pub mean: [String; 2],
+}
+
+/// One run of a side over runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunSample {
+    /// Its trace.
+    pub trace: String,
+    /// Its digest.
+    pub sha256: String,
+    /// Its windows.
+    pub windows: usize,
+    /// Its span.
+    pub span_ns: [i64; 2],
+    /// Its one sample.
+    pub value: i64,
+}
+
+/// The bootstrap of the difference of medians, redone from its seed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Bootstrap {
+    /// The seed of the SplitMix64 stream.
+    pub seed: u64,
+    /// Resamples.
+    pub resamples: u32,
+    /// Its confidence.
+    pub confidence: &'static str,
+    /// Low end, as text.
+    pub low: String,
+    /// High end.
+    pub high: String,
+    /// The observed difference.
+    pub observed: String,
+}
+
+/// The rank test.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RankTest {
+    /// Which test.
+    pub test: &'static str,
+    /// 2 U of A.
+    pub u_a_doubled: u64,
+    /// 2 U of B.
+    pub u_b_doubled: u64,
+    /// Its p-value.
+    pub p_value: f64,
+    /// The exact p, numerator and denominator as text, when exact.
+    pub p_exact: Option<[String; 2]>,
+    /// Exact or normal.
+    pub method: &'static str,
+    /// Whether the samples tie.
+    pub ties: bool,
+}
+
+/// The Hodges-Lehmann shift and its exact interval.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Shift {
+    /// The estimate, numerator and denominator as text.
+    pub estimate: [String; 2],
+    /// Low end, as text.
+    pub low: String,
+    /// High end.
+    pub high: String,
+    /// The confidence the ranks achieve.
+    pub achieved: f64,
+    /// Exact or normal.
+    pub method: &'static str,
+    /// Whether the samples tie.
+    pub ties: bool,
+}
+
+/// The interval of the ratio B / A: each end a pair (B's value, A's value).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RatioInterval {
+    /// The median ratio's pair.
+    pub estimate: [i64; 2],
+    /// The low end's pair.
+    pub low: [i64; 2],
+    /// The high end's pair.
+    pub high: [i64; 2],
+    /// The confidence the ranks achieve.
+    pub achieved: f64,
+    /// Exact or normal.
+    pub method: &'static str,
+}
+
+/// The per-name deltas of two sides.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NameDeltas {
+    /// A's total over every name.
+    pub a_total_ns: i64,
+    /// B's.
+    pub b_total_ns: i64,
+    /// One row per name, largest change first.
+    pub rows: Vec<NameDelta>,
+}
+
+/// One name's delta.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NameDelta {
+    /// The name.
+    pub name: String,
+    /// A's count.
+    pub a_count: i64,
+    /// A's total.
+    pub a_total_ns: i64,
+    /// A's mean as (total, count); absent over no row.
+    pub a_mean_ns: Option<[i64; 2]>,
+    /// B's count.
+    pub b_count: i64,
+    /// B's total.
+    pub b_total_ns: i64,
+    /// B's mean.
+    pub b_mean_ns: Option<[i64; 2]>,
+    /// B's total - A's.
+    pub delta_ns: i64,
+    /// Its share of the total change, as text; absent when nothing changed.
+    pub share_of_change: Option<[String; 2]>,
+    /// `a` or `b` for a name on one side only.
+    pub only_in: Option<&'static str>,
+}
+
+/// One device's comparison, over several devices.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DeviceComparison {
+    /// The device.
+    pub device: i64,
+    /// Its evidence's parameters.
+    pub parameters: BTreeMap<String, Value>,
+    /// Its values (without the per-name table).
+    pub values: Box<Values>,
+}
+
+/// What each side's traces say about their runs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Runs {
+    /// Side A.
+    pub a: crate::trace::SideRun,
+    /// Side B.
+    pub b: crate::trace::SideRun,
 }
 
 /// What one side is, for the evidence: its trace, window, devices and samples.
-fn side_json(ev: &Evidence, label: &str, samples: &[([i64; 2], Rational)], ints: &[i64]) -> Value {
-    let s = stats::summarize(ints);
-    json!({
-        "label": label,
-        "trace": ev.trace.path,
-        "sha256": ev.trace.sha256,
-        "set_files": ev.trace.set.as_ref().map(|s| s.files.len()),
-        "window_ns": ev.window.requested_ns,
-        "semantics": ev.window.semantics,
-        "devices": ev.scope.devices,
-        "missing_devices": ev.scope.missing_devices,
-        "samples": samples.iter().zip(ints).map(|((w, v), i)| json!({
-            "window_ns": w,
-            "value": [v.num.to_string(), v.den.to_string()],
-            "scaled": i,
-        })).collect::<Vec<_>>(),
-        "summary": s.map(|s| json!({
-            "n": s.n, "min": s.min, "p10": s.p10, "median": s.median, "p90": s.p90, "max": s.max,
-            "mean": [s.mean.num.to_string(), s.mean.den.to_string()],
-        })),
-    })
+fn side_of(ev: &Evidence, label: &str, samples: &[([i64; 2], Rational)], ints: &[i64]) -> Side {
+    Side {
+        label: label.to_string(),
+        trace: ev.trace.path.clone(),
+        sha256: ev.trace.sha256.clone(),
+        set_files: ev.trace.set.as_ref().map(|s| s.files.len()),
+        window_ns: ev.window.requested_ns,
+        semantics: ev.window.semantics,
+        devices: ev.scope.devices.clone(),
+        missing_devices: ev.scope.missing_devices.clone(),
+        samples: samples
+            .iter()
+            .zip(ints)
+            .map(|((w, v), i)| SideSample {
+                window_ns: *w,
+                value: [v.num.to_string(), v.den.to_string()],
+                scaled: *i,
+            })
+            .collect(),
+        summary: stats::summarize(ints).map(|s| SideSummary {
+            n: s.n,
+            min: s.min,
+            p10: s.p10,
+            median: s.median,
+            p90: s.p90,
+            max: s.max,
+            mean: [s.mean.num.to_string(), s.mean.den.to_string()],
+        }),
+        runs: None,
+    }
 }
 
 /// What is compared: the analysis, its metric, the labels of the sides, and the seed.
@@ -505,36 +784,20 @@ pub fn run_sides(a: &[&Evidence], b: &[&Evidence], req: &Request) -> Result<Evid
     ev.parameters.insert("seed".into(), json!(req.seed));
     ev.parameters.insert("resamples".into(), json!(stats::DEFAULT_RESAMPLES));
     ev.parameters.insert("confidence".into(), json!("95%"));
-    let mut values = serde_json::Map::new();
-    values.insert("n_a".into(), json!(ia.len()));
-    values.insert("n_b".into(), json!(ib.len()));
-    values.insert("a_median".into(), json!(md.median_a));
-    values.insert("b_median".into(), json!(md.median_b));
-    values.insert("delta".into(), json!(i64::try_from(md.difference).ok()));
-    for f in [
-        "ci_low",
-        "ci_high",
-        "change",
-        "change_low",
-        "change_high",
-        "ratio",
-        "ratio_low_b",
-        "ratio_low_a",
-        "ratio_high_b",
-        "ratio_high_a",
-        "a_total",
-        "b_total",
-        "pooled_change",
-        "mde",
-    ] {
-        values.insert(f.into(), Value::Null);
-    }
     // The pooled rate: every window of every run, summed, over their summed length.
     let span = |runs: &[Windows]| -> i64 {
         runs.iter().flatten().map(|(w, _)| w[1].saturating_sub(w[0])).sum()
     };
-    values.insert("a_span_ns".into(), json!(span(&wa)));
-    values.insert("b_span_ns".into(), json!(span(&wb)));
+    let mut v = Values {
+        n_a: ia.len() as i64,
+        n_b: ib.len() as i64,
+        a_median: md.median_a,
+        b_median: md.median_b,
+        delta: i64::try_from(md.difference).ok(),
+        a_span_ns: span(&wa),
+        b_span_ns: span(&wb),
+        ..Values::default()
+    };
     if unit == Unit::Count && whole {
         let total = |runs: &[Windows]| -> Option<i64> {
             runs.iter()
@@ -542,41 +805,37 @@ pub fn run_sides(a: &[&Evidence], b: &[&Evidence], req: &Request) -> Result<Evid
                 .try_fold(0i64, |t, (_, v)| t.checked_add(i64::try_from(v.num).ok()?))
         };
         let (ta, tb) = (total(&wa), total(&wb));
-        let (la, lb) = (span(&wa), span(&wb));
-        values.insert("a_total".into(), json!(ta));
-        values.insert("b_total".into(), json!(tb));
+        let (la, lb) = (v.a_span_ns, v.b_span_ns);
+        (v.a_total, v.b_total) = (ta, tb);
         if let (Some(ta), Some(tb)) = (ta, tb)
             && ta > 0
             && la > 0
             && lb > 0
         {
-            let pooled = (tb as f64 / lb as f64) / (ta as f64 / la as f64) - 1.0;
-            values.insert("pooled_change".into(), json!(pooled));
+            v.pooled_change = Some((tb as f64 / lb as f64) / (ta as f64 / la as f64) - 1.0);
         }
     }
-    let run_json = |evs: &[&Evidence], s: &[([i64; 2], Rational)], ints: &[i64]| -> Value {
-        if !by_run {
-            return Value::Null;
-        }
-        json!(evs
-            .iter()
-            .zip(s.iter().zip(ints))
-            .map(|(e, ((w, _), i))| json!({"trace": e.trace.path, "sha256": e.trace.sha256, "windows": e.samples.len().max(1), "span_ns": w, "value": i}))
-            .collect::<Vec<_>>())
+    let run_samples = |evs: &[&Evidence], s: &[([i64; 2], Rational)], ints: &[i64]| {
+        by_run.then(|| {
+            evs.iter()
+                .zip(s.iter().zip(ints))
+                .map(|(e, ((w, _), i))| RunSample {
+                    trace: e.trace.path.clone(),
+                    sha256: e.trace.sha256.clone(),
+                    windows: e.samples.len().max(1),
+                    span_ns: *w,
+                    value: *i,
+                })
+                .collect()
+        })
     };
-    let mut side_a = side_json(first_a, req.labels[0], &sa, &ia);
-    side_a["runs"] = run_json(a, &sa, &ia);
-    let mut side_b = side_json(first_b, req.labels[1], &sb, &ib);
-    side_b["runs"] = run_json(b, &sb, &ib);
-    values.insert("a".into(), side_a);
-    values.insert("b".into(), side_b);
-    ev.values = Some(super::values::Values::Map(values));
-    // Ratios of the median: null when A's median is 0.
+    v.a = Side { runs: run_samples(a, &sa, &ia), ..side_of(first_a, req.labels[0], &sa, &ia) };
+    v.b = Side { runs: run_samples(b, &sb, &ib), ..side_of(first_b, req.labels[1], &sb, &ib) };
+    // Ratios of the median: absent when A's median is 0.
     let approx = |x: i128| x as f64 / md.median_a as f64;
     if md.median_a != 0 {
-        let v = values_mut(&mut ev);
-        v.insert("change".into(), json!(approx(md.difference)));
-        v.insert("ratio".into(), json!(approx(md.median_b.into())));
+        v.change = Some(approx(md.difference));
+        v.ratio = Some(approx(md.median_b.into()));
     } else {
         ev.leave_null(
             &["change", "ratio", "change_low", "change_high"],
@@ -604,9 +863,7 @@ pub fn run_sides(a: &[&Evidence], b: &[&Evidence], req: &Request) -> Result<Evid
                 ],
             );
         }
-        if let Some(mde) = stats::min_detectable_shift(&ia, &ib) {
-            values_mut(&mut ev).insert("mde".into(), json!(mde.ceil() as i64));
-        }
+        v.mde = stats::min_detectable_shift(&ia, &ib).map(|mde| mde.ceil() as i64);
         // The bootstrap of the difference of medians, kept beside the judged interval as a
         // cross-check that reruns from its disclosed seed.
         match stats::bootstrap_median_difference(
@@ -617,46 +874,43 @@ pub fn run_sides(a: &[&Evidence], b: &[&Evidence], req: &Request) -> Result<Evid
             req.seed,
         ) {
             Ok(bi) => {
-                values_mut(&mut ev).insert(
-                    "bootstrap".into(),
-                    json!({"seed": bi.seed, "resamples": bi.resamples, "confidence": "95%", "low": bi.low.to_string(), "high": bi.high.to_string(), "observed": bi.observed.to_string()}),
-                );
+                v.bootstrap = Some(Bootstrap {
+                    seed: bi.seed,
+                    resamples: bi.resamples,
+                    confidence: "95%",
+                    low: bi.low.to_string(),
+                    high: bi.high.to_string(),
+                    observed: bi.observed.to_string(),
+                });
             }
             Err(e) => ev.note("note.compare_refused", &[("reason", e.to_string())]),
         }
         match stats::mann_whitney(&ia, &ib) {
             Ok(mw) => {
-                values_mut(&mut ev).insert(
-                    "rank_test".into(),
-                    json!({
-                        "test": "Mann-Whitney U, two-sided",
-                        "u_a_doubled": mw.u_a_doubled,
-                        "u_b_doubled": mw.u_b_doubled,
-                        "p_value": mw.p_value,
-                        "p_exact": mw.p_exact.map(|p| [p.num.to_string(), p.den.to_string()]),
-                        "method": method(mw.method),
-                        "ties": mw.ties,
-                    }),
-                );
+                v.rank_test = Some(RankTest {
+                    test: "Mann-Whitney U, two-sided",
+                    u_a_doubled: mw.u_a_doubled,
+                    u_b_doubled: mw.u_b_doubled,
+                    p_value: mw.p_value,
+                    p_exact: mw.p_exact.map(|p| [p.num.to_string(), p.den.to_string()]),
+                    method: method(mw.method),
+                    ties: mw.ties,
+                });
             }
             Err(e) => ev.note("note.compare_refused", &[("reason", e.to_string())]),
         }
         match stats::hodges_lehmann(&ia, &ib, confidence) {
             Ok(hl) => {
-                let v = values_mut(&mut ev);
-                v.insert("ci_low".into(), json!(i64::try_from(hl.low).ok()));
-                v.insert("ci_high".into(), json!(i64::try_from(hl.high).ok()));
-                v.insert(
-                    "shift".into(),
-                    json!({
-                        "estimate": [hl.estimate.num.to_string(), hl.estimate.den.to_string()],
-                        "low": hl.low.to_string(),
-                        "high": hl.high.to_string(),
-                        "achieved": hl.achieved,
-                        "method": method(hl.method),
-                        "ties": hl.ties,
-                    }),
-                );
+                v.ci_low = i64::try_from(hl.low).ok();
+                v.ci_high = i64::try_from(hl.high).ok();
+                v.shift = Some(Shift {
+                    estimate: [hl.estimate.num.to_string(), hl.estimate.den.to_string()],
+                    low: hl.low.to_string(),
+                    high: hl.high.to_string(),
+                    achieved: hl.achieved,
+                    method: method(hl.method),
+                    ties: hl.ties,
+                });
             }
             Err(e) => ev.leave_null(
                 &["ci_low", "ci_high"],
@@ -667,26 +921,20 @@ pub fn run_sides(a: &[&Evidence], b: &[&Evidence], req: &Request) -> Result<Evid
         }
         match stats::ratio_interval(&ia, &ib, confidence) {
             Ok(r) => {
-                let v = values_mut(&mut ev);
-                v.insert("ratio_low_b".into(), json!(r.low.0));
-                v.insert("ratio_low_a".into(), json!(r.low.1));
-                v.insert("ratio_high_b".into(), json!(r.high.0));
-                v.insert("ratio_high_a".into(), json!(r.high.1));
+                (v.ratio_low_b, v.ratio_low_a) = (Some(r.low.0), Some(r.low.1));
+                (v.ratio_high_b, v.ratio_high_a) = (Some(r.high.0), Some(r.high.1));
                 // The ratios read back exactly from their formulas; these floats are for
                 // readers of the JSON.
                 let f = |(y, x): (i64, i64)| y as f64 / x as f64 - 1.0;
-                v.insert("change_low".into(), json!(f(r.low)));
-                v.insert("change_high".into(), json!(f(r.high)));
-                v.insert(
-                    "ratio_interval".into(),
-                    json!({
-                        "estimate": [r.estimate.0, r.estimate.1],
-                        "low": [r.low.0, r.low.1],
-                        "high": [r.high.0, r.high.1],
-                        "achieved": r.achieved,
-                        "method": method(r.method),
-                    }),
-                );
+                v.change_low = Some(f(r.low));
+                v.change_high = Some(f(r.high));
+                v.ratio_interval = Some(RatioInterval {
+                    estimate: [r.estimate.0, r.estimate.1],
+                    low: [r.low.0, r.low.1],
+                    high: [r.high.0, r.high.1],
+                    achieved: r.achieved,
+                    method: method(r.method),
+                });
             }
             Err(e) if md.median_a != 0 => ev.leave_null(
                 &["change_low", "change_high"],
@@ -697,6 +945,8 @@ pub fn run_sides(a: &[&Evidence], b: &[&Evidence], req: &Request) -> Result<Evid
             Err(_) => {}
         }
     }
+    v.names = req.names.map(|[na, nb]| name_deltas(na, nb));
+    ev.values = Some(super::values::Values::Compare(Box::new(v)));
     if scale != 1 {
         ev.note("note.compare_scaled", &[]);
     }
@@ -718,56 +968,47 @@ pub fn run_sides(a: &[&Evidence], b: &[&Evidence], req: &Request) -> Result<Evid
             ],
         );
     }
-    if let Some([na, nb]) = req.names {
-        values_mut(&mut ev).insert("names".into(), name_deltas(na, nb));
-    }
     Ok(ev)
 }
 
 /// A comparison over several devices: the first device's comparison, with every device's
 /// values under `devices` (`[{device, values}]`), each judged on its own.
 pub fn with_devices(mut first: Evidence, per_device: Vec<(i64, Evidence)>) -> Evidence {
-    let rows: Vec<Value> = per_device
+    let rows: Vec<DeviceComparison> = per_device
         .into_iter()
-        .map(|(d, ev)| {
-            json!({
-                "device": d,
-                "parameters": ev.parameters,
-                "values": ev.values.map(|v| {
-                    let mut v = v.to_map();
-                    v.remove("names");
-                    Value::Object(v)
-                }),
-            })
+        .filter_map(|(device, ev)| {
+            let mut values = Values::of(&ev)?.clone();
+            values.names = None;
+            Some(DeviceComparison { device, parameters: ev.parameters, values: Box::new(values) })
         })
         .collect();
-    if let Some(super::values::Values::Map(v)) = first.values.as_mut() {
-        v.insert("devices".into(), Value::Array(rows));
+    if let Some(super::values::Values::Compare(v)) = first.values.as_mut() {
+        v.devices = Some(rows);
     }
     first
 }
 
 /// Each device's comparison of a comparison over several devices, as evidence of its own.
 pub fn device_evidences(ev: &Evidence) -> Vec<(i64, Evidence)> {
-    ev.value("devices")
-        .as_ref()
-        .and_then(Value::as_array)
-        .into_iter()
+    let Some(v) = Values::of(ev) else { return Vec::new() };
+    v.devices
+        .iter()
         .flatten()
-        .filter_map(|row| {
-            let d = row.get("device")?.as_i64()?;
-            let values = row.get("values")?.as_object()?.clone();
-            let parameters = row.get("parameters")?.as_object()?.clone().into_iter().collect();
-            Some((
-                d,
-                Evidence {
-                    values: Some(super::values::Values::Map(values)),
-                    parameters,
-                    ..ev.clone()
-                },
-            ))
+        .map(|d| {
+            let values = Some(super::values::Values::Compare(d.values.clone()));
+            (d.device, Evidence { values, parameters: d.parameters.clone(), ..ev.clone() })
         })
         .collect()
+}
+
+impl Values {
+    /// The comparison values of `ev`, when it is a comparison.
+    pub fn of(ev: &Evidence) -> Option<&Values> {
+        match ev.values.as_ref()? {
+            super::values::Values::Compare(v) => Some(v),
+            _ => None,
+        }
+    }
 }
 
 fn method(m: stats::Method) -> &'static str {
@@ -780,14 +1021,13 @@ fn method(m: stats::Method) -> &'static str {
 /// The terminal text of a comparison.
 pub fn table(ev: &Evidence, width: usize) -> String {
     use crate::term as t;
-    let Some(super::values::Values::Map(v)) = ev.values.as_ref() else { return String::new() };
+    let Some(v) = Values::of(ev) else { return String::new() };
     let scale = ev.parameters.get("metric_scale").and_then(Value::as_i64).unwrap_or(1);
     let unit = ev.parameters.get("metric_unit").and_then(Value::as_str).unwrap_or("");
     let show = |x: Option<i64>| match x {
         None => "n/a".to_string(),
         Some(x) => show_metric(x, unit, scale),
     };
-    let int = |k: &str| v.get(k).and_then(Value::as_i64);
     // A difference of shares is in percentage points.
     let show_delta = |x: Option<i64>| match (x, scale) {
         (Some(x), s) if s != 1 => crate::units::decimal(i128::from(x) * 100, s.into(), 1)
@@ -795,77 +1035,74 @@ pub fn table(ev: &Evidence, width: usize) -> String {
         _ => show(x),
     };
     let mut s = String::new();
-    for side in ["a", "b"] {
-        let sd = &v[side];
-        let sum = &sd["summary"];
+    for (name, sd) in [("A", &v.a), ("B", &v.b)] {
+        let sum = sd.summary.as_ref();
+        let stat = |f: fn(&SideSummary) -> i64| show(sum.map(f));
         s += &t::hang(
-            &format!(
-                "{:<13}",
-                format!("{} {}", side.to_uppercase(), sd["label"].as_str().unwrap_or(""))
-            ),
+            &format!("{:<13}", format!("{name} {}", sd.label)),
             &format!(
                 "n {} · median {} · p10 {} · p90 {} · min {} · max {} · {}",
-                sum["n"],
-                show(sum["median"].as_i64()),
-                show(sum["p10"].as_i64()),
-                show(sum["p90"].as_i64()),
-                show(sum["min"].as_i64()),
-                show(sum["max"].as_i64()),
-                sd["trace"].as_str().unwrap_or("")
+                sum.map_or("n/a".into(), |x| x.n.to_string()),
+                stat(|x| x.median),
+                stat(|x| x.p10),
+                stat(|x| x.p90),
+                stat(|x| x.min),
+                stat(|x| x.max),
+                sd.trace
             ),
             13,
             width,
         );
     }
+    let bootstrap = |f: fn(&Bootstrap) -> &String| {
+        show_delta(v.bootstrap.as_ref().and_then(|b| f(b).parse().ok()))
+    };
     s += &t::hang(
         "difference   ",
         &format!(
             "B - A = {} (95% Moses interval of the shift {} to {}; bootstrap of the medians {} to {}, seed {})",
-            show_delta(int("delta")),
-            show_delta(int("ci_low")),
-            show_delta(int("ci_high")),
-            show_delta(v.get("bootstrap").and_then(|b| b["low"].as_str()?.parse().ok())),
-            show_delta(v.get("bootstrap").and_then(|b| b["high"].as_str()?.parse().ok())),
+            show_delta(v.delta),
+            show_delta(v.ci_low),
+            show_delta(v.ci_high),
+            bootstrap(|b| &b.low),
+            bootstrap(|b| &b.high),
             ev.parameters.get("seed").cloned().unwrap_or(Value::Null)
         ),
         13,
         width,
     );
-    if let Some(rt) = v.get("rank_test") {
+    if let Some(rt) = &v.rank_test {
         s += &t::hang(
             "rank test    ",
             &format!(
                 "Mann-Whitney U two-sided p {} ({})",
-                match rt["p_value"].as_f64() {
-                    Some(p) if p < 0.0001 => "< 0.0001".to_string(),
-                    Some(p) => format!("= {p:.4}"),
-                    None => "n/a".into(),
+                match rt.p_value {
+                    p if p < 0.0001 => "< 0.0001".to_string(),
+                    p => format!("= {p:.4}"),
                 },
-                rt["method"].as_str().unwrap_or("")
+                rt.method
             ),
             13,
             width,
         );
     }
-    if let Some(rows) = v.get("names").and_then(|n| n["rows"].as_array()) {
-        for r in rows.iter().take(10) {
-            s += &t::hang(
-                "  ",
-                &format!(
-                    "{}  A {}  B {}  Δ {}{}",
-                    r["name"].as_str().unwrap_or(""),
-                    crate::units::ms(r["a_total_ns"].as_i64().unwrap_or(0)),
-                    crate::units::ms(r["b_total_ns"].as_i64().unwrap_or(0)),
-                    crate::units::ms(r["delta_ns"].as_i64().unwrap_or(0)),
-                    match r["only_in"].as_str() {
-                        Some(x) => format!(" (only in {})", x.to_uppercase()),
-                        None => String::new(),
-                    }
-                ),
-                2,
-                width,
-            );
-        }
+    for r in v.names.iter().flat_map(|n| n.rows.iter().take(10)) {
+        s += &t::hang(
+            "  ",
+            &format!(
+                "{}  A {}  B {}  Δ {}{}",
+                r.name,
+                crate::units::ms(r.a_total_ns),
+                crate::units::ms(r.b_total_ns),
+                crate::units::ms(r.delta_ns),
+                match r.only_in {
+                    Some(x) => format!(" (only in {})", x.to_uppercase()),
+                    None => String::new(),
+                }
+            ),
+            2,
+            width,
+        );
     }
     s
 }

@@ -10,7 +10,9 @@
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
-use super::{AnalysisSpec, copies, coverage, kernels, nccl_calls, nccl_skew, nvtx, overlap};
+use super::{
+    AnalysisSpec, compare, copies, coverage, kernels, nccl_calls, nccl_skew, nvtx, overlap,
+};
 
 /// The values of one scope, by analysis.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -30,8 +32,10 @@ pub enum Values {
     NcclSkew(Box<nccl_skew::Values>),
     /// `nccl-calls`.
     NcclCalls(nccl_calls::Values),
-    /// As the JSON contract has them: `compare`'s values (not typed yet), and one rank's row
-    /// viewed as values where a claim binds that rank.
+    /// `compare`.
+    Compare(Box<compare::Values>),
+    /// One rank's row as the JSON contract has it, viewed as values where a claim binds that
+    /// rank.
     Map(Map<String, Value>),
     /// A set of windows: every declared field null, since no single window stands for the
     /// set; its samples hold the values.

@@ -9,7 +9,7 @@ use super::print_json;
 use super::table;
 use crate::analysis::{self, ANALYSES, Params, show};
 use crate::cli::QueryCommand;
-use crate::plan::{Expectation, QueryPlan, trace_name};
+use crate::plan::{QueryPlan, trace_name};
 use crate::scope::DeviceSel;
 
 /// Runs one query.
@@ -73,62 +73,12 @@ fn compare(c: &crate::cli::CompareArgs, json: bool) -> anyhow::Result<ExitCode> 
             )
             .into());
         }
-        let bad = |k: &str, e: String| {
-            crate::Hinted::new(
-                format!("side {label}: `{k}`: {e}"),
-                "see `verdict query compare --help`",
-            )
-        };
-        let devices = match get("devices").as_deref() {
-            None | Some("all") => DeviceSel::All,
-            Some(d) => DeviceSel::Set(
-                crate::scope::parse_device_list(d).map_err(|e| bad("devices", e.to_string()))?,
-            ),
-        };
-        let window = get("window")
-            .map(|w| crate::scope::Window::parse(&w).map_err(|e| bad("window", e.to_string())))
-            .transpose()?;
-        let mut params = Params::new(devices.clone());
-        params.window = window;
-        if let Some(sem) = get("semantics") {
-            params.semantics = match sem.as_str() {
-                "clip" => crate::scope::Semantics::Clip,
-                "contain" => crate::scope::Semantics::Contain,
-                _ => return Err(bad("semantics", "clip or contain".into()).into()),
-            };
-        }
-        if let Some(n) = get("split") {
-            params.split = Some(n.parse().map_err(|_| bad("split", "a number of windows".into()))?);
-        }
-        for (name, value) in &c.params {
-            params.set(of, name, value).map_err(hinted)?;
-        }
-        let nvtx = match get("nvtx") {
-            None => None,
-            Some(name) => {
-                let mut keys = vec![("nvtx".to_string(), name)];
-                for k in ["index", "on", "project", "domain"] {
-                    if let Some(v) = get(k) {
-                        keys.push((k.to_string(), v));
-                    }
-                }
-                Some(
-                    analysis::nvtx::NvtxWindow::from_keys(&keys)
-                        .map_err(|(m, h)| crate::Hinted::new(format!("side {label}: {m}"), h))?,
-                )
-            }
-        };
-        let expect = match (get("expect-devices"), get("expect-ranks")) {
-            (Some(d), _) => Expectation::Devices(
-                crate::scope::parse_device_list(&d)
-                    .map_err(|e| bad("expect-devices", e.to_string()))?,
-            ),
-            (None, Some(n)) => Expectation::Ranks(
-                n.parse::<usize>().map_err(|_| bad("expect-ranks", "a number of ranks".into()))?,
-            ),
-            (None, None) => Expectation::Nothing,
-        };
-        let force_set = get("set").is_some_and(|v| v == "true");
+        // The side's keys are the options of `verdict query OF`, read by its parser.
+        let side_plan = QueryPlan::from_side(of, side, &c.params).map_err(|e| {
+            crate::Hinted::new(format!("side {label}: {e}"), "see `verdict query compare --help`")
+        })?;
+        let QueryPlan { params, nvtx, expect, force_set, .. } = side_plan;
+        let devices = params.devices.clone();
         // `runs=true`: each trace is one run, a sample of its own; else the traces are one
         // job. A per-device analysis over several devices: one comparison per device.
         let groups: Vec<Vec<PathBuf>> = if get("runs").is_some_and(|v| v == "true") {
@@ -217,9 +167,10 @@ fn compare(c: &crate::cli::CompareArgs, json: bool) -> anyhow::Result<ExitCode> 
     } else {
         compared(0)?
     };
-    if let (Some(analysis::values::Values::Map(v)), [a, b]) = (ev.values.as_mut(), runs.as_slice())
+    if let (Some(analysis::values::Values::Compare(v)), [a, b]) =
+        (ev.values.as_mut(), runs.as_slice())
     {
-        v.insert("runs".into(), crate::trace::run::runs_value(a, b));
+        v.runs = Some(analysis::compare::Runs { a: a.clone(), b: b.clone() });
     }
     if json {
         print_json(&ev)?;

@@ -984,11 +984,9 @@ fn sample_word(ev: &crate::analysis::Evidence) -> &'static str {
 fn short_scope(t: &Strings, ev: &crate::analysis::Evidence, m: &Measure) -> Result<String, String> {
     if let Some(c) = &m.compare {
         // Both sides, their samples, and the interval of the value where it has one.
+        let v = crate::analysis::compare::Values::of(ev);
         let n = |k: &str| {
-            ev.value(k)
-                .as_ref()
-                .and_then(serde_json::Value::as_i64)
-                .map_or("-".into(), |v| v.to_string())
+            v.map(|v| if k == "n_a" { v.n_a } else { v.n_b }).map_or("-".into(), |v| v.to_string())
         };
         let interval = crate::verdict::compare_interval(m, ev).map_or_else(
             || t.get("ui.no_interval").map(str::to_string),

@@ -124,16 +124,19 @@ pub fn controlled_line(
 /// The rank test in words, for beside the formula: `Mann-Whitney U, two-sided, exact: p =
 /// 0.195`; None where the evidence has no test.
 pub fn test_line(t: &Strings, ev: &Evidence) -> Result<Option<String>, String> {
-    let Some(rt) = ev.value("rank_test") else { return Ok(None) };
-    let Some(p) = rt.get("p_value").and_then(Value::as_f64) else { return Ok(None) };
+    let Some(rt) = crate::analysis::compare::Values::of(ev).and_then(|v| v.rank_test.as_ref())
+    else {
+        return Ok(None);
+    };
+    let p = rt.p_value;
     // Two decimals, a third below 0.01 so that a small p never reads 0.00.
     let p = match p {
         p if p < 0.001 => "p < 0.001".to_string(),
         p if p < 0.01 => format!("p = {p:.3}"),
         p => format!("p = {p:.2}"),
     };
-    let method = match rt.get("method").and_then(Value::as_str) {
-        Some("exact") => t.get("ab.test_exact")?,
+    let method = match rt.method {
+        "exact" => t.get("ab.test_exact")?,
         _ => t.get("ab.test_normal")?,
     };
     Ok(Some(t.format("ab.test", &args([("method", method.to_string()), ("p", p)]))?))
@@ -158,6 +161,7 @@ pub fn without_test(line: &str) -> String {
 /// How a side's samples were taken, in words, with n: `12 NVTX steps of one capture`.
 fn sampling_text(t: &Strings, sampling: &str, n: i64) -> Result<String, String> {
     let key = match sampling {
+        "runs" => "ab.unit_runs",
         "steps" => "ab.unit_steps",
         "windows" => "ab.unit_windows",
         _ => "ab.unit_one",
@@ -178,8 +182,13 @@ pub fn reading<'a>(
     let mut resamples = None;
     for m in set.claims.iter().flat_map(|c| &c.parts).filter_map(|p| p.measure.as_ref()) {
         let (Some(c), Some(ev)) = (&m.compare, evidence(m)) else { continue };
-        let n = |k: &str| ev.value(k).as_ref().and_then(Value::as_i64).unwrap_or(0);
+        let v = crate::analysis::compare::Values::of(ev);
+        let n = |k: usize| v.map_or(0, |v| if k == 0 { v.n_a } else { v.n_b });
+        let by_run = ev.parameters.get("sample_unit").and_then(Value::as_str) == Some("run");
         let sampling = |k: usize| {
+            if by_run {
+                return "runs".to_string();
+            }
             let runs = side_runs(ev);
             runs.map(|r| r[k].sampling.clone()).unwrap_or_else(|| {
                 let s = set.scopes.get(&c.sides[k].scope);
@@ -197,8 +206,8 @@ pub fn reading<'a>(
             &args([
                 ("a", c.sides[0].scope.clone()),
                 ("b", c.sides[1].scope.clone()),
-                ("unit_a", sampling_text(t, &sampling(0), n("n_a"))?),
-                ("unit_b", sampling_text(t, &sampling(1), n("n_b"))?),
+                ("unit_a", sampling_text(t, &sampling(0), n(0))?),
+                ("unit_b", sampling_text(t, &sampling(1), n(1))?),
             ]),
         )?;
         if !seen.contains(&line) {

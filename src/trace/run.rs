@@ -279,11 +279,6 @@ pub fn sampling(nvtx: bool, split: bool, samples: usize) -> (&'static str, Optio
     }
 }
 
-/// The `runs` value a comparison's evidence carries: side A's run and side B's.
-pub fn runs_value(a: &SideRun, b: &SideRun) -> serde_json::Value {
-    serde_json::json!({ "a": a, "b": b })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

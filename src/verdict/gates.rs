@@ -489,24 +489,19 @@ pub fn compare_gates(
     p: &crate::claims::Part,
     ev: &Evidence,
 ) -> Vec<Gate> {
-    let side = |k: &str| ev.value(k).unwrap_or(serde_json::Value::Null);
-    let (a, b) = (side("a"), side("b"));
-    let n = |s: &serde_json::Value| s["samples"].as_array().map_or(0, Vec::len);
+    let none = crate::analysis::compare::Side::default();
+    let (a, b) = match crate::analysis::compare::Values::of(ev) {
+        Some(v) => (&v.a, &v.b),
+        None => (&none, &none),
+    };
+    let n = |s: &crate::analysis::compare::Side| s.samples.len();
     // The median length of a side's windows.
-    let len = |s: &serde_json::Value| -> i64 {
-        let mut l: Vec<i64> = s["samples"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|x| {
-                let w = x["window_ns"].as_array()?;
-                Some(w.get(1)?.as_i64()? - w.first()?.as_i64()?)
-            })
-            .collect();
+    let len = |s: &crate::analysis::compare::Side| -> i64 {
+        let mut l: Vec<i64> = s.samples.iter().map(|x| x.window_ns[1] - x.window_ns[0]).collect();
         l.sort_unstable();
         l.get(l.len().saturating_sub(1) / 2).copied().unwrap_or(0)
     };
-    let (la, lb) = (len(&a), len(&b));
+    let (la, lb) = (len(a), len(b));
     let share = ev.parameters.get("metric_scale").and_then(serde_json::Value::as_i64) != Some(1)
         || ev.parameters.get("metric_unit").and_then(serde_json::Value::as_str) == Some("ratio");
     let phase = |s: Option<&Scope>| {
@@ -517,8 +512,8 @@ pub fn compare_gates(
     let common = [
         ("a", c.sides[0].scope.clone()),
         ("b", c.sides[1].scope.clone()),
-        ("n_a", n(&a).to_string()),
-        ("n_b", n(&b).to_string()),
+        ("n_a", n(a).to_string()),
+        ("n_b", n(b).to_string()),
         ("len_a", ms(la)),
         ("len_b", ms(lb)),
         ("tolerance", c.same_length.text.clone()),
@@ -554,24 +549,17 @@ pub fn compare_gates(
             }
         }
     };
-    let devs = |s: &serde_json::Value| {
-        s["devices"]
-            .as_array()
-            .map(|d| d.iter().filter_map(serde_json::Value::as_i64).collect::<Vec<_>>())
-            .unwrap_or_default()
-    };
-    let (da, db) = (devs(&a), devs(&b));
-    let missing =
-        |s: &serde_json::Value| s["missing_devices"].as_array().is_some_and(|v| !v.is_empty());
+    let (da, db) = (&a.devices, &b.devices);
+    let missing = |s: &crate::analysis::compare::Side| !s.missing_devices.is_empty();
     let pop = [
-        ("a", format_device_list(&da)),
-        ("b", format_device_list(&db)),
+        ("a", format_device_list(da)),
+        ("b", format_device_list(db)),
         ("n_a", da.len().to_string()),
         ("n_b", db.len().to_string()),
     ];
     let r2 = if da.len() != db.len() {
         gate("R2", GateStatus::Fail, "gate.r2.compare_populations_differ", &pop)
-    } else if missing(&a) || missing(&b) {
+    } else if missing(a) || missing(b) {
         gate("R2", GateStatus::Note, "gate.r2.compare_missing", &pop)
     } else {
         gate("R2", GateStatus::Pass, "gate.r2.compare_same_population", &pop)
@@ -847,9 +835,8 @@ fn list_or_dash(items: Vec<String>) -> String {
 
 /// The runs behind a comparison's two sides, as its evidence carries them (`runs`).
 pub fn side_runs(ev: &Evidence) -> Option<[crate::trace::SideRun; 2]> {
-    let runs = ev.value("runs")?;
-    let side = |k: &str| serde_json::from_value(runs.get(k)?.clone()).ok();
-    Some([side("a")?, side("b")?])
+    let runs = crate::analysis::compare::Values::of(ev)?.runs.as_ref()?;
+    Some([runs.a.clone(), runs.b.clone()])
 }
 
 /// The gate of a comparison's declared `held` items against its traces: a finding per fact
@@ -1013,10 +1000,15 @@ mod tests {
         }
     }
 
+    /// Comparison evidence whose sides ran `runs`.
     fn with_runs(runs: [crate::trace::SideRun; 2]) -> Evidence {
         let mut ev = skew(&[1]);
-        let runs = serde_json::json!({"a": runs[0], "b": runs[1]});
-        ev.values = ev.values.map(|v| v.edited(|v| drop(v.insert("runs".into(), runs))));
+        let [a, b] = runs;
+        let values = crate::analysis::compare::Values {
+            runs: Some(crate::analysis::compare::Runs { a, b }),
+            ..Default::default()
+        };
+        ev.values = Some(crate::analysis::values::Values::Compare(Box::new(values)));
         ev
     }
 

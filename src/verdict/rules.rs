@@ -719,7 +719,8 @@ fn compare_one(
     // A difference of shares is in percentage points.
     let delta_unit =
         if metric_unit == Unit::Percent { Unit::PercentagePoints } else { metric_unit };
-    let p_value = ev.value("rank_test").and_then(|t| t.get("p_value")?.as_f64()).map_or_else(
+    let rank_test = crate::analysis::compare::Values::of(ev).and_then(|v| v.rank_test.as_ref());
+    let p_value = rank_test.map(|t| t.p_value).map_or_else(
         || "n/a".into(),
         |p| if p < 0.001 { "< 0.001".into() } else { format!("= {p:.3}") },
     );

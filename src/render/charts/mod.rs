@@ -109,12 +109,8 @@ pub fn charts(a: &Audit, t: &Strings) -> Result<Vec<Chart>, String> {
     for ev in evidence_of(&a.ledger, crate::analysis::compare::SPEC.name) {
         let Some((sa, sb, unit)) = ab_sides(ev) else { continue };
         let arg = |k: &str| ev.parameters.get(k).and_then(serde_json::Value::as_str).unwrap_or("");
-        let side = |k: &str| {
-            let v = ev.value(k);
-            let s = |f: &str| v.as_ref().and_then(|v| v[f].as_str()).unwrap_or("").to_string();
-            (s("label"), s("trace"))
-        };
-        let ((la, ta), (lb, tb)) = (side("a"), side("b"));
+        let Some(v) = crate::analysis::compare::Values::of(ev) else { continue };
+        let ((la, ta), (lb, tb)) = ((&v.a.label, &v.a.trace), (&v.b.label, &v.b.trace));
         let args = [
             ("of", arg("of")),
             ("metric", arg("metric")),
@@ -167,55 +163,53 @@ fn ab_sides(ev: &Evidence) -> Option<(AbSide, AbSide, AbUnit)> {
         ("ratio", _) => AbUnit::Ratio,
         _ => AbUnit::Count,
     };
-    let side = |k: &str, name: &str| -> Option<AbSide> {
-        let v = ev.value(k)?;
-        let values: Vec<i64> =
-            v["samples"].as_array()?.iter().map(|x| x["scaled"].as_i64()).collect::<Option<_>>()?;
-        let median = v["summary"]["median"].as_i64()?;
+    let v = crate::analysis::compare::Values::of(ev)?;
+    let side = |s: &crate::analysis::compare::Side, name: &str| -> Option<AbSide> {
         Some(AbSide {
-            label: format!("{name}: {}", v["label"].as_str().unwrap_or("")),
-            values_ns: values,
-            median_ns: median,
+            label: format!("{name}: {}", s.label),
+            values_ns: s.samples.iter().map(|x| x.scaled).collect(),
+            median_ns: s.summary.as_ref()?.median,
         })
     };
-    Some((side("a", "A")?, side("b", "B")?, unit))
+    Some((side(&v.a, "A")?, side(&v.b, "B")?, unit))
 }
 
 /// What the report quotes of a comparison: its metric, and the interval of B - A in the
 /// samples' scale (`ci_low`, `ci_high`), the one the verdict table and page 1 quote.
 fn quote_of(ev: &Evidence) -> AbQuote {
-    let int = |k: &str| ev.value(k).as_ref().and_then(serde_json::Value::as_i64);
+    let v = crate::analysis::compare::Values::of(ev);
     // A share of A's median, to one decimal of a percent, as the page shows a change.
-    let percent = |k: &str| {
-        let x = ev.value(k).as_ref().and_then(serde_json::Value::as_f64)?;
-        let s = format!("{:.1}%", x * 100.0);
+    let percent = |x: Option<f64>| {
+        let s = format!("{:.1}%", x? * 100.0);
         Some(if s == "-0.0%" { "0.0%".to_string() } else { s })
     };
     AbQuote {
         metric: ev.parameters.get("metric").and_then(serde_json::Value::as_str).map(str::to_string),
-        interval: int("ci_low").zip(int("ci_high")).map(|(lo, hi)| [lo, hi]),
-        relative: percent("change_low").zip(percent("change_high")).map(|(lo, hi)| [lo, hi]),
+        interval: v.and_then(|v| v.ci_low.zip(v.ci_high)).map(|(lo, hi)| [lo, hi]),
+        relative: v
+            .and_then(|v| percent(v.change_low).zip(percent(v.change_high)))
+            .map(|(lo, hi)| [lo, hi]),
     }
 }
 
 /// The per-name deltas of a comparison, as chart rows.
 fn name_deltas(ev: &Evidence) -> Vec<NameDelta> {
-    let names = ev.value("names");
-    let Some(rows) = names.as_ref().and_then(|n| n["rows"].as_array()) else {
+    let Some(names) = crate::analysis::compare::Values::of(ev).and_then(|v| v.names.as_ref())
+    else {
         return Vec::new();
     };
-    rows.iter()
-        .filter_map(|r| {
-            Some(NameDelta {
-                name: r["name"].as_str()?.to_string(),
-                a_total_ns: r["a_total_ns"].as_i64()?,
-                b_total_ns: r["b_total_ns"].as_i64()?,
-                only_in: match r["only_in"].as_str() {
-                    Some("a") => Some(crate::stats::Side::A),
-                    Some("b") => Some(crate::stats::Side::B),
-                    _ => None,
-                },
-            })
+    names
+        .rows
+        .iter()
+        .map(|r| NameDelta {
+            name: r.name.clone(),
+            a_total_ns: r.a_total_ns,
+            b_total_ns: r.b_total_ns,
+            only_in: match r.only_in {
+                Some("a") => Some(crate::stats::Side::A),
+                Some("b") => Some(crate::stats::Side::B),
+                _ => None,
+            },
         })
         .collect()
 }
