@@ -27,11 +27,7 @@ fn step_lengths(trace: &Path) -> Vec<i64> {
     .collect()
 }
 
-fn lower_median(v: &[i64]) -> i64 {
-    let mut s = v.to_vec();
-    s.sort_unstable();
-    s[(s.len() - 1) / 2]
-}
+use util::reference::lower_median;
 
 fn runs(stem: &str) -> Vec<PathBuf> {
     (1..=5).map(|r| fixture(&format!("ab/runs/{stem}-{r}.sqlite"))).collect()

@@ -33,11 +33,7 @@ fn step_lengths(trace: &Path) -> Vec<i64> {
     .collect()
 }
 
-fn lower_median(v: &[i64]) -> i64 {
-    let mut s = v.to_vec();
-    s.sort_unstable();
-    s[(s.len() - 1) / 2]
-}
+use util::reference::lower_median;
 
 /// SplitMix64 and Lemire's bounded draw, written again from their papers: the bootstrap's
 /// draws are disclosed by their seed, so anyone can redo them.

@@ -419,21 +419,7 @@ fn ab_reading_snapshots() {
     let path = claims(dir.path(), &a, &b, WHOLE, measure, exp);
     let set = verdict::claims::load(&path).unwrap();
     let audit = verdict::audit::run(set, &mut |_, _| {});
-    let options = verdict::render::report::Options {
-        langs: vec!["zh-TW".into(), "en".into()],
-        markdown: true,
-        pdf: verdict::render::report::Pdf::Required,
-        png: verdict::render::report::Pdf::No,
-        image_base: None,
-        out: PathBuf::from("out"),
-        templates: None,
-        timestamp: 0,
-        profiles: vec![verdict::render::report::Profile::Full],
-        render_date: Some("2026-09-03".into()),
-        lock_timeout: std::time::Duration::ZERO,
-        clean: false,
-        interrupt: Default::default(),
-    };
+    let options = util::snapshot_render_options();
     let renderers = verdict::render::report::Renderers::new(&options).unwrap();
     for lang in ["en", "zh-TW"] {
         let r = verdict::render::report::render_lang(

@@ -52,21 +52,7 @@ fn audit() -> verdict::audit::Audit {
 }
 
 fn options() -> verdict::render::report::Options {
-    verdict::render::report::Options {
-        langs: vec!["zh-TW".into(), "en".into()],
-        markdown: true,
-        pdf: verdict::render::report::Pdf::Required,
-        png: verdict::render::report::Pdf::No,
-        image_base: None,
-        out: PathBuf::from("out"),
-        templates: None,
-        timestamp: 0,
-        profiles: vec![verdict::render::report::Profile::Full],
-        render_date: Some("2026-09-03".into()),
-        lock_timeout: std::time::Duration::ZERO,
-        clean: false,
-        interrupt: Default::default(),
-    }
+    util::snapshot_render_options()
 }
 
 #[test]

@@ -33,3 +33,10 @@ pub fn nccl_kernels(conn: &Connection, device: i64, stream: i64) -> Vec<(i64, i6
     .map(Result::unwrap)
     .collect()
 }
+
+/// The lower median of a sample: the order statistic the tool reports as a median.
+pub fn lower_median(v: &[i64]) -> i64 {
+    let mut s = v.to_vec();
+    s.sort_unstable();
+    s[(s.len() - 1) / 2]
+}
