@@ -312,3 +312,73 @@ claims:
     );
     assert!(md.contains(&range), "no `{range}` in:\n{md}");
 }
+
+/// A claims file with one overlap claim on each of `traces` (name, path), device 0.
+fn one_claim_per_trace(dir: &Path, traces: &[(&str, &Path)]) -> std::path::PathBuf {
+    let mut yaml = String::from(
+        "report:\n  id: origins\n  languages: [en]\n  title: { en: \"Origins\" }\ntraces:\n",
+    );
+    for (name, path) in traces {
+        yaml += &format!("  {name}: {{ path: \"{}\" }}\n", util::s(path));
+    }
+    yaml += "scopes:\n";
+    for (name, _) in traces {
+        yaml += &format!("  {name}0: {{ trace: {name}, devices: \"0\" }}\n");
+    }
+    yaml += "claims:\n";
+    for (name, _) in traces {
+        yaml += &format!(
+            "  - id: c-{name}\n    statement: {{ en: \"{name}\" }}\n    principal: p\n    parts:\n      - id: p\n        kind: observation\n        text: {{ en: \"kernel time\" }}\n        measure: {{ analysis: overlap, scope: {name}0, value: total_ns, unit: ms }}\n"
+        );
+    }
+    let p = dir.join("origins.yaml");
+    std::fs::write(&p, yaml).unwrap();
+    p
+}
+
+/// A slice of a real capture is said to be one (its length, window and capture, from the
+/// export's own `DERIVED_*` rows, read here by SQL), a generated trace is said not to be a
+/// capture, and a plain capture gets no notice at all.
+#[test]
+fn origins_say_slice_synthetic_or_nothing_as_the_metadata_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let slice = fixture("nsys-ai/mfu_2gpu_before.sqlite");
+    let synthetic = fixture("ab/tp4.sqlite");
+    let plain = fixture("legacy/mordred_report1_2021.sqlite");
+    let meta = |p: &Path, k: &str| -> Option<String> {
+        util::open_ro(p)
+            .query_row("SELECT value FROM META_DATA_EXPORT WHERE name = ?1", [k], |r| r.get(0))
+            .ok()
+    };
+    let window = meta(&slice, "DERIVED_WINDOW_NS").unwrap();
+    let (a, b) = window.split_once('-').unwrap();
+    let (a, b): (i64, i64) = (a.parse().unwrap(), b.parse().unwrap());
+    let from = meta(&slice, "DERIVED_FROM").unwrap();
+    let by = meta(&slice, "DERIVED_BY").unwrap();
+    assert!(meta(&plain, "DERIVED_BY").is_none(), "the legacy export is a plain capture");
+    let claims = one_claim_per_trace(
+        dir.path(),
+        &[("slice", &slice), ("synthetic", &synthetic), ("plain", &plain)],
+    );
+    let (code, md, stderr) = render_en(&claims, dir.path());
+    assert_eq!(code, Some(0), "{stderr}");
+    let notices: Vec<&str> = md.lines().filter(|l| l.starts_with("**About the trace**")).collect();
+    assert_eq!(notices.len(), 2, "{notices:?}");
+    // 300,000,000 ns: 300.00 ms; the window in seconds with nine decimals.
+    let length = format!("{}.{:02} ms", (b - a) / 1_000_000, (b - a) % 1_000_000 / 10_000);
+    let secs = |x: i64| format!("{}.{:09}", x / 1_000_000_000, x % 1_000_000_000);
+    let expected = format!(
+        "trace slice is a {length} slice of the capture {from} ({}-{} s on its clock), cut by {by}",
+        secs(a),
+        secs(b)
+    );
+    assert!(notices.iter().any(|n| n.contains(&expected)), "{expected} in {notices:?}");
+    let gen_by = meta(&synthetic, "DERIVED_BY").unwrap();
+    assert!(
+        notices.iter().any(|n| n.contains(&format!(
+            "trace synthetic is not a capture of the job: its metadata says it was derived by {gen_by}"
+        ))),
+        "{notices:?}"
+    );
+    assert!(!notices.iter().any(|n| n.contains("trace plain")), "{notices:?}");
+}

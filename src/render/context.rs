@@ -666,7 +666,7 @@ fn brief(
     scoped: &Scoped,
     bounds: Vec<BoundCtx>,
     open_items: Vec<(Option<crate::claims::Effort>, Option<crate::claims::Work>, OpenItemCtx)>,
-    derived: &[(String, Option<String>)],
+    derived: &[(String, crate::trace::Origin)],
 ) -> Result<BriefCtx, String> {
     let lang = t.lang.as_str();
     let set = &a.claims;
@@ -760,27 +760,42 @@ fn brief(
             code: false,
         });
     }
-    // One warning per derivation: the runs of an A/B made by one generator are one notice,
-    // naming each trace.
+    // A slice of a real capture is said to be one, with its window and its capture; a trace
+    // a tool made is not a capture at all. One notice per generator: the runs of an A/B made
+    // by one are one notice, naming each trace.
+    let mut origin_warnings: Vec<String> = Vec::new();
     let mut by_origin: Vec<(&String, Vec<String>)> = Vec::new();
-    for (name, by) in derived.iter().filter_map(|(name, by)| Some((name, by.as_ref()?))) {
+    for (name, o) in derived {
+        let Some(by) = &o.derived_by else { continue };
+        if let (Some(from), Some([a, b])) = (&o.derived_from, o.derived_window_ns) {
+            origin_warnings.push(t.format(
+                "ui.origin_slice",
+                &args([
+                    ("trace", name.clone()),
+                    ("length", format!("{} ms", crate::units::ms(b - a))),
+                    ("from", from.clone()),
+                    ("window", format!("{}-{}", format_seconds(a), format_seconds(b))),
+                    ("by", by.clone()),
+                ]),
+            )?);
+            continue;
+        }
         match by_origin.iter_mut().find(|(b, _)| *b == by) {
             Some((_, names)) => names.push(name.clone()),
             None => by_origin.push((by, vec![name.clone()])),
         }
     }
-    let origin_warnings = by_origin
-        .into_iter()
-        .map(|(by, names)| match names.as_slice() {
+    for (by, names) in by_origin {
+        origin_warnings.push(match names.as_slice() {
             [one] => {
-                t.format("ui.origin_warning", &args([("trace", one.clone()), ("by", by.clone())]))
+                t.format("ui.origin_warning", &args([("trace", one.clone()), ("by", by.clone())]))?
             }
             _ => t.format(
                 "ui.origin_warning_many",
                 &args([("list", names.join(t.get("ui.list_sep")?)), ("by", by.clone())]),
-            ),
-        })
-        .collect::<Result<_, _>>()?;
+            )?,
+        });
+    }
     Ok(BriefCtx {
         answer,
         bounds,
@@ -1823,11 +1838,14 @@ pub fn build(
 
     let summary = summary_ctx(&s, key_numbers, open)?;
     let traces = traces_ctx(&s);
-    let traces_for_brief: Vec<(String, Option<String>)> = a
+    let traces_for_brief: Vec<(String, crate::trace::Origin)> = a
         .traces
         .iter()
         .map(|x| {
-            (x.name.clone(), x.coverage.as_ref().and_then(|c| c.trace.origin.derived_by.clone()))
+            (
+                x.name.clone(),
+                x.coverage.as_ref().map(|c| c.trace.origin.clone()).unwrap_or_default(),
+            )
         })
         .collect();
     let scopes = scopes_ctx(&s);

@@ -159,6 +159,10 @@ pub mod meta {
     pub const TIME_SHIFT: &str = "EXPORT_CONFIG_TIME_SHIFT";
     /// Written by tools that make synthetic or derived traces: who made it and how.
     pub const DERIVED_BY: &str = "DERIVED_BY";
+    /// Written beside `DERIVED_BY` by tools that cut a slice of a capture: the capture's file.
+    pub const DERIVED_FROM: &str = "DERIVED_FROM";
+    /// And the slice's window on the capture's clock, `START-END` in ns.
+    pub const DERIVED_WINDOW_NS: &str = "DERIVED_WINDOW_NS";
     /// The host the export ran on.
     pub const HOST: &str = "EXPORT_HOST";
     /// When the export ran, UTC.

@@ -86,6 +86,12 @@ pub struct Origin {
     /// `DERIVED_BY`: set by tools that make synthetic or derived traces.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub derived_by: Option<String>,
+    /// `DERIVED_FROM`: the capture a derived trace was cut from (its file name).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub derived_from: Option<String>,
+    /// `DERIVED_WINDOW_NS`: the window of that capture the derived trace keeps.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub derived_window_ns: Option<[i64; 2]>,
     /// `EXPORT_HOST`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
@@ -201,6 +207,13 @@ impl Schema {
         let keep = |k: &str| meta.get(k).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
         let origin = Origin {
             derived_by: keep(names::meta::DERIVED_BY),
+            derived_from: keep(names::meta::DERIVED_FROM)
+                .map(|f| f.rsplit(['/', '\\']).next().unwrap_or(&f).to_string()),
+            derived_window_ns: keep(names::meta::DERIVED_WINDOW_NS).and_then(|w| {
+                let (a, b) = w.split_once('-')?;
+                let (a, b) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+                (b >= a).then_some([a, b])
+            }),
             host: keep(names::meta::HOST),
             exported_utc: keep(names::meta::TIME_UTC),
             input_file: keep(names::meta::INPUT_FILE).map(|f| {
