@@ -13,6 +13,7 @@ use serde::Serialize;
 use crate::analysis::{self, Context, Evidence, Params, ToolRef};
 use crate::claims::{ClaimSet, Measure, Scope, TraceDecl};
 use crate::diag::{Diagnostic, Hints};
+use crate::plan::QueryPlan;
 use crate::scope::DeviceSel;
 use crate::trace::{KernelFilter, NO_ROWS, RowBox, Trace, union_rows};
 use crate::verdict::{self, ClaimResult, EvidenceMap, Summary, query_key};
@@ -203,17 +204,6 @@ pub fn normalize(p: &Path) -> PathBuf {
         }
     }
     if out.is_empty() { PathBuf::from(".") } else { out.iter().collect() }
-}
-
-/// The `verdict query` command that reproduces the evidence of `analysis` run with `p` on
-/// a declared trace: the claim's query plan printed back.
-pub fn command_words(
-    spec: &'static analysis::AnalysisSpec,
-    decl: &crate::claims::TraceDecl,
-    p: &Params,
-    windows: Option<&analysis::nvtx::NvtxWindow>,
-) -> Vec<String> {
-    crate::plan::QueryPlan::of_claim(spec, decl, p, windows).command_words()
 }
 
 /// The `verdict query compare` command that reproduces a comparison: each side's trace (or
@@ -749,7 +739,7 @@ impl Written {
             if let Some((whole, r)) = names_run {
                 self.context.push(LedgerEntry::new(
                     format!("{key}/names"),
-                    command_words(spec, decl, &whole, None),
+                    QueryPlan::of_claim(spec, decl, &whole, None).command_words(),
                     r.clone(),
                 ));
                 if let Ok(r) = r {
@@ -758,7 +748,7 @@ impl Written {
             }
             // A window from NVTX ranges is reproduced by naming them, as the scope does: the
             // command resolves the same window and says so in the same note.
-            let words = command_words(spec, decl, &p, scope.nvtx.as_ref());
+            let words = QueryPlan::of_claim(spec, decl, &p, scope.nvtx.as_ref()).command_words();
             self.ledger.push(LedgerEntry::new(key.clone(), words, result.clone()));
             self.evidence.insert(key, result);
         }
@@ -774,7 +764,7 @@ impl Written {
         for ((spec, scope), (p, result)) in context_scopes.iter().zip(context_runs) {
             self.context.push(LedgerEntry::new(
                 format!("{}/{}/{}", plan.decl.name, spec.name, scope.name),
-                command_words(spec, plan.decl, &p, None),
+                QueryPlan::of_claim(spec, plan.decl, &p, None).command_words(),
                 result,
             ));
         }

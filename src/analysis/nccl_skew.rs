@@ -1147,7 +1147,7 @@ pub(super) fn leave_broken_null(
 
 /// Checks, in a debug build, that the rows were built without the per-rank quantities the
 /// notes explain as null.
-pub(super) fn assert_rank_rows_null(ev: &mut Evidence, fields: &[&str]) {
+pub(super) fn assert_rank_rows_null(ev: &Evidence, fields: &[&str]) {
     if let Some(typed) = &ev.rows {
         debug_assert!(
             typed
