@@ -26,7 +26,7 @@ Exit codes: 0 success, 1 audit failed under --strict, 2 error (bad input, unread
 
 /// Audit claims about a GPU profile against an Nsight Systems SQLite export.
 #[derive(Debug, Parser)]
-#[command(name = "verdict", version, about, after_help = AFTER_HELP, max_term_width = 100)]
+#[command(name = "verdict", version = env!("VERDICT_VERSION"), about, after_help = AFTER_HELP, max_term_width = 100)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]

@@ -173,9 +173,13 @@ impl QueryPlan {
                 decl.expect_devices.clone().map_or(Expectation::Nothing, Expectation::Devices),
             ),
             // A set of one file is read as a set (its devices numbered as ranks) only when
-            // told so.
+            // told so. The set is named as the claims file names it (a glob stays one glob,
+            // which the command expands), so a command for a thousand ranks is one line.
             Some(files) => (
-                files.iter().map(|f| crate::audit::normalize(f)).collect(),
+                match &decl.patterns {
+                    Some(p) => p.iter().map(|f| crate::audit::normalize(f)).collect(),
+                    None => files.iter().map(|f| crate::audit::normalize(f)).collect(),
+                },
                 files.len() == 1,
                 decl.expect_ranks.map_or(Expectation::Nothing, Expectation::Ranks),
             ),

@@ -16,7 +16,7 @@ fn render(dir: &Path) {
         .current_dir(util::manifest_dir())
         .args(["render", CLAIMS, "--format", "md", "--profile", "full,blog,brief", "--out"])
         .arg(dir)
-        .env("SOURCE_DATE_EPOCH", "1788393600")
+        .env("SOURCE_DATE_EPOCH", "1789344000")
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -50,9 +50,37 @@ fn page_one_answers_with_scope_and_bound_and_names_its_sources() {
     // The bound with its formula and caveat: 1 / (1 - 1,094.74 / 6,155.75) = 1.216.
     assert!(page1.contains("**The number to act on**: **1.216x**"), "{page1}");
     assert!(page1.contains("Caveat: an upper bound only if all of it lies on the critical path"));
-    assert!(page1.contains("**Decision requested**: Approve the ncu and A/B budget"));
-    // Open items, cheapest first by the effort the claims file states: minutes (recompute),
-    // hours (rank-wait), then days in file order (flash-attention, tp8-gemm).
+    // One decision, derived from the open items' steps in the claims file: one step per kind
+    // of work, cheapest first (minutes, then hours in the order config < analysis < capture
+    // < ncu < ab, then days). A kind's runs and GPU-hours add up over the items that need it:
+    // capture 1 + 1 runs and 4 + 4 GPU-hours (rank-wait, flash-attention); A/B 6 + 6 + 6 runs
+    // and 24 + 24 + 24 GPU-hours (recompute, flash-attention, tp8-gemm). The budget is
+    // 2 + 1 + 18 = 21 runs and 8 + 2 + 72 = 82 GPU-hours.
+    assert!(page1.contains(
+        "**Decision requested**: Do not change TP or the fusion settings on the strength of this \
+         answer alone. Approve, cheapest first (budget: 21 runs, 82 GPU-hours):"
+    ), "{page1}");
+    let steps: Vec<&str> = page1
+        .lines()
+        .skip_while(|l| !l.starts_with("**Decision requested**"))
+        .take_while(|l| !l.starts_with("## "))
+        .filter(|l| l.starts_with(char::is_numeric))
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            "1. read a config (minutes): decides whether recompute is a candidate at all",
+            "2. another query of this trace (hours): decides whether to look for a straggler before tuning NCCL",
+            "3. fix or redo the capture (hours; 2 runs, 8 GPU-hours): decides whether to look for a straggler before tuning NCCL, whether fusion work is worth scheduling",
+            "4. an ncu run (hours; 1 run, 2 GPU-hours): decides whether to change the TP degree",
+            "5. A/B runs (days; 18 runs, 72 GPU-hours, 1 person): decides whether recompute is a candidate at all, whether fusion work is worth scheduling, whether to change the TP degree",
+        ]
+    );
+    // The next step is the first of them, not a list of its own.
+    assert!(page1.contains("**Next step**: read a config (minutes)."), "{page1}");
+    assert_eq!(page1.matches("**Next step**").count(), 1);
+    // Open items, cheapest first by their cheapest step: minutes (recompute), hours
+    // (rank-wait: analysis; then flash-attention: capture; then tp8-gemm: ncu).
     let open = section(&md, "Open items, cheapest first");
     let items: Vec<&str> = open.lines().filter(|l| l.starts_with(char::is_numeric)).collect();
     let starts = [
@@ -65,17 +93,22 @@ fn page_one_answers_with_scope_and_bound_and_names_its_sources() {
     for (item, start) in items.iter().zip(starts) {
         assert!(item.starts_with(start), "{item}");
     }
-    assert!(items[0].contains("work: read a config, A/B runs, effort: minutes"), "{}", items[0]);
+    assert!(
+        items[0]
+            .contains("read a config (minutes), A/B runs (days; 6 runs, 24 GPU-hours, 1 person)"),
+        "{}",
+        items[0]
+    );
     assert!(items[3].contains("unblocks: whether to change the TP degree"), "{}", items[3]);
     // Who claimed what (the source note the claims file gives) and how the audit was made.
     let who = section(&md, "Who claimed what, and how the audit was made");
     for needle in [
         "**profile-blind answer**: one model, one prompt, one run, 5 claim(s)",
-        "reviewed by: Day 26 auditor",
-        "audit date: 2026-08-28",
+        "reviewed by: the author of the Day 26 article",
+        "audit date: 2026-09-12",
         &format!("tool: verdict {}", env!("CARGO_PKG_VERSION")),
-        // SOURCE_DATE_EPOCH 1788393600 is 2026-09-03 UTC (`date -u -d @1788393600`).
-        "rendered: 2026-09-03",
+        // SOURCE_DATE_EPOCH 1789344000 is 2026-09-14 UTC (`date -u -d @1789344000`).
+        "rendered: 2026-09-14",
     ] {
         assert!(who.contains(needle), "no `{needle}` in:\n{who}");
     }
@@ -160,9 +193,10 @@ fn each_piece_of_evidence_shows_once_and_formulas_show_their_fractions() {
     assert!(formulas >= 6, "{formulas} formulas");
     assert!(md.contains("`count = 140`"));
     assert!(md.contains("`wait_share = wait_ns / nccl_ns = 21,078.72 / 74,483.12 ms = 28.3%`"));
-    // Arithmetic is computed, never measured.
-    assert!(md.contains("profile-blind answer stated 23.1%"));
-    assert!(!md.contains("measured 23.1%"));
+    // Arithmetic is computed, never measured; the answer said "about 23%", and 30 / 130 =
+    // 23.08% agrees with it at the digits it gave.
+    assert!(md.contains("`30 / (100 + 30) = 23.1%`. profile-blind answer stated 23% ✓"), "{md}");
+    assert!(!md.contains("measured 23"));
 }
 
 #[test]
@@ -174,7 +208,7 @@ fn provenance_names_the_claims_file_its_commit_and_the_ledger() {
     let sha = util::sha256_file(&util::manifest_dir().join(CLAIMS));
     assert!(prov.contains(&format!("- claims file sha256: `{sha}`")), "{prov}");
     assert!(prov.contains(&format!("- evidence ledger: `{ID}.evidence.json`")), "{prov}");
-    assert!(prov.contains("- rendered: 2026-09-03"), "{prov}");
+    assert!(prov.contains("- rendered: 2026-09-14"), "{prov}");
     let git = Command::new("git")
         .current_dir(util::manifest_dir())
         .args(["log", "-1", "--format=%H", "--", CLAIMS])
@@ -207,12 +241,9 @@ fn the_profiles_select_their_sections() {
     let brief = read(dir.path(), &format!("{ID}.en.brief.md"));
     assert_eq!(
         headings(&brief),
-        [
-            "Verdict table",
-            "Open items, cheapest first",
-            "Who claimed what, and how the audit was made",
-            "Reading this report"
-        ]
+        // Page 1 alone: the decision's steps stand for the open items, and the legend is
+        // the full report's.
+        ["Verdict table", "Who claimed what, and how the audit was made"]
     );
     let blog = read(dir.path(), &format!("{ID}.en.blog.md"));
     assert_eq!(

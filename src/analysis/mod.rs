@@ -1128,14 +1128,25 @@ pub struct ToolRef {
     pub name: String,
     /// The crate version.
     pub version: String,
+    /// The commit it was built from (`+modified` when its sources differed from it); None
+    /// when the build knew none (outside a git checkout).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub build: Option<String>,
 }
 
 impl ToolRef {
     /// This build.
     pub fn current() -> ToolRef {
-        ToolRef { name: "verdict".into(), version: env!("CARGO_PKG_VERSION").into() }
+        ToolRef {
+            name: "verdict".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            build: BUILD_COMMIT.map(str::to_string),
+        }
     }
 }
+
+/// The commit this binary was built from, as the build script found it.
+pub const BUILD_COMMIT: Option<&str> = option_env!("VERDICT_BUILD_COMMIT");
 
 /// The window of a piece of evidence.
 #[derive(Debug, Clone, Serialize)]

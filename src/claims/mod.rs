@@ -262,6 +262,26 @@ impl Work {
     }
 }
 
+/// A step of work an open part needs: its kind, effort and size, as the claims file states
+/// them (a kind given alone takes the part's `effort` and no size).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Step {
+    /// The kind of work.
+    pub kind: Work,
+    /// How long it takes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effort: Option<Effort>,
+    /// Runs it takes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runs: Option<u32>,
+    /// GPU-hours it takes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_hours: Option<u32>,
+    /// People it takes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub people: Option<u32>,
+}
+
 /// An effort class, as the claims file states it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -366,6 +386,10 @@ pub struct TraceDecl {
     /// ranks, numbered over the files in this order.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub set: Option<Vec<PathBuf>>,
+    /// For a trace set: its paths and globs as written, resolved against the claims file's
+    /// folder (unexpanded), so a command names the set as the file does.
+    #[serde(skip)]
+    pub patterns: Option<Vec<PathBuf>>,
     /// A label.
     pub label: Option<Text>,
     /// Devices the job has.
@@ -377,6 +401,12 @@ pub struct TraceDecl {
     /// `NAME#i`, the i-th file of its list or glob).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run_of: Option<String>,
+    /// What a generated or stand-in trace stands for, in the author's words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stands_for: Option<Text>,
+    /// Where to get the trace when it is not in the repository.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub obtain: Option<String>,
 }
 
 /// A measurement a part binds to.
@@ -593,9 +623,9 @@ pub struct Part {
     pub mapping: Option<Text>,
     /// Evidence that would decide an open part.
     pub needs: Vec<Text>,
-    /// The kind of work that collects it.
-    pub work: Vec<Work>,
-    /// How long that work takes.
+    /// The steps of work that collect it, each with its kind, effort and size.
+    pub work: Vec<Step>,
+    /// The effort the file gives the part as a whole (the effort of a kind given alone).
     pub effort: Option<Effort>,
     /// The decision it unblocks.
     pub unblocks: Option<Text>,
@@ -674,7 +704,7 @@ pub struct Review {
     /// The next step.
     pub next: Option<Text>,
     /// Who reviewed.
-    pub reviewer: Option<String>,
+    pub reviewer: Option<Text>,
     /// When the review was made.
     pub date: Option<String>,
 }

@@ -81,6 +81,12 @@ pub struct RawTrace {
     /// The files of the list or glob are runs of one configuration (each one sample of a
     /// comparison), not the ranks of one job.
     pub runs: Option<Spanned<bool>>,
+    /// What a generated or stand-in trace stands for, in the author's words: page 1 says it
+    /// where it says the trace is no capture of the job.
+    pub stands_for: Option<RawText>,
+    /// Where to get the trace when it is not in the repository (public source, commit, path):
+    /// shown in the report and in `check`'s error when the file is missing.
+    pub obtain: Option<Spanned<String>>,
 }
 
 /// A trace's `path:`: one string, or a list of them.
@@ -240,10 +246,11 @@ pub struct RawPart {
     /// Evidence that would decide it.
     #[serde(default)]
     pub needs: Vec<RawText>,
-    /// The kind of work that collects it.
+    /// The kinds of work that collect it: a kind alone (`ab`), or a step with its own effort
+    /// and size (`{kind: ab, effort: days, runs: 4, gpu_hours: 32, people: 1}`).
     #[serde(default)]
-    pub work: Vec<Work>,
-    /// How long that work takes.
+    pub work: Vec<Spanned<RawWork>>,
+    /// How long that work takes: the effort of each kind given alone.
     pub effort: Option<Effort>,
     /// The decision it unblocks.
     pub unblocks: Option<RawText>,
@@ -258,6 +265,43 @@ pub struct RawPart {
     /// The proposals `verdict draft` made for this part, not yet reviewed: while the block is
     /// there, validation refuses the file (see [`RawUnreviewed`]).
     pub unreviewed: Option<Spanned<RawUnreviewed>>,
+}
+
+/// A name that reads the same in every language (`Lin`), or a description per language
+/// (`{en: the article's author, zh-TW: 文章作者}`).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum RawName {
+    /// One name for every language.
+    Plain(String),
+    /// A text per language.
+    Text(RawText),
+}
+
+/// One entry of a part's `work`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum RawWork {
+    /// A kind of work alone; its effort is the part's `effort`.
+    Kind(Work),
+    /// A step: a kind of work with its own effort and size.
+    Step(RawStep),
+}
+
+/// A step of work with its effort and size, as the claims file states them.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawStep {
+    /// The kind of work.
+    pub kind: Work,
+    /// How long it takes.
+    pub effort: Option<Effort>,
+    /// Runs (captures, A/B runs, profiled runs) it takes.
+    pub runs: Option<u32>,
+    /// GPU-hours it takes, whole hours.
+    pub gpu_hours: Option<u32>,
+    /// People it takes.
+    pub people: Option<u32>,
 }
 
 /// `unreviewed:` of a part: what `verdict draft` read in a prose answer and proposes for the
@@ -423,8 +467,8 @@ pub struct RawReview {
     pub r6: Option<RawText>,
     /// Next step.
     pub next: Option<RawText>,
-    /// Reviewer.
-    pub reviewer: Option<String>,
+    /// Reviewer: a name, or a description per language.
+    pub reviewer: Option<RawName>,
     /// When the review was made.
     pub date: Option<String>,
 }

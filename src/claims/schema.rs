@@ -86,6 +86,17 @@ pub fn claims_schema(languages: Option<&[String]>) -> Value {
     };
     let scalar = json!({"type": ["string", "number", "boolean"]});
     let strict = |props: Value, required: &[&str]| json!({"type": "object", "properties": props, "required": required, "additionalProperties": false});
+    // A step of work with its own effort and size (`work: [{kind: ab, effort: days, runs: 6}]`).
+    let work_step = strict(
+        json!({
+            "kind": {"$ref": "#/$defs/work"},
+            "effort": {"$ref": "#/$defs/effort"},
+            "runs": {"type": "integer", "minimum": 0},
+            "gpu_hours": {"type": "integer", "minimum": 0},
+            "people": {"type": "integer", "minimum": 0},
+        }),
+        &["kind"],
+    );
     // `verdict draft`'s proposals on a part: valid here, refused by `check` until removed.
     let unreviewed = strict(
         json!({
@@ -116,6 +127,7 @@ pub fn claims_schema(languages: Option<&[String]>) -> Value {
             "who": {"enum": ["source", "auditor"]},
             "work": {"enum": ["config", "analysis", "capture", "ncu", "ab"]},
             "effort": {"enum": ["minutes", "hours", "days", "weeks"]},
+            "work_step": work_step,
             "about": strict(json!({
                 "window": {"type": "string"},
                 "devices": {"type": "string"},
@@ -183,7 +195,10 @@ pub fn claims_schema(languages: Option<&[String]>) -> Value {
                 "from": {"type": "array", "items": {"type": "string"}},
                 "mapping": {"$ref": "#/$defs/text"},
                 "needs": {"type": "array", "items": {"$ref": "#/$defs/text"}},
-                "work": {"type": "array", "items": {"$ref": "#/$defs/work"}},
+                "work": {"type": "array", "items": {"oneOf": [
+                    {"$ref": "#/$defs/work"},
+                    {"$ref": "#/$defs/work_step"},
+                ]}},
                 "effort": {"$ref": "#/$defs/effort"},
                 "unblocks": {"$ref": "#/$defs/text"},
                 "caveats": {"$ref": "#/$defs/text"},
@@ -246,6 +261,8 @@ pub fn claims_schema(languages: Option<&[String]>) -> Value {
                     "expect_devices": {"type": ["string", "integer"]},
                     "expect_ranks": {"type": "integer", "minimum": 1},
                     "runs": {"type": "boolean"},
+                    "stands_for": {"$ref": "#/$defs/text"},
+                    "obtain": {"type": "string"},
                 }), &["path"]),
             },
             "scopes": {
@@ -262,7 +279,7 @@ pub fn claims_schema(languages: Option<&[String]>) -> Value {
             "review": strict(json!({
                 "r6": {"$ref": "#/$defs/text"},
                 "next": {"$ref": "#/$defs/text"},
-                "reviewer": {"type": "string"},
+                "reviewer": {"oneOf": [{"type": "string"}, {"$ref": "#/$defs/text"}]},
                 "date": {"type": "string"},
             }), &[]),
         },

@@ -302,6 +302,10 @@ fn sources(c: &mut Checker, sources: &BTreeMap<String, RawSource>) -> Vec<Source
 fn traces(c: &mut Checker, raw: &BTreeMap<String, RawTrace>, base: &Path) -> Vec<TraceDecl> {
     let mut traces = Vec::new();
     for (name, t) in raw {
+        let patterns: Vec<PathBuf> = match &t.path.value {
+            RawPaths::One(p) => vec![base.join(p)],
+            RawPaths::Many(v) => v.iter().map(|p| base.join(p)).collect(),
+        };
         let (path, set) = match &t.path.value {
             RawPaths::One(p) if !is_set_path(base, p) => (p.clone(), None),
             RawPaths::One(p) => (p.clone(), Some(vec![p.clone()])),
@@ -326,7 +330,12 @@ fn traces(c: &mut Checker, raw: &BTreeMap<String, RawTrace>, base: &Path) -> Vec
                             "trace `{name}`: `{path}` does not exist (resolved to `{}`)",
                             resolved.display()
                         ),
-                        Some("trace paths are relative to the claims file's folder".to_string()),
+                        Some(match &t.obtain {
+                            Some(o) => format!("the claims file says where to get it: {}", o.value),
+                            None => {
+                                "trace paths are relative to the claims file's folder".to_string()
+                            }
+                        }),
                     );
                 }
                 None
@@ -334,7 +343,11 @@ fn traces(c: &mut Checker, raw: &BTreeMap<String, RawTrace>, base: &Path) -> Vec
             Some(patterns) => match expand_set(base, &patterns) {
                 Ok(files) => Some(files),
                 Err(e) => {
-                    c.err(at(&t.path), format!("trace `{name}`: {e}"), Some(SET_HINT.into()));
+                    let hint = match &t.obtain {
+                        Some(o) => format!("the claims file says where to get it: {}", o.value),
+                        None => SET_HINT.into(),
+                    };
+                    c.err(at(&t.path), format!("trace `{name}`: {e}"), Some(hint));
                     None
                 }
             },
@@ -381,6 +394,8 @@ fn traces(c: &mut Checker, raw: &BTreeMap<String, RawTrace>, base: &Path) -> Vec
             );
         }
         let label = c.opt_text(&t.label, &format!("trace `{name}` label"));
+        let stands_for = c.opt_text(&t.stands_for, &format!("trace `{name}` stands_for"));
+        let obtain = t.obtain.as_ref().map(|o| o.value.clone());
         let expect_devices = t.expect_devices.as_ref().and_then(|d| c.devices(d));
         if let Some(r) = t.runs.as_ref().filter(|r| r.value) {
             // Runs: one single trace per file, `NAME#1`, `NAME#2`..., in the set's order.
@@ -397,12 +412,15 @@ fn traces(c: &mut Checker, raw: &BTreeMap<String, RawTrace>, base: &Path) -> Vec
                                 .into_owned(),
                             resolved: f.clone(),
                             set: None,
+                            patterns: None,
                             label: label.as_ref().map(|l| {
                                 l.iter().map(|(k, v)| (k.clone(), format!("{v} #{i}"))).collect()
                             }),
                             expect_devices: expect_devices.clone(),
                             expect_ranks: None,
                             run_of: Some(name.clone()),
+                            stands_for: stands_for.clone(),
+                            obtain: obtain.clone(),
                         });
                     }
                 }
@@ -428,11 +446,14 @@ fn traces(c: &mut Checker, raw: &BTreeMap<String, RawTrace>, base: &Path) -> Vec
             name: name.clone(),
             path,
             resolved: set.as_ref().and_then(|f| f.first().cloned()).unwrap_or(resolved),
+            patterns: set.is_some().then_some(patterns),
             set,
             label,
             expect_devices,
             expect_ranks,
             run_of: None,
+            stands_for,
+            obtain,
         });
     }
     traces
@@ -674,7 +695,12 @@ fn review(c: &mut Checker, review: Option<&RawReview>) -> Review {
         Some(r) => Review {
             r6: c.opt_text(&r.r6, "`review.r6`"),
             next: c.opt_text(&r.next, "`review.next`"),
-            reviewer: r.reviewer.clone(),
+            reviewer: r.reviewer.as_ref().map(|n| match n {
+                RawName::Plain(name) => {
+                    LANGUAGES.iter().map(|l| (l.to_string(), name.clone())).collect()
+                }
+                RawName::Text(t) => c.text(t, "`review.reviewer`"),
+            }),
             date: r.date.clone(),
         },
     }
@@ -909,7 +935,22 @@ fn part(
         from: rp.from.iter().map(|f| f.value.clone()).collect(),
         mapping: c.opt_text(&rp.mapping, &format!("{what} mapping")),
         needs: rp.needs.iter().map(|n| c.text(n, &format!("{what} needs"))).collect(),
-        work: rp.work.clone(),
+        work: rp
+            .work
+            .iter()
+            .map(|w| match &w.value {
+                RawWork::Kind(kind) => {
+                    Step { kind: *kind, effort: rp.effort, runs: None, gpu_hours: None, people: None }
+                }
+                RawWork::Step(s) => Step {
+                    kind: s.kind,
+                    effort: s.effort.or(rp.effort),
+                    runs: s.runs,
+                    gpu_hours: s.gpu_hours,
+                    people: s.people,
+                },
+            })
+            .collect(),
         effort: rp.effort,
         unblocks: c.opt_text(&rp.unblocks, &format!("{what} unblocks")),
         caveats: c.opt_text(&rp.caveats, &format!("{what} caveats")),

@@ -13,7 +13,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
 
 /// The text of the check, one finding a line.
 pub fn report(tc: &Toolchain) -> String {
-    let mut s = format!("verdict {}\n", env!("CARGO_PKG_VERSION"));
+    let mut s = format!("verdict {}\n", env!("VERDICT_VERSION"));
     let bin = tc.bin.display();
     match (&tc.version, &tc.error) {
         (Some(v), _) if tc.version_ok() => s += &format!("typst     ok: {v} (`{bin}`)\n"),

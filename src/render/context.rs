@@ -94,14 +94,22 @@ pub struct BriefCtx {
     pub answer: String,
     /// Multipliers computed from measured shares, with their caveats.
     pub bounds: Vec<BoundCtx>,
-    /// The decision the report asks for (Markdown).
+    /// The author's framing of the decision (Markdown).
     pub decision: Option<String>,
+    /// The steps of work the open items need, one per kind of work, cheapest first.
+    pub steps: Vec<DecisionStepCtx>,
+    /// The runs and GPU-hours the steps add up to, in words (none stated: None).
+    pub budget: Option<String>,
+    /// The next step: the cheapest step, in words.
+    pub next: Option<String>,
     /// Open items, cheapest first.
     pub open_items: Vec<OpenItemCtx>,
     /// Who claimed what.
     pub sources: Vec<SourceCtx>,
     /// How the audit was made.
     pub conditions: Vec<KvCtx>,
+    /// Each trace with its path and origin (not in the brief: its origin notices say it).
+    pub trace_conditions: Vec<KvCtx>,
     /// Warnings about the traces' origin (a synthetic trace says so).
     pub origin_warnings: Vec<String>,
 }
@@ -119,6 +127,17 @@ pub struct BoundCtx {
     pub caveat: Option<String>,
 }
 
+/// One kind of work the open items need, with the effort and size the claims file gives.
+#[derive(Debug, Clone, Serialize)]
+pub struct DecisionStepCtx {
+    /// The kind of work with its effort and size (plain).
+    pub text: String,
+    /// The open items (1-based, cheapest first) it serves.
+    pub items: Vec<usize>,
+    /// What it lets the reader decide, in one phrase from the items' `unblocks` (Markdown).
+    pub decides: Option<String>,
+}
+
 /// An open item.
 #[derive(Debug, Clone, Serialize)]
 pub struct OpenItemCtx {
@@ -130,13 +149,9 @@ pub struct OpenItemCtx {
     pub verdict: String,
     /// What would decide it (Markdown items).
     pub needs: Vec<String>,
-    /// The kinds of work, in words.
-    pub work: Option<String>,
-    /// The effort class, in words.
-    pub effort: Option<String>,
     /// The decision it unblocks (Markdown).
     pub unblocks: Option<String>,
-    /// Work and effort in one phrase (plain).
+    /// Its steps of work, each with its effort and size, in one phrase (plain).
     pub plan: Option<String>,
 }
 
@@ -608,26 +623,37 @@ fn rank_lines(t: &Strings, e: &crate::analysis::Evidence) -> Result<Vec<String>,
     Ok(out)
 }
 
-/// What a trace's own metadata says about where it comes from, in one line.
+/// What a trace's own metadata says about where it comes from, in one line. The host, export
+/// time and input file of a trace a generator wrote are the generator's, and say so.
 fn origin_text(t: &Strings, r: &crate::analysis::TraceRef) -> Result<Option<String>, String> {
     let o = &r.origin;
     let mut bits = Vec::new();
     if let Some(d) = &o.derived_by {
         bits.push(t.format("ui.origin_derived_by", &args([("by", d.clone())]))?);
     }
+    let mut fields = Vec::new();
     if let Some(f) = &o.input_file {
-        bits.push(t.format("ui.origin_input", &args([("file", f.clone())]))?);
+        fields.push(t.format("ui.origin_input", &args([("file", f.clone())]))?);
     }
     if let Some(x) = &o.exported_utc {
-        bits.push(t.format("ui.origin_exported", &args([("utc", x.clone())]))?);
+        fields.push(t.format("ui.origin_exported", &args([("utc", x.clone())]))?);
     }
     if let Some(h) = &o.host {
-        bits.push(t.format("ui.origin_host", &args([("host", h.clone())]))?);
+        fields.push(t.format("ui.origin_host", &args([("host", h.clone())]))?);
     }
     if let Some(n) = &r.nsys_version {
-        bits.push(format!("nsys {n}"));
+        fields.push(format!("nsys {n}"));
     }
-    Ok(if bits.is_empty() { None } else { Some(bits.join(t.get("ui.list_sep")?)) })
+    let sep = t.get("ui.list_sep")?;
+    match (&o.derived_by, &o.derived_from) {
+        // A generated file: its export fields are what the generator wrote, not a capture's.
+        (Some(by), None) if !fields.is_empty() => bits.push(t.format(
+            "ui.origin_generated",
+            &args([("by", by.clone()), ("fields", fields.join(sep))]),
+        )?),
+        _ => bits.extend(fields),
+    }
+    Ok(if bits.is_empty() { None } else { Some(bits.join(sep)) })
 }
 
 /// Fills `{claim/part}` placeholders of the answer with measured values and their scope.
@@ -665,7 +691,7 @@ fn brief(
     meta: &Meta,
     scoped: &Scoped,
     bounds: Vec<BoundCtx>,
-    open_items: Vec<(Option<crate::claims::Effort>, Option<crate::claims::Work>, OpenItemCtx)>,
+    open_items: Vec<(Vec<crate::claims::Step>, OpenItemCtx)>,
     derived: &[(String, crate::trace::Origin)],
 ) -> Result<BriefCtx, String> {
     let lang = t.lang.as_str();
@@ -733,8 +759,8 @@ fn brief(
         conditions.push(KvCtx { key: t.get(key)?.to_string(), value, code: false });
         Ok(())
     };
-    if let Some(r) = &set.review.reviewer {
-        kv("ui.cond_reviewer", r.clone())?;
+    if let Some(r) = tr(&set.review.reviewer, lang) {
+        kv("ui.cond_reviewer", r)?;
     }
     if let Some(d) = set.review.date.as_ref().or(set.report.date.as_ref()) {
         kv("ui.cond_date", d.clone())?;
@@ -742,10 +768,11 @@ fn brief(
     if let Some(au) = &set.report.author {
         kv("ui.cond_author", au.clone())?;
     }
-    kv("ui.cond_tool", format!("{} {}", a.tool.name, a.tool.version))?;
+    kv("ui.cond_tool", tool_text(t, &a.tool)?)?;
     if let Some(d) = &meta.render_date {
         kv("ui.cond_rendered", d.clone())?;
     }
+    let mut trace_conditions = Vec::new();
     for tr_ in &a.traces {
         let origin = tr_
             .coverage
@@ -754,9 +781,16 @@ fn brief(
             .transpose()?
             .flatten()
             .unwrap_or_else(|| t.get("ui.origin_unknown").unwrap_or("").to_string());
-        conditions.push(KvCtx {
+        let mut value = format!("{} · {origin}", tr_.path);
+        if let Some(o) =
+            set.traces.iter().find(|d| d.name == tr_.name).and_then(|d| d.obtain.as_ref())
+        {
+            value +=
+                &format!(" · {}", t.format("ui.origin_obtain", &args([("obtain", o.clone())]))?);
+        }
+        trace_conditions.push(KvCtx {
             key: format!("{} {}", t.get("ui.trace")?, tr_.name),
-            value: format!("{} · {origin}", tr_.path),
+            value,
             code: false,
         });
     }
@@ -764,7 +798,7 @@ fn brief(
     // a tool made is not a capture at all. One notice per generator: the runs of an A/B made
     // by one are one notice, naming each trace.
     let mut origin_warnings: Vec<String> = Vec::new();
-    let mut by_origin: Vec<(&String, Vec<String>)> = Vec::new();
+    let mut by_origin: Vec<((&String, Option<String>), Vec<String>)> = Vec::new();
     for (name, o) in derived {
         let Some(by) = &o.derived_by else { continue };
         if let (Some(from), Some([a, b])) = (&o.derived_from, o.derived_window_ns) {
@@ -780,46 +814,197 @@ fn brief(
             )?);
             continue;
         }
-        match by_origin.iter_mut().find(|(b, _)| *b == by) {
+        // What the author says the file stands for groups it too: one notice per generator
+        // and sentence.
+        let stands_for =
+            set.traces.iter().find(|d| &d.name == name).and_then(|d| tr(&d.stands_for, lang));
+        let key = (by, stands_for);
+        match by_origin.iter_mut().find(|(k, _)| *k == key) {
             Some((_, names)) => names.push(name.clone()),
-            None => by_origin.push((by, vec![name.clone()])),
+            None => by_origin.push((key, vec![name.clone()])),
         }
     }
-    for (by, names) in by_origin {
-        origin_warnings.push(match names.as_slice() {
-            [one] => {
-                t.format("ui.origin_warning", &args([("trace", one.clone()), ("by", by.clone())]))?
+    for ((by, stands_for), names) in by_origin {
+        let many = names.len() > 1;
+        let mut a = args([("by", by.clone())]);
+        if many {
+            a.insert("list".into(), names.join(t.get("ui.list_sep")?));
+        } else {
+            a.insert("trace".into(), names[0].clone());
+        }
+        let key = match (&stands_for, many) {
+            (Some(sf), _) => {
+                a.insert("stands_for".into(), sf.clone());
+                if many { "ui.origin_stand_in_many" } else { "ui.origin_stand_in" }
             }
-            _ => t.format(
-                "ui.origin_warning_many",
-                &args([("list", names.join(t.get("ui.list_sep")?)), ("by", by.clone())]),
-            )?,
-        });
+            (None, true) => "ui.origin_warning_many",
+            (None, false) => "ui.origin_warning",
+        };
+        origin_warnings.push(t.format(key, &a)?);
     }
+    let (steps, budget) = decision_steps(t, &open_items)?;
+    let next = steps.first().map(|st| st.text.clone());
     Ok(BriefCtx {
         answer,
         bounds,
         decision: tr(&set.report.decision, lang),
-        open_items: open_items
-            .into_iter()
-            .map(|(_, _, mut o)| {
-                let colon = t.get("ui.colon")?;
-                let mut bits = Vec::new();
-                if let Some(w) = &o.work {
-                    bits.push(format!("{}{colon}{w}", t.get("ui.work")?));
-                }
-                if let Some(e) = &o.effort {
-                    bits.push(format!("{}{colon}{e}", t.get("ui.effort")?));
-                }
-                o.plan =
-                    (!bits.is_empty()).then(|| bits.join(t.get("ui.list_sep").unwrap_or(", ")));
-                Ok(o)
-            })
-            .collect::<Result<_, String>>()?,
+        steps,
+        budget,
+        next,
+        open_items: open_items.into_iter().map(|(_, o)| o).collect(),
         sources,
         conditions,
+        trace_conditions,
         origin_warnings,
     })
+}
+
+/// The cost of an item's cheapest step, for ordering: effort class, then kind of work; no
+/// stated effort sorts after every stated one, no work after all.
+fn cheapest(
+    steps: &[crate::claims::Step],
+) -> (bool, bool, Option<crate::claims::Effort>, Option<crate::claims::Work>) {
+    steps
+        .iter()
+        .map(|st| (false, st.effort.is_none(), st.effort, Some(st.kind)))
+        .min()
+        .unwrap_or((true, true, None, None))
+}
+
+/// A step of work in words: its kind, effort and size (`A/B runs (days; 6 runs, 24 GPU-hours)`).
+fn step_text(t: &Strings, st: &crate::claims::Step) -> Result<String, String> {
+    let mut text = t.get(&format!("work.{}", st.kind.as_str()))?.to_string();
+    let mut bits = Vec::new();
+    if let Some(e) = st.effort {
+        bits.push(t.get(&format!("effort.{}", e.as_str()))?.to_string());
+    }
+    let size = size_text(t, st.runs, st.gpu_hours, st.people)?;
+    if !bits.is_empty() || size.is_some() {
+        let inner = match (bits.pop(), size) {
+            (Some(e), Some(sz)) => format!("{e}{}{sz}", t.get("ui.semicolon")?),
+            (Some(e), None) => e,
+            (None, Some(sz)) => sz,
+            (None, None) => unreachable!(),
+        };
+        text += &format!("{}{inner}{}", t.get("ui.paren_open")?, t.get("ui.paren_close")?);
+    }
+    Ok(text)
+}
+
+/// Runs, GPU-hours and people in words; None when none is stated.
+fn size_text(
+    t: &Strings,
+    runs: Option<u32>,
+    gpu_hours: Option<u32>,
+    people: Option<u32>,
+) -> Result<Option<String>, String> {
+    let mut bits = Vec::new();
+    for (key, n) in
+        [("ui.size_runs", runs), ("ui.size_gpu_hours", gpu_hours), ("ui.size_people", people)]
+    {
+        if let Some(n) = n {
+            let key = if n == 1 { format!("{key}_one") } else { key.to_string() };
+            bits.push(t.format(&key, &args([("n", thousands(n.into()))]))?);
+        }
+    }
+    Ok((!bits.is_empty()).then(|| bits.join(t.get("ui.list_sep").unwrap_or(", "))))
+}
+
+/// The decision page 1 asks for: the open items' steps gathered by kind of work, cheapest
+/// first. A kind's effort is the largest its items state; runs and GPU-hours add up (each
+/// item's runs are its own experiment), people is the most any item needs at once. Also the
+/// budget the steps add up to.
+fn decision_steps(
+    t: &Strings,
+    open_items: &[(Vec<crate::claims::Step>, OpenItemCtx)],
+) -> Result<(Vec<DecisionStepCtx>, Option<String>), String> {
+    use crate::claims::{Effort, Work};
+    struct Group {
+        kind: Work,
+        effort: Option<Effort>,
+        runs: Option<u32>,
+        gpu_hours: Option<u32>,
+        people: Option<u32>,
+        items: Vec<usize>,
+        unblocks: Vec<String>,
+    }
+    let add = |a: Option<u32>, b: Option<u32>| match (a, b) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
+    };
+    let mut groups: Vec<Group> = Vec::new();
+    for (i, (steps, item)) in open_items.iter().enumerate() {
+        for st in steps {
+            let g = match groups.iter_mut().position(|g| g.kind == st.kind) {
+                Some(at) => &mut groups[at],
+                None => {
+                    groups.push(Group {
+                        kind: st.kind,
+                        effort: None,
+                        runs: None,
+                        gpu_hours: None,
+                        people: None,
+                        items: Vec::new(),
+                        unblocks: Vec::new(),
+                    });
+                    groups.last_mut().expect("just pushed")
+                }
+            };
+            g.effort = g.effort.max(st.effort);
+            g.runs = add(g.runs, st.runs);
+            g.gpu_hours = add(g.gpu_hours, st.gpu_hours);
+            g.people = g.people.max(st.people);
+            if !g.items.contains(&(i + 1)) {
+                g.items.push(i + 1);
+                if let Some(u) = &item.unblocks {
+                    g.unblocks.push(u.clone());
+                }
+            }
+        }
+    }
+    groups.sort_by_key(|g| (g.effort.is_none(), g.effort, g.kind));
+    let (mut runs, mut gpu_hours) = (None, None);
+    let steps = groups
+        .into_iter()
+        .map(|g| {
+            runs = add(runs, g.runs);
+            gpu_hours = add(gpu_hours, g.gpu_hours);
+            let st = crate::claims::Step {
+                kind: g.kind,
+                effort: g.effort,
+                runs: g.runs,
+                gpu_hours: g.gpu_hours,
+                people: g.people,
+            };
+            let decides = (!g.unblocks.is_empty())
+                .then(|| {
+                    t.format(
+                        "ui.decides",
+                        &args([("list", g.unblocks.join(t.get("ui.list_sep")?))]),
+                    )
+                })
+                .transpose()?;
+            Ok(DecisionStepCtx { text: step_text(t, &st)?, items: g.items, decides })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let budget = size_text(t, runs, gpu_hours, None)?;
+    Ok((steps, budget))
+}
+
+/// The tool and its build in one line: `verdict 0.1.0 (build 1a2b3c4d5e6f)`.
+fn tool_text(t: &Strings, tool: &crate::analysis::ToolRef) -> Result<String, String> {
+    let mut s = format!("{} {}", tool.name, tool.version);
+    if let Some(b) = &tool.build {
+        let short: String = b.chars().take(12).collect();
+        let modified = if b.ends_with("+modified") { "+modified" } else { "" };
+        s += &format!(
+            "{}{} {short}{modified}{}",
+            t.get("ui.paren_open")?,
+            t.get("ui.build")?,
+            t.get("ui.paren_close")?
+        );
+    }
+    Ok(s)
 }
 
 /// Plain words for the content kinds and the gates.
@@ -869,6 +1054,9 @@ fn provenance_facts(a: &Audit, t: &Strings, meta: &Meta) -> Result<Vec<KvCtx>, S
         Ok(())
     };
     kv("ui.tool", format!("{} {}", a.tool.name, a.tool.version), true)?;
+    if let Some(b) = &a.tool.build {
+        kv("ui.tool_build", b.clone(), true)?;
+    }
     let file = crate::audit::normalize(std::path::Path::new(&a.claims.file));
     kv("ui.claims_file", file.display().to_string(), true)?;
     if let Some(h) = &meta.claims_sha256 {
@@ -1170,7 +1358,7 @@ struct Sections {
     scoped: Scoped,
     key_numbers: Vec<KeyNumberCtx>,
     open: Vec<OpenCtx>,
-    open_items: Vec<(Option<crate::claims::Effort>, Option<crate::claims::Work>, OpenItemCtx)>,
+    open_items: Vec<(Vec<crate::claims::Step>, OpenItemCtx)>,
     bounds: Vec<BoundCtx>,
     table: Vec<RowCtx>,
     /// The charts no claim has taken yet.
@@ -1484,28 +1672,19 @@ fn claim_ctx(
         let planned = claim
             .parts
             .iter()
-            .find(|q| q.id == r.principal && (!q.work.is_empty() || q.effort.is_some()))
-            .or_else(|| claim.parts.iter().find(|q| !q.work.is_empty() || q.effort.is_some()));
-        let work = planned.map(|q| {
-            q.work
-                .iter()
-                .map(|w| t.get(&format!("work.{}", w.as_str())).map(str::to_string))
-                .collect::<Result<Vec<_>, _>>()
-        });
-        let work = work.transpose()?.filter(|w| !w.is_empty()).map(|w| w.join(s.sep));
-        let effort = planned.and_then(|q| q.effort);
+            .find(|q| q.id == r.principal && !q.work.is_empty())
+            .or_else(|| claim.parts.iter().find(|q| !q.work.is_empty()));
+        let steps = planned.map(|q| q.work.clone()).unwrap_or_default();
+        let plan = steps.iter().map(|st| step_text(t, st)).collect::<Result<Vec<_>, String>>()?;
         out.open_items.push((
-            effort,
-            planned.and_then(|q| q.work.iter().min().copied()),
+            steps,
             OpenItemCtx {
                 claim: claim.id.clone(),
                 statement: statement.clone(),
                 verdict: verdict.clone(),
                 needs,
-                work,
-                effort: effort.map(|e| s.label(&format!("effort.{}", e.as_str()))).transpose()?,
                 unblocks: planned.and_then(|q| tr(&q.unblocks, lang)),
-                plan: None,
+                plan: (!plan.is_empty()).then(|| plan.join(s.sep)),
             },
         ));
     }
@@ -1826,12 +2005,13 @@ pub fn build(
 
     // The bad news first: a refuted claim's number leads the list.
     key_numbers.sort_by_key(|k| k.verdict_key != "not_supported");
-    // Cheapest first: by effort class, then by the kind of work; unstated effort last.
-    open_items.sort_by_key(|(e, w, _)| (e.is_none(), *e, w.is_none(), *w));
+    // Cheapest first: by the cheapest step's effort class, then its kind of work; an item
+    // with no stated effort or work last.
+    open_items.sort_by_key(|(steps, _)| cheapest(steps));
     for c in &mut claims {
         c.open_item = open_items
             .iter()
-            .position(|(_, _, o)| o.claim == c.id)
+            .position(|(_, o)| o.claim == c.id)
             .map(|i| t.format("ui.see_open_item", &args([("n", (i + 1).to_string())])))
             .transpose()?;
     }
@@ -1882,7 +2062,7 @@ pub fn build(
         provenance,
         r6: tr(&set.review.r6, lang),
         next: tr(&set.review.next, lang),
-        reviewer: set.review.reviewer.clone(),
+        reviewer: tr(&set.review.reviewer, lang),
         profile: if meta.profile.is_empty() { "full".into() } else { meta.profile.clone() },
         brief,
         legend,

@@ -1,18 +1,19 @@
 //! Commands laid out for the page: broken only between arguments, with shell continuations,
 //! so that the text copied out of a PDF or a Markdown code block runs as it is.
 //!
-//! An option stays on one line with its value. A single word longer than a line (a long
-//! absolute path, a regex) is cut into pieces, each quoted on its own, joined by a
-//! backslash-newline with nothing before the next piece: the shell removes the pair and
-//! reads one word again.
+//! An option stays on one line with its value. A word is never cut: a word longer than a line
+//! (a long absolute path, a regex) gets a line of its own and overflows it, because a word cut
+//! by a backslash-newline is read back whole only when nothing comes before the next piece,
+//! and text copied out of a PDF keeps the block's indentation on every line. The Typst
+//! template scales such a block down to the page instead.
 
 use crate::audit::shell_quote;
 
 /// Characters per command line in the reports: 8pt mono across an A4 text block.
 pub const REPORT_WIDTH: usize = 92;
 
-/// `argv` as shell lines of at most `width` characters (a piece of a word longer than that
-/// is cut to fit), continued with ` \`, later lines indented by two spaces.
+/// `argv` as shell lines of at most `width` characters (a word longer than that on a line of
+/// its own), continued with ` \`, later lines indented by two spaces.
 pub fn layout(argv: &[String], width: usize) -> String {
     let width = width.max(16);
     // Options with their values form one unit.
@@ -63,11 +64,8 @@ pub fn layout(argv: &[String], width: usize) -> String {
                     line = "  ".to_string();
                 }
             }
-            if line.chars().count() + quoted.chars().count() + tail <= width {
-                line.push_str(&quoted);
-                continue;
-            }
-            cut_word(w, width, if k + 1 == raw.len() { tail } else { 2 }, &mut line, &mut lines);
+            // A word too long for any line overflows its own.
+            line.push_str(&quoted);
         }
     }
     lines.push(line);
@@ -83,34 +81,6 @@ fn argv_of<'a>(
 ) -> Vec<&'a String> {
     let start: usize = units[..i].iter().map(Vec::len).sum();
     argv[start..start + unit.len()].iter().collect()
-}
-
-/// Appends `word` to `line`, cut into separately quoted pieces that each fit, joined by a
-/// backslash-newline; continuation pieces start at column 0 so no space enters the word.
-/// The last piece leaves room for `tail` characters after it.
-fn cut_word(word: &str, width: usize, tail: usize, line: &mut String, lines: &mut Vec<String>) {
-    let chars: Vec<char> = word.chars().collect();
-    let mut i = 0;
-    while i < chars.len() {
-        let used = line.chars().count();
-        // Longest piece that fits with its quotes and what follows it.
-        let mut n = chars.len() - i;
-        loop {
-            let piece: String = chars[i..i + n].iter().collect();
-            let after = if i + n == chars.len() { tail } else { 1 };
-            if used + shell_quote(&piece).chars().count() + after <= width || n == 1 {
-                break;
-            }
-            n -= 1;
-        }
-        let piece: String = chars[i..i + n].iter().collect();
-        line.push_str(&shell_quote(&piece));
-        i += n;
-        if i < chars.len() {
-            line.push('\\');
-            lines.push(std::mem::take(line));
-        }
-    }
 }
 
 #[cfg(test)]
@@ -163,7 +133,7 @@ mod tests {
     }
 
     #[test]
-    fn a_long_path_and_a_quoted_regex_are_cut_and_read_back_whole() {
+    fn a_long_path_and_a_quoted_regex_are_never_cut() {
         let path = format!("/{}/h100_2gpu_1s.sqlite", "very-long-folder-name".repeat(8));
         let argv = words(&[
             "verdict",
@@ -175,10 +145,16 @@ mod tests {
             "--json",
         ]);
         let text = layout(&argv, 40);
+        // Each word on one line: the path overflows a line of its own, and indentation
+        // added before every line (as text copied out of a PDF has it) changes no word.
+        assert!(text.lines().any(|l| l.trim_start().trim_end_matches(" \\") == path), "{text}");
         for l in text.lines() {
-            assert!(l.chars().count() <= 40, "{l:?} is longer than 40");
+            let words = shell_words(l.trim_end_matches(" \\"));
+            assert!(l.chars().count() <= 40 || words.len() == 1, "{l:?} is longer than 40");
         }
         assert_eq!(shell_words(&text), argv);
+        let indented: String = text.lines().map(|l| format!("    {l}\n")).collect();
+        assert_eq!(shell_words(&indented), argv);
     }
 
     #[test]
@@ -212,9 +188,15 @@ mod tests {
         ) {
             let text = layout(&argv, width);
             for l in text.lines() {
-                prop_assert!(l.chars().count() <= width, "{:?} longer than {}", l, width);
+                // Only a word longer than the width overflows, alone on its line.
+                let alone = argv.iter().any(|w| {
+                    l.trim_start().trim_end_matches(" \\") == crate::audit::shell_quote(w)
+                });
+                prop_assert!(l.chars().count() <= width || alone, "{:?} longer than {}", l, width);
             }
-            prop_assert_eq!(shell_words(&text), argv);
+            prop_assert_eq!(shell_words(&text), argv.clone());
+            let indented: String = text.lines().map(|l| format!("  {l}\n")).collect();
+            prop_assert_eq!(shell_words(&indented), argv);
         }
     }
 }

@@ -359,3 +359,39 @@ pub fn snapshot_render_options() -> verdict::render::report::Options {
         interrupt: Default::default(),
     }
 }
+
+/// A rendered file with the tool's build commit blanked, so a committed example compares equal
+/// to a render by a later build of the same output: the full commit (`"build": "<40 hex>"`,
+/// the provenance line) and the short one of page 1 (`build 1a2b3c4d5e6f`). A PDF compares by
+/// its text (`pdftotext -layout`) and page count; None when pdftotext is missing.
+pub fn without_build(name: &str, bytes: &[u8]) -> Option<Vec<u8>> {
+    let text = if name.ends_with(".pdf") {
+        let dir = tempfile::tempdir().unwrap();
+        let pdf = dir.path().join("f.pdf");
+        std::fs::write(&pdf, bytes).unwrap();
+        let out = std::process::Command::new("pdftotext")
+            .args(["-layout"])
+            .arg(&pdf)
+            .arg("-")
+            .output()
+            .ok()
+            .filter(|o| o.status.success())?;
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    } else if name.ends_with(".png") {
+        return Some(bytes.to_vec());
+    } else {
+        String::from_utf8_lossy(bytes).into_owned()
+    };
+    let build = verdict::analysis::BUILD_COMMIT;
+    let mut text = text;
+    // The exact strings this build writes, then any other build's of the same shapes.
+    if let Some(b) = build {
+        text = text.replace(b, "<build>");
+        text = text.replace(&b.chars().take(12).collect::<String>(), "<build>");
+    }
+    let full = regex::Regex::new(
+        r"\b[0-9a-f]{40}(\+modified)?\b|(?:build|建置) [0-9a-f]{12}(\+modified)?",
+    )
+    .unwrap();
+    Some(full.replace_all(&text, "<build>").into_owned().into_bytes())
+}
