@@ -23,7 +23,8 @@ Examples:
   verdict render claims/day26-profile-blind.yaml --out out
   verdict verify out/day26-profile-blind.manifest.json
 
-Exit codes: 0 success, 1 audit failed under --strict, 2 error (bad input, unreadable trace).";
+Exit codes: 0 success, 1 audit failed under --strict or drift found by verify, 2 error (bad input,
+unreadable trace, a trace verify finds changed or missing).";
 
 /// Audit claims about a GPU profile against an Nsight Systems SQLite export.
 #[derive(Debug, Parser)]
