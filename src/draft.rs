@@ -760,7 +760,8 @@ fn read_chinese(s: &str, i: usize) -> Option<(usize, Decimal, bool)> {
     if end == i {
         return None;
     }
-    let mut value = Decimal { mantissa: total + section + digit.unwrap_or(0), scale: 0 };
+    let mantissa = total.checked_add(section)?.checked_add(digit.unwrap_or(0))?;
+    let mut value = Decimal { mantissa, scale: 0 };
     // Decimals: `二點五`.
     if let Some(rest) = s[end..].strip_prefix('點') {
         let frac: Vec<u64> = rest.chars().map_while(cn_digit).collect();
@@ -940,15 +941,17 @@ fn chinese(s: &str, i: usize, code: &[std::ops::Range<usize>]) -> Option<(Option
     // `三成五`: 35%.
     let mut span_end = span_end;
     let mut v1 = v1;
-    if tenths && second.is_none() && lo_hi.is_none() {
-        if let Some(d) = s[span_end..].chars().next().and_then(cn_digit).filter(|d| *d > 0) {
-            let next = s[span_end + '一'.len_utf8()..].chars().next();
-            if !next.is_some_and(|c| cn_digit(c).is_some() || cn_power(c).is_some())
-                && v1.scale == 0
-            {
-                v1 = Decimal { mantissa: v1.mantissa * 10 + d, scale: 1 };
-                span_end += '一'.len_utf8();
-            }
+    let tenth = s[span_end..].chars().next().and_then(cn_digit).filter(|d| *d > 0);
+    if let (Some(d), true) = (tenth, tenths && second.is_none() && lo_hi.is_none()) {
+        let next = s[span_end + '一'.len_utf8()..].chars().next();
+        let mantissa = v1.mantissa.checked_mul(10).and_then(|m| m.checked_add(d));
+        if let (Some(m), false, 0) = (
+            mantissa,
+            next.is_some_and(|c| cn_digit(c).is_some() || cn_power(c).is_some()),
+            v1.scale,
+        ) {
+            v1 = Decimal { mantissa: m, scale: 1 };
+            span_end += '一'.len_utf8();
         }
     }
     let value = match (lo_hi, &second) {

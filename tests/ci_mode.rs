@@ -195,10 +195,14 @@ fn verify_says_where_a_missing_trace_is_expected() {
     );
 }
 
+/// A part as `(claim id, part id, what it should read as)`: `passed`, `skipped`, or
+/// `failure TYPE`.
+type Expected = (String, String, String);
+
 /// What each part should read as, computed from the claims file alone: an action is skipped
 /// (never judged), a part that declares the evidence it `needs` is skipped (unverifiable:
 /// no trace answers it), every other part has what the file's comments or the test say.
-fn parts_of(yaml: &Path) -> Vec<(String, String, String)> {
+fn parts_of(yaml: &Path) -> Vec<Expected> {
     let v: Value = serde_saphyr::from_str(&std::fs::read_to_string(yaml).unwrap()).unwrap();
     let mut out = Vec::new();
     for c in v["claims"].as_array().unwrap() {
@@ -253,7 +257,7 @@ claims:
 }
 
 /// The claims files of the JUnit and GitHub tests, each with what every part should read as.
-fn cases(dir: &Path) -> Vec<(PathBuf, Vec<(String, String, String)>)> {
+fn cases(dir: &Path) -> Vec<(PathBuf, Vec<Expected>)> {
     let root = util::manifest_dir();
     let day26 = root.join("claims/day26-profile-blind.yaml");
     let mut out = vec![(day26.clone(), parts_of(&day26))];
