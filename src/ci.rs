@@ -318,14 +318,21 @@ pub fn step_summary(
         crate::render::markup::markdown_code_span(file, false),
         cell(&ctx.summary.counts_line)
     );
-    s += &format!(
-        "{} parts: {} failed, {} not evaluated, {} skipped (unverifiable or actions), {} passed.\n\n",
-        tests,
-        failures,
-        errors,
-        skipped,
-        tests - failures - errors - skipped
-    );
+    let args = |pairs: &[(&str, String)]| -> std::collections::BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+    };
+    let passed = tests - failures - errors - skipped;
+    let line = t.format(
+        "ui.ci_counts",
+        &args(&[
+            ("n", tests.to_string()),
+            ("failed", failures.to_string()),
+            ("errors", errors.to_string()),
+            ("skipped", skipped.to_string()),
+            ("passed", passed.to_string()),
+        ]),
+    )?;
+    s += &format!("{}\n\n", cell(&line));
     s += &format!("| {} | {} |\n|---|---|\n", cell(t.get("ui.claim")?), cell(t.get("ui.verdict")?));
     for r in &ctx.table {
         s += &format!("| {} — {} | {} |\n", cell(&r.id), cell(&r.statement), cell(&r.verdict));
@@ -348,12 +355,15 @@ pub fn step_summary(
                 | Case::Skipped { message, .. } => message,
                 Case::Passed => continue,
             };
+            let at = t.format(
+                "ui.ci_at",
+                &args(&[("line", c.line.to_string()), ("column", c.column.to_string())]),
+            )?;
             s += &format!(
-                "- {}/{} (line {}, column {}): {}\n",
+                "- {}/{} ({}): {}\n",
                 cell(&c.claim),
                 cell(&c.part),
-                c.line,
-                c.column,
+                cell(&at),
                 cell(message)
             );
         }

@@ -180,6 +180,13 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
             record.entries.len(),
             plural(files, "trace file", "trace files"),
         );
+        let now = env!("CARGO_PKG_VERSION");
+        if !record.tool_version.is_empty() && record.tool_version != now {
+            out += &format!(
+                "note: the report was rendered by verdict {}, this is verdict {now}: a change of the tool can be the cause\n",
+                record.tool_version
+            );
+        }
         super::emit(&out)?;
         return Ok(ExitCode::from(1));
     }
