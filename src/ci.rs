@@ -200,8 +200,11 @@ pub fn junit(audits: &[(&Audit, Vec<TestCase>)]) -> Result<String, String> {
         w.write_event(Event::Start(BytesStart::new("properties"))).map_err(io)?;
         let mut props: Vec<(String, String)> = vec![("report".into(), set.report.id.clone())];
         for tr in &a.traces {
-            let sha = tr.coverage.as_ref().map_or("", |c| c.trace.sha256.as_str());
-            props.push((format!("trace {}", tr.name), format!("{} sha256 {sha}", tr.path)));
+            let read = match &tr.coverage {
+                Some(c) => format!("sha256 {}", c.trace.sha256),
+                None => "unreadable".into(),
+            };
+            props.push((format!("trace {}", tr.name), format!("{} {read}", tr.path)));
         }
         for (k, v) in props {
             let mut p = BytesStart::new("property");

@@ -523,3 +523,104 @@ fn the_actions_script_checks_and_verifies_with_fake_github_variables() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
     assert!(text(&out.stdout).contains("::error file=claims/none.yaml,"), "{}", text(&out.stdout));
 }
+
+#[test]
+fn an_unreadable_trace_makes_error_cases_and_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = util::manifest_dir();
+    let bad = tmp.path().join("bad.sqlite");
+    std::fs::write(&bad, "not a database\n").unwrap();
+    let r1 = "fixtures/claims/scope-errors/r1-window-differs.yaml";
+    let yaml = std::fs::read_to_string(root.join(r1))
+        .unwrap()
+        .replace("../../day26/megatron.sqlite", bad.to_str().unwrap());
+    let claims = tmp.path().join("claims.yaml");
+    std::fs::write(&claims, &yaml).unwrap();
+    let out = run(tmp.path(), &["check", "claims.yaml", "--format", "junit"], &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let xml = text(&out.stdout);
+    let doc = roxmltree::Document::parse(&xml).expect("the XML is printed whole before the exit 2");
+    let suite = doc.descendants().find(|n| n.has_tag_name("testsuite")).unwrap();
+    assert_eq!(
+        ["tests", "failures", "errors", "skipped"].map(|k| suite.attribute(k).unwrap()),
+        ["1", "0", "1", "0"]
+    );
+    let error = doc.descendants().find(|n| n.has_tag_name("error")).unwrap();
+    assert!(error.attribute("message").unwrap().contains("bad.sqlite"), "{xml}");
+    assert!(text(&out.stderr).contains("error: cannot read trace"), "{}", text(&out.stderr));
+
+    let out = run(tmp.path(), &["check", "claims.yaml", "--format", "github"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let (line, col) = place(&yaml, "exposed-step4", "share");
+    assert!(
+        text(&out.stdout).starts_with(&format!("::error file=claims.yaml,line={line},col={col},")),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+/// A workflow command's message as the runner reads it back.
+fn decoded(data: &str) -> String {
+    data.replace("%0A", "\n").replace("%0D", "\r").replace("%25", "%")
+}
+
+#[test]
+fn what_a_claims_file_holds_stays_text_in_junit_annotations_and_the_summary() {
+    let tmp = tempfile::tempdir().unwrap();
+    let trace = util::fixture("day26/megatron.sqlite");
+    // XML markup and a CDATA end, an entity written as text, a percent sign, ESC, a line
+    // break, workflow-command syntax, a table bar and raw HTML.
+    let part_text = r#"</failure><x>&amp; 50%\u001b[31m red\nline two ]]>"#;
+    let yaml = format!(
+        r#"report:
+  id: hostile
+  languages: [en]
+  title: {{ en: "t" }}
+traces:
+  A: {{ path: "{}", expect_devices: 0-7 }}
+scopes:
+  s: {{ trace: A, window: "39.964:46.123", devices: "4", semantics: contain }}
+claims:
+  - id: c
+    statement: {{ en: "a <b>bold</b> 100% ::error:: , : | x" }}
+    about: {{ window: "39.964:46.123", devices: "4", per: device, quantity: wall-time, denominator: window }}
+    principal: p
+    parts:
+      - id: p
+        kind: observation
+        text: {{ en: "{part_text}" }}
+        measure: {{ analysis: overlap, scope: s, value: "nccl_only_ns / total_ns", unit: "%" }}
+        says: "1%"
+"#,
+        trace.display()
+    );
+    std::fs::write(tmp.path().join("h.yaml"), &yaml).unwrap();
+    // The text as the claims file means it (YAML's escapes read), ESC shown as `\x1b`.
+    let meant = "</failure><x>&amp; 50%\\x1b[31m red\nline two ]]>";
+
+    let out = run(tmp.path(), &["check", "h.yaml", "--format", "junit"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let xml = text(&out.stdout);
+    assert!(!xml.contains('\u{1b}'));
+    let doc = roxmltree::Document::parse(&xml).expect("well-formed XML");
+    let failure = doc.descendants().find(|n| n.has_tag_name("failure")).expect("a failure");
+    assert_eq!(failure.attribute("type"), Some("says"));
+    assert!(failure.text().unwrap().starts_with(meant), "{xml}");
+    assert_eq!(doc.descendants().filter(|n| n.has_tag_name("x")).count(), 0);
+
+    let summary = tmp.path().join("s.md");
+    let out = run(
+        tmp.path(),
+        &["check", "h.yaml", "--format", "github"],
+        &[("GITHUB_STEP_SUMMARY", summary.to_str().unwrap())],
+    );
+    let stdout = text(&out.stdout);
+    assert!(!stdout.contains('\u{1b}'));
+    let commands: Vec<&str> = stdout.lines().filter(|l| l.starts_with("::")).collect();
+    assert_eq!(commands.len(), 1, "{stdout}");
+    let (_, data) = commands[0].split_once(" c/p::").expect("the title, then the message");
+    assert!(!data.contains('\n') && !data.replace("%25", "").replace("%0A", "").contains('%'));
+    assert!(decoded(data).contains(&format!("\n{meant}\n")), "{data}");
+    let md = std::fs::read_to_string(summary).unwrap();
+    assert!(!md.contains("<b>") && md.contains(r"\| x"), "{md}");
+}
