@@ -624,3 +624,20 @@ claims:
     let md = std::fs::read_to_string(summary).unwrap();
     assert!(!md.contains("<b>") && md.contains(r"\| x"), "{md}");
 }
+
+#[test]
+fn verify_refuses_what_is_not_a_manifest() {
+    let root = util::manifest_dir();
+    for (arg, says) in [
+        ("README.md", "is not JSON"),
+        ("claims/none.manifest.json", "cannot read manifest"),
+        ("out/day26-profile-blind.evidence.json", "is not a report manifest"),
+    ] {
+        let out = run(&root, &["verify", arg], &[]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{arg}: {stderr}");
+        assert!(out.stdout.is_empty(), "{arg}");
+        assert!(stderr.starts_with("error: ") && stderr.contains(says), "{arg}: {stderr}");
+        assert!(stderr.contains("\n  hint: "), "{arg}: {stderr}");
+    }
+}
