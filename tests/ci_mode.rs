@@ -641,3 +641,35 @@ fn verify_refuses_what_is_not_a_manifest() {
         assert!(stderr.contains("\n  hint: "), "{arg}: {stderr}");
     }
 }
+
+#[test]
+fn junit_fails_exactly_where_strict_does_on_every_example() {
+    let root = util::manifest_dir();
+    let mut files = Vec::new();
+    for dir in ["claims", "claims/eval-day26", "fixtures/claims/scope-errors"] {
+        for e in std::fs::read_dir(root.join(dir)).unwrap() {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            if p.extension().is_some_and(|x| x == "yaml") && name != "eval.yaml" {
+                files.push(format!("{dir}/{name}"));
+            }
+        }
+    }
+    files.sort();
+    let (mut failing, mut passing) = (0, 0);
+    for f in &files {
+        if f.contains("dsl-") && util::shared_traces().is_none() {
+            util::skip_no_shared(f);
+            continue;
+        }
+        // One run: the exit code is --strict's, the output the JUnit.
+        let out = run(&root, &["check", f, "--format", "junit", "--strict"], &[]);
+        let xml = text(&out.stdout);
+        let doc = roxmltree::Document::parse(&xml).unwrap_or_else(|e| panic!("{f}: {e}"));
+        let count = |tag: &str| doc.descendants().filter(|n| n.has_tag_name(tag)).count();
+        let failed = count("failure") + count("error") > 0;
+        assert_eq!(out.status.code(), Some(if failed { 1 } else { 0 }), "{f}:\n{xml}");
+        if failed { failing += 1 } else { passing += 1 }
+    }
+    assert!(failing >= 10 && passing >= 3, "{failing} failing, {passing} passing");
+}
