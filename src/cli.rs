@@ -21,8 +21,10 @@ Examples:
   verdict check claims/day26-profile-blind.yaml
   verdict draft fixtures/answers/day26-blind.zh-TW.md --out draft.yaml
   verdict render claims/day26-profile-blind.yaml --out out
+  verdict verify out/day26-profile-blind.manifest.json
 
-Exit codes: 0 success, 1 audit failed under --strict, 2 error (bad input, unreadable trace).";
+Exit codes: 0 success, 1 audit failed under --strict or drift found by verify, 2 error (bad input,
+unreadable trace, a trace verify finds changed or missing).";
 
 /// Audit claims about a GPU profile against an Nsight Systems SQLite export.
 #[derive(Debug, Parser)]
@@ -52,6 +54,17 @@ pub enum Command {
     /// Every analysis the file needs runs once per trace; --json prints the evidence ledger
     /// (every part with its evidence, gates, formula and verdict).
     Check(CheckArgs),
+    /// Rerun every query a rendered report recorded and compare the evidence.
+    ///
+    /// Reads OUT/ID.manifest.json and the evidence ledger it names (its sha256 checked),
+    /// checks every trace file the ledger read against the sha256 recorded then, reruns each
+    /// recorded command (parsed into its query plan, as `verdict query` runs it) and compares
+    /// the evidence field by field. Exit 0 with one line when every number is as recorded; 1
+    /// on drift, naming the claim, part and number (old -> new); 2 when a trace is missing or
+    /// its sha256 differs (naming the trace and both digests) or the set is not the one its
+    /// manifest names. Run it from the folder the report was rendered in: the ledger names
+    /// traces relative to it.
+    Verify(VerifyArgs),
     /// Score many answers (claims files) to one question by one rubric, and compare groups.
     ///
     /// Every answer is judged as `check` judges it; the scores (verdicts, measurable parts that
@@ -200,6 +213,14 @@ pub struct DraftArgs {
     pub out: Option<PathBuf>,
 }
 
+/// Arguments of `verify`.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The manifest of a rendered report set (`ID.manifest.json` in render's --out folder).
+    #[arg(value_name = "MANIFEST", value_hint = clap::ValueHint::FilePath)]
+    pub manifest: PathBuf,
+}
+
 /// Arguments of `eval`.
 #[derive(Debug, Args)]
 pub struct EvalArgs {
@@ -240,9 +261,26 @@ pub struct CheckArgs {
     /// The claims file (YAML; see docs/claims.md).
     #[arg(value_name = "CLAIMS", value_hint = clap::ValueHint::FilePath)]
     pub claims: PathBuf,
-    /// Print the evidence ledger as JSON.
+    /// Print the evidence ledger as JSON (the same as --format json).
     #[arg(long)]
     pub json: bool,
+    /// What to print: the verdict table (text), the ledger (json), JUnit XML (junit) or
+    /// GitHub workflow commands (github).
+    ///
+    /// junit: one testsuite per claims file, one testcase per part; a failure for a part that
+    /// --strict fails on (not supported, a failed gate, a stated number or arithmetic that does
+    /// not hold), an error for a failed query, skipped for an unverifiable part or an action.
+    /// github: an `::error` annotation at the line and column of each such part, a `::warning`
+    /// at each unverifiable one, and, when GITHUB_STEP_SUMMARY names a file, a Markdown summary
+    /// appended to it.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "FORMAT",
+        default_value = "text",
+        conflicts_with = "json"
+    )]
+    pub format: CheckFormat,
     /// Exit 1 when a claim is not supported, a gate fails, a query fails, or a stated
     /// number or arithmetic does not hold.
     #[arg(long)]
@@ -250,6 +288,19 @@ pub struct CheckArgs {
     /// Language of the terminal output (one of the claims file's languages).
     #[arg(long, value_name = "LANG", default_value = "en")]
     pub lang: String,
+}
+
+/// Output formats of `check`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CheckFormat {
+    /// The verdict table, gates and summary.
+    Text,
+    /// The evidence ledger.
+    Json,
+    /// JUnit XML, one testcase per part.
+    Junit,
+    /// GitHub workflow commands, and a step summary.
+    Github,
 }
 
 /// Arguments of `inspect`.

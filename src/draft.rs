@@ -69,6 +69,8 @@ pub enum Skip {
     Code,
     /// An action's number with no claim before it to join.
     Unclaimed,
+    /// A Chinese quantity that states no number or range (`數十`, `幾百`, `一百多`, `一倍`).
+    Vague,
 }
 
 impl Skip {
@@ -82,6 +84,7 @@ impl Skip {
             Skip::Setup => "the size of the job",
             Skip::Code => "inside code",
             Skip::Unclaimed => "an action with no claim before it",
+            Skip::Vague => "a vague quantity that states no number or range",
         }
     }
 }
@@ -543,6 +546,12 @@ pub fn scan(s: &str, code: &[std::ops::Range<usize>]) -> Vec<Found> {
     while i < s.len() {
         let Some(c) = s[i..].chars().next() else { break };
         if digit(c).is_none() {
+            // A Chinese numeral with its unit (`三成`, `兩倍`, `百分之二十`, `一百四十次`).
+            if let Some((found, end)) = chinese(s, i, code) {
+                out.extend(found);
+                i = end;
+                continue;
+            }
             i += c.len_utf8();
             continue;
         }
@@ -621,19 +630,7 @@ pub fn scan(s: &str, code: &[std::ops::Range<usize>]) -> Vec<Found> {
             None => "",
         };
         // The hedge before it, kept in what is written.
-        let mut start = i;
-        let before = s[..i].trim_end_matches([' ', '\u{a0}']);
-        for h in HEDGES {
-            let Some(cut) = before.len().checked_sub(h.len()) else { continue };
-            if !before.is_char_boundary(cut) || !before[cut..].eq_ignore_ascii_case(h) {
-                continue;
-            }
-            let word = h.chars().all(|c| c.is_ascii_alphabetic());
-            if !word || !before[..cut].ends_with(|c: char| c.is_ascii_alphabetic()) {
-                start = cut;
-            }
-            break;
-        }
+        let start = hedge_start(s, i);
         let notation = |n: &str| match unit {
             "" => n.to_string(),
             "%" | "x" => format!("{n}{unit}"),
@@ -651,6 +648,324 @@ pub fn scan(s: &str, code: &[std::ops::Range<usize>]) -> Vec<Found> {
         i = span_end.max(i + 1);
     }
     out
+}
+
+/// Where the number at `i` starts once the hedge written before it (`約`, `about`) is
+/// included.
+fn hedge_start(s: &str, i: usize) -> usize {
+    let before = s[..i].trim_end_matches([' ', '\u{a0}']);
+    for h in HEDGES {
+        let Some(cut) = before.len().checked_sub(h.len()) else { continue };
+        if !before.is_char_boundary(cut) || !before[cut..].eq_ignore_ascii_case(h) {
+            continue;
+        }
+        let word = h.chars().all(|c| c.is_ascii_alphabetic());
+        if !word || !before[..cut].ends_with(|c: char| c.is_ascii_alphabetic()) {
+            return cut;
+        }
+        break;
+    }
+    i
+}
+
+/// A Chinese digit (`兩` is 2, as `二`).
+fn cn_digit(c: char) -> Option<u64> {
+    Some(match c {
+        '零' | '〇' => 0,
+        '一' => 1,
+        '二' | '兩' => 2,
+        '三' => 3,
+        '四' => 4,
+        '五' => 5,
+        '六' => 6,
+        '七' => 7,
+        '八' => 8,
+        '九' => 9,
+        _ => return None,
+    })
+}
+
+/// A Chinese power of ten.
+fn cn_power(c: char) -> Option<u64> {
+    Some(match c {
+        '十' => 10,
+        '百' => 100,
+        '千' => 1000,
+        '萬' => 10_000,
+        _ => return None,
+    })
+}
+
+/// An exact decimal: `mantissa / 10^scale`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Decimal {
+    mantissa: u64,
+    scale: u32,
+}
+
+impl Decimal {
+    /// Ten times it (`三成` is 30%).
+    fn times_ten(self) -> Decimal {
+        match self.scale {
+            0 => Decimal { mantissa: self.mantissa.saturating_mul(10), scale: 0 },
+            s => Decimal { scale: s - 1, ..self },
+        }
+    }
+
+    /// As the claims file writes it: `140`, `2.5`.
+    fn text(self) -> String {
+        let digits = self.mantissa.to_string();
+        let scale = self.scale as usize;
+        if scale == 0 {
+            return digits;
+        }
+        let digits = format!("{digits:0>width$}", width = scale + 1);
+        let (int, frac) = digits.split_at(digits.len() - scale);
+        format!("{int}.{frac}")
+    }
+}
+
+/// A Chinese numeral at `i` (`一百四十`, `二十三`, `十`, `兩`, `二點五`): its end, its value,
+/// and whether it holds a power of ten (`十`, `百`...), which a bare digit does not.
+fn read_chinese(s: &str, i: usize) -> Option<(usize, Decimal, bool)> {
+    let (mut total, mut section, mut digit) = (0u64, 0u64, None::<u64>);
+    let (mut end, mut powers) = (i, false);
+    for (k, c) in s[i..].char_indices() {
+        if let Some(d) = cn_digit(c) {
+            // `零` holds a place (`一百零五`); two digits in a row are no numeral.
+            if digit.is_some() {
+                break;
+            }
+            digit = (d > 0 || (c != '零' && c != '〇')).then_some(d);
+        } else if let Some(p) = cn_power(c) {
+            // Only `十` stands without a digit before it (`十`, `十幾`).
+            let d = match digit {
+                Some(d) => d,
+                None if p == 10 && section == 0 && total == 0 && k == 0 => 1,
+                None => break,
+            };
+            if p == 10_000 {
+                total = (total + section + d).checked_mul(p)?;
+                section = 0;
+            } else {
+                section = section.checked_add(d.checked_mul(p)?)?;
+            }
+            digit = None;
+            powers = true;
+        } else {
+            break;
+        }
+        end = i + k + c.len_utf8();
+    }
+    if end == i {
+        return None;
+    }
+    let mantissa = total.checked_add(section)?.checked_add(digit.unwrap_or(0))?;
+    let mut value = Decimal { mantissa, scale: 0 };
+    // Decimals: `二點五`.
+    if let Some(rest) = s[end..].strip_prefix('點') {
+        let frac: Vec<u64> = rest.chars().map_while(cn_digit).collect();
+        if !frac.is_empty() {
+            for d in &frac {
+                value.mantissa = value.mantissa.checked_mul(10)?.checked_add(*d)?;
+            }
+            value.scale = frac.len() as u32;
+            end += '點'.len_utf8() + frac.len() * '一'.len_utf8();
+        }
+    }
+    Some((end, value, powers))
+}
+
+/// A value read at `i`, Chinese or ASCII digits, after an optional `百分之` (then a percent).
+fn read_value(s: &str, i: usize) -> Option<(usize, Decimal, bool, bool)> {
+    let (at, percent) = match s[i..].strip_prefix("百分之") {
+        Some(rest) => (s.len() - rest.trim_start().len(), true),
+        None => (i, false),
+    };
+    if let Some((end, v, powers)) = read_chinese(s, at) {
+        return Some((end, v, powers, percent));
+    }
+    if !percent {
+        return None;
+    }
+    // `百分之 20`.
+    let (end, text) = read_number(s, at)?;
+    let (int, frac) = text.replace(',', "").split_once('.').map_or_else(
+        || (text.replace(',', ""), String::new()),
+        |(a, b)| (a.to_string(), b.to_string()),
+    );
+    let mantissa = format!("{int}{frac}").parse().ok()?;
+    Some((end, Decimal { mantissa, scale: frac.len() as u32 }, true, true))
+}
+
+/// The unit after a Chinese numeral: `成` (tenths, as a percent), else one of [`UNITS`].
+fn cn_unit(s: &str, i: usize) -> Option<(usize, &'static str, bool)> {
+    let t = s[i..].trim_start_matches(' ');
+    if let Some(rest) = t.strip_prefix('成') {
+        return Some((s.len() - rest.len(), "%", true));
+    }
+    read_unit(s, i).map(|(e, u)| (e, u, false))
+}
+
+/// The notation of a Chinese value with its unit: `成` is ten times, a percent.
+fn cn_notation(v: Decimal, unit: &str, tenths: bool) -> String {
+    let v = if tenths { v.times_ten() } else { v };
+    match unit {
+        "" => v.text(),
+        "%" | "x" => format!("{}{unit}", v.text()),
+        u => format!("{} {u}", v.text()),
+    }
+}
+
+/// A Chinese quantity at `i`: a numeral with its unit (`三成` 30%, `兩倍` 2x, `一半` 50%,
+/// `百分之二十` 20%, `一百四十次` 140, `十幾毫秒` 11–19 ms, `三到五成` 30–50%), or one left
+/// out (`數十次`, `一百多次`, `第一次`, `八張`, inside code), with where scanning goes on.
+/// None where the characters are no quantity (`一些`, `十分`, `一個原因`): a Chinese digit
+/// counts only with a unit, and a count (`次`, `個`, `筆`) only from ten up, since `一次`,
+/// `兩個` are words more often than measurements.
+fn chinese(s: &str, i: usize, code: &[std::ops::Range<usize>]) -> Option<(Option<Found>, usize)> {
+    let inside = |rs: &[std::ops::Range<usize>]| rs.iter().any(|r| r.start <= i && i < r.end);
+    let skip =
+        |end: usize, why: Skip| Some((Some(Found::Skipped(s[i..end].to_string(), why)), end));
+    // Vague quantities: `數十`, `幾百`, `上百`, `上千`, with a unit.
+    for lead in ["數", "幾", "上"] {
+        if let Some(rest) = s[i..].strip_prefix(lead) {
+            let p = rest.chars().next().and_then(cn_power)?;
+            let end = s.len() - rest.len() + '十'.len_utf8();
+            return cn_unit(s, end)
+                .map(|(e, _, _)| (Some(Found::Skipped(s[i..e].to_string(), Skip::Vague)), e))
+                .filter(|_| p >= 10);
+        }
+    }
+    if s[i..].starts_with("一半") {
+        let end = i + "一半".len();
+        if inside(code) {
+            return skip(end, Skip::Code);
+        }
+        let start = hedge_start(s, i);
+        let n = Number {
+            written: s[start..end].to_string(),
+            range: start..end,
+            value: Stated::One("50%".into()),
+        };
+        return Some((Some(Found::Number(n)), end));
+    }
+    let (end1, v1, powers1, pct1) = read_value(s, i)?;
+    // `十幾`, `二十幾`: a teen or a decade, as a range; `一百多`: no range it states.
+    let mut lo_hi = None;
+    let mut after = end1;
+    if let Some(rest) = s[end1..].strip_prefix('幾') {
+        if v1.scale == 0 && (10..100).contains(&v1.mantissa) && v1.mantissa % 10 == 0 && powers1 {
+            lo_hi = Some((
+                Decimal { mantissa: v1.mantissa + 1, scale: 0 },
+                Decimal { mantissa: v1.mantissa + 9, scale: 0 },
+            ));
+            after = s.len() - rest.len();
+        } else {
+            let e = s.len() - rest.len();
+            return cn_unit(s, e)
+                .map(|(u, _, _)| (Some(Found::Skipped(s[i..u].to_string(), Skip::Vague)), u));
+        }
+    } else if let Some(rest) = s[end1..].strip_prefix('多') {
+        let e = s.len() - rest.len();
+        if let Some((u, _, _)) = cn_unit(s, e) {
+            return Some((Some(Found::Skipped(s[i..u].to_string(), Skip::Vague)), u));
+        }
+        return None;
+    }
+    let unit1 = if pct1 { Some((after, "%", false)) } else { cn_unit(s, after) };
+    // A range: `三到五成`, `兩到三倍`, `百分之十到二十`, `十到二十次`.
+    let mut second = None;
+    if lo_hi.is_none() {
+        let from = unit1.map_or(after, |(e, _, _)| e);
+        let t = s[from..].trim_start_matches(' ');
+        if let Some(r) =
+            SEPARATORS.iter().filter(|sep| !sep.is_ascii()).find_map(|sep| t.strip_prefix(sep))
+        {
+            let start2 = s.len() - r.trim_start_matches(' ').len();
+            if let Some((end2, v2, powers2, pct2)) = read_value(s, start2) {
+                let unit2 = if pct2 { Some((end2, "%", false)) } else { cn_unit(s, end2) };
+                let same = match (unit1, unit2) {
+                    (Some((_, a, ta)), Some((_, b, tb))) => a == b && ta == tb,
+                    _ => true,
+                };
+                if let (true, Some(u)) = (same, unit2.or(unit1)) {
+                    let ordered = v1.mantissa as u128 * 10u128.pow(v2.scale)
+                        <= v2.mantissa as u128 * 10u128.pow(v1.scale);
+                    // The unit after the high bound, or a percent stated before the low one
+                    // (`百分之十到二十`).
+                    if ordered && (unit2.is_some() || pct1) {
+                        second =
+                            Some((v2, powers1 || powers2, u, unit2.map_or(end2, |(e, _, _)| e)));
+                    }
+                }
+            }
+        }
+    }
+    let (unit, span_end, powers) = match (&second, unit1) {
+        (Some((_, powers, u, e)), _) => (*u, *e, *powers),
+        (None, Some(u)) => (u, u.0, powers1),
+        // No unit: no quantity, unless it is the size of the job (`八張 H200`).
+        (None, None) => {
+            let next = s[after..].trim_start().to_lowercase();
+            if SETUP_AFTER.iter().any(|w| next.starts_with(w)) {
+                return skip(after, Skip::Setup);
+            }
+            return None;
+        }
+    };
+    let (_, u, tenths) = unit;
+    if inside(code) {
+        return skip(span_end, Skip::Code);
+    }
+    if s[..i].trim_end().ends_with('第') {
+        return skip(span_end, Skip::Ordinal);
+    }
+    // `一次`, `兩個`: words; `一倍` (`快一倍` is twice): no number it states.
+    if u.is_empty() && !powers && lo_hi.is_none() && second.is_none() {
+        return None;
+    }
+    if u == "x" && v1 == (Decimal { mantissa: 1, scale: 0 }) && second.is_none() {
+        return skip(span_end, Skip::Vague);
+    }
+    if u == "times" {
+        return None;
+    }
+    // `八成是…`, `八成會…`: "most likely", not 80%.
+    if tenths && v1 == (Decimal { mantissa: 8, scale: 0 }) && second.is_none() {
+        let next = s[span_end..].trim_start();
+        if ["是", "會", "就", "吧", "可能", "也"].iter().any(|w| next.starts_with(w)) {
+            return None;
+        }
+    }
+    // `三成五`: 35%.
+    let mut span_end = span_end;
+    let mut v1 = v1;
+    let tenth = s[span_end..].chars().next().and_then(cn_digit).filter(|d| *d > 0);
+    if let (Some(d), true) = (tenth, tenths && second.is_none() && lo_hi.is_none()) {
+        let next = s[span_end + '一'.len_utf8()..].chars().next();
+        let mantissa = v1.mantissa.checked_mul(10).and_then(|m| m.checked_add(d));
+        if let (Some(m), false, 0) = (
+            mantissa,
+            next.is_some_and(|c| cn_digit(c).is_some() || cn_power(c).is_some()),
+            v1.scale,
+        ) {
+            v1 = Decimal { mantissa: m, scale: 1 };
+            span_end += '一'.len_utf8();
+        }
+    }
+    let value = match (lo_hi, &second) {
+        (Some((lo, hi)), _) => {
+            Stated::Range(cn_notation(lo, u, tenths), cn_notation(hi, u, tenths))
+        }
+        (None, Some((v2, ..))) => {
+            Stated::Range(cn_notation(v1, u, tenths), cn_notation(*v2, u, tenths))
+        }
+        (None, None) => Stated::One(cn_notation(v1, u, tenths)),
+    };
+    let start = hedge_start(s, i);
+    let n = Number { written: s[start..span_end].to_string(), range: start..span_end, value };
+    Some((Some(Found::Number(n)), span_end))
 }
 
 /// Why a number at `start..end` is not drafted, if it is not.

@@ -11,6 +11,7 @@
 
 pub mod analysis;
 pub mod audit;
+pub mod ci;
 pub mod claims;
 pub mod cli;
 pub mod cmd;
@@ -27,6 +28,7 @@ pub mod term;
 pub mod trace;
 pub mod units;
 pub mod verdict;
+pub mod verify;
 pub mod visible;
 
 /// An error message with a hint, for errors that have no domain type of their own.

@@ -662,3 +662,82 @@ fn hidden_characters_are_escaped_in_the_yaml() {
     let quote = raw.claims[0].parts[0].unreviewed.as_ref().unwrap().value.quote.clone();
     assert_eq!(quote.as_deref(), Some("NCCL \u{202e}佔 17.8%\u{7f}。"));
 }
+
+#[test]
+fn chinese_numerals_with_their_units() {
+    for (sentence, written, stated) in [
+        // Tenths: 三成 is three tenths.
+        ("暴露的 NCCL 佔約三成", "約三成", "30%"),
+        ("等待佔了兩成", "兩成", "20%"),
+        ("大概三成五的時間在等", "大概三成五", "35%"),
+        // Multipliers.
+        ("吞吐差了兩倍", "兩倍", "2x"),
+        ("慢了一點五倍", "一點五倍", "1.5x"),
+        // Half.
+        ("通訊佔了一半", "一半", "50%"),
+        // Percent written out.
+        ("佔步時百分之二十", "百分之二十", "20%"),
+        ("約百分之二十三", "約百分之二十三", "23%"),
+        ("百分之 12.5 的時間", "百分之 12.5", "12.5%"),
+        ("佔百分之二點五", "百分之二點五", "2.5%"),
+        // Counts from ten up, and times.
+        ("flash_bwd 跑了一百四十次", "一百四十次", "140"),
+        ("一共兩百零五次呼叫", "兩百零五次", "205"),
+        ("多了一千零二十四個 kernel", "一千零二十四個", "1024"),
+        ("每步多五毫秒", "五毫秒", "5 ms"),
+        ("多了三個百分點", "三個百分點", "3 pp"),
+    ] {
+        assert_eq!(numbers(sentence), [(written.to_string(), one(stated))], "{sentence}");
+    }
+    for (sentence, written, lo, hi) in [
+        // A teen is a stated range: 十幾 is 11 to 19.
+        ("每步等十幾毫秒", "十幾毫秒", "11 ms", "19 ms"),
+        ("重跑了二十幾次", "二十幾次", "21", "29"),
+        ("佔十幾%", "十幾%", "11%", "19%"),
+        ("大約三到五成", "大約三到五成", "30%", "50%"),
+        ("快了兩到三倍", "兩到三倍", "2x", "3x"),
+        ("佔百分之十到二十", "百分之十到二十", "10%", "20%"),
+        ("佔百分之十到百分之三十", "百分之十到百分之三十", "10%", "30%"),
+    ] {
+        assert_eq!(numbers(sentence), [(written.to_string(), range(lo, hi))], "{sentence}");
+    }
+}
+
+#[test]
+fn chinese_words_that_hold_a_numeral_are_no_numbers() {
+    // Words, a count below ten (`一次`, `兩個`), an idiom (`八成是`: most likely), and digits
+    // with no unit.
+    for sentence in [
+        "一些 kernel 很慢",
+        "這十分重要",
+        "再比較一次",
+        "有兩個原因",
+        "一定要先確認",
+        "八成是 NCCL 的問題",
+        "萬一失敗就重跑",
+        "分成三部分來看",
+    ] {
+        assert_eq!(numbers(sentence), [], "{sentence}");
+    }
+    // Vague quantities, an ordinal and the job's size are listed as left out.
+    for (sentence, text, why) in [
+        ("重跑了數十次", "數十次", Skip::Vague),
+        ("等了幾百毫秒", "幾百毫秒", Skip::Vague),
+        ("呼叫了一百多次", "一百多次", Skip::Vague),
+        ("快了一倍", "一倍", Skip::Vague),
+        ("第一次的 step", "一次", Skip::Ordinal),
+        ("八張卡", "八", Skip::Setup),
+    ] {
+        assert_eq!(skipped(sentence), [(text.to_string(), why)], "{sentence}");
+        assert_eq!(numbers(sentence), [], "{sentence}");
+    }
+}
+
+#[test]
+fn a_chinese_numeral_drafts_a_part_with_its_line() {
+    let d = draft::draft("# 診斷\n\n暴露的 NCCL\n約佔步時三成。\n", None);
+    let parts: Vec<_> = d.parts().collect();
+    assert_eq!(parts.len(), 1);
+    assert_eq!(parts[0].number.value, one("30%"));
+    assert_eq!(parts[0].line, 4);
+}

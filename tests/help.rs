@@ -27,6 +27,7 @@ fn help_texts() {
         ("query-nvtx", vec!["query", "nvtx"]),
         ("query-compare", vec!["query", "compare"]),
         ("check", vec!["check"]),
+        ("verify", vec!["verify"]),
         ("draft", vec!["draft"]),
         ("eval", vec!["eval"]),
         ("schema", vec!["schema"]),

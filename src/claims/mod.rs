@@ -641,6 +641,9 @@ pub struct Part {
     pub experiment: Option<Experiment>,
     /// Line in the claims file.
     pub line: u32,
+    /// Column of its id in the claims file (where a CI annotation points); not in the ledger.
+    #[serde(skip)]
+    pub column: u32,
 }
 
 /// A claim.
@@ -662,6 +665,9 @@ pub struct Claim {
     pub review: Option<Text>,
     /// Line in the claims file.
     pub line: u32,
+    /// Column of its id in the claims file (where a CI annotation points); not in the ledger.
+    #[serde(skip)]
+    pub column: u32,
 }
 
 /// A source of claims.

@@ -683,6 +683,7 @@ fn claims(
             parts,
             review: c.opt_text(&rc.review, &format!("claim `{}` review", rc.id.value)),
             line: at(&rc.id).0,
+            column: at(&rc.id).1,
         });
     }
     claims
@@ -968,6 +969,7 @@ fn part(
             experiment(c, e, &what)
         }),
         line: at(&rp.id).0,
+        column: at(&rp.id).1,
         measure,
     }
 }

@@ -5,29 +5,71 @@ use std::process::ExitCode;
 use super::print_json;
 use super::table::{self, Column};
 use crate::audit::{self, Audit};
+use crate::ci;
 use crate::claims;
-use crate::cli::CheckArgs;
+use crate::cli::{CheckArgs, CheckFormat};
 use crate::render::i18n::Strings;
 use crate::verdict::Verdict;
 
 /// Runs `check`.
 pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
+    let format = if args.json { CheckFormat::Json } else { args.format };
     let set = claims::load(&args.claims)?;
-    if !args.json {
+    if format != CheckFormat::Json {
         set.require_language(&args.lang)?;
     }
     let mut progress = super::progress();
     let audit = audit::run(set, &mut *progress);
     drop(progress);
-    if args.json {
+    if format == CheckFormat::Json {
         print_json(&audit)?;
     } else {
         let t = Strings::load(&args.lang)
             .map_err(|e| crate::Hinted::new(e, "use --lang en or --lang zh-TW"))?;
-        super::emit(&render(&audit, &t, table::width()).map_err(anyhow::Error::msg)?)?;
+        let text = match format {
+            CheckFormat::Junit => {
+                let cases = ci::cases(&audit, &t).map_err(anyhow::Error::msg)?;
+                ci::junit(&[(&audit, cases)]).map_err(anyhow::Error::msg)?
+            }
+            CheckFormat::Github => github(&audit, &t)?,
+            _ => render(&audit, &t, table::width()).map_err(anyhow::Error::msg)?,
+        };
+        super::emit(&text)?;
     }
     let ok = if args.strict && failed(&audit) { ExitCode::from(1) } else { ExitCode::SUCCESS };
     Ok(super::exit_code(&audit, ok))
+}
+
+/// The workflow commands of an audit, and its Markdown summary appended to the file that
+/// `GITHUB_STEP_SUMMARY` names, when it names one. The annotation's file is the claims path
+/// as given, or relative to `GITHUB_WORKSPACE` when it lies inside it.
+fn github(audit: &Audit, t: &Strings) -> anyhow::Result<String> {
+    let given = std::path::Path::new(&audit.claims.file);
+    let file = std::env::var_os("GITHUB_WORKSPACE")
+        .and_then(|w| {
+            let abs = std::path::absolute(given).ok()?;
+            let rel = abs.strip_prefix(std::path::absolute(w).ok()?).ok()?.to_path_buf();
+            Some(rel.display().to_string())
+        })
+        .unwrap_or_else(|| audit.claims.file.clone());
+    let cases = ci::cases(audit, t).map_err(anyhow::Error::msg)?;
+    if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
+        use std::io::Write as _;
+        let summary = ci::step_summary(audit, &cases, &file, t).map_err(anyhow::Error::msg)?;
+        let shown = std::path::Path::new(&path).display().to_string();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(summary.as_bytes()))
+            .map_err(|e| {
+                crate::Hinted::new(
+                    format!("cannot append the step summary to `{shown}` ({e})"),
+                    "GITHUB_STEP_SUMMARY names the file the runner reads; unset it outside a workflow",
+                )
+            })?;
+    }
+    ci::github(audit, &cases, &file, t).map_err(anyhow::Error::msg)
 }
 
 /// Whether the audit fails under `--strict`: a claim not supported, a failed gate, a query

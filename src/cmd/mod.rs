@@ -7,6 +7,7 @@ mod eval;
 mod inspect;
 mod query;
 mod render;
+mod verify;
 use crate::term as table;
 
 use std::process::ExitCode;
@@ -20,6 +21,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Query(q) => query::run(q),
         Command::Analyses => query::list_analyses(),
         Command::Check(args) => check::run(args),
+        Command::Verify(args) => verify::run(args),
         Command::Eval(args) => eval::run(args),
         Command::Draft(args) => draft::run(args),
         Command::Schema(args) => {

@@ -32,6 +32,17 @@ pub fn run(q: QueryCommand) -> anyhow::Result<ExitCode> {
 /// `verdict query compare`: each side loaded and queried as `verdict query` would, then
 /// compared.
 fn compare(c: &crate::cli::CompareArgs, json: bool) -> anyhow::Result<ExitCode> {
+    let ev = compare_evidence(c)?;
+    if json {
+        print_json(&ev)?;
+    } else {
+        super::emit(&show::render(&ev, table::width()))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The evidence of `verdict query compare` (what `verify` reruns too).
+pub(super) fn compare_evidence(c: &crate::cli::CompareArgs) -> anyhow::Result<analysis::Evidence> {
     let hinted =
         |e: analysis::QueryError| crate::Hinted::new(e.to_string(), e.hint().unwrap_or_default());
     let of =
@@ -172,12 +183,7 @@ fn compare(c: &crate::cli::CompareArgs, json: bool) -> anyhow::Result<ExitCode> 
     {
         v.runs = Some(analysis::compare::Runs { a: a.clone(), b: b.clone() });
     }
-    if json {
-        print_json(&ev)?;
-    } else {
-        super::emit(&show::render(&ev, table::width()))?;
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(ev)
 }
 
 /// `verdict analyses`.

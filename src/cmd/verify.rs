@@ -1,0 +1,200 @@
+//! `verdict verify`: rerun what a rendered report recorded, and say what drifted.
+//!
+//! Each recorded command is parsed as the program parses it and run through its query plan
+//! (`verdict query compare` through the command's own comparison), so a rerun is the command a
+//! reader would type. The plans that read the same traces share one scan (the union of their
+//! filters), as in an audit.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser as _;
+
+use crate::analysis::{self, Context, Params};
+use crate::audit::merge_scans;
+use crate::cli::{Cli, Command, VerifyArgs};
+use crate::plan::{Expectation, QueryPlan};
+use crate::scope::DeviceSel;
+use crate::verify::{self, Entry, Problem};
+
+/// The most differences shown for one command; the rest are counted.
+const SHOWN: usize = 8;
+
+/// How a recorded command is rerun.
+enum Rerun {
+    /// A query (or `inspect`'s coverage) through its plan.
+    Plan(Box<QueryPlan>),
+    /// `query compare`.
+    Compare(crate::cli::CompareArgs),
+}
+
+/// The rerun of a recorded command, or why it cannot be parsed.
+fn rerun_of(e: &Entry) -> Result<Rerun, String> {
+    let cli = Cli::try_parse_from(&e.argv).map_err(|err| {
+        err.to_string().lines().next().unwrap_or_default().trim_start_matches("error: ").to_string()
+    })?;
+    match cli.command {
+        Command::Query(q) => match q.compare {
+            Some(c) => Ok(Rerun::Compare(c)),
+            None => QueryPlan::from_command(&q)
+                .map(|p| Rerun::Plan(Box::new(p)))
+                .map_err(|h| format!("{h}: {}", h.hint)),
+        },
+        Command::Inspect(a) => {
+            let spec = analysis::spec("coverage").ok_or("no coverage analysis")?;
+            let expect = match (&a.expect_devices, a.expect_ranks) {
+                (Some(d), _) => Expectation::Devices(d.0.clone()),
+                (None, Some(n)) => Expectation::Ranks(n as usize),
+                (None, None) => Expectation::Nothing,
+            };
+            Ok(Rerun::Plan(Box::new(QueryPlan {
+                spec,
+                traces: a.traces,
+                force_set: a.set,
+                expect,
+                params: Params::new(DeviceSel::All),
+                nvtx: None,
+            })))
+        }
+        _ => Err("not a query".into()),
+    }
+}
+
+/// Evidence as the ledger holds it: written as JSON text and read back by the same reader
+/// as the recorded evidence, so that a float compares as the same text, not as two readings
+/// of it.
+fn as_recorded(ev: &analysis::Evidence) -> Result<serde_json::Value, String> {
+    serde_json::to_string(ev)
+        .and_then(|text| serde_json::from_str(&text))
+        .map_err(|err| err.to_string())
+}
+
+/// The traces a plan reads, as one scan's identity.
+type Reads = (Vec<PathBuf>, bool, Expectation);
+
+/// Runs `verify`.
+pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
+    let hinted = |p: &Problem| crate::Hinted::new(p.to_string(), p.hint());
+    let record = verify::read(&args.manifest).map_err(|p| hinted(&p))?;
+    let problems = verify::check_traces(&record.traces, &std::env::current_dir()?);
+    if let Some(first) = problems.first() {
+        // Every missing or changed trace on its own line, the first one's hint after them.
+        let mut message = problems.iter().map(ToString::to_string).collect::<Vec<_>>();
+        let head = message.remove(0);
+        let text = std::iter::once(head).chain(message).collect::<Vec<_>>().join("\nerror: ");
+        return Err(crate::Hinted::new(text, first.hint()).into());
+    }
+    // Parse every command first: a command that does not parse is the record's fault.
+    let mut reruns = Vec::new();
+    for e in &record.entries {
+        let r = rerun_of(e).map_err(|m| {
+            crate::Hinted::new(
+                format!("`{}` in `{}` is not a command this verdict runs: {m}", e.command, record.evidence_file.display()),
+                format!(
+                    "the report was rendered by verdict {}; verify it with that version, or render it again",
+                    record.tool_version
+                ),
+            )
+        })?;
+        reruns.push(r);
+    }
+    // One scan per set of traces, with the union of its plans' filters.
+    let mut groups: Vec<(Reads, crate::trace::KernelFilter, Vec<analysis::Table>)> = Vec::new();
+    for r in &reruns {
+        let Rerun::Plan(p) = r else { continue };
+        let reads = (p.traces.clone(), p.force_set, p.expect.clone());
+        let scan = (p.scan_filter(), p.needs());
+        match groups.iter_mut().find(|g| g.0 == reads) {
+            Some(g) => {
+                let merged = merge_scans((g.1.clone(), g.2.clone()), scan);
+                (g.1, g.2) = merged;
+            }
+            None => groups.push((reads, scan.0, scan.1)),
+        }
+    }
+    let mut contexts: Vec<(Reads, Context)> = Vec::new();
+    for ((traces, force_set, expect), filter, needs) in groups {
+        let (_, ctx) = crate::plan::load(&traces, force_set, &expect, &filter, &needs)?;
+        contexts.push(((traces, force_set, expect), ctx));
+    }
+    let mut drifted = 0;
+    let mut out = String::new();
+    for (e, r) in record.entries.iter().zip(&reruns) {
+        let now: Result<serde_json::Value, String> = match r {
+            Rerun::Plan(p) => {
+                let reads = (p.traces.clone(), p.force_set, p.expect.clone());
+                let ctx = &contexts
+                    .iter()
+                    .find(|c| c.0 == reads)
+                    .expect("every plan's traces were loaded")
+                    .1;
+                p.run(ctx).map_err(|err| err.to_string()).and_then(|ev| as_recorded(&ev))
+            }
+            Rerun::Compare(c) => super::query::compare_evidence(c)
+                .map_err(|err| format!("{err:#}"))
+                .and_then(|ev| as_recorded(&ev)),
+        };
+        let readers = record.readers.get(&e.key).map(|r| r.join(", "));
+        let who = match &readers {
+            Some(r) => format!("{r} ({})", e.key),
+            None => format!("chart context {}", e.key),
+        };
+        let lines: Vec<String> = match (&e.evidence, now) {
+            (Some(old), Ok(new)) => {
+                let d = verify::diff(old, &new);
+                let mut lines: Vec<String> = d
+                    .iter()
+                    .take(SHOWN)
+                    .map(|d| format!("{}: {} -> {}", d.path, d.old, d.new))
+                    .collect();
+                if d.len() > SHOWN {
+                    lines.push(format!("and {} more values", d.len() - SHOWN));
+                }
+                lines
+            }
+            (Some(_), Err(err)) => vec![format!("the query now fails: {err}")],
+            (None, Ok(_)) => vec![format!(
+                "the query failed when rendered ({}) and now gives evidence",
+                e.error.as_deref().unwrap_or("")
+            )],
+            (None, Err(_)) => Vec::new(),
+        };
+        if lines.is_empty() {
+            continue;
+        }
+        drifted += 1;
+        out += &format!("drift: {who}\n");
+        for l in lines {
+            out += &format!("  {l}\n");
+        }
+        out += &format!("  rerun: {}\n", e.command);
+    }
+    let files = record.traces.len();
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    if drifted > 0 {
+        out += &format!(
+            "{}: drift: {} of {} give other evidence over {} whose sha256 is as recorded\n",
+            record.report,
+            plural(drifted, "command", "commands"),
+            record.entries.len(),
+            plural(files, "trace file", "trace files"),
+        );
+        let now = env!("CARGO_PKG_VERSION");
+        if !record.tool_version.is_empty() && record.tool_version != now {
+            out += &format!(
+                "note: the report was rendered by verdict {}, this is verdict {now}: a change of the tool can be the cause\n",
+                record.tool_version
+            );
+        }
+        super::emit(&out)?;
+        return Ok(ExitCode::from(1));
+    }
+    super::emit(&format!(
+        "{}: verified: {} rerun over {} (sha256 as recorded); every number is as the ledger says\n",
+        record.report,
+        plural(record.entries.len(), "command", "commands"),
+        plural(files, "trace file", "trace files"),
+    ))?;
+    Ok(ExitCode::SUCCESS)
+}
