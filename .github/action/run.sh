@@ -17,7 +17,12 @@ path)
     fi
     ;;
 source)
-    if [ "$(verdict --version 2>/dev/null)" = "verdict $want" ]; then
+    # `verdict 0.1.0`, or `verdict 0.1.0 (build <commit>)` from a git checkout.
+    case "$(verdict --version 2>/dev/null)" in
+        "verdict $want" | "verdict $want (build "*) have=yes ;;
+        *) have=no ;;
+    esac
+    if [ "$have" = yes ]; then
         echo "verdict $want: $(command -v verdict)"
     else
         root="${RUNNER_TEMP:-${TMPDIR:-/tmp}}/verdict-$want"
