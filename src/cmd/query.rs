@@ -31,7 +31,7 @@ pub(crate) fn evidence(q: &QueryCommand) -> anyhow::Result<analysis::Evidence> {
     let plan = QueryPlan::from_command(q)?;
     let (_, ctx) = plan.load()?;
     let name = trace_name(&q.traces);
-    Ok(plan.run(&ctx).with_context(|| format!("cannot answer from trace `{name}`"))?)
+    plan.run(&ctx).with_context(|| format!("cannot answer from trace `{name}`"))
 }
 
 /// `verdict query compare`: each side loaded and queried as `verdict query` would, then
