@@ -223,6 +223,59 @@ fn a_bad_claims_document_is_a_tool_error_at_its_line_and_column() {
     s.close();
 }
 
+#[test]
+fn compare_reads_its_sides_traces_inside_the_roots() {
+    let root = root_with_trace();
+    let mut s = Session::start(&["--root", root.path().to_str().unwrap()]);
+    s.initialize(json!({}));
+    let side = |trace: &str, window: &str| {
+        json!([format!("trace={trace}"), "devices=4", format!("window={window}"), "split=4"])
+    };
+    let r = s.call(
+        "query",
+        json!({
+            "analysis": "compare",
+            "of": "kernels",
+            "metric": "count",
+            "a": side("megatron.sqlite", "39.964:46.123"),
+            "b": side("megatron.sqlite", "46.123:52.282"),
+        }),
+    );
+    assert_eq!(r["isError"], false, "{r}");
+    let v = &r["structuredContent"]["values"];
+    assert_eq!((v["n_a"].as_i64(), v["n_b"].as_i64()), (Some(4), Some(4)));
+    // Over a split each kernel counts once, in the window where it starts (the first window
+    // also takes those that start before it): the four counts add up to the kernels that
+    // intersect the whole window.
+    let count = |a: i64, b: i64| {
+        sql_count(&format!(
+            "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId = 4 AND start < {b} AND end > {a}"
+        ))
+    };
+    assert_eq!(v["a_total"].as_i64(), Some(count(39_964_000_000, 46_123_000_000)));
+    assert_eq!(v["b_total"].as_i64(), Some(count(46_123_000_000, 52_282_000_000)));
+    // A side's trace outside the roots is refused like any other path.
+    let r = s.call(
+        "query",
+        json!({
+            "analysis": "compare",
+            "of": "kernels",
+            "metric": "count",
+            "a": side(TRACE, "39.964:46.123"),
+            "b": side("megatron.sqlite", "46.123:52.282"),
+        }),
+    );
+    assert_eq!(r["isError"], true);
+    assert!(r["content"][0]["text"].as_str().unwrap().contains("outside the roots"), "{r}");
+    // compare's keys belong to compare alone, and a trace to the other analyses.
+    let r = s
+        .call("query", json!({"analysis": "kernels", "trace": "megatron.sqlite", "of": "kernels"}));
+    assert_eq!(r["isError"], true);
+    let r = s.call("query", json!({"analysis": "compare", "of": "kernels", "metric": "count", "a": [], "b": [], "trace": "x"}));
+    assert_eq!(r["isError"], true);
+    s.close();
+}
+
 fn sql_count(sql: &str) -> i64 {
     let c = rusqlite::Connection::open_with_flags(
         format!("file:{TRACE}?mode=ro&immutable=1"),
@@ -366,11 +419,26 @@ fn verdicts(ledger: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Every file under `dir` with its length, modification time and sha256.
+fn folder_state(dir: &Path) -> Vec<(PathBuf, u64, std::time::SystemTime, Vec<u8>)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let path = e.unwrap().path();
+        let meta = std::fs::metadata(&path).unwrap();
+        let digest: Vec<u8> =
+            <sha2::Sha256 as sha2::Digest>::digest(std::fs::read(&path).unwrap()).to_vec();
+        out.push((path, meta.len(), meta.modified().unwrap(), digest));
+    }
+    out.sort();
+    out
+}
+
 /// The loop of docs/agents.md, scripted: inspect, draft, check, read the failed gates, revise
 /// the scopes they name, check again, until no gate fails.
 #[test]
 fn scripted_agent_reaches_the_day26_verdicts() {
     let root = root_with_trace();
+    let before = folder_state(root.path());
     let mut s = Session::start(&["--root", root.path().to_str().unwrap()]);
     s.initialize(json!({}));
 
@@ -480,6 +548,8 @@ fn scripted_agent_reaches_the_day26_verdicts() {
     let part = &ledger["results"][1]["parts"][0];
     assert_eq!(part["formula"]["exact"], json!([ran.to_string(), "1"]));
     s.close();
+    // Nothing was written beside the trace, and the trace is as it was.
+    assert_eq!(folder_state(root.path()), before);
 }
 
 /// The official Python SDK's client against the server (`tests/mcp/client.py`).
