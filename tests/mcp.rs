@@ -100,9 +100,14 @@ fn root_with_trace() -> tempfile::TempDir {
 fn framing_handshake_listing_and_one_call() {
     let root = root_with_trace();
     let mut s = Session::start(&["--root", root.path().to_str().unwrap()]);
-    // The stateless revision's probe is not served; a client falls back to the handshake.
-    let probe = s.request("server/discover", json!({}));
-    assert_eq!(probe["error"]["code"], -32601);
+    // A probe for a revision the server does not speak names those it does.
+    let probe = s.request(
+        "server/discover",
+        json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2099-01-01"}}),
+    );
+    assert_eq!(probe["error"]["code"], -32022);
+    assert_eq!(probe["error"]["data"]["supported"][0], "2026-07-28");
+    assert!(probe["error"]["data"]["supported"].as_array().unwrap().contains(&json!("2025-11-25")));
     let init = s.initialize(json!({}));
     assert_eq!(init["protocolVersion"], "2025-11-25");
     assert_eq!(init["serverInfo"]["name"], "verdict");
@@ -150,6 +155,66 @@ fn framing_handshake_listing_and_one_call() {
     assert_eq!((e["id"].clone(), e["error"]["code"].clone()), (Value::Null, json!(-32700)));
     s.send_raw("[]");
     assert_eq!(s.recv()["error"]["code"], -32600);
+    s.close();
+}
+
+/// The stateless revision: discovery, each request stating its revision and capabilities in
+/// `_meta`, results with their `resultType`, and the client's roots asked for as the input a
+/// call that reads a path requires.
+#[test]
+fn the_stateless_revision_asks_for_roots_as_input() {
+    let root = root_with_trace();
+    let mut s = Session::start(&[]);
+    let meta = |roots: bool| {
+        let caps = if roots { json!({"roots": {}}) } else { json!({}) };
+        json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": caps,
+            "io.modelcontextprotocol/clientInfo": {"name": "tests/mcp.rs", "version": "1"},
+        })
+    };
+    let d = s.request("server/discover", json!({"_meta": meta(true)}))["result"].clone();
+    assert_eq!(d["supportedVersions"], json!(["2026-07-28"]));
+    assert_eq!(d["resultType"], "complete");
+    assert_eq!(d["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "verdict");
+    let list = s.request("tools/list", json!({"_meta": meta(true)}))["result"].clone();
+    assert_eq!(
+        (list["resultType"].as_str(), list["tools"].as_array().map(Vec::len)),
+        (Some("complete"), Some(6))
+    );
+    assert_eq!(list["ttlMs"], 0);
+    let args = json!({"trace": "megatron.sqlite"});
+    // A call that reads a path, from a client with roots: the roots are input it requires.
+    let r =
+        s.request("tools/call", json!({"_meta": meta(true), "name": "inspect", "arguments": args}));
+    assert_eq!(r["result"]["resultType"], "input_required");
+    assert_eq!(r["result"]["inputRequests"]["roots"]["method"], "roots/list");
+    let uri = format!("file://{}", root.path().display().to_string().replace(' ', "%20"));
+    let r = s.request(
+        "tools/call",
+        json!({"_meta": meta(true), "name": "inspect", "arguments": args,
+               "inputResponses": {"roots": {"roots": [{"uri": uri}]}}}),
+    );
+    assert_eq!(r["result"]["resultType"], "complete");
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    assert_eq!(r["result"]["structuredContent"]["scope"]["devices"], json!([1, 2, 3, 4, 5, 6, 7]));
+    // The roots hold for that call alone: without roots no path is read.
+    let r = s
+        .request("tools/call", json!({"_meta": meta(false), "name": "inspect", "arguments": args}));
+    assert_eq!(r["result"]["isError"], true);
+    assert!(
+        r["result"]["content"][0]["text"].as_str().unwrap().contains("no root is granted"),
+        "{r}"
+    );
+    // A tool that reads no path needs no roots.
+    let r = s.request(
+        "tools/call",
+        json!({"_meta": meta(true), "name": "explain", "arguments": {"key": "R1"}}),
+    );
+    assert_eq!(r["result"]["resultType"], "complete");
+    // A request naming a revision the server does not speak.
+    let bad = json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2099-01-01"}});
+    assert_eq!(s.request("tools/list", bad)["error"]["code"], -32022);
     s.close();
 }
 
@@ -594,5 +659,6 @@ fn python_sdk_client_lists_calls_and_validates_every_tool() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "client.py failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
-    assert!(stdout.contains("all checks passed"), "{stdout}");
+    assert!(stdout.contains("auto: 2026-07-28: all checks passed"), "{stdout}");
+    assert!(stdout.contains("legacy: 2025-11-25: all checks passed"), "{stdout}");
 }

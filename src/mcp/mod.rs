@@ -1,7 +1,9 @@
 //! `verdict mcp`: the read-only tools served to an agent over the Model Context Protocol.
 //!
 //! A JSON-RPC 2.0 loop over newline-delimited JSON on stdin and stdout (MCP's stdio
-//! transport, through the `initialize` handshake of revisions 2024-11-05 to 2025-11-25).
+//! transport): the stateless revision 2026-07-28 (`server/discover`, each request stating its
+//! revision in `_meta`, the client's roots asked for as input a call requires), and the
+//! `initialize` handshake of revisions 2024-11-05 to 2025-11-25.
 //! The tools call the functions the commands call (`tools.rs`), read paths only under the
 //! granted roots (`roots.rs`), check their arguments against their own input schemas
 //! (`args.rs`) and cap what they return, saying what was cut (`cap.rs`). Nothing here writes
@@ -18,11 +20,17 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-/// The protocol revisions served, newest first: the `initialize` handshake's. A client that
-/// offers another is answered with the newest, as the handshake prescribes. The stateless
-/// revision (2026-07-28, `server/discover`) is not served: its probe is answered "method not
-/// found", on which clients fall back to the handshake.
+/// The handshake's protocol revisions, newest first. A client that offers another is
+/// answered with the newest, as the handshake prescribes.
 pub const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// The stateless revisions: no handshake; each request names its revision in `_meta`.
+pub const MODERN_VERSIONS: &[&str] = &["2026-07-28"];
+
+/// `_meta` keys of the stateless revisions.
+const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 
 /// JSON-RPC's error codes used here.
 mod code {
@@ -30,6 +38,7 @@ mod code {
     pub const INVALID_REQUEST: i64 = -32600;
     pub const METHOD_NOT_FOUND: i64 = -32601;
     pub const INVALID_PARAMS: i64 = -32602;
+    pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 }
 
 /// What the server tells the client about itself, for a model's prompt.
@@ -40,15 +49,16 @@ const INSTRUCTIONS: &str = "verdict audits claims about GPU profiles (Nsight Sys
 pub struct RpcError {
     code: i64,
     message: String,
+    data: Option<Value>,
 }
 
 impl RpcError {
     fn new(code: i64, message: impl Into<String>) -> RpcError {
-        RpcError { code, message: message.into() }
+        RpcError { code, message: message.into(), data: None }
     }
 }
 
-/// The server's state: the roots, what the client declared, the handshake.
+/// The server's state: the roots and whether the client of the handshake has its own.
 pub struct Server {
     roots: roots::Roots,
     /// The client declared the `roots` capability: its roots are asked for.
@@ -56,7 +66,6 @@ pub struct Server {
     /// The id of the `roots/list` request the server waits for, if any.
     pending_roots: Option<String>,
     next_id: u64,
-    protocol: Option<String>,
 }
 
 /// The incoming messages: lines read ahead while waiting for a response come first.
@@ -97,7 +106,6 @@ impl Server {
             client_roots: false,
             pending_roots: None,
             next_id: 0,
-            protocol: None,
         })
     }
 
@@ -141,7 +149,13 @@ impl Server {
                 let params = obj.get("params").cloned().unwrap_or(Value::Null);
                 let reply = match self.request(method, &params, inbox)? {
                     Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-                    Err(e) => error_response(id, e.code, &e.message),
+                    Err(e) => {
+                        let mut reply = error_response(id, e.code, &e.message);
+                        if let Some(data) = e.data {
+                            reply["error"]["data"] = data;
+                        }
+                        reply
+                    }
                 };
                 send(out, &reply)
             }
@@ -161,19 +175,40 @@ impl Server {
         }
     }
 
-    /// A request's result, or its error.
+    /// A request's result, or its error. A request that names a stateless revision in its
+    /// `_meta` gets that revision's result shapes.
     fn request<R: BufRead>(
         &mut self,
         method: &str,
         params: &Value,
         inbox: &mut Inbox<R>,
     ) -> std::io::Result<Result<Value, RpcError>> {
-        Ok(match method {
+        let meta = params.get("_meta");
+        let stated = meta.and_then(|m| m.get(META_VERSION)).and_then(Value::as_str);
+        let modern = match stated {
+            Some(v) if MODERN_VERSIONS.contains(&v) => true,
+            Some(v) if method == "server/discover" || !PROTOCOL_VERSIONS.contains(&v) => {
+                return Ok(Err(unsupported(v)));
+            }
+            None if method == "server/discover" => return Ok(Err(unsupported(""))),
+            _ => false,
+        };
+        let result = match method {
+            "server/discover" => Ok(json!({
+                "supportedVersions": MODERN_VERSIONS,
+                "capabilities": { "tools": { "listChanged": false } },
+                "instructions": INSTRUCTIONS,
+                "cacheScope": "public",
+                "ttlMs": 0,
+                "_meta": { META_SERVER_INFO: server_info() },
+            })),
             "initialize" => Ok(self.initialize(params)),
             "ping" => Ok(json!({})),
+            "tools/list" if modern => {
+                Ok(json!({ "tools": tools::list(), "cacheScope": "public", "ttlMs": 0 }))
+            }
             "tools/list" => Ok(json!({ "tools": tools::list() })),
             "tools/call" => {
-                self.await_roots(inbox)?;
                 let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
                 let empty = serde_json::Map::new();
                 let arguments = match params.get("arguments") {
@@ -183,8 +218,30 @@ impl Server {
                         Err(RpcError::new(code::INVALID_PARAMS, "`arguments` must be an object"))
                     }
                 };
+                let roots = if modern {
+                    // Stateless: the client's roots come with the call that reads a path, asked
+                    // for as input the call requires when the client has them.
+                    let has_roots = meta
+                        .and_then(|m| m.get(META_CAPABILITIES))
+                        .and_then(|c| c.get("roots"))
+                        .is_some_and(Value::is_object);
+                    match params.pointer("/inputResponses/roots/roots").and_then(Value::as_array) {
+                        Some(given) => Some(self.roots.with_client(&uri_list(given))),
+                        None if has_roots && tools::reads_paths(name) => {
+                            return Ok(Ok(json!({
+                                "resultType": "input_required",
+                                "inputRequests": { "roots": { "method": "roots/list" } },
+                            })));
+                        }
+                        None => None,
+                    }
+                } else {
+                    self.await_roots(inbox)?;
+                    None
+                };
+                let roots = roots.as_ref().unwrap_or(&self.roots);
                 arguments.and_then(|a| {
-                    tools::call(name, a, &self.roots).ok_or_else(|| {
+                    tools::call(name, a, roots).ok_or_else(|| {
                         RpcError::new(
                             code::INVALID_PARAMS,
                             format!("unknown tool `{name}`; tools: {}", tools::NAMES.join(", ")),
@@ -193,7 +250,13 @@ impl Server {
                 })
             }
             _ => Err(RpcError::new(code::METHOD_NOT_FOUND, format!("method `{method}` not found"))),
-        })
+        };
+        Ok(result.map(|mut r| {
+            if modern {
+                r["resultType"] = json!("complete");
+            }
+            r
+        }))
     }
 
     /// The handshake: the revision both speak, the tools capability, who the server is.
@@ -201,16 +264,11 @@ impl Server {
         let offered = params.get("protocolVersion").and_then(Value::as_str).unwrap_or_default();
         let version =
             PROTOCOL_VERSIONS.iter().find(|v| **v == offered).unwrap_or(&PROTOCOL_VERSIONS[0]);
-        self.protocol = Some(version.to_string());
         self.client_roots = params.pointer("/capabilities/roots").is_some_and(Value::is_object);
         json!({
             "protocolVersion": version,
             "capabilities": { "tools": { "listChanged": false } },
-            "serverInfo": {
-                "name": "verdict",
-                "title": "verdict: claims about GPU profiles, judged against the trace",
-                "version": env!("CARGO_PKG_VERSION"),
-            },
+            "serverInfo": server_info(),
             "instructions": INSTRUCTIONS,
         })
     }
@@ -237,12 +295,8 @@ impl Server {
             return;
         }
         self.pending_roots = None;
-        let uris: Vec<&str> = result
-            .and_then(|r| r.get("roots"))
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|r| r.get("uri").and_then(Value::as_str)).collect())
-            .unwrap_or_default();
-        self.roots.set_client(&uris);
+        let given = result.and_then(|r| r.get("roots")).and_then(Value::as_array);
+        self.roots.set_client(&given.map(|g| uri_list(g)).unwrap_or_default());
     }
 
     /// Waits for the answer to a pending `roots/list` before a tool reads a path: messages
@@ -262,6 +316,30 @@ impl Server {
             }
         }
         Ok(())
+    }
+}
+
+/// Who the server is.
+fn server_info() -> Value {
+    json!({
+        "name": "verdict",
+        "title": "verdict: claims about GPU profiles, judged against the trace",
+        "version": env!("CARGO_PKG_VERSION"),
+    })
+}
+
+/// The URIs of a `roots/list` result's roots.
+fn uri_list(roots: &[Value]) -> Vec<&str> {
+    roots.iter().filter_map(|r| r.get("uri").and_then(Value::as_str)).collect()
+}
+
+/// The error for a revision the server does not speak, with those it does.
+fn unsupported(version: &str) -> RpcError {
+    let supported: Vec<&str> = MODERN_VERSIONS.iter().chain(PROTOCOL_VERSIONS).copied().collect();
+    RpcError {
+        code: code::UNSUPPORTED_PROTOCOL_VERSION,
+        message: format!("protocol version `{version}` is not supported"),
+        data: Some(json!({ "supported": supported, "requested": version })),
     }
 }
 

@@ -48,6 +48,14 @@ impl Roots {
             .collect();
     }
 
+    /// The `--root` folders with the client roots of one call (`uris`), for a revision
+    /// without sessions.
+    pub fn with_client(&self, uris: &[&str]) -> Roots {
+        let mut r = Roots { server: self.server.clone(), client: Vec::new() };
+        r.set_client(uris);
+        r
+    }
+
     /// Every root: the `--root` folders, then the client's.
     pub fn all(&self) -> Vec<&Path> {
         self.server.iter().chain(&self.client).map(PathBuf::as_path).collect()

@@ -209,6 +209,11 @@ fn tools() -> &'static [Tool] {
     })
 }
 
+/// Whether the tool reads a path (and so needs the roots).
+pub fn reads_paths(name: &str) -> bool {
+    matches!(name, "inspect" | "query" | "check")
+}
+
 /// The `tools` of `tools/list`.
 pub fn list() -> Vec<Value> {
     tools()

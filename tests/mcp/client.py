@@ -3,7 +3,10 @@
 Run by tests/mcp.rs: python3 client.py VERDICT ROOT OUTSIDE_TRACE ZH_TW_TOML
 
 ROOT holds `megatron.sqlite` (a copy of the day26 trace) and `claims/day26.yaml`; the client
-grants ROOT as its only root (MCP roots; the server has no --root). OUTSIDE_TRACE is the same
+grants ROOT as its only root (MCP roots; the server has no --root). Every check runs twice:
+over the revision the client negotiates by default (2026-07-28, stateless: the roots come as
+input a call requires) and over the handshake (`mode="legacy"`, 2025-11-25: the server asks
+for the roots after it). OUTSIDE_TRACE is the same
 trace outside ROOT. Every structured result is validated against the tool's declared output
 schema with `jsonschema`; the numbers checked are computed here, from the trace with SQL or
 from the UI strings file, not taken from the server.
@@ -42,10 +45,10 @@ async def list_roots(_context):
     return types.ListRootsResult(roots=[types.Root(uri=ROOT.resolve().as_uri(), name="traces")])
 
 
-async def main():
+async def main(mode, protocol):
     server = StdioServerParameters(command=VERDICT, args=["mcp"])
-    async with Client(server, list_roots_callback=list_roots) as client:
-        check(client.protocol_version == "2025-11-25", f"protocol {client.protocol_version}")
+    async with Client(server, list_roots_callback=list_roots, mode=mode) as client:
+        check(client.protocol_version == protocol, f"protocol {client.protocol_version}")
         listed = await client.list_tools()
         tools = {t.name: t for t in listed.tools}
         check(
@@ -149,7 +152,9 @@ async def main():
             check("outside the roots" in r.content[0].text, r.content[0].text)
 
         check(called == set(tools), f"every tool called: {sorted(called)}")
-    print("all checks passed")
+    print(f"{mode}: {protocol}: all checks passed")
 
 
-asyncio.run(main())
+# The default negotiation reaches the stateless revision; `legacy` the handshake's.
+asyncio.run(main("auto", "2026-07-28"))
+asyncio.run(main("legacy", "2025-11-25"))
