@@ -153,6 +153,11 @@ fn framing_handshake_listing_and_one_call() {
     s.send_raw("{not json");
     let e = s.recv();
     assert_eq!((e["id"].clone(), e["error"]["code"].clone()), (Value::Null, json!(-32700)));
+    s.stdin.write_all(b"{\"jsonrpc\": \"2.0\", \"id\": 9, \"method\": \"p\xffing\"}\n").unwrap();
+    s.stdin.flush().unwrap();
+    let e = s.recv();
+    assert_eq!(e["error"]["code"], -32700);
+    assert!(e["error"]["message"].as_str().unwrap().contains("UTF-8"), "{e}");
     s.send_raw("[]");
     assert_eq!(s.recv()["error"]["code"], -32600);
     s.close();

@@ -71,12 +71,12 @@ pub struct Server {
 /// The incoming messages: lines read ahead while waiting for a response come first.
 struct Inbox<R> {
     reader: R,
-    queue: VecDeque<String>,
+    queue: VecDeque<Vec<u8>>,
 }
 
 impl<R: BufRead> Inbox<R> {
     /// The next line from the queue, else from the reader; None at the end of input.
-    fn next(&mut self) -> std::io::Result<Option<String>> {
+    fn next(&mut self) -> std::io::Result<Option<Vec<u8>>> {
         if let Some(line) = self.queue.pop_front() {
             return Ok(Some(line));
         }
@@ -84,13 +84,13 @@ impl<R: BufRead> Inbox<R> {
     }
 
     /// The next line from the reader, skipping empty ones; None at the end of input.
-    fn read(&mut self) -> std::io::Result<Option<String>> {
+    fn read(&mut self) -> std::io::Result<Option<Vec<u8>>> {
         loop {
-            let mut line = String::new();
-            if self.reader.read_line(&mut line)? == 0 {
+            let mut line = Vec::new();
+            if self.reader.read_until(b'\n', &mut line)? == 0 {
                 return Ok(None);
             }
-            if !line.trim().is_empty() {
+            if !line.iter().all(u8::is_ascii_whitespace) {
                 return Ok(Some(line));
             }
         }
@@ -122,15 +122,17 @@ impl Server {
     /// One incoming line: a request, a notification or a response to the server's request.
     fn handle<R: BufRead>(
         &mut self,
-        line: &str,
+        line: &[u8],
         inbox: &mut Inbox<R>,
         out: &mut impl Write,
     ) -> std::io::Result<()> {
-        let msg: Value = match serde_json::from_str(line) {
+        // A line that is not UTF-8 is refused, never read with its bytes replaced.
+        let parsed = std::str::from_utf8(line)
+            .map_err(|e| format!("a message must be UTF-8 text ({e})"))
+            .and_then(|text| serde_json::from_str::<Value>(text).map_err(|e| e.to_string()));
+        let msg = match parsed {
             Ok(v) => v,
-            Err(e) => {
-                return send(out, &error_response(Value::Null, code::PARSE_ERROR, &e.to_string()));
-            }
+            Err(e) => return send(out, &error_response(Value::Null, code::PARSE_ERROR, &e)),
         };
         let Some(obj) = msg.as_object() else {
             // Batches were removed from the protocol in 2025-06-18.
@@ -307,7 +309,7 @@ impl Server {
                 self.pending_roots = None;
                 return Ok(());
             };
-            let is_response = serde_json::from_str::<Value>(&line)
+            let is_response = serde_json::from_slice::<Value>(&line)
                 .ok()
                 .filter(|m| m.get("method").is_none() && m.get("id").is_some());
             match is_response {
