@@ -622,6 +622,63 @@ fn scripted_agent_reaches_the_day26_verdicts() {
     assert_eq!(folder_state(root.path()), before);
 }
 
+/// The eval of the experiment with and without `verdict mcp`: the agent's draft (tools none)
+/// fails the gates the loop's first round failed, its revision (tools verdict-mcp) none.
+#[test]
+fn the_agents_eval_compares_tools_and_checks_the_condition() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("claims/eval-agents");
+    let out = Command::new(env!("CARGO_BIN_EXE_verdict"))
+        .args(["eval", "--json"])
+        .arg(dir.join("eval.yaml"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let scores = |tools: &str| {
+        let a = v["answers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["conditions"]["tools"] == tools)
+            .unwrap();
+        let s = &a["scores"];
+        (s["r1_failures"].as_i64(), s["r2_failures"].as_i64(), s["supported"].as_i64())
+    };
+    // Round 1 of the loop: R1 failed on share and ran, R2 on share; nothing supported.
+    assert_eq!(scores("none"), (Some(2), Some(1), Some(0)));
+    assert_eq!(scores("verdict-mcp"), (Some(0), Some(0), Some(1)));
+    assert_eq!(v["controlled"], true);
+
+    // `none` beside a tool is an error at the answer's line.
+    let tmp = tempfile::tempdir().unwrap();
+    for f in ["none-1.yaml", "mcp-1.yaml"] {
+        let text = std::fs::read_to_string(dir.join(f)).unwrap();
+        std::fs::write(
+            tmp.path().join(f),
+            text.replace(
+                "../../fixtures/day26/",
+                &format!("{}/fixtures/day26/", env!("CARGO_MANIFEST_DIR")),
+            ),
+        )
+        .unwrap();
+    }
+    let eval = std::fs::read_to_string(dir.join("eval.yaml"))
+        .unwrap()
+        .replace(r#"tools: "verdict-mcp""#, r#"tools: "none, verdict-mcp""#);
+    let line = eval.lines().position(|l| l.contains("claims: mcp-1.yaml")).unwrap() + 1;
+    std::fs::write(tmp.path().join("eval.yaml"), eval).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_verdict"))
+        .arg("eval")
+        .arg(tmp.path().join("eval.yaml"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("eval.yaml:{line}:")), "{err}");
+    assert!(err.contains("says `none` beside other tools"), "{err}");
+    assert!(out.stdout.is_empty());
+}
+
 /// The official Python SDK's client against the server (`tests/mcp/client.py`).
 #[test]
 fn python_sdk_client_lists_calls_and_validates_every_tool() {
