@@ -337,6 +337,19 @@ fn compare_reads_its_sides_traces_inside_the_roots() {
     );
     assert_eq!(r["isError"], true);
     assert!(r["content"][0]["text"].as_str().unwrap().contains("outside the roots"), "{r}");
+    // A glob is a trace set, also of one file and with `set` given too: its devices are
+    // ranks, numbered from 0 over the seven devices that ran kernels.
+    let r = s.call(
+        "query",
+        json!({"analysis": "kernels", "trace": "megatron.*", "set": true, "all-devices": true}),
+    );
+    assert_eq!(r["isError"], false, "{r}");
+    assert_eq!(r["structuredContent"]["scope"]["devices"], json!([0, 1, 2, 3, 4, 5, 6]));
+    assert_eq!(r["structuredContent"]["trace"]["set"]["files"].as_array().map(Vec::len), Some(1));
+    assert_eq!(
+        r["structuredContent"]["values"]["count"].as_i64(),
+        Some(sql_count("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL"))
+    );
     // compare's keys belong to compare alone, and a trace to the other analyses.
     let r = s
         .call("query", json!({"analysis": "kernels", "trace": "megatron.sqlite", "of": "kernels"}));

@@ -565,11 +565,15 @@ fn query(a: &Map<String, Value>, roots: &Roots) -> Result<Output, ToolError> {
     } else {
         let (traces, set) = trace_args(a, roots)?;
         argv.extend(traces.iter().map(|t| t.display().to_string()));
-        if set && traces.len() == 1 {
+        // A glob that matched one file is still a set, as on the command line.
+        if (set && traces.len() == 1) || flag(a, "set") {
             argv.push("--set".into());
         }
-        let mut names: Vec<&str> =
-            common_query_props().iter().map(|(k, _)| *k).filter(|k| *k != "trace").collect();
+        let mut names: Vec<&str> = common_query_props()
+            .iter()
+            .map(|(k, _)| *k)
+            .filter(|k| !matches!(*k, "trace" | "set"))
+            .collect();
         names.extend(spec.params.iter().map(|p| p.name));
         push_options(&mut argv, a, &names);
     }
