@@ -12,15 +12,15 @@ use serde_json::{Value, json};
 const TRACE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/day26/megatron.sqlite");
 
 /// One server process and the line-delimited JSON-RPC spoken with it.
-struct Session {
+struct Connection {
     child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
     next: u64,
 }
 
-impl Session {
-    fn start(args: &[&str]) -> Session {
+impl Connection {
+    fn start(args: &[&str]) -> Connection {
         let mut child = Command::new(env!("CARGO_BIN_EXE_verdict"))
             .arg("mcp")
             .args(args)
@@ -31,7 +31,7 @@ impl Session {
             .unwrap();
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
-        Session { child, stdin, stdout, next: 0 }
+        Connection { child, stdin, stdout, next: 0 }
     }
 
     fn send(&mut self, msg: &Value) {
@@ -99,7 +99,7 @@ fn root_with_trace() -> tempfile::TempDir {
 #[test]
 fn framing_handshake_listing_and_one_call() {
     let root = root_with_trace();
-    let mut s = Session::start(&["--root", root.path().to_str().unwrap()]);
+    let mut s = Connection::start(&["--root", root.path().to_str().unwrap()]);
     // A probe for a revision the server does not speak names those it does.
     let probe = s.request(
         "server/discover",
@@ -169,7 +169,7 @@ fn framing_handshake_listing_and_one_call() {
 #[test]
 fn the_stateless_revision_asks_for_roots_as_input() {
     let root = root_with_trace();
-    let mut s = Session::start(&[]);
+    let mut s = Connection::start(&[]);
     let meta = |roots: bool| {
         let caps = if roots { json!({"roots": {}}) } else { json!({}) };
         json!({
@@ -225,7 +225,7 @@ fn the_stateless_revision_asks_for_roots_as_input() {
 
 #[test]
 fn an_unknown_revision_is_answered_with_the_newest() {
-    let mut s = Session::start(&[]);
+    let mut s = Connection::start(&[]);
     let r = s.request(
         "initialize",
         json!({"protocolVersion": "2099-01-01", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
@@ -237,7 +237,7 @@ fn an_unknown_revision_is_answered_with_the_newest() {
 #[test]
 fn client_roots_are_asked_for_and_paths_outside_are_refused() {
     let root = root_with_trace();
-    let mut s = Session::start(&[]);
+    let mut s = Connection::start(&[]);
     s.initialize(json!({"roots": {"listChanged": true}}));
     // After the handshake the server asks for the client's roots.
     let ask = s.recv();
@@ -270,7 +270,7 @@ fn client_roots_are_asked_for_and_paths_outside_are_refused() {
     s.close();
 
     // No root at all: no path is read.
-    let mut s = Session::start(&[]);
+    let mut s = Connection::start(&[]);
     s.initialize(json!({}));
     let r = s.call("inspect", json!({"trace": TRACE}));
     assert!(r["content"][0]["text"].as_str().unwrap().contains("no root is granted"), "{r}");
@@ -280,7 +280,7 @@ fn client_roots_are_asked_for_and_paths_outside_are_refused() {
 #[test]
 fn a_bad_claims_document_is_a_tool_error_at_its_line_and_column() {
     let root = root_with_trace();
-    let mut s = Session::start(&["--root", root.path().to_str().unwrap()]);
+    let mut s = Connection::start(&["--root", root.path().to_str().unwrap()]);
     s.initialize(json!({}));
     // Line 3, column 3: the key `repport` that the format does not have.
     let doc = "report: {id: x, languages: [en], title: {en: t}, question: {en: q}}\nsources: {s: {label: {en: s}}}\n  repport: 1\n";
@@ -296,7 +296,7 @@ fn a_bad_claims_document_is_a_tool_error_at_its_line_and_column() {
 #[test]
 fn compare_reads_its_sides_traces_inside_the_roots() {
     let root = root_with_trace();
-    let mut s = Session::start(&["--root", root.path().to_str().unwrap()]);
+    let mut s = Connection::start(&["--root", root.path().to_str().unwrap()]);
     s.initialize(json!({}));
     let side = |trace: &str, window: &str| {
         json!([format!("trace={trace}"), "devices=4", format!("window={window}"), "split=4"])
@@ -522,7 +522,7 @@ fn folder_state(dir: &Path) -> Vec<(PathBuf, u64, std::time::SystemTime, Vec<u8>
 fn scripted_agent_reaches_the_day26_verdicts() {
     let root = root_with_trace();
     let before = folder_state(root.path());
-    let mut s = Session::start(&["--root", root.path().to_str().unwrap()]);
+    let mut s = Connection::start(&["--root", root.path().to_str().unwrap()]);
     s.initialize(json!({}));
 
     // What the trace holds: devices 1-7 ran kernels, device 0 of the 8 ran none.

@@ -48,8 +48,8 @@ impl Roots {
             .collect();
     }
 
-    /// The `--root` folders with the client roots of one call (`uris`), for a revision
-    /// without sessions.
+    /// The `--root` folders with the client roots of one call (`uris`), for the stateless
+    /// revision, where roots come with each call.
     pub fn with_client(&self, uris: &[&str]) -> Roots {
         let mut r = Roots { server: self.server.clone(), client: Vec::new() };
         r.set_client(uris);
