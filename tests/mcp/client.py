@@ -91,6 +91,20 @@ async def main(mode, protocol):
             "AND start < 46123000000 AND end > 39964000000"
         )[0]
         check(r.structured_content["values"]["count"] == n, f"kernel count {n}")
+        # Every analysis of the registry, each result valid against the output schema (whose
+        # `allOf` requires the analysis's declared fields in `values`); device 4 in step 4.
+        for name in names:
+            if name == "compare":
+                args = {
+                    "of": "kernels",
+                    "metric": "count",
+                    "a": ["trace=megatron.sqlite", "devices=4", "window=39.964:46.123", "split=2"],
+                    "b": ["trace=megatron.sqlite", "devices=4", "window=46.123:52.282", "split=2"],
+                }
+            else:
+                args = {"trace": "megatron.sqlite", "device": 4, "window": "39.964:46.123"}
+            r = await call("query", {"analysis": name, **args})
+            check(r.structured_content["analysis"] == name, f"query {name}")
         # A cap: two kernel names kept, the cut stated, and still valid.
         r = await call(
             "query",
