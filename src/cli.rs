@@ -107,6 +107,25 @@ pub enum Command {
     /// Exits 0 when `render` can write the PDF and the PNG charts, 1 when something is missing
     /// (the Markdown, ledger and SVG charts never need it).
     Doctor,
+    /// Serve the read-only tools to an agent over MCP (JSON-RPC on stdin and stdout).
+    ///
+    /// Tools: inspect, analyses, query (every analysis, its parameters as the input schema),
+    /// check (a claims document inline or by path; the ledger as structured content), schema
+    /// and explain (a gate or rule key in en or zh-TW). Traces and claims files are read only
+    /// under the roots the client grants and the --root folders; a path outside is a tool
+    /// error. Nothing is ever written. docs/agents.md configures the common clients.
+    Mcp(McpArgs),
+}
+
+/// Arguments of `mcp`.
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// A folder whose traces and claims files the tools may read (repeatable).
+    ///
+    /// Added to the roots the client grants (MCP roots). Without either, every path is
+    /// refused. A relative path in a tool call is read from the first root.
+    #[arg(long = "root", value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
+    pub roots: Vec<PathBuf>,
 }
 
 /// Output formats of `render`.

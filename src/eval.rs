@@ -156,6 +156,15 @@ pub fn load(path: &Path) -> Result<EvalFile, ClaimsError> {
     let mut answers = Vec::new();
     let mut positions = Vec::new();
     for a in &raw.answers {
+        if let Some(tools) = a.conditions.get("tools")
+            && let Err(e) = check_tools(tools)
+        {
+            problem(
+                at(&a.claims),
+                format!("answer `{}`: condition `tools: {tools}` {e}", a.claims.value),
+                "`tools` lists what the answering agent could call, comma-separated (`verdict-mcp`, `nsys-sqlite`), or is `none`",
+            );
+        }
         let resolved = base.join(&a.claims.value);
         // A glob (that names no file itself) stands for every file it matches, in sorted
         // order, each an answer with the entry's conditions and its file stem as `run`.
@@ -994,9 +1003,48 @@ pub fn unblind(ev: &mut Evaluation, by_sheet: Vec<Vec<Grade>>) {
     ev.review = Some(Review { reviewers, answers, agreement });
 }
 
+/// The `tools` condition's value for an agent that had `verdict mcp` (docs/agents.md).
+pub const TOOLS_VERDICT_MCP: &str = "verdict-mcp";
+
+/// Checks the `tools` condition: names of what the answering agent could call, separated by
+/// commas, each once (`verdict-mcp`, `nsys-sqlite`), or `none` alone. An eval compares groups
+/// made by it (`groups: tools`), so a typo would make a group of its own.
+fn check_tools(value: &str) -> Result<(), String> {
+    let items: Vec<&str> = value.split(',').map(str::trim).collect();
+    if items.iter().any(|i| i.is_empty()) {
+        return Err("has an empty name".into());
+    }
+    if let Some(bad) = items.iter().find(|i| {
+        !i.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "-_.".contains(c))
+    }) {
+        return Err(format!(
+            "names `{bad}`, which is not a tool name (lowercase letters, digits, `-`, `_`, `.`)"
+        ));
+    }
+    if items.len() > 1 && items.contains(&"none") {
+        return Err("says `none` beside other tools".into());
+    }
+    if let Some(i) = (1..items.len()).find(|&i| items[..i].contains(&items[i])) {
+        return Err(format!("names `{}` twice", items[i]));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tools_condition_is_a_list_of_names_or_none() {
+        for ok in ["none", "verdict-mcp", "verdict-mcp, nsys-sqlite", "nsys-sqlite"] {
+            assert_eq!(check_tools(ok), Ok(()), "{ok}");
+        }
+        for bad in
+            ["", "verdict-mcp,", "none, verdict-mcp", "verdict-mcp,verdict-mcp", "Verdict MCP"]
+        {
+            assert!(check_tools(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn weighted_kappa_by_hand() {

@@ -5,7 +5,7 @@
 //! that discloses its window, devices and denominators, and the commands in [`cmd`] print it.
 //! [`scope`] holds windows and device selections, [`units`] the exact display of numbers,
 //! [`stats`] the two-sample statistics (rank test, shift intervals, bootstrap) of a comparison,
-//! [`draft`] the claims skeleton drafted from a prose answer.
+//! [`draft`] the claims skeleton drafted from a prose answer, [`mcp`] the tools served to agents.
 
 #![warn(missing_docs)]
 
@@ -20,6 +20,7 @@ pub mod draft;
 pub mod eval;
 pub mod formula;
 pub mod i18n;
+pub mod mcp;
 pub mod plan;
 pub mod render;
 pub mod scope;

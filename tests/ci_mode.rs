@@ -296,7 +296,9 @@ for suite in xml:
                 "errors": suite.errors, "skipped": suite.skipped, "cases": cases})
 print(json.dumps(out))
 "#;
-    let out = Command::new("python3").arg("-c").arg(SCRIPT).arg(file).output();
+    // The interpreter CI prepares (`VERDICT_PYTHON`), else the one on PATH.
+    let python = std::env::var("VERDICT_PYTHON").unwrap_or_else(|_| "python3".into());
+    let out = Command::new(&python).arg("-c").arg(SCRIPT).arg(file).output();
     let required = std::env::var("VERDICT_REQUIRE_JUNIT").is_ok_and(|v| v == "1");
     match out {
         Ok(o) if o.status.success() => Some(serde_json::from_slice(&o.stdout).unwrap()),

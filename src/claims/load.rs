@@ -40,7 +40,34 @@ pub fn load_raw(path: &Path) -> Result<RawClaimFile, ClaimsError> {
         problems: vec![Problem { line: 0, column: 0, message, hint: Some(hint.into()) }],
     };
     let text = read(path).map_err(|(message, hint)| fail(message, &hint))?;
-    let raw = parse(&text).map_err(|p| ClaimsError { file: file.clone(), problems: vec![p] })?;
+    parse_checked(&text, file)
+}
+
+/// Parses and validates a claims document given as text (an agent's, say) under the limits of
+/// a file: `path` names it in every error and locates its relative trace paths.
+pub fn load_str(text: &str, path: &Path) -> Result<ClaimSet, ClaimsError> {
+    let file = path.display().to_string();
+    if text.len() as u64 > MAX_FILE_BYTES {
+        return Err(ClaimsError {
+            file,
+            problems: vec![Problem {
+                line: 0,
+                column: 0,
+                message: format!(
+                    "the claims document is {} bytes; the limit is {} bytes (16 MiB)",
+                    thousands(text.len() as i128),
+                    thousands(i128::from(MAX_FILE_BYTES))
+                ),
+                hint: Some(format!("split the claims into several documents ({LIMITS_DOC})")),
+            }],
+        });
+    }
+    validate(parse_checked(text, file)?, path)
+}
+
+/// Parses the text of the claims file `file` and checks the claim count.
+fn parse_checked(text: &str, file: String) -> Result<RawClaimFile, ClaimsError> {
+    let raw = parse(text).map_err(|p| ClaimsError { file: file.clone(), problems: vec![p] })?;
     if raw.claims.len() > MAX_CLAIMS {
         let first_over = &raw.claims[MAX_CLAIMS].id;
         return Err(ClaimsError {

@@ -16,47 +16,15 @@ use crate::units::thousands;
 
 /// Runs `inspect`.
 pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
-    // Keep no kernel rows: the inventory is gathered in the same scan.
-    let expect = match (args.expect_devices, args.expect_ranks) {
-        (Some(d), _) => Expectation::Devices(d.0),
-        (None, Some(n)) => Expectation::Ranks(n as usize),
-        (None, None) => Expectation::Nothing,
-    };
-    let filter = KernelFilter { devices: Some(Vec::new()), ..KernelFilter::default() };
-    let (trace, ctx) =
-        crate::plan::load(&args.traces, args.set, &expect, &filter, &[analysis::Table::Copies])?;
-    let Some(trace) = trace else { return run_set(&ctx, args.json) };
-    let schema = trace.schema();
-    let mut ev = analysis::coverage::run(&Params::new(DeviceSel::All), &ctx)?;
-    for (table, column, n) in &schema.null_rows {
-        ev.note(
-            "note.null_rows",
-            &[("n", n.to_string()), ("table", table.clone()), ("column", column.clone())],
-        );
-    }
-    let nvtx = nvtx_per_process(&trace, &ctx)?;
+    let (trace, ctx) = load(&args)?;
     if args.json {
-        let mut v = serde_json::to_value(&ev)?;
-        v["schema"] = json!({
-            "tables": schema.tables.len(),
-            "table_names": schema.tables.keys().collect::<Vec<_>>(),
-            "metadata_table": schema.metadata_table,
-            "kernel_table": schema.kernel_table,
-            "string_ids": schema.has_string_ids,
-            "nvtx_text": schema.nvtx_text,
-            "time_base": schema.time_base,
-        });
-        v["nvtx"] = json!(nvtx);
-        if let Some(c) = &ctx.copies {
-            v["copies"] = json!({
-                "memcpy_table": c.memcpy.present,
-                "memset_table": c.memset.present,
-                "per_device": c.inventory,
-            });
-        }
-        print_json(&v)?;
+        print_json(&json(trace.as_ref(), &ctx)?)?;
         return Ok(ExitCode::SUCCESS);
     }
+    let Some(trace) = trace else { return run_set(&ctx) };
+    let schema = trace.schema();
+    let ev = coverage(&trace, &ctx)?;
+    let nvtx = nvtx_per_process(&trace, &ctx)?;
     let width = table::width();
     let mut s = scope_lines(&ev, width);
     s += &table::hang(
@@ -192,6 +160,69 @@ pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Opens the traces of `inspect` and scans them once, keeping no kernel rows: the inventory
+/// is gathered in the same scan. The open trace is kept for its schema (None for a set).
+pub(crate) fn load(
+    args: &InspectArgs,
+) -> anyhow::Result<(Option<crate::trace::Trace>, crate::analysis::Context)> {
+    let expect = match (&args.expect_devices, args.expect_ranks) {
+        (Some(d), _) => Expectation::Devices(d.0.clone()),
+        (None, Some(n)) => Expectation::Ranks(n as usize),
+        (None, None) => Expectation::Nothing,
+    };
+    let filter = KernelFilter { devices: Some(Vec::new()), ..KernelFilter::default() };
+    crate::plan::load(&args.traces, args.set, &expect, &filter, &[analysis::Table::Copies])
+}
+
+/// The coverage evidence of one trace, with its columns that hold null rows disclosed.
+fn coverage(
+    trace: &crate::trace::Trace,
+    ctx: &crate::analysis::Context,
+) -> anyhow::Result<analysis::Evidence> {
+    let mut ev = analysis::coverage::run(&Params::new(DeviceSel::All), ctx)?;
+    for (table, column, n) in &trace.schema().null_rows {
+        ev.note(
+            "note.null_rows",
+            &[("n", n.to_string()), ("table", table.clone()), ("column", column.clone())],
+        );
+    }
+    Ok(ev)
+}
+
+/// What `inspect --json` prints: the coverage evidence, and for one trace its schema, NVTX
+/// ranges per process and copies per device.
+pub(crate) fn json(
+    trace: Option<&crate::trace::Trace>,
+    ctx: &crate::analysis::Context,
+) -> anyhow::Result<serde_json::Value> {
+    let Some(trace) = trace else {
+        return Ok(serde_json::to_value(analysis::coverage::run(
+            &Params::new(DeviceSel::All),
+            ctx,
+        )?)?);
+    };
+    let schema = trace.schema();
+    let mut v = serde_json::to_value(coverage(trace, ctx)?)?;
+    v["schema"] = json!({
+        "tables": schema.tables.len(),
+        "table_names": schema.tables.keys().collect::<Vec<_>>(),
+        "metadata_table": schema.metadata_table,
+        "kernel_table": schema.kernel_table,
+        "string_ids": schema.has_string_ids,
+        "nvtx_text": schema.nvtx_text,
+        "time_base": schema.time_base,
+    });
+    v["nvtx"] = json!(nvtx_per_process(trace, ctx)?);
+    if let Some(c) = &ctx.copies {
+        v["copies"] = json!({
+            "memcpy_table": c.memcpy.present,
+            "memset_table": c.memset.present,
+            "per_device": c.inventory,
+        });
+    }
+    Ok(v)
+}
+
 /// NVTX ranges of one process, with the devices its kernels ran on.
 #[derive(Debug, serde::Serialize)]
 struct NvtxProcess {
@@ -244,13 +275,9 @@ fn nvtx_per_process(
 
 /// `inspect` on a trace set: its files with their clock alignment, its ranks with their
 /// labels on the set's clock, the GPUs a node lists that no file covers, and coverage.
-fn run_set(ctx: &crate::analysis::Context, json: bool) -> anyhow::Result<ExitCode> {
+fn run_set(ctx: &crate::analysis::Context) -> anyhow::Result<ExitCode> {
     let ev = analysis::coverage::run(&Params::new(DeviceSel::All), ctx)?;
     let set = ctx.trace.set.as_deref().ok_or_else(|| anyhow::anyhow!("not a trace set"))?;
-    if json {
-        print_json(&ev)?;
-        return Ok(ExitCode::SUCCESS);
-    }
     let width = table::width();
     let mut s = scope_lines(&ev, width);
     let clock = match set.origin_utc_ns {

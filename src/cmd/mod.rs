@@ -4,8 +4,9 @@ mod check;
 mod doctor;
 mod draft;
 mod eval;
-mod inspect;
-mod query;
+pub(crate) mod inspect;
+mod mcp;
+pub(crate) mod query;
 mod render;
 mod verify;
 use crate::term as table;
@@ -35,6 +36,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Render(args) => render::run(args),
         Command::Templates(cmd) => render::templates(cmd),
         Command::Doctor => doctor::run(),
+        Command::Mcp(args) => mcp::run(args),
     }
 }
 

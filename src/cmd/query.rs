@@ -14,13 +14,7 @@ use crate::scope::DeviceSel;
 
 /// Runs one query.
 pub fn run(q: QueryCommand) -> anyhow::Result<ExitCode> {
-    if let Some(c) = &q.compare {
-        return compare(c, q.json);
-    }
-    let plan = QueryPlan::from_command(&q)?;
-    let (_, ctx) = plan.load()?;
-    let name = trace_name(&q.traces);
-    let ev = plan.run(&ctx).with_context(|| format!("cannot answer from trace `{name}`"))?;
+    let ev = evidence(&q)?;
     if q.json {
         print_json(&ev)?;
     } else {
@@ -29,19 +23,19 @@ pub fn run(q: QueryCommand) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `verdict query compare`: each side loaded and queried as `verdict query` would, then
-/// compared.
-fn compare(c: &crate::cli::CompareArgs, json: bool) -> anyhow::Result<ExitCode> {
-    let ev = compare_evidence(c)?;
-    if json {
-        print_json(&ev)?;
-    } else {
-        super::emit(&show::render(&ev, table::width()))?;
+/// The evidence of one query: its plan loaded and run, or a comparison's two sides.
+pub(crate) fn evidence(q: &QueryCommand) -> anyhow::Result<analysis::Evidence> {
+    if let Some(c) = &q.compare {
+        return compare_evidence(c);
     }
-    Ok(ExitCode::SUCCESS)
+    let plan = QueryPlan::from_command(q)?;
+    let (_, ctx) = plan.load()?;
+    let name = trace_name(&q.traces);
+    plan.run(&ctx).with_context(|| format!("cannot answer from trace `{name}`"))
 }
 
-/// The evidence of `verdict query compare` (what `verify` reruns too).
+/// `verdict query compare`: each side loaded and queried as `verdict query` would, then
+/// compared (what `verify` reruns too).
 pub(super) fn compare_evidence(c: &crate::cli::CompareArgs) -> anyhow::Result<analysis::Evidence> {
     let hinted =
         |e: analysis::QueryError| crate::Hinted::new(e.to_string(), e.hint().unwrap_or_default());
