@@ -351,7 +351,9 @@ fn check_table_rows(name: &str, events: &[Event<'_>]) {
             Event::End(TagEnd::TableRow) => {
                 let r = row.take().unwrap();
                 assert_eq!(r.len(), 3, "{name}: {r:?}");
-                assert!(verdicts.contains(&r[2].as_str()), "{name}: a row ends with {:?}", r[2]);
+                // A blog's table puts the verdict first, so that it reads on a narrow screen.
+                let at = if name.contains(".blog.") { 0 } else { 2 };
+                assert!(verdicts.contains(&r[at].as_str()), "{name}: a row's verdict is {:?}", r[at]);
                 rows += 1;
             }
             _ => {}
