@@ -353,7 +353,11 @@ fn check_table_rows(name: &str, events: &[Event<'_>]) {
                 assert_eq!(r.len(), 3, "{name}: {r:?}");
                 // A blog's table puts the verdict first, so that it reads on a narrow screen.
                 let at = if name.contains(".blog.") { 0 } else { 2 };
-                assert!(verdicts.contains(&r[at].as_str()), "{name}: a row's verdict is {:?}", r[at]);
+                assert!(
+                    verdicts.contains(&r[at].as_str()),
+                    "{name}: a row's verdict is {:?}",
+                    r[at]
+                );
                 rows += 1;
             }
             _ => {}
