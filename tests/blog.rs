@@ -481,3 +481,72 @@ fn every_image_link_of_every_profile_points_to_a_file_the_run_wrote_with_typst()
     render(dir.path(), true);
     check_images(dir.path(), true);
 }
+
+/// A narrative's faults are reported where they are, each with a hint, and nothing is
+/// rendered: a claim that does not exist, a date that is not one, a formula without a
+/// number, a text missing a language, a placeholder that is not closed.
+#[test]
+fn narrative_faults_are_located_with_a_hint_and_exit_2() {
+    let src = std::fs::read_to_string(util::manifest_dir().join(CLAIMS)).unwrap();
+    let trace = util::fixture("day26/megatron.sqlite");
+    let bad = src
+        .replace("../fixtures/day26/megatron.sqlite", util::s(&trace))
+        .replace("    - claim: tp8-gemm\n", "    - claim: tp8-gem\n")
+        .replace("    date: \"2026-09-11\"", "    date: \"2026-9-11\"")
+        .replace("      - part: exposed-comm/share\n", "      - part: flash-attention/check-settings\n")
+        .replace(
+            "      en: \"This is one case checked, not a model leaderboard, and nothing here generalises to AI agents at large.\"\n",
+            "",
+        )
+        .replace("是 30 ÷ 130 ≈ {recompute/arithmetic:value}，", "是 30 ÷ 130 ≈ {recompute/arithmetic:value，");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.yaml");
+    std::fs::write(&file, &bad).unwrap();
+    // Where each fault is, found in the text: (line, column of the value, words of the message).
+    let at = |needle: &str, value: &str| -> (usize, usize) {
+        let (n, line) = bad
+            .lines()
+            .enumerate()
+            .find(|(_, l)| l.trim_start().starts_with(needle.trim_start()) && l.contains(needle))
+            .expect(needle);
+        (n + 1, line.find(value).unwrap() + 1)
+    };
+    let expected = [
+        (at("- claim: tp8-gem", "tp8-gem"), "no claim `tp8-gem`", "did you mean `tp8-gemm`?"),
+        (at("date: \"2026-9-11\"", "\"2026"), "`2026-9-11` is not a date", "YYYY-MM-DD"),
+        (
+            at("- part: flash-attention/check-settings", "flash-attention"),
+            "`flash-attention/check-settings` has no number to show",
+            "`measure`",
+        ),
+        (
+            // A mapping's place is its first key.
+            at("      zh-TW: \"這是一次個案檢查", "zh-TW"),
+            "`narrative.conditions.note` has no `en` text",
+            "every language",
+        ),
+    ];
+    let out = util::verdict().args(["check"]).arg(&file).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    for ((line, col), message, hint) in expected {
+        let prefix = format!("bad.yaml:{line}:{col}: ");
+        let found = err.lines().position(|l| l.contains(&prefix) && l.contains(message));
+        let Some(i) = found else { panic!("no `{prefix}… {message}` in:\n{err}") };
+        let next = err.lines().nth(i + 1).unwrap_or("");
+        assert!(next.contains("hint:") && next.contains(hint), "{message}: hint `{next}`");
+    }
+    assert!(err.contains("has no closing `}`"), "{err}");
+    // `render` refuses the file the same way and writes nothing.
+    let out_dir = dir.path().join("out");
+    let r = util::verdict()
+        .args(["render"])
+        .arg(&file)
+        .args(["--profile", "blog", "--format", "md", "--out"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert_eq!(r.status.code(), Some(2));
+    assert!(!out_dir.exists() || std::fs::read_dir(&out_dir).unwrap().next().is_none());
+}
