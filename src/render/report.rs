@@ -158,7 +158,8 @@ pub struct Options {
 pub enum Profile {
     /// The whole audit: decision brief, verdicts, scope, claims, misreadings, provenance.
     Full,
-    /// A post: bottom line, conditions, claims, misreadings, closing summary.
+    /// A post in the article's order, with the claims file's `narrative:`: conditions,
+    /// prompt, candidates, verdicts, before and after, misreadings, closing.
     Blog,
     /// Page 1 alone: the answer, the bound, open items, sources and conditions.
     Brief,
