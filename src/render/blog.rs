@@ -712,4 +712,15 @@ mod tests {
         assert_eq!(forms("window 39.964–46.123 s", "en"), "window 39.964–46.123 s");
         assert_eq!(forms("1 / (1 - 0.1778)", "en"), "1 / (1 - 0.1778)");
     }
+
+    #[test]
+    fn the_tool_s_zh_tw_sentences_space_chinese_from_latin_words_and_numbers() {
+        assert_eq!(
+            spaced("還需要op 歸因、device 0的timeline", "zh-TW"),
+            "還需要 op 歸因、device 0 的 timeline"
+        );
+        // Punctuation and spaces already there stay as they are; English is untouched.
+        assert_eq!(spaced("（device 4）：17.8%", "zh-TW"), "（device 4）：17.8%");
+        assert_eq!(spaced("still needs op", "en"), "still needs op");
+    }
 }
