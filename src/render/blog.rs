@@ -58,8 +58,8 @@ pub struct BlogCtx {
     pub readings: Vec<String>,
     /// The charts, numbered.
     pub charts: Vec<BlogChartCtx>,
-    /// Before -> after, one sentence per claim.
-    pub changes: Vec<String>,
+    /// Before -> after, one sentence per claim, as one paragraph.
+    pub changes: String,
     /// The two-denominators section.
     pub denominators: Option<DenominatorsCtx>,
     /// How to read the bound.
@@ -278,6 +278,31 @@ pub fn build(a: &Audit, t: &Strings, ctx: &RenderContext) -> Result<BlogCtx, Str
         out.scopes.push(format!("{name}{colon}{}", forms(&scope, lang)));
     }
 
+    // The audit's own sentences (reasons, misreadings) name claims and parts by id: a blog
+    // shows their words.
+    let mut words: Vec<(String, String)> = Vec::new();
+    for c in &ctx.claims {
+        let (open, close) = if lang == "zh-TW" { ("「", "」") } else { ("“", "”") };
+        words.push((format!("`{}`", c.id), format!("{open}{}{close}", c.statement)));
+        for p in &c.parts {
+            let w =
+                format!("{open}{}{close}", p.text.clone().unwrap_or_else(|| c.statement.clone()));
+            words.push((format!("`{}/{}`", c.id, p.id), w.clone()));
+            words.push((format!("`{}`", p.id), w));
+        }
+    }
+    let unslug = |s: &str| {
+        let mut s = forms(s, lang);
+        for (id, w) in &words {
+            // In zh-TW the quotation marks are full width: no space beside them.
+            if lang == "zh-TW" {
+                s = s.replace(&format!("{id} "), w).replace(&format!(" {id}"), w);
+            }
+            s = s.replace(id, w);
+        }
+        s
+    };
+    let mut changes: Vec<String> = Vec::new();
     for (c, claim) in ctx.claims.iter().zip(&a.claims.claims) {
         let cn = n.claim(&c.id);
         let principal = c.parts.iter().find(|p| p.principal);
@@ -328,7 +353,11 @@ pub fn build(a: &Audit, t: &Strings, ctx: &RenderContext) -> Result<BlogCtx, Str
             statement: c.statement.clone(),
             evidence: spaced(
                 &if measured.is_empty() {
-                    t.format("blog.still_needs", &args([("needs", needs.join(sep))]))?
+                    if needs.is_empty() {
+                        unslug(&c.reason)
+                    } else {
+                        t.format("blog.still_needs", &args([("needs", needs.join(sep))]))?
+                    }
                 } else {
                     let mut s = measured.join(semi);
                     if !needs.is_empty() {
@@ -351,13 +380,17 @@ pub fn build(a: &Audit, t: &Strings, ctx: &RenderContext) -> Result<BlogCtx, Str
             .unwrap_or_else(|| c.statement.clone());
         let after = match cn.map(|x| fill_one(&x.after)).transpose()?.flatten() {
             Some(s) => s,
-            None => generated_after(t, c, claim, principal, &values, &needs)?,
+            None => {
+                let r = a.results.iter().find(|r| r.id == c.id);
+                generated_after(t, c, claim, r, &unslug(&c.reason), principal, &values, &needs)?
+            }
         };
-        out.changes.push(spaced(
+        changes.push(spaced(
             &t.format("blog.change", &args([("before", before), ("after", after)]))?,
             lang,
         ));
     }
+    out.changes = changes.join(t.get("blog.sentence_join")?);
     out.candidates_note = fill(&n.candidates)?;
     out.candidates_lead =
         t.format("blog.candidates_lead", &args([("n", out.candidates.len().to_string())]))?;
@@ -391,7 +424,13 @@ pub fn build(a: &Audit, t: &Strings, ctx: &RenderContext) -> Result<BlogCtx, Str
     // Charts: every one, numbered, linked only when its PNG was written.
     let all = ctx.claims.iter().flat_map(|c| &c.charts).chain(&ctx.charts);
     for (i, ch) in all.enumerate() {
-        let caption = forms(&ch.caption, lang);
+        // An analysis by its name in words, as in the scopes above.
+        let mut caption = forms(&ch.caption, lang);
+        for spec in crate::analysis::ANALYSES {
+            if let Ok(name) = t.get(&format!("blog.analysis.{}", spec.name)) {
+                caption = caption.replace(&format!("`{}`", spec.name), name);
+            }
+        }
         let alt = caption
             .split_once(colon)
             .or_else(|| caption.split_once(": "))
@@ -449,23 +488,6 @@ pub fn build(a: &Audit, t: &Strings, ctx: &RenderContext) -> Result<BlogCtx, Str
     }
     out.gates_note = fill(&n.gates_note)?;
     out.misreadings = if n.misreadings.is_empty() {
-        // The audit's own misreadings name claims and parts by id: a blog shows their words.
-        let mut words: Vec<(String, String)> = Vec::new();
-        for c in &ctx.claims {
-            words.push((format!("`{}`", c.id), format!("「{}」", c.statement)));
-            for p in &c.parts {
-                let w = format!("「{}」", p.text.clone().unwrap_or_else(|| c.statement.clone()));
-                words.push((format!("`{}/{}`", c.id, p.id), w.clone()));
-                words.push((format!("`{}`", p.id), w));
-            }
-        }
-        let unslug = |s: &str| {
-            let mut s = forms(s, lang);
-            for (id, w) in &words {
-                s = s.replace(id, w);
-            }
-            s
-        };
         ctx.misreadings
             .iter()
             .map(|m| PairCtx { title: unslug(&m.title), text: unslug(&m.text) })
@@ -501,16 +523,33 @@ fn generated_after(
     t: &Strings,
     c: &super::context::ClaimCtx,
     claim: &crate::claims::Claim,
+    r: Option<&crate::verdict::ClaimResult>,
+    reason: &str,
     principal: Option<&super::context::PartCtx>,
     values: &Values,
     needs: &[String],
 ) -> Result<String, String> {
+    // The number the answer itself stated for the principal part, beside what was measured.
+    let stated = principal.and_then(|p| {
+        let part = claim.parts.iter().find(|x| x.id == p.id)?;
+        (part.says_by == crate::claims::Who::Source).then_some(())?;
+        let res = r?.parts.iter().find(|x| x.id == p.id)?;
+        res.says.as_ref().map(|s| s.stated.clone())
+    });
     let text_of = |p: &super::context::PartCtx| {
         p.text.clone().unwrap_or_else(|| claim.statement.get(&t.lang).cloned().unwrap_or_default())
     };
     let value = principal.and_then(|p| values.get(&(c.id.clone(), p.id.clone())));
     let sep = t.get("ui.list_sep")?;
     match (c.verdict_key.as_str(), principal, value) {
+        ("supported" | "not_supported", Some(p), Some(v)) if stated.is_some() => t.format(
+            "blog.after_says",
+            &args([
+                ("stated", stated.unwrap_or_default()),
+                ("value", v.0.clone()),
+                ("what", text_of(p)),
+            ]),
+        ),
         ("supported", Some(p), Some(v)) => {
             t.format("blog.after_supported", &args([("value", v.0.clone()), ("what", text_of(p))]))
         }
@@ -526,6 +565,9 @@ fn generated_after(
                 .map(text_of)
                 .unwrap_or_default();
             t.format("blog.after_partial", &args([("reached", reached), ("open", text_of(p))]))
+        }
+        _ if needs.is_empty() => {
+            t.format("blog.after_open_why", &args([("why", reason.to_string())]))
         }
         _ => t.format("blog.after_open", &args([("needs", needs.join(sep))])),
     }
