@@ -431,6 +431,13 @@ pub fn build(a: &Audit, t: &Strings, ctx: &RenderContext) -> Result<BlogCtx, Str
                 caption = caption.replace(&format!("`{}`", spec.name), name);
             }
         }
+        if lang == "zh-TW" {
+            // No space left between two Chinese characters where a code span was.
+            static HAN_SPACE: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
+                Regex::new(r"([\x{4e00}-\x{9fff}]) ([\x{4e00}-\x{9fff}])").expect("regex")
+            });
+            caption = HAN_SPACE.replace_all(&caption, "$1$2").into_owned();
+        }
         let alt = caption
             .split_once(colon)
             .or_else(|| caption.split_once(": "))
