@@ -382,7 +382,7 @@ pub fn build(a: &Audit, t: &Strings, ctx: &RenderContext) -> Result<BlogCtx, Str
             Some(s) => s,
             None => {
                 let r = a.results.iter().find(|r| r.id == c.id);
-                generated_after(t, c, claim, r, &unslug(&c.reason), principal, &values, &needs)?
+                generated_after(t, c, claim, r, &unslug(&c.reason), &values, &needs)?
             }
         };
         changes.push(spaced(
@@ -532,10 +532,10 @@ fn generated_after(
     claim: &crate::claims::Claim,
     r: Option<&crate::verdict::ClaimResult>,
     reason: &str,
-    principal: Option<&super::context::PartCtx>,
     values: &Values,
     needs: &[String],
 ) -> Result<String, String> {
+    let principal = c.parts.iter().find(|p| p.principal);
     // The number the answer itself stated for the principal part, beside what was measured.
     let stated = principal.and_then(|p| {
         let part = claim.parts.iter().find(|x| x.id == p.id)?;
