@@ -359,10 +359,11 @@ pub fn build(a: &Audit, t: &Strings, ctx: &RenderContext) -> Result<BlogCtx, Str
                         t.format("blog.still_needs", &args([("needs", needs.join(sep))]))?
                     }
                 } else {
-                    let mut s = measured.join(semi);
+                    let mut s =
+                        t.format("blog.measured", &args([("values", measured.join(semi))]))?;
                     if !needs.is_empty() {
                         s += semi;
-                        s += &t.format("blog.still_needs", &args([("needs", needs.join(sep))]))?;
+                        s += &t.format("blog.also_needs", &args([("needs", needs.join(sep))]))?;
                     }
                     s
                 },
