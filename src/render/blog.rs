@@ -404,12 +404,22 @@ pub fn build(a: &Audit, t: &Strings, ctx: &RenderContext) -> Result<BlogCtx, Str
         .iter()
         .max_by_key(|c| kinds.iter().filter(|k| c.parts.iter().any(|p| &p.kind_key == *k)).count());
     for k in kinds {
+        // With its measured value, when it has one.
         let example = richest
             .into_iter()
             .chain(ctx.claims.iter())
-            .flat_map(|c| &c.parts)
-            .find(|p| p.kind_key == k && p.text.is_some())
-            .and_then(|p| p.text.clone());
+            .flat_map(|c| c.parts.iter().map(move |p| (c, p)))
+            .find(|(_, p)| p.kind_key == k && p.text.is_some())
+            .map(|(c, p)| {
+                let text = p.text.clone().unwrap_or_default();
+                match values.get(&(c.id.clone(), p.id.clone())) {
+                    Some((v, _, _)) => t
+                        .format("blog.example_value", &args([("text", text), ("value", v.clone())]))
+                        .map(|s| spaced(&s, lang)),
+                    None => Ok(text),
+                }
+            })
+            .transpose()?;
         out.kinds.push(KindCtx {
             kind: t.get(&format!("kind.{k}"))?.to_string(),
             example,
