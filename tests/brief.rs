@@ -249,12 +249,16 @@ fn the_profiles_select_their_sections() {
     assert_eq!(
         headings(&blog),
         [
-            "Verdict table",
-            "Open items, cheapest first",
-            "Who claimed what, and how the audit was made",
-            "Claims",
+            "How the run was set up",
+            "What the model answered",
+            "Taking one sentence apart",
+            "How the evidence decides",
+            "What measuring changed",
+            "Why 17.8% and 39.3% are both right",
+            "Reading the upper bound",
+            "Six gates before a verdict",
             "Common misreadings",
-            "Closing summary"
+            "Wrapping up"
         ]
     );
     assert!(!blog.contains("verdict query "), "the blog leaves the ledger to the full report");

@@ -245,7 +245,37 @@ fn assert_no_raw_controls(what: &str, text: &str, tab: bool) {
 /// Checks one Markdown report as a CommonMark/GFM reader sees it.
 fn check_markdown(name: &str, md: &str) {
     let events = check_markdown_text(name, md);
-    check_table_rows(name, &events);
+    if name.contains(".blog.") {
+        check_verdict_items(name, &events);
+    } else {
+        check_table_rows(name, &events);
+    }
+}
+
+/// A blog lists the verdicts, each item led by its verdict in bold, one item per claim: a
+/// payload in a statement cannot end the item or take the lead.
+fn check_verdict_items(name: &str, events: &[Event<'_>]) {
+    let verdicts =
+        ["supported", "partially supported", "not supported", "unverifiable", "reported"];
+    let (mut in_item, mut lead, mut strong, mut items) = (false, None::<String>, false, 0);
+    for e in events {
+        match e {
+            Event::Start(Tag::Item) => (in_item, lead) = (true, None),
+            Event::Start(Tag::Strong) if in_item && lead.is_none() => {
+                (strong, lead) = (true, Some(String::new()))
+            }
+            Event::End(TagEnd::Strong) => strong = false,
+            Event::Text(t) if strong => lead.as_mut().unwrap().push_str(t),
+            Event::End(TagEnd::Item) => {
+                in_item = false;
+                if lead.as_deref().is_some_and(|l| verdicts.contains(&l)) {
+                    items += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(items, 2 + payloads().len(), "{name}: one verdict item per claim");
 }
 
 /// Checks Markdown for raw HTML, links and images other than ours, payloads that do not show

@@ -153,3 +153,24 @@ fn the_eval_example_is_valid_against_the_eval_schema() {
     bad["key"]["verdicts"]["exposed-nccl"] = "true".into();
     assert!(schemas.validate(&bad, index).is_err());
 }
+
+#[test]
+fn the_schema_holds_the_narrative_of_a_post() {
+    let (v, langs) = as_json(Path::new("claims/day26-profile-blind.yaml"));
+    assert!(v["narrative"]["denominators"]["parts"].is_array());
+    let fault = |f: &dyn Fn(&mut serde_json::Value), because: &str| {
+        let mut bad = v.clone();
+        f(&mut bad);
+        let err = valid(&bad, &langs).expect_err(because);
+        assert!(err.contains(because), "{because}: {err}");
+    };
+    // A misspelt slot, a slot missing a language, a run count below 1, a formula that is not
+    // `claim/part`.
+    fault(&|b| b["narrative"]["openin"] = b["narrative"]["opening"].clone(), "openin");
+    fault(
+        &|b| b["narrative"]["closing"].as_object_mut().unwrap().retain(|k, _| k == "en"),
+        "zh-TW",
+    );
+    fault(&|b| b["narrative"]["conditions"]["runs"] = 0.into(), "runs");
+    fault(&|b| b["narrative"]["denominators"]["parts"][0]["part"] = "share".into(), "part");
+}

@@ -5,6 +5,7 @@
 //! reporting every error at once as `FILE:LINE:COL: message` with a hint. No trace is read here.
 
 pub mod load;
+pub mod narrative;
 pub mod raw;
 pub mod schema;
 pub mod validate;
@@ -732,6 +733,10 @@ pub struct ClaimSet {
     pub claims: Vec<Claim>,
     /// Review.
     pub review: Review,
+    /// The author's prose of a post: read by the blog profile, not evidence, so not in the
+    /// ledger.
+    #[serde(skip_serializing)]
+    pub narrative: Option<narrative::Narrative>,
 }
 
 impl ClaimSet {

@@ -31,6 +31,9 @@ pub struct RawClaimFile {
     /// The reviewer's R6 note and next step.
     #[serde(default)]
     pub review: Option<RawReview>,
+    /// The author's prose of a post (the blog profile).
+    #[serde(default)]
+    pub narrative: Option<super::narrative::RawNarrative>,
 }
 
 /// `report:`.

@@ -282,8 +282,66 @@ pub fn claims_schema(languages: Option<&[String]>) -> Value {
                 "reviewer": {"oneOf": [{"type": "string"}, {"$ref": "#/$defs/text"}]},
                 "date": {"type": "string"},
             }), &[]),
+            "narrative": narrative_schema(),
         },
         "required": ["report", "traces", "claims"],
         "additionalProperties": false,
     })
+}
+
+/// `narrative:`: the author's prose of a post, slot by slot (src/claims/narrative.rs).
+fn narrative_schema() -> Value {
+    let strict = |props: Value, required: &[&str]| json!({"type": "object", "properties": props, "required": required, "additionalProperties": false});
+    let text = json!({"$ref": "#/$defs/text"});
+    strict(
+        json!({
+            "opening": text,
+            "conditions": strict(json!({
+                "source": {"type": "string"},
+                "model": {"type": "string"},
+                "client": {"type": "string"},
+                "effort": {"type": "string"},
+                "date": {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"},
+                "runs": {"type": "integer", "minimum": 1},
+                "tools": text,
+                "unseen": text,
+                "verifier": {"type": "string"},
+                "note": text,
+            }), &[]),
+            "prompt": text,
+            "naming": text,
+            "design": text,
+            "experiment": text,
+            "behaviour": text,
+            "candidates": text,
+            "kinds_lead": text,
+            "kinds": text,
+            "claims": {"type": "array", "items": strict(json!({
+                "claim": {"type": "string"},
+                "said": text,
+                "before": text,
+                "after": text,
+                "reading": text,
+            }), &["claim"])},
+            "denominators": strict(json!({
+                "title": text,
+                "lead": text,
+                "parts": {"type": "array", "minItems": 1, "items": strict(json!({
+                    "part": {"type": "string", "pattern": "^[^/]+/[^/]+$"},
+                    "label": text,
+                }), &["part"])},
+                "questions": text,
+            }), &["parts"]),
+            "bound": text,
+            "gates": text,
+            "gates_note": text,
+            "misreadings": {"type": "array", "items": strict(json!({
+                "title": text,
+                "text": text,
+            }), &["title", "text"])},
+            "closing": text,
+            "next": text,
+        }),
+        &[],
+    )
 }

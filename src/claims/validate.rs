@@ -12,7 +12,7 @@ use crate::analysis;
 use crate::formula::Expr;
 use crate::scope::{DeviceSel, Window, parse_device_list};
 
-struct Checker {
+pub(super) struct Checker {
     languages: Vec<String>,
     problems: Vec<Problem>,
     /// Validating a comparison's side, which may name several devices of a per-device
@@ -20,7 +20,7 @@ struct Checker {
     compare_side: bool,
 }
 
-fn at<T>(s: &Spanned<T>) -> (u32, u32) {
+pub(super) fn at<T>(s: &Spanned<T>) -> (u32, u32) {
     (s.referenced.line() as u32, s.referenced.column() as u32)
 }
 
@@ -37,7 +37,10 @@ pub fn did_you_mean<'a>(
         .map(|(_, c)| c)
 }
 
-fn suggestion<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str> + Clone) -> String {
+pub(super) fn suggestion<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str> + Clone,
+) -> String {
     match did_you_mean(name, candidates.clone()) {
         Some(c) => format!("did you mean `{c}`?"),
         None => {
@@ -52,7 +55,7 @@ fn suggestion<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str> + Cl
 }
 
 impl Checker {
-    fn err(
+    pub(super) fn err(
         &mut self,
         pos: (u32, u32),
         message: impl Into<String>,
@@ -66,7 +69,7 @@ impl Checker {
         });
     }
 
-    fn text(&mut self, t: &RawText, what: &str) -> Text {
+    pub(super) fn text(&mut self, t: &RawText, what: &str) -> Text {
         for lang in &self.languages.clone() {
             if !t.value.contains_key(lang) {
                 self.err(
@@ -91,7 +94,7 @@ impl Checker {
         t.value.clone()
     }
 
-    fn opt_text(&mut self, t: &Option<RawText>, what: &str) -> Option<Text> {
+    pub(super) fn opt_text(&mut self, t: &Option<RawText>, what: &str) -> Option<Text> {
         t.as_ref().map(|t| self.text(t, what))
     }
 
@@ -218,6 +221,10 @@ pub fn validate(raw: RawClaimFile, path: &Path) -> Result<ClaimSet, ClaimsError>
     run_scopes(&traces, &mut scopes);
     let claims = claims(&mut c, &raw.claims, &raw.sources, &scopes, &raw.scopes);
     let review = review(&mut c, raw.review.as_ref());
+    let narrative = raw
+        .narrative
+        .as_ref()
+        .map(|n| super::narrative::validate(&mut c, n, &raw.sources, &claims));
     if let Some(answer) = &raw.report.answer {
         answer_placeholders(&mut c, answer, &claims);
     }
@@ -227,7 +234,7 @@ pub fn validate(raw: RawClaimFile, path: &Path) -> Result<ClaimSet, ClaimsError>
         c.problems.dedup();
         return Err(ClaimsError { file, problems: c.problems });
     }
-    Ok(ClaimSet { file, report, sources, traces, scopes, claims, review })
+    Ok(ClaimSet { file, report, sources, traces, scopes, claims, review, narrative })
 }
 
 /// The `report` section. Its languages become the checker's: every text after it is checked

@@ -1,6 +1,7 @@
 //! Turning an audit into documents: context, templates, markup conversion, charts, i18n,
 //! the typst run that makes the PDF, and the report set those files form in `--out`.
 
+pub mod blog;
 pub mod charts;
 pub mod context;
 pub mod eval;

@@ -158,7 +158,8 @@ pub struct Options {
 pub enum Profile {
     /// The whole audit: decision brief, verdicts, scope, claims, misreadings, provenance.
     Full,
-    /// A post: bottom line, conditions, claims, misreadings, closing summary.
+    /// A post in the article's order, with the claims file's `narrative:`: conditions,
+    /// prompt, candidates, verdicts, before and after, misreadings, closing.
     Blog,
     /// Page 1 alone: the answer, the bound, open items, sources and conditions.
     Brief,
@@ -240,11 +241,14 @@ pub fn render_lang(
     };
     let mut ctx = context::build(a, &t, &captions, &meta)?;
     // Image links: the chart file, or under `--image-base` its absolute PNG or SVG address.
-    // A blog links the PNG always, which every blog editor takes (without typst it is not
-    // written, and `render` says so).
+    // A blog links the PNG, which every blog editor takes, and only when it is written:
+    // without it the post says where the chart is instead of linking a file that is not there.
     let link = |file: &str| {
         let stem = file.strip_suffix(".svg").unwrap_or(file);
-        let png = profile == Profile::Blog || (opts.image_base.is_some() && opts.png != Pdf::No);
+        let png = opts.png != Pdf::No && (profile == Profile::Blog || opts.image_base.is_some());
+        if profile == Profile::Blog && !png {
+            return String::new();
+        }
         let name = if png { format!("{stem}.png") } else { file.to_string() };
         match &opts.image_base {
             None => name,
@@ -254,16 +258,24 @@ pub fn render_lang(
     for c in ctx.charts.iter_mut().chain(ctx.claims.iter_mut().flat_map(|c| c.charts.iter_mut())) {
         c.md_src = link(&c.file);
     }
-    let tctx = tera::Context::from_serialize(&ctx).map_err(|e| format!("render context: {e}"))?;
+    let mut tctx =
+        tera::Context::from_serialize(&ctx).map_err(|e| format!("render context: {e}"))?;
+    // The blog is its own template, in the article's order, with the narrative's slots.
+    let template = if profile == Profile::Blog {
+        tctx.insert("blog", &super::blog::build(a, &t, &ctx)?);
+        "blog"
+    } else {
+        "report"
+    };
     let md = renderers
         .md
-        .render("report.md", &tctx)
-        .map_err(|e| format!("template `report.md` ({lang}): {}", error_chain(&e)))?;
+        .render(&format!("{template}.md"), &tctx)
+        .map_err(|e| format!("template `{template}.md` ({lang}): {}", error_chain(&e)))?;
     let md = collapse_blank_lines(&md);
     let typ = renderers
         .typ
-        .render("report.typ", &tctx)
-        .map_err(|e| format!("template `report.typ` ({lang}): {}", error_chain(&e)))?;
+        .render(&format!("{template}.typ"), &tctx)
+        .map_err(|e| format!("template `{template}.typ` ({lang}): {}", error_chain(&e)))?;
     Ok(Rendered { md, typ, charts })
 }
 

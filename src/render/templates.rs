@@ -20,6 +20,8 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("partials/claim.typ", include_str!("../../templates/partials/claim.typ")),
     ("partials/summary.md", include_str!("../../templates/partials/summary.md")),
     ("partials/summary.typ", include_str!("../../templates/partials/summary.typ")),
+    ("blog.md", include_str!("../../templates/blog.md")),
+    ("blog.typ", include_str!("../../templates/blog.typ")),
     ("eval.md", include_str!("../../templates/eval.md")),
     ("eval.typ", include_str!("../../templates/eval.typ")),
     ("i18n/en.toml", crate::i18n::EN),
@@ -107,6 +109,7 @@ pub fn tera(format: Format, overrides: Option<&Path>) -> Result<Tera, String> {
             tera.register_filter("md_inline", Safe(|s| markup::markdown_safe(s, true)));
             tera.register_filter("code", Code);
             tera.register_filter("shell_block", Safe(markup::markdown_code_block));
+            tera.register_filter("text_block", Safe(super::blog::markdown_text_block));
         }
         Format::Typst => {
             tera.set_escape_fn(escape_typ);
