@@ -382,16 +382,10 @@ pub fn without_build(name: &str, bytes: &[u8]) -> Option<Vec<u8>> {
     } else {
         String::from_utf8_lossy(bytes).into_owned()
     };
-    let build = verdict::analysis::BUILD_COMMIT;
-    let mut text = text;
-    // The exact strings this build writes, then any other build's of the same shapes.
-    if let Some(b) = build {
-        text = text.replace(b, "<build>");
-        text = text.replace(&b.chars().take(12).collect::<String>(), "<build>");
-    }
-    let full = regex::Regex::new(
-        r"\b[0-9a-f]{40}(\+modified)?\b|(?:build|建置) [0-9a-f]{12}(\+modified)?",
-    )
-    .unwrap();
-    Some(full.replace_all(&text, "<build>").into_owned().into_bytes())
+    // The full commit anywhere (a provenance line, the ledger's `build`), and the short one
+    // after its word on page 1.
+    let full = regex::Regex::new(r"\b[0-9a-f]{40}(\\?\+modified)?\b").unwrap();
+    let short = regex::Regex::new(r"(build|建置) [0-9a-f]{12}(\\?\+modified)?").unwrap();
+    let text = full.replace_all(&text, "<build>");
+    Some(short.replace_all(&text, "$1 <build>").into_owned().into_bytes())
 }
