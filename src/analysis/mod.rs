@@ -1746,6 +1746,7 @@ impl Context {
                     crate::trace::TimeBase::Session => "session".into(),
                     crate::trace::TimeBase::Utc { .. } => "utc".into(),
                     crate::trace::TimeBase::Unrecorded => "unrecorded".into(),
+                    crate::trace::TimeBase::Host { .. } => "host".into(),
                 },
                 capture_start_ns: match schema.time_base {
                     crate::trace::TimeBase::Utc { shift_ns } => {

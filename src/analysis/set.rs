@@ -206,6 +206,15 @@ fn clock_of(trace: &Trace) -> Result<Clock, SetError> {
                 .ok_or_else(|| err("a UTC clock without a recorded capture start"))?;
             Ok(Clock { zero_utc_ns: 0, start_utc_ns: start, alignment: Alignment::Normalized })
         }
+        TimeBase::Host { base_utc_ns } => {
+            // `UTC = base + ts`: time 0 of the file is `base`; the capture starts at its first
+            // kept event, which the reader records as the session start.
+            let base = base_utc_ns.ok_or_else(|| {
+                err("a PyTorch profiler trace without `baseTimeNanoseconds` has no UTC clock")
+            })?;
+            let start = s.session_start_utc_ns.unwrap_or(base);
+            Ok(Clock { zero_utc_ns: base, start_utc_ns: start, alignment: Alignment::SessionStart })
+        }
         TimeBase::Session | TimeBase::Unrecorded => {
             let start = s.session_start_utc_ns.ok_or_else(|| {
                 err("a session clock without `TARGET_INFO_SESSION_START_TIME.utcEpochNs`")
