@@ -9,7 +9,8 @@
 //!
 //! Times are exact: `ts` and `dur` are decimal µs with up to three fraction digits, read from
 //! their digits into integer ns (never through a float). The clock is the rank's host clock
-//! as Kineto wrote it; `baseTimeNanoseconds` puts it on UTC (`UTC = base + ts`).
+//! as Kineto wrote it; `baseTimeNanoseconds` puts it on UTC (`UTC = base + ts`); a trace
+//! without it has `ts` on the UTC epoch already, as older Kineto versions wrote it.
 //!
 //! What maps to what:
 //!
@@ -75,6 +76,8 @@ pub struct KinetoInfo {
     pub gpu_annotations: u64,
     /// Kernels, copies and sets whose `correlation` matches no runtime call: no process.
     pub unlaunched: u64,
+    /// The earliest start of a kept event (ns, the file's clock): where the capture starts.
+    pub first_ts_ns: Option<i64>,
 }
 
 /// A parse failure located in the file.
@@ -547,7 +550,10 @@ impl<'c> Sink<'c> {
             c.execute("INSERT INTO PROCESSES VALUES (?1, ?2, ?3)", params![pid << 24, pid, name])
                 .map_err(TraceError::from_sqlite)?;
         }
-        if let (Some(base), Some(first)) = (info.base_time_ns, self.first_ts) {
+        // Without `baseTimeNanoseconds`, `ts` is on the UTC epoch already, as older Kineto
+        // versions wrote it.
+        if let Some(first) = self.first_ts {
+            let base = info.base_time_ns.unwrap_or(0);
             c.execute(
                 "INSERT INTO TARGET_INFO_SESSION_START_TIME VALUES (?1)",
                 params![base + first],
@@ -558,6 +564,7 @@ impl<'c> Sink<'c> {
         info.gpu_annotations = self.gpu_annotations;
         info.events = self.index;
         info.unlaunched = unlaunched;
+        info.first_ts_ns = self.first_ts;
         Ok(())
     }
 }

@@ -349,6 +349,7 @@ impl Trace {
         let conn = open_read_only(&db)?;
         let mut schema = Schema::probe(&conn)?;
         schema.time_base = TimeBase::Host { base_utc_ns: info.base_time_ns };
+        schema.schema_version = info.schema_version.as_ref().map(|v| format!("kineto {v}"));
         schema.source = Source::Kineto(Box::new(info));
         Ok(Trace { conn, path: path.to_path_buf(), schema, db: Some(db) })
     }

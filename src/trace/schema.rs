@@ -37,7 +37,8 @@ pub enum TimeBase {
     /// No export metadata (2021-era files): session-relative by nsys's default, not recorded.
     Unrecorded,
     /// A PyTorch profiler (Kineto) trace: the host clock of the rank that wrote it (`ts`),
-    /// on UTC by `baseTimeNanoseconds` when the trace records it (`UTC = base + ts`).
+    /// on UTC by `baseTimeNanoseconds` when the trace records it (`UTC = base + ts`); without
+    /// it, `ts` is UTC-epoch µs, as older Kineto versions wrote it.
     Host {
         /// `baseTimeNanoseconds`.
         base_utc_ns: Option<i64>,
