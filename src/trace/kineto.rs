@@ -94,8 +94,6 @@ pub fn build(path: &Path, db: &Path) -> Result<KinetoInfo, TraceError> {
     drop(f);
     let gzip = n == 2 && head == GZIP_MAGIC;
     let file = BufReader::with_capacity(1 << 20, File::open(path)?);
-    let reader: Box<dyn Read> =
-        if gzip { Box::new(flate2::read::MultiGzDecoder::new(file)) } else { Box::new(file) };
     let mut conn = Connection::open(db).map_err(TraceError::from_sqlite)?;
     conn.execute_batch(
         "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -16384;",
@@ -104,22 +102,34 @@ pub fn build(path: &Path, db: &Path) -> Result<KinetoInfo, TraceError> {
     conn.execute_batch(DDL).map_err(TraceError::from_sqlite)?;
     let tx = conn.transaction().map_err(TraceError::from_sqlite)?;
     let mut info = KinetoInfo { gzip, ..KinetoInfo::default() };
-    {
-        let mut sink = Sink::new(&tx)?;
-        let mut de = serde_json::Deserializer::from_reader(reader);
-        let top = Top { sink: &mut sink, info: &mut info };
-        top.deserialize(&mut de).map_err(|e| json_err(path, e))?;
-        de.end().map_err(|e| json_err(path, e))?;
-        if let Some(e) = sink.failed.take() {
-            return Err(e);
-        }
-        if !sink.saw_events {
-            return Err(json_err(path, "the JSON object has no `traceEvents` array"));
-        }
-        sink.finish(&mut info)?;
+    // serde_json reads its input a byte at a time: the decompressed side is buffered too, and
+    // the reader's type is concrete, so that each byte is a buffer read, not a call.
+    if gzip {
+        let unzipped = BufReader::with_capacity(1 << 16, flate2::read::MultiGzDecoder::new(file));
+        read_into(path, unzipped, &tx, &mut info)?;
+    } else {
+        read_into(path, file, &tx, &mut info)?;
     }
     tx.commit().map_err(TraceError::from_sqlite)?;
     Ok(info)
+}
+
+/// Streams the events of `reader` into the tables of `conn`.
+fn read_into<R: Read>(
+    path: &Path,
+    reader: R,
+    conn: &Connection,
+    info: &mut KinetoInfo,
+) -> Result<(), TraceError> {
+    let mut sink = Sink::new(conn)?;
+    let mut de = serde_json::Deserializer::from_reader(reader);
+    let top = Top { sink: &mut sink, info };
+    top.deserialize(&mut de).map_err(|e| json_err(path, e))?;
+    de.end().map_err(|e| json_err(path, e))?;
+    if !sink.saw_events {
+        return Err(json_err(path, "the JSON object has no `traceEvents` array"));
+    }
+    sink.finish(info)
 }
 
 /// The tables and the columns the scans read, as nsys declares them (a subset of columns).
@@ -338,7 +348,6 @@ struct Sink<'c> {
     first_ts: Option<i64>,
     index: u64,
     saw_events: bool,
-    failed: Option<TraceError>,
     kept: BTreeMap<String, u64>,
     gpu_annotations: u64,
 }
@@ -369,7 +378,6 @@ impl<'c> Sink<'c> {
             first_ts: None,
             index: 0,
             saw_events: false,
-            failed: None,
             kept: BTreeMap::new(),
             gpu_annotations: 0,
         })
