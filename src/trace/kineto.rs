@@ -96,7 +96,8 @@ pub fn build(path: &Path, db: &Path) -> Result<KinetoInfo, TraceError> {
     let file = BufReader::with_capacity(1 << 20, File::open(path)?);
     let mut conn = Connection::open(db).map_err(TraceError::from_sqlite)?;
     conn.execute_batch(
-        "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -16384;",
+        "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -16384; \
+         PRAGMA temp_store = FILE;",
     )
     .map_err(TraceError::from_sqlite)?;
     conn.execute_batch(DDL).map_err(TraceError::from_sqlite)?;
@@ -223,7 +224,7 @@ pub fn short_name(name: &str) -> &str {
         match c {
             '<' => depth += 1,
             '>' => depth -= 1,
-            '(' if depth == 0 && i > 0 => {
+            '(' if depth == 0 && i > 0 && !name[i..].starts_with("(anonymous namespace)") => {
                 end = i;
                 break;
             }
@@ -734,6 +735,12 @@ mod tests {
             "vectorized_elementwise_kernel"
         );
         assert_eq!(short_name("sm80_xmma_gemm_f32f32_tn_n"), "sm80_xmma_gemm_f32f32_tn_n");
+        assert_eq!(
+            short_name(
+                "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>(float*, float const*, int)"
+            ),
+            "cunn_SoftMaxForward"
+        );
     }
 
     #[test]
