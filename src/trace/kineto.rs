@@ -4,8 +4,8 @@
 //! The file is streamed once (`serde_json`'s reader over `traceEvents`, one event at a time,
 //! through `flate2` for gzip): only the categories the analyses read are kept, each as a row
 //! of the table nsys would write it to, in a database of its own in the temporary folder
-//! (deleted when the trace is closed; never beside the trace, which is only read). Memory
-//! stays bounded by one event and SQLite's page cache, whatever the size of the file.
+//! (deleted when the trace is closed; never beside the trace, which is only read). The reader
+//! holds one event and SQLite's page cache, whatever the size of the file.
 //!
 //! Times are exact: `ts` and `dur` are decimal µs with up to three fraction digits, read from
 //! their digits into integer ns (never through a float). The clock is the rank's host clock
