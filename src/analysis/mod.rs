@@ -1757,10 +1757,16 @@ impl Context {
                     crate::trace::TimeBase::Session => "session".into(),
                     crate::trace::TimeBase::Utc { .. } => "utc".into(),
                     crate::trace::TimeBase::Unrecorded => "unrecorded".into(),
+                    crate::trace::TimeBase::Host { .. } => "host".into(),
                 },
                 capture_start_ns: match schema.time_base {
                     crate::trace::TimeBase::Utc { shift_ns } => {
                         shift_ns.or(schema.session_start_utc_ns)
+                    }
+                    // The host clock of a PyTorch profiler trace reads better from its first
+                    // event, as a UTC-epoch one does from the capture start.
+                    crate::trace::TimeBase::Host { .. } => {
+                        schema.source.kineto().and_then(|k| k.first_ts_ns)
                     }
                     _ => None,
                 },

@@ -36,6 +36,17 @@ pub enum SetError {
         /// Why.
         reason: String,
     },
+    /// PyTorch profiler traces whose `distributedInfo` disagree: two files of one rank, a rank
+    /// outside the world, or different world sizes or process groups.
+    #[error("`{}` and `{}`: {reason}", first.display(), second.display())]
+    Ranks {
+        /// The file met first.
+        first: PathBuf,
+        /// The one that disagrees with it.
+        second: PathBuf,
+        /// What disagrees.
+        reason: String,
+    },
     /// More files than the tags of the merge can tell apart.
     #[error("the set has {0} files, more than the {MAX_FILE_TAG} one audit reads")]
     TooMany(usize),
@@ -62,6 +73,9 @@ impl SetError {
             SetError::File { source, .. } => source.hint(),
             SetError::Clock { .. } => Some(
                 "files of a set need a shared time base: export with `nsys export --type sqlite --ts-normalize=true`, or keep `TARGET_INFO_SESSION_START_TIME` in the export".into(),
+            ),
+            SetError::Ranks { .. } => Some(
+                "a set holds one `torch.profiler` trace per rank of one job: remove the file of another run or the second file of a rank".into(),
             ),
             SetError::TooMany(_) => Some(
                 "split the set (one claims file per group of nodes), or see ARCHITECTURE.md on fleet scale".into(),
@@ -206,6 +220,14 @@ fn clock_of(trace: &Trace) -> Result<Clock, SetError> {
                 .ok_or_else(|| err("a UTC clock without a recorded capture start"))?;
             Ok(Clock { zero_utc_ns: 0, start_utc_ns: start, alignment: Alignment::Normalized })
         }
+        TimeBase::Host { base_utc_ns } => {
+            // `UTC = base + ts`: time 0 of the file is `base`; the capture starts at its first
+            // kept event, which the reader records as the session start.
+            // Without `baseTimeNanoseconds`, `ts` is UTC-epoch µs (older Kineto versions).
+            let base = base_utc_ns.unwrap_or(0);
+            let start = s.session_start_utc_ns.unwrap_or(base);
+            Ok(Clock { zero_utc_ns: base, start_utc_ns: start, alignment: Alignment::SessionStart })
+        }
         TimeBase::Session | TimeBase::Unrecorded => {
             let start = s.session_start_utc_ns.ok_or_else(|| {
                 err("a session clock without `TARGET_INFO_SESSION_START_TIME.utcEpochNs`")
@@ -293,6 +315,14 @@ pub fn load_set(
             Ok((t, clock, host))
         })
         .collect::<Result<_, SetError>>()?;
+    // PyTorch profiler traces are ranks by their own word: in `distributedInfo.rank` order.
+    let order = kineto_order(&opened, paths)?;
+    let mut slots: Vec<Option<(Trace, Clock, Option<String>)>> =
+        opened.into_iter().map(Some).collect();
+    let opened: Vec<(Trace, Clock, Option<String>)> =
+        order.iter().filter_map(|&i| slots[i].take()).collect();
+    let ordered: Vec<PathBuf> = order.iter().map(|&i| paths[i].clone()).collect();
+    let paths: &[PathBuf] = &ordered;
     let origin = opened.iter().map(|(_, c, _)| c.start_utc_ns).min().unwrap_or(0);
     let single = paths.len() == 1;
     let shift_of = |c: &Clock| if single { 0 } else { c.zero_utc_ns - origin };
@@ -347,6 +377,59 @@ pub fn load_set(
     }
     progress(parts.iter().map(|p| p.ctx.kernels.len() as u64).sum());
     Ok(merge(parts, paths, filter, expected_ranks, single, origin, ranks, maps))
+}
+
+/// The order of a set's files: as given, but when every file is a PyTorch profiler trace that
+/// records `distributedInfo.rank`, by that rank; their world sizes and process groups must
+/// agree, and a rank must be below the world size and held by one file.
+fn kineto_order(
+    opened: &[(Trace, Clock, Option<String>)],
+    paths: &[PathBuf],
+) -> Result<Vec<usize>, SetError> {
+    let given: Vec<usize> = (0..opened.len()).collect();
+    let infos: Vec<_> = opened.iter().map(|(t, _, _)| t.schema().source.kineto()).collect();
+    let Some(infos) = infos.into_iter().collect::<Option<Vec<_>>>() else { return Ok(given) };
+    if infos.iter().any(|k| k.rank.is_none()) {
+        return Ok(given);
+    }
+    let err = |a: usize, b: usize, reason: String| SetError::Ranks {
+        first: paths[a].clone(),
+        second: paths[b].clone(),
+        reason,
+    };
+    let mut by_rank: BTreeMap<i64, usize> = BTreeMap::new();
+    for (i, k) in infos.iter().enumerate() {
+        let rank = k.rank.unwrap_or_default();
+        if let Some(&j) = by_rank.get(&rank) {
+            return Err(err(j, i, format!("both are rank {rank} (`distributedInfo.rank`)")));
+        }
+        by_rank.insert(rank, i);
+        if let Some(w) = k.world_size
+            && !(0..w).contains(&rank)
+        {
+            return Err(err(i, i, format!("rank {rank} is outside a world of {w}")));
+        }
+        let first = infos[0];
+        if k.world_size != first.world_size {
+            let show = |w: Option<i64>| w.map_or_else(|| "unrecorded".into(), |w| w.to_string());
+            return Err(err(
+                0,
+                i,
+                format!(
+                    "world sizes {} and {} (`distributedInfo.world_size`)",
+                    show(first.world_size),
+                    show(k.world_size)
+                ),
+            ));
+        }
+        if k.process_groups.is_some()
+            && first.process_groups.is_some()
+            && k.process_groups != first.process_groups
+        {
+            return Err(err(0, i, "different process groups (`distributedInfo.pg_config`)".into()));
+        }
+    }
+    Ok(by_rank.into_values().collect())
 }
 
 /// Ranks: each file's devices with kernels, sorted, files in order, numbered from 0; so the

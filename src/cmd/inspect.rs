@@ -14,6 +14,45 @@ use crate::scope::{DeviceSel, format_device_list, format_seconds};
 use crate::trace::KernelFilter;
 use crate::units::thousands;
 
+/// The source line of a PyTorch profiler trace: its format and version fields, its rank, and
+/// what the reader kept of its events.
+fn kineto_line(k: &crate::trace::kineto::KinetoInfo) -> String {
+    let or = |v: &Option<String>| v.clone().unwrap_or_else(|| "unrecorded".into());
+    let mut s = format!(
+        "PyTorch profiler (Kineto) JSON{} · schemaVersion {} · rank {} of {}",
+        if k.gzip { ", gzip" } else { "" },
+        or(&k.schema_version),
+        k.rank.map_or_else(|| "unrecorded".into(), |r| r.to_string()),
+        k.world_size.map_or_else(|| "unrecorded".into(), |w| w.to_string()),
+    );
+    if let Some(b) = &k.backend {
+        s += &format!(" · backend {b}");
+    }
+    if let Some(n) = &k.nccl_version {
+        s += &format!(" · NCCL {n}");
+    }
+    let kept: Vec<String> =
+        k.kept.iter().map(|(c, n)| format!("{c} {}", thousands((*n).into()))).collect();
+    s += &format!(
+        " · {} events, kept: {}",
+        thousands(k.events.into()),
+        if kept.is_empty() { "none".into() } else { kept.join(", ") }
+    );
+    if k.gpu_annotations > 0 {
+        s += &format!(
+            " · {} gpu_user_annotation not read (GPU projections of annotations)",
+            thousands(k.gpu_annotations.into())
+        );
+    }
+    if k.unlaunched > 0 {
+        s += &format!(
+            " · {} GPU rows whose correlation matches no runtime call (no process)",
+            thousands(k.unlaunched.into())
+        );
+    }
+    s
+}
+
 /// Runs `inspect`.
 pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
     let (trace, ctx) = load(&args)?;
@@ -40,6 +79,9 @@ pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
         10,
         width,
     );
+    if let Some(k) = schema.source.kineto() {
+        s += &table::hang("source    ", &kineto_line(k), 10, width);
+    }
     let origin = ev.trace.capture_start_ns;
     let mut clock = schema.time_base.describe();
     if let Some(o) = origin {
@@ -212,6 +254,9 @@ pub(crate) fn json(
         "nvtx_text": schema.nvtx_text,
         "time_base": schema.time_base,
     });
+    if let Some(k) = schema.source.kineto() {
+        v["source"] = json!({ "format": "kineto", "kineto": k });
+    }
     v["nvtx"] = json!(nvtx_per_process(trace, ctx)?);
     if let Some(c) = &ctx.copies {
         v["copies"] = json!({

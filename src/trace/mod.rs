@@ -10,6 +10,7 @@
 
 pub mod copies;
 mod kernels;
+pub mod kineto;
 pub mod names;
 pub mod nvtx;
 pub mod payload;
@@ -29,7 +30,7 @@ use sha2::{Digest, Sha256};
 pub use copies::{Copies, CopyKind};
 pub use kernels::{KernelFilter, Kernels, NO_ROWS, NameStyle, RowBox, union_rows};
 pub use run::{RunGpu, RunInfo, SideRun};
-pub use schema::{NvtxText, Origin, Requirement, Schema, TableRole, TimeBase, quote_ident};
+pub use schema::{NvtxText, Origin, Requirement, Schema, Source, TableRole, TimeBase, quote_ident};
 
 /// Errors reading a trace.
 #[derive(Debug, thiserror::Error)]
@@ -121,6 +122,14 @@ pub enum TraceError {
         /// The value.
         ns: i64,
     },
+    /// A PyTorch profiler (Kineto) trace that cannot be read.
+    #[error("`{path}` cannot be read as a PyTorch profiler (Kineto) trace: {detail}")]
+    Kineto {
+        /// The trace.
+        path: PathBuf,
+        /// What was found, and where.
+        detail: String,
+    },
     /// Any other SQLite error.
     #[error("sqlite error ({0})")]
     Sqlite(String),
@@ -161,6 +170,9 @@ impl TraceError {
             TraceError::MissingTable { .. } | TraceError::MissingColumn { .. } => {
                 "re-export the report with a current nsys (`nsys export --type sqlite --lazy=false`); see `verdict inspect TRACE` for what this file has".into()
             }
+            TraceError::Kineto { .. } => {
+                "pass the `.json` or `.json.gz` file `torch.profiler` wrote (`export_chrome_trace` or `tensorboard_trace_handler`), unaltered; `ts` and `dur` are read as µs with at most three decimals".into()
+            }
             TraceError::BadValue { .. } => {
                 "nsys writes an integer there; the file was altered or written by another tool: re-export it with `nsys export --type sqlite`".into()
             }
@@ -187,6 +199,9 @@ pub struct Trace {
     conn: Connection,
     path: PathBuf,
     schema: Schema,
+    /// For a Kineto trace: the database its events were read into, in the temporary folder,
+    /// removed when the trace is dropped (declared after `conn`, so closed after it).
+    db: Option<tempfile::TempPath>,
 }
 
 impl std::fmt::Debug for Trace {
@@ -275,7 +290,7 @@ pub(crate) fn split_scan<T: Send>(
             format!("rowid BETWEEN {a} AND {b}")
         })
         .collect();
-    let path = trace.path();
+    let path = trace.db_path();
     std::thread::scope(|s| {
         let scan = &scan;
         let others: Vec<_> = ranges[1..]
@@ -309,17 +324,45 @@ fn open_read_only(path: &Path) -> Result<Connection, TraceError> {
 
 impl Trace {
     /// Opens a trace read-only and probes its schema.
+    ///
+    /// The format is told by content: an SQLite header is an Nsight Systems export, gzip or a
+    /// JSON object a PyTorch profiler (Kineto) trace, read into the same tables
+    /// ([`kineto`]).
     pub fn open(path: &Path) -> Result<Trace, TraceError> {
+        if is_kineto(path)? {
+            return Trace::open_kineto(path);
+        }
         check_file(path)?;
         check_side_files(path)?;
         let conn = open_read_only(path)?;
         let schema = Schema::probe(&conn)?;
-        Ok(Trace { conn, path: path.to_path_buf(), schema })
+        Ok(Trace { conn, path: path.to_path_buf(), schema, db: None })
+    }
+
+    fn open_kineto(path: &Path) -> Result<Trace, TraceError> {
+        let db = tempfile::Builder::new()
+            .prefix("verdict-kineto-")
+            .suffix(".sqlite")
+            .tempfile()?
+            .into_temp_path();
+        let info = kineto::build(path, &db)?;
+        let conn = open_read_only(&db)?;
+        let mut schema = Schema::probe(&conn)?;
+        schema.time_base = TimeBase::Host { base_utc_ns: info.base_time_ns };
+        schema.schema_version = info.schema_version.as_ref().map(|v| format!("kineto {v}"));
+        schema.source = Source::Kineto(Box::new(info));
+        Ok(Trace { conn, path: path.to_path_buf(), schema, db: Some(db) })
     }
 
     /// The path as given.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The SQLite database the tables are read from: the file itself, or the one a Kineto
+    /// trace was read into.
+    fn db_path(&self) -> &Path {
+        self.db.as_deref().unwrap_or(&self.path)
     }
 
     /// The probed schema.
@@ -553,6 +596,18 @@ pub fn kernel_range(devices: &[DeviceInventory]) -> Option<[i64; 2]> {
         devices.iter().map(|d| d.first_start_ns).min()?,
         devices.iter().map(|d| d.last_end_ns).max()?,
     ])
+}
+
+/// Whether a regular, non-empty file starts as a Kineto trace (gzip, or a JSON object) rather
+/// than SQLite; a missing, empty or other file is left to [`check_file`] to name.
+fn is_kineto(path: &Path) -> Result<bool, TraceError> {
+    let Ok(meta) = std::fs::metadata(path) else { return Ok(false) };
+    if !meta.is_file() || meta.len() == 0 {
+        return Ok(false);
+    }
+    let mut head = [0u8; 64];
+    let n = read_up_to(&mut File::open(path)?, &mut head)?;
+    Ok(!head[..n].starts_with(b"SQLite") && kineto::looks_like_kineto(&head[..n]))
 }
 
 /// Checks that the path is a non-empty, complete SQLite file before SQLite sees it.

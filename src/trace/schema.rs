@@ -36,6 +36,13 @@ pub enum TimeBase {
     },
     /// No export metadata (2021-era files): session-relative by nsys's default, not recorded.
     Unrecorded,
+    /// A PyTorch profiler (Kineto) trace: the host clock of the rank that wrote it (`ts`),
+    /// on UTC by `baseTimeNanoseconds` when the trace records it (`UTC = base + ts`); without
+    /// it, `ts` is UTC-epoch µs, as older Kineto versions wrote it.
+    Host {
+        /// `baseTimeNanoseconds`.
+        base_utc_ns: Option<i64>,
+    },
 }
 
 impl TimeBase {
@@ -46,6 +53,13 @@ impl TimeBase {
             TimeBase::Utc { .. } => "UTC epoch ns (--ts-normalize)".into(),
             TimeBase::Unrecorded => {
                 "not recorded (pre-2022 export; nsys default is the session clock)".into()
+            }
+            TimeBase::Host { base_utc_ns: Some(_) } => {
+                "the rank's host clock (Kineto `ts`), on UTC by `baseTimeNanoseconds`".into()
+            }
+            TimeBase::Host { base_utc_ns: None } => {
+                "the rank's host clock (Kineto `ts`); no `baseTimeNanoseconds`, so not on UTC"
+                    .into()
             }
         }
     }
@@ -78,6 +92,35 @@ pub struct Schema {
     /// Metadata rows read as absent because a column that names them holds NULL, where nsys
     /// writes a value: (table, column, rows). Disclosed by `inspect` as a note.
     pub null_rows: Vec<(String, String, u64)>,
+    /// The format the file was written in.
+    #[serde(skip_serializing_if = "Source::is_nsys")]
+    pub source: Source,
+}
+
+/// The format of a trace file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// An Nsight Systems SQLite export.
+    #[default]
+    Nsys,
+    /// A PyTorch profiler (Kineto) Chrome-trace JSON, read into the same tables.
+    Kineto(Box<super::kineto::KinetoInfo>),
+}
+
+impl Source {
+    /// Whether the file is an Nsight Systems export.
+    pub fn is_nsys(&self) -> bool {
+        *self == Source::Nsys
+    }
+
+    /// What a Kineto trace says about itself, if the file is one.
+    pub fn kineto(&self) -> Option<&super::kineto::KinetoInfo> {
+        match self {
+            Source::Kineto(k) => Some(k),
+            Source::Nsys => None,
+        }
+    }
 }
 
 /// Where a trace comes from, as its export metadata says.
@@ -254,6 +297,7 @@ impl Schema {
             }
         }
         Ok(Schema {
+            source: Source::Nsys,
             null_rows,
             origin,
             session_start_utc_ns,

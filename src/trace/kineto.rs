@@ -1,0 +1,753 @@
+//! PyTorch profiler (Kineto) traces: Chrome-trace JSON, plain or gzip, read into the tables
+//! of an Nsight Systems export so that every scan, analysis and claim reads them unchanged.
+//!
+//! The file is streamed once (`serde_json`'s reader over `traceEvents`, one event at a time,
+//! through `flate2` for gzip): only the categories the analyses read are kept, each as a row
+//! of the table nsys would write it to, in a database of its own in the temporary folder
+//! (deleted when the trace is closed; never beside the trace, which is only read). The reader
+//! holds one event and SQLite's page cache, whatever the size of the file.
+//!
+//! Times are exact: `ts` and `dur` are decimal µs with up to three fraction digits, read from
+//! their digits into integer ns (never through a float). The clock is the rank's host clock
+//! as Kineto wrote it; `baseTimeNanoseconds` puts it on UTC (`UTC = base + ts`); a trace
+//! without it has `ts` on the UTC epoch already, as older Kineto versions wrote it.
+//!
+//! What maps to what:
+//!
+//! | Kineto | table | columns |
+//! |---|---|---|
+//! | `kernel` | `CUPTI_ACTIVITY_KIND_KERNEL` | `args.device`, `args.stream`, `args.correlation`; the name as `demangledName`, its base name as `shortName`; `globalPid` from the launching runtime call |
+//! | `gpu_memcpy` | `CUPTI_ACTIVITY_KIND_MEMCPY` | `args.bytes`, `copyKind` from the name (`Memcpy HtoD (...)`) |
+//! | `gpu_memset` | `CUPTI_ACTIVITY_KIND_MEMSET` | `args.bytes` |
+//! | `cuda_runtime`, `cuda_driver` | `CUPTI_ACTIVITY_KIND_RUNTIME` | `args.correlation`, `pid`/`tid` as `globalTid` |
+//! | `user_annotation`, `ProfilerStep#N` | `NVTX_EVENTS` | push/pop ranges (59) in domain 0 on `pid`/`tid` |
+//! | `deviceProperties` | `TARGET_INFO_GPU` | `id`, `name` |
+//! | `baseTimeNanoseconds` + first `ts` | `TARGET_INFO_SESSION_START_TIME` | `utcEpochNs` |
+//! | `host_name`/`hostname` | `TARGET_INFO_SYSTEM_ENV` | `Hostname` |
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::Path;
+
+use rusqlite::{Connection, params};
+use rustc_hash::FxHashMap as HashMap;
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use super::TraceError;
+
+/// The gzip magic.
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+/// Whether a file's first bytes are a Kineto trace's: gzip, or a JSON object (`{` after
+/// white space).
+pub fn looks_like_kineto(head: &[u8]) -> bool {
+    head.starts_with(&GZIP_MAGIC)
+        || head.iter().find(|b| !b.is_ascii_whitespace()).is_some_and(|&b| b == b'{')
+}
+
+/// What a Kineto trace says about itself, beside its events.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct KinetoInfo {
+    /// Whether the file is gzip-compressed.
+    pub gzip: bool,
+    /// `schemaVersion`.
+    pub schema_version: Option<String>,
+    /// `baseTimeNanoseconds`: UTC-epoch ns of the clock's 0.
+    pub base_time_ns: Option<i64>,
+    /// `distributedInfo.rank`.
+    pub rank: Option<i64>,
+    /// `distributedInfo.world_size`.
+    pub world_size: Option<i64>,
+    /// `distributedInfo.backend`.
+    pub backend: Option<String>,
+    /// `distributedInfo.nccl_version`.
+    pub nccl_version: Option<String>,
+    /// `distributedInfo.pg_config`, as written (compact JSON), compared across a set.
+    pub process_groups: Option<String>,
+    /// Events read, and those kept, per category (`ph`/`cat`).
+    pub events: u64,
+    /// Events kept by category.
+    pub kept: BTreeMap<String, u64>,
+    /// `gpu_user_annotation` events: GPU projections of annotations, counted, not read.
+    pub gpu_annotations: u64,
+    /// Kernels, copies and sets whose `correlation` matches no runtime call: no process.
+    pub unlaunched: u64,
+    /// The earliest start of a kept event (ns, the file's clock): where the capture starts.
+    pub first_ts_ns: Option<i64>,
+}
+
+/// A parse failure located in the file.
+fn json_err(path: &Path, detail: impl fmt::Display) -> TraceError {
+    TraceError::Kineto { path: path.to_path_buf(), detail: detail.to_string() }
+}
+
+/// Reads a Kineto trace into a new SQLite database at `db`, holding the nsys tables the scans
+/// read. The trace itself is only read.
+pub fn build(path: &Path, db: &Path) -> Result<KinetoInfo, TraceError> {
+    let mut head = [0u8; 2];
+    let mut f = File::open(path)?;
+    let n = super::read_up_to(&mut f, &mut head)?;
+    drop(f);
+    let gzip = n == 2 && head == GZIP_MAGIC;
+    let file = BufReader::with_capacity(1 << 20, File::open(path)?);
+    let mut conn = Connection::open(db).map_err(TraceError::from_sqlite)?;
+    conn.execute_batch(
+        "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -16384; \
+         PRAGMA temp_store = FILE;",
+    )
+    .map_err(TraceError::from_sqlite)?;
+    conn.execute_batch(DDL).map_err(TraceError::from_sqlite)?;
+    let tx = conn.transaction().map_err(TraceError::from_sqlite)?;
+    let mut info = KinetoInfo { gzip, ..KinetoInfo::default() };
+    // serde_json reads its input a byte at a time: the decompressed side is buffered too, and
+    // the reader's type is concrete, so that each byte is a buffer read, not a call.
+    if gzip {
+        let unzipped = BufReader::with_capacity(1 << 16, flate2::read::MultiGzDecoder::new(file));
+        read_into(path, unzipped, &tx, &mut info)?;
+    } else {
+        read_into(path, file, &tx, &mut info)?;
+    }
+    tx.commit().map_err(TraceError::from_sqlite)?;
+    Ok(info)
+}
+
+/// Streams the events of `reader` into the tables of `conn`.
+fn read_into<R: Read>(
+    path: &Path,
+    reader: R,
+    conn: &Connection,
+    info: &mut KinetoInfo,
+) -> Result<(), TraceError> {
+    let mut sink = Sink::new(conn)?;
+    let mut de = serde_json::Deserializer::from_reader(reader);
+    let top = Top { sink: &mut sink, info };
+    top.deserialize(&mut de).map_err(|e| json_err(path, e))?;
+    de.end().map_err(|e| json_err(path, e))?;
+    if !sink.saw_events {
+        return Err(json_err(path, "the JSON object has no `traceEvents` array"));
+    }
+    sink.finish(info)
+}
+
+/// The tables and the columns the scans read, as nsys declares them (a subset of columns).
+const DDL: &str = "
+CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, \"end\" INTEGER NOT NULL,
+  deviceId INTEGER NOT NULL, contextId INTEGER, streamId INTEGER NOT NULL,
+  correlationId INTEGER, globalPid INTEGER, demangledName INTEGER NOT NULL,
+  shortName INTEGER NOT NULL);
+CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER NOT NULL, \"end\" INTEGER NOT NULL,
+  deviceId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER,
+  globalPid INTEGER, bytes INTEGER NOT NULL, copyKind INTEGER NOT NULL);
+CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET (start INTEGER NOT NULL, \"end\" INTEGER NOT NULL,
+  deviceId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER,
+  globalPid INTEGER, bytes INTEGER NOT NULL);
+CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, \"end\" INTEGER NOT NULL,
+  globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL);
+CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, \"end\" INTEGER, eventType INTEGER NOT NULL,
+  text TEXT, globalTid INTEGER, textId INTEGER, domainId INTEGER, binaryData TEXT);
+CREATE TABLE TARGET_INFO_GPU (id INTEGER NOT NULL, name TEXT);
+CREATE TABLE TARGET_INFO_SESSION_START_TIME (utcEpochNs INTEGER);
+CREATE TABLE TARGET_INFO_SYSTEM_ENV (name TEXT, value TEXT);
+CREATE TABLE PROCESSES (globalPid INTEGER, pid INTEGER, name TEXT);
+";
+
+/// Parses a JSON number of µs with at most three fraction digits into ns, from its digits.
+/// `1.5` is 1,500 ns, `-0.001` is -1 ns; an exponent, more than three nonzero fraction
+/// digits, or a value past ±2^62 ns is an error naming what was found.
+pub fn micros_to_ns(text: &str) -> Result<i64, String> {
+    let t = text.trim();
+    let (neg, digits) = match t.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, t),
+    };
+    let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));
+    let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if int.is_empty() || !all_digits(int) || !all_digits(frac) {
+        return Err(format!("`{t}` is not a decimal number of µs"));
+    }
+    let (ns_digits, rest) = frac.split_at(frac.len().min(3));
+    if rest.bytes().any(|b| b != b'0') {
+        return Err(format!("`{t}` has a fraction finer than 1 ns (more than three µs decimals)"));
+    }
+    let too_big = || format!("`{t}` µs is outside ±2^62 ns");
+    let mut ns: i64 = 0;
+    for b in int.bytes() {
+        ns = ns
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(i64::from(b - b'0')))
+            .ok_or_else(too_big)?;
+    }
+    let mut f: i64 = 0;
+    for i in 0..3 {
+        f = f * 10 + ns_digits.as_bytes().get(i).map_or(0, |b| i64::from(b - b'0'));
+    }
+    let ns = ns.checked_mul(1000).and_then(|v| v.checked_add(f)).ok_or_else(too_big)?;
+    let ns = if neg { -ns } else { ns };
+    if ns.unsigned_abs() >= super::MAX_TIMESTAMP_NS.unsigned_abs() {
+        return Err(too_big());
+    }
+    Ok(ns)
+}
+
+/// The `copyKind` code of a Kineto memcpy name (`Memcpy HtoD (Pageable -> Device)`): the codes
+/// of `CUpti_ActivityMemcpyKind`, which Kineto names and nsys stores; 0 (unknown) otherwise.
+pub fn copy_kind_of(name: &str) -> i64 {
+    let kind = name.strip_prefix("Memcpy ").and_then(|r| r.split_whitespace().next());
+    match kind {
+        Some("HtoD") => 1,
+        Some("DtoH") => 2,
+        Some("HtoA") => 3,
+        Some("AtoH") => 4,
+        Some("AtoA") => 5,
+        Some("AtoD") => 6,
+        Some("DtoA") => 7,
+        Some("DtoD") => 8,
+        Some("HtoH") => 9,
+        Some("PtoP") => 10,
+        _ => 0,
+    }
+}
+
+/// The base name of a demangled kernel name, as nsys's `shortName`: the function's own
+/// name without return type, namespaces, template arguments or parameters
+/// (`void at::native::f<float>(int)` is `f`). A name that is not a C++ signature stays whole.
+pub fn short_name(name: &str) -> &str {
+    // The text before the parameter list: the first `(` outside template brackets.
+    let mut depth = 0i32;
+    let mut end = name.len();
+    for (i, c) in name.char_indices() {
+        match c {
+            '<' => depth += 1,
+            '>' => depth -= 1,
+            '(' if depth == 0 && i > 0 && !name[i..].starts_with("(anonymous namespace)") => {
+                end = i;
+                break;
+            }
+            _ => {}
+        }
+    }
+    let head = &name[..end];
+    // Drop a trailing template argument list.
+    let head = if head.ends_with('>') {
+        let mut depth = 0i32;
+        let mut cut = head.len();
+        for (i, c) in head.char_indices().rev() {
+            match c {
+                '>' => depth += 1,
+                '<' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        cut = i;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        &head[..cut]
+    } else {
+        head
+    };
+    // The last `::` component outside brackets, then the last word (the return type goes).
+    let head = head.rsplit("::").next().unwrap_or(head);
+    let head = head.rsplit(' ').next().unwrap_or(head).trim();
+    if head.is_empty() { name } else { head }
+}
+
+/// A `pid` or `tid`: a number, or a name (Kineto's `"Spans"` tracks).
+#[derive(Debug, Clone)]
+enum Id {
+    Num(i64),
+    Name,
+}
+
+impl<'de> Deserialize<'de> for Id {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Id, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Id;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a number or a string")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Id, E> {
+                Ok(Id::Num(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Id, E> {
+                i64::try_from(v).map(Id::Num).map_err(|_| E::custom("an id past 2^63"))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Id, E> {
+                Ok(Id::Name)
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Id, E> {
+                Ok(Id::Name)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// One event, with the fields the reader may need; `args` is parsed only for kept events.
+#[derive(Deserialize)]
+struct Event {
+    ph: Option<String>,
+    cat: Option<String>,
+    name: Option<String>,
+    pid: Option<Id>,
+    tid: Option<Id>,
+    ts: Option<Box<RawValue>>,
+    dur: Option<Box<RawValue>>,
+    args: Option<Box<RawValue>>,
+}
+
+/// The `args` of a GPU activity or a runtime call.
+#[derive(Deserialize, Default)]
+struct Args {
+    device: Option<i64>,
+    stream: Option<i64>,
+    correlation: Option<i64>,
+    context: Option<i64>,
+    bytes: Option<i64>,
+}
+
+/// The `args` of a metadata event.
+#[derive(Deserialize, Default)]
+struct MetaArgs {
+    name: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct DeviceProperties {
+    id: i64,
+    name: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct DistributedInfo {
+    rank: Option<i64>,
+    world_size: Option<i64>,
+    backend: Option<String>,
+    nccl_version: Option<String>,
+    pg_config: Option<Box<RawValue>>,
+}
+
+/// Where kept events go: prepared inserts on the new database.
+struct Sink<'c> {
+    kernel: rusqlite::Statement<'c>,
+    memcpy: rusqlite::Statement<'c>,
+    memset: rusqlite::Statement<'c>,
+    runtime: rusqlite::Statement<'c>,
+    nvtx: rusqlite::Statement<'c>,
+    conn: &'c Connection,
+    strings: HashMap<String, i64>,
+    processes: BTreeMap<i64, Option<String>>,
+    cpu_pids: BTreeSet<i64>,
+    first_ts: Option<i64>,
+    index: u64,
+    saw_events: bool,
+    kept: BTreeMap<String, u64>,
+    gpu_annotations: u64,
+}
+
+impl<'c> Sink<'c> {
+    fn new(conn: &'c Connection) -> Result<Sink<'c>, TraceError> {
+        let p = |sql: &str| conn.prepare(sql).map_err(TraceError::from_sqlite);
+        Ok(Sink {
+            kernel: p(
+                "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, \"end\", deviceId, contextId, streamId, correlationId, demangledName, shortName) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )?,
+            memcpy: p(
+                "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, \"end\", deviceId, streamId, correlationId, bytes, copyKind) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?,
+            memset: p(
+                "INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET (start, \"end\", deviceId, streamId, correlationId, bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?,
+            runtime: p(
+                "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, \"end\", globalTid, correlationId, nameId) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?,
+            nvtx: p(
+                "INSERT INTO NVTX_EVENTS (start, \"end\", eventType, text, globalTid, domainId) VALUES (?1, ?2, 59, ?3, ?4, 0)",
+            )?,
+            conn,
+            strings: HashMap::default(),
+            processes: BTreeMap::new(),
+            cpu_pids: BTreeSet::new(),
+            first_ts: None,
+            index: 0,
+            saw_events: false,
+            kept: BTreeMap::new(),
+            gpu_annotations: 0,
+        })
+    }
+
+    fn intern(&mut self, s: &str) -> Result<i64, TraceError> {
+        if let Some(&id) = self.strings.get(s) {
+            return Ok(id);
+        }
+        let id = self.strings.len() as i64 + 1;
+        self.conn
+            .execute("INSERT INTO StringIds (id, value) VALUES (?1, ?2)", params![id, s])
+            .map_err(TraceError::from_sqlite)?;
+        self.strings.insert(s.to_string(), id);
+        Ok(id)
+    }
+
+    /// One event of `traceEvents`; a bad value is an error naming the event and the field.
+    fn push(&mut self, ev: Event) -> Result<(), String> {
+        let i = self.index;
+        self.index += 1;
+        let ph = ev.ph.as_deref().unwrap_or("");
+        if ph == "M" {
+            if ev.name.as_deref() == Some("process_name")
+                && let Some(Id::Num(pid)) = ev.pid
+            {
+                let args: MetaArgs = match &ev.args {
+                    Some(a) => serde_json::from_str(a.get()).unwrap_or_default(),
+                    None => MetaArgs::default(),
+                };
+                self.processes.entry(pid).or_insert(args.name);
+            }
+            return Ok(());
+        }
+        if ph != "X" {
+            return Ok(());
+        }
+        let cat = ev.cat.as_deref().unwrap_or("");
+        let name = ev.name.as_deref().unwrap_or("");
+        let step = cat == "cpu_op" && name.starts_with("ProfilerStep#");
+        let kind = match cat {
+            "kernel" | "gpu_memcpy" | "gpu_memset" | "cuda_runtime" | "cuda_driver"
+            | "user_annotation" => cat,
+            "gpu_user_annotation" => {
+                self.gpu_annotations += 1;
+                return Ok(());
+            }
+            _ if step => "user_annotation",
+            _ => return Ok(()),
+        };
+        let at = |field: &str, detail: String| {
+            format!("traceEvents[{i}] (`{cat}` `{name}`): `{field}` {detail}")
+        };
+        let time = |field: &str, v: &Option<Box<RawValue>>| -> Result<i64, String> {
+            match v {
+                Some(raw) => micros_to_ns(raw.get()).map_err(|e| at(field, e)),
+                None => Err(at(field, "is absent".into())),
+            }
+        };
+        let start = time("ts", &ev.ts)?;
+        let dur = time("dur", &ev.dur)?;
+        if dur < 0 {
+            return Err(at("dur", format!("is negative ({dur} ns)")));
+        }
+        let end = start
+            .checked_add(dur)
+            .filter(|e| e.unsigned_abs() < super::MAX_TIMESTAMP_NS.unsigned_abs())
+            .ok_or_else(|| at("dur", "ends past ±2^62 ns".into()))?;
+        self.first_ts = Some(self.first_ts.map_or(start, |f| f.min(start)));
+        let args: Args = match &ev.args {
+            Some(a) => serde_json::from_str(a.get()).map_err(|e| at("args", e.to_string()))?,
+            None => Args::default(),
+        };
+        let need = |field: &str, v: Option<i64>| {
+            v.ok_or_else(|| at(&format!("args.{field}"), "is absent".into()))
+        };
+        let sql = |e: rusqlite::Error| at("", format!("cannot be stored ({e})"));
+        let global_tid = |pid: &Option<Id>, tid: &Option<Id>| -> Result<i64, String> {
+            let (Some(Id::Num(p)), Some(Id::Num(t))) = (pid, tid) else {
+                return Err(at("pid/tid", "is not a number".into()));
+            };
+            if !(0..=0xFF_FFFF).contains(p) {
+                return Err(at("pid", format!("{p} does not fit 24 bits")));
+            }
+            Ok((p << 24) | (t & 0xFF_FFFF))
+        };
+        match kind {
+            "kernel" => {
+                let device = need("device", args.device)?;
+                let stream = need("stream", args.stream)?;
+                let full = self.intern(name).map_err(|e| at("name", e.to_string()))?;
+                let short = self.intern(short_name(name)).map_err(|e| at("name", e.to_string()))?;
+                self.kernel
+                    .execute(params![
+                        start,
+                        end,
+                        device,
+                        args.context,
+                        stream,
+                        args.correlation,
+                        full,
+                        short
+                    ])
+                    .map_err(sql)?;
+            }
+            "gpu_memcpy" => {
+                let device = need("device", args.device)?;
+                let stream = need("stream", args.stream)?;
+                let bytes = need("bytes", args.bytes)?;
+                self.memcpy
+                    .execute(params![
+                        start,
+                        end,
+                        device,
+                        stream,
+                        args.correlation,
+                        bytes,
+                        copy_kind_of(name)
+                    ])
+                    .map_err(sql)?;
+            }
+            "gpu_memset" => {
+                let device = need("device", args.device)?;
+                let stream = need("stream", args.stream)?;
+                let bytes = need("bytes", args.bytes)?;
+                self.memset
+                    .execute(params![start, end, device, stream, args.correlation, bytes])
+                    .map_err(sql)?;
+            }
+            "cuda_runtime" | "cuda_driver" => {
+                let tid = global_tid(&ev.pid, &ev.tid)?;
+                self.cpu_pids.insert(tid >> 24);
+                let id = self.intern(name).map_err(|e| at("name", e.to_string()))?;
+                self.runtime
+                    .execute(params![start, end, tid, args.correlation, id])
+                    .map_err(sql)?;
+            }
+            _ => {
+                let tid = global_tid(&ev.pid, &ev.tid)?;
+                self.cpu_pids.insert(tid >> 24);
+                self.nvtx.execute(params![start, end, name, tid]).map_err(sql)?;
+            }
+        }
+        *self
+            .kept
+            .entry(if step { "ProfilerStep".into() } else { kind.to_string() })
+            .or_default() += 1;
+        Ok(())
+    }
+
+    /// Joins GPU rows to the process of their launch and writes the metadata tables.
+    fn finish(&mut self, info: &mut KinetoInfo) -> Result<(), TraceError> {
+        let c = self.conn;
+        let run = |sql: &str| c.execute_batch(sql).map_err(TraceError::from_sqlite);
+        run(
+            "CREATE INDEX kineto_runtime_correlation ON CUPTI_ACTIVITY_KIND_RUNTIME (correlationId);",
+        )?;
+        let mut unlaunched = 0u64;
+        for t in [
+            "CUPTI_ACTIVITY_KIND_KERNEL",
+            "CUPTI_ACTIVITY_KIND_MEMCPY",
+            "CUPTI_ACTIVITY_KIND_MEMSET",
+        ] {
+            run(&format!(
+                "UPDATE {t} SET globalPid = (SELECT (r.globalTid >> 24) << 24 FROM CUPTI_ACTIVITY_KIND_RUNTIME r \
+                 WHERE r.correlationId = {t}.correlationId ORDER BY r.rowid LIMIT 1)"
+            ))?;
+            let n: i64 = c
+                .query_row(&format!("SELECT count(*) FROM {t} WHERE globalPid IS NULL"), [], |r| {
+                    r.get(0)
+                })
+                .map_err(TraceError::from_sqlite)?;
+            unlaunched += n as u64;
+        }
+        run("DROP INDEX kineto_runtime_correlation;")?;
+        for pid in &self.cpu_pids {
+            let name = self.processes.get(pid).cloned().flatten();
+            c.execute("INSERT INTO PROCESSES VALUES (?1, ?2, ?3)", params![pid << 24, pid, name])
+                .map_err(TraceError::from_sqlite)?;
+        }
+        // Without `baseTimeNanoseconds`, `ts` is on the UTC epoch already, as older Kineto
+        // versions wrote it.
+        if let Some(first) = self.first_ts {
+            let base = info.base_time_ns.unwrap_or(0);
+            c.execute(
+                "INSERT INTO TARGET_INFO_SESSION_START_TIME VALUES (?1)",
+                params![base + first],
+            )
+            .map_err(TraceError::from_sqlite)?;
+        }
+        info.kept = std::mem::take(&mut self.kept);
+        info.gpu_annotations = self.gpu_annotations;
+        info.events = self.index;
+        info.unlaunched = unlaunched;
+        info.first_ts_ns = self.first_ts;
+        Ok(())
+    }
+}
+
+/// The top-level object: `traceEvents` streamed, the few metadata keys read, the rest skipped.
+struct Top<'a, 'c> {
+    sink: &'a mut Sink<'c>,
+    info: &'a mut KinetoInfo,
+}
+
+impl<'de> DeserializeSeed<'de> for Top<'_, '_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Top<'_, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a Chrome-trace JSON object with `traceEvents`")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "traceEvents" => {
+                    self.sink.saw_events = true;
+                    map.next_value_seed(Events { sink: self.sink })?;
+                }
+                "schemaVersion" => {
+                    let v: serde_json::Value = map.next_value()?;
+                    self.info.schema_version = Some(match v {
+                        serde_json::Value::String(s) => s,
+                        v => v.to_string(),
+                    });
+                }
+                "baseTimeNanoseconds" => {
+                    let raw: Box<RawValue> = map.next_value()?;
+                    let ns = raw.get().trim().parse::<i64>().map_err(|_| {
+                        de::Error::custom(format!(
+                            "`baseTimeNanoseconds` is `{}`, not an integer of ns",
+                            raw.get()
+                        ))
+                    })?;
+                    self.info.base_time_ns = Some(ns);
+                }
+                "distributedInfo" => {
+                    let d: DistributedInfo = map.next_value()?;
+                    self.info.rank = d.rank;
+                    self.info.world_size = d.world_size;
+                    self.info.backend = d.backend;
+                    self.info.nccl_version = d.nccl_version;
+                    self.info.process_groups = d.pg_config.map(|r| {
+                        serde_json::from_str::<serde_json::Value>(r.get())
+                            .map(|v| v.to_string())
+                            .unwrap_or_else(|_| r.get().to_string())
+                    });
+                }
+                "deviceProperties" => {
+                    let gpus: Vec<DeviceProperties> = map.next_value()?;
+                    for g in gpus {
+                        self.sink
+                            .conn
+                            .execute(
+                                "INSERT INTO TARGET_INFO_GPU VALUES (?1, ?2)",
+                                params![g.id, g.name],
+                            )
+                            .map_err(de::Error::custom)?;
+                    }
+                }
+                "host_name" | "hostname" => {
+                    if let Ok(serde_json::Value::String(h)) = map.next_value::<serde_json::Value>()
+                    {
+                        self.sink
+                            .conn
+                            .execute(
+                                "INSERT INTO TARGET_INFO_SYSTEM_ENV VALUES ('Hostname', ?1)",
+                                params![h],
+                            )
+                            .map_err(de::Error::custom)?;
+                    }
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+struct Events<'a, 'c> {
+    sink: &'a mut Sink<'c>,
+}
+
+impl<'de> DeserializeSeed<'de> for Events<'_, '_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Events<'_, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an array of trace events")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(ev) = seq.next_element::<Event>()? {
+            self.sink.push(ev).map_err(de::Error::custom)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn micros_read_exactly_to_ns() {
+        assert_eq!(micros_to_ns("4458676522690.655"), Ok(4_458_676_522_690_655));
+        assert_eq!(micros_to_ns("156.777"), Ok(156_777));
+        assert_eq!(micros_to_ns("1.5"), Ok(1_500));
+        assert_eq!(micros_to_ns("7"), Ok(7_000));
+        assert_eq!(micros_to_ns("0.001"), Ok(1));
+        assert_eq!(micros_to_ns("-0.001"), Ok(-1));
+        assert_eq!(micros_to_ns("2.000000"), Ok(2_000));
+        assert!(micros_to_ns("2.0001").unwrap_err().contains("finer than 1 ns"));
+        assert!(micros_to_ns("1e3").is_err());
+        assert!(micros_to_ns("\"1\"").is_err());
+        assert!(micros_to_ns("4611686018427387.904").unwrap_err().contains("2^62"));
+        assert_eq!(micros_to_ns("4611686018427387.903"), Ok((1 << 62) - 1));
+    }
+
+    #[test]
+    fn copy_kinds_and_short_names_come_from_the_names() {
+        assert_eq!(copy_kind_of("Memcpy HtoD (Pageable -> Device)"), 1);
+        assert_eq!(copy_kind_of("Memcpy DtoH (Device -> Pinned)"), 2);
+        assert_eq!(copy_kind_of("Memcpy DtoD (Device -> Device)"), 8);
+        assert_eq!(copy_kind_of("Memcpy PtoP (Device -> Device)"), 10);
+        assert_eq!(copy_kind_of("Memset (Device)"), 0);
+        assert_eq!(
+            short_name(
+                "void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 32, true, 1>(float, float)"
+            ),
+            "bn_bw_1C11_kernel_new"
+        );
+        assert_eq!(
+            short_name(
+                "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
+            ),
+            "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+        );
+        assert_eq!(
+            short_name(
+                "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)"
+            ),
+            "vectorized_elementwise_kernel"
+        );
+        assert_eq!(short_name("sm80_xmma_gemm_f32f32_tn_n"), "sm80_xmma_gemm_f32f32_tn_n");
+        assert_eq!(
+            short_name(
+                "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>(float*, float const*, int)"
+            ),
+            "cunn_SoftMaxForward"
+        );
+    }
+
+    #[test]
+    fn the_format_is_told_by_content() {
+        assert!(looks_like_kineto(b"\x1f\x8b\x08"));
+        assert!(looks_like_kineto(b"  \n{\"traceEvents\""));
+        assert!(!looks_like_kineto(b"SQLite format 3\0"));
+        assert!(!looks_like_kineto(b"[1]"));
+    }
+}
