@@ -14,13 +14,14 @@ const CLAIMS: &str = "claims/day26-profile-blind.yaml";
 const ID: &str = "day26-profile-blind";
 /// The example audits whose reports are committed in `out/`: claims file, report id and the
 /// profiles rendered.
-const EXAMPLES: [(&str, &str, &str); 6] = [
+const EXAMPLES: [(&str, &str, &str); 7] = [
     (CLAIMS, ID, "full,blog,brief"),
     ("claims/h100-2gpu-no-nccl.yaml", "h100-2gpu-no-nccl", "full"),
     ("claims/day26-op-attribution.yaml", "day26-op-attribution", "full"),
     ("claims/mfu-2gpu-ab.yaml", "mfu-2gpu-ab", "full"),
     ("claims/tp-ab.yaml", "tp-ab", "full"),
     ("claims/tp-runs-ab.yaml", "tp-runs-ab", "full"),
+    ("claims/kineto-ddp-overlap.yaml", "kineto-ddp-overlap", "full"),
 ];
 
 /// The `SOURCE_DATE_EPOCH` of the committed examples (2026-09-14 UTC), so their render date

@@ -798,7 +798,9 @@ fn brief(
     // a tool made is not a capture at all. One notice per generator: the runs of an A/B made
     // by one are one notice, naming each trace.
     let mut origin_warnings: Vec<String> = Vec::new();
-    let mut by_origin: Vec<((&String, Option<String>), Vec<String>)> = Vec::new();
+    // (generator, what the author says the traces stand for) -> the traces.
+    type Group<'a> = ((&'a String, Option<String>), Vec<String>);
+    let mut by_origin: Vec<Group> = Vec::new();
     for (name, o) in derived {
         let Some(by) = &o.derived_by else { continue };
         if let (Some(from), Some([a, b])) = (&o.derived_from, o.derived_window_ns) {
