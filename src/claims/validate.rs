@@ -313,6 +313,10 @@ fn traces(c: &mut Checker, raw: &BTreeMap<String, RawTrace>, base: &Path) -> Vec
             RawPaths::One(p) => vec![base.join(p)],
             RawPaths::Many(v) => v.iter().map(|p| base.join(p)).collect(),
         };
+        let declared_set = match &t.path.value {
+            RawPaths::One(p) => is_set_path(base, p),
+            RawPaths::Many(_) => true,
+        };
         let (path, set) = match &t.path.value {
             RawPaths::One(p) if !is_set_path(base, p) => (p.clone(), None),
             RawPaths::One(p) => (p.clone(), Some(vec![p.clone()])),
@@ -382,7 +386,8 @@ fn traces(c: &mut Checker, raw: &BTreeMap<String, RawTrace>, base: &Path) -> Vec
                 Some("check the glob, or `expect_ranks`".into()),
             );
         }
-        if let (None, Some(n)) = (&set, &t.expect_ranks) {
+        // A set whose glob matched nothing is reported above, not as a single trace.
+        if let (false, Some(n)) = (declared_set, &t.expect_ranks) {
             c.err(
                 at(n),
                 format!("trace `{name}`: `expect_ranks` on a single trace"),
