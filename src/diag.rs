@@ -118,16 +118,9 @@ pub fn hints(err: &anyhow::Error) -> Vec<String> {
     out
 }
 
-/// Prints `error: ...` with its causes on one line, then each hint. A message quotes names
-/// from the claims file and the trace, so control characters in it are shown as escapes
-/// ([`crate::term::shown`]).
-pub fn print(err: &anyhow::Error) {
-    use crate::term::shown;
-    if let Some(e) = err.downcast_ref::<crate::claims::ClaimsError>() {
-        eprintln!("error: {}", shown(&e.to_string()));
-        return;
-    }
-    // A cause that a message already quotes (`cannot read x: <cause>`) is printed once.
+/// An error and its causes on one line; a cause that a message already quotes
+/// (`cannot read x: <cause>`) appears once.
+pub fn message(err: &anyhow::Error) -> String {
     let mut message = String::new();
     for cause in err.chain().map(|c| c.to_string()) {
         if message.contains(&cause) {
@@ -138,6 +131,19 @@ pub fn print(err: &anyhow::Error) {
         }
         message.push_str(&cause);
     }
+    message
+}
+
+/// Prints `error: ...` with its causes on one line, then each hint. A message quotes names
+/// from the claims file and the trace, so control characters in it are shown as escapes
+/// ([`crate::term::shown`]).
+pub fn print(err: &anyhow::Error) {
+    use crate::term::shown;
+    if let Some(e) = err.downcast_ref::<crate::claims::ClaimsError>() {
+        eprintln!("error: {}", shown(&e.to_string()));
+        return;
+    }
+    let message = message(err);
     eprintln!("error: {}", shown(&message));
     let mut hints = hints(err);
     if hints.is_empty() {

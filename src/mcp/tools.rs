@@ -46,17 +46,11 @@ impl ToolError {
         if let Some(e) = err.downcast_ref::<crate::claims::ClaimsError>() {
             return ToolError::claims(e);
         }
-        let mut message = String::new();
-        for cause in err.chain().map(|c| c.to_string()) {
-            if message.contains(&cause) {
-                continue;
-            }
-            if !message.is_empty() {
-                message.push_str(": ");
-            }
-            message.push_str(&cause);
+        ToolError {
+            message: crate::diag::message(err),
+            hints: crate::diag::hints(err),
+            problems: Vec::new(),
         }
-        ToolError { message, hints: crate::diag::hints(err), problems: Vec::new() }
     }
 
     /// A claims document's problems, each at its line and column.
