@@ -835,6 +835,28 @@ impl Sink for MdWriter {
 }
 
 /// Appends one line of plain text escaped for Markdown; `line_start` if it begins a line.
+/// Whether `chars[i]` is where GFM would start reading an autolink literal: the `:` of
+/// `http://` or `https://`, the `.` of `www.`, each at the start of a word, or the `@` of an
+/// address (a letter or digit on each side).
+fn autolink_at(chars: &[char], i: usize) -> bool {
+    let before = |n: usize| -> Option<String> {
+        let start = i.checked_sub(n)?;
+        let boundary = start == 0 || !chars[start - 1].is_alphanumeric();
+        boundary.then(|| chars[start..i].iter().collect::<String>().to_ascii_lowercase())
+    };
+    let after = |t: &str| chars[i + 1..].iter().take(t.len()).copied().eq(t.chars());
+    match chars[i] {
+        ':' => after("//") && (before(4).as_deref() == Some("http") || before(5).as_deref() == Some("https")),
+        '.' => before(3).as_deref() == Some("www"),
+        '@' => {
+            i > 0
+                && chars[i - 1].is_alphanumeric()
+                && chars.get(i + 1).is_some_and(|c| c.is_alphanumeric())
+        }
+        _ => false,
+    }
+}
+
 fn push_md_text(out: &mut String, line: &str, line_start: bool) {
     let chars: Vec<char> = line.chars().collect();
     // Up to three spaces of indentation still let a line start a block.
@@ -869,6 +891,12 @@ fn push_md_text(out: &mut String, line: &str, line_start: bool) {
                 out.push(c);
             }
             '.' | ')' if number_end == Some(i) => {
+                out.push('\\');
+                out.push(c);
+            }
+            // GFM turns `https://x`, `www.x` and `a@b.c` in plain text into links; CommonMark
+            // does not. An escape there keeps them text in every renderer.
+            ':' | '.' | '@' if autolink_at(&chars, i) => {
                 out.push('\\');
                 out.push(c);
             }
@@ -1391,7 +1419,9 @@ mod tests {
         assert_eq!(markdown_safe("``a`b``", true), "``a`b``");
         assert_eq!(markdown_safe("[x](http://e.com/a\"b|d)", true), "[x](http://e.com/a%22b%7Cd)");
         assert_eq!(markdown_safe("[x](javascript:alert(1))", true), "x (javascript:alert(1))");
-        assert_eq!(markdown_safe("[a]() [](http://x_y)", true), "a [http://x_y](http://x_y)");
+        // A link's text is escaped as text is (`http\://`): it reads the same, and a bare
+        // address never becomes a link of its own.
+        assert_eq!(markdown_safe("[a]() [](http://x_y)", true), r"a [http\://x_y](http://x_y)");
         assert_eq!(markdown_safe("![alt](http://x/y.png)", true), "alt");
         assert_eq!(markdown_safe("通訊\n佔步", true), "通訊佔步");
         assert_eq!(markdown_safe("通訊\n佔步\nab\ncd", false), "通訊佔步\nab\ncd");
@@ -1399,11 +1429,19 @@ mod tests {
     }
 
     #[test]
+    fn bare_addresses_stay_text_in_every_renderer() {
+        assert_eq!(
+            markdown_text("see https://e.com/x, www.e.com or a@b.c; not xhttp://y", false),
+            r"see https\://e.com/x, www\.e.com or a\@b.c; not xhttp://y"
+        );
+    }
+
+    #[test]
     fn markdown_refuses_relative_and_unsafe_links() {
         assert_eq!(markdown_safe("[x](https://e.com/a)", true), "[x](https://e.com/a)");
         assert_eq!(
             markdown_safe("[m](mailto:a@b.c) <a@b.c>", true),
-            "[m](mailto:a@b.c) [a@b.c](mailto:a@b.c)"
+            r"[m](mailto:a@b.c) [a\@b.c](mailto:a@b.c)"
         );
         for (src, shown) in [
             ("[x](docs/a.md)", "x (docs/a.md)"),
