@@ -538,6 +538,15 @@ fn one_workload_as_sqlite_and_as_kineto_gives_the_same_evidence() {
             let o = v.as_object_mut().unwrap();
             // The file's identity and clock differ by design; everything measured must not.
             o.remove("trace");
+            // A PyTorch profiler trace also says why its NCCL kernels are matched by ordinal:
+            // no `record_param_comms` op gives their process group and `Seq` (an nsys
+            // export has no such ops to miss).
+            if q[0].starts_with("nccl-") && p.extension().is_some_and(|e| e != "sqlite") {
+                let notes = o["notes"].as_array_mut().unwrap();
+                let at = notes.iter().position(|n| n["key"] == "note.group_unusable");
+                let note = notes.remove(at.unwrap_or_else(|| panic!("{q:?} {}", p.display())));
+                assert!(note["text"].as_str().unwrap().contains("no `record_param_comms` op"));
+            }
             v
         };
         let a = evidence(&sqlite);
@@ -551,4 +560,269 @@ fn one_workload_as_sqlite_and_as_kineto_gives_the_same_evidence() {
     // Every step's all-reduce pairs across the two ranks: the cross-rank path is exercised.
     let v = run_json(&["query", "nccl-skew", s(&gz), "--all-devices", "--json"]);
     assert_eq!(int(&v["values"], "matched"), 4, "{v}");
+}
+
+// ---- NCCL instances by process group and `Seq` --------------------------------------------
+
+/// One collective call of a rank: the `record_param_comms` op around its launch, the launch,
+/// the NCCL kernel.
+struct Call {
+    rank: i64,
+    group: &'static str,
+    seq: i64,
+    start: i64,
+    end: i64,
+}
+
+/// Three ranks, one stream each: process group "0" spans ranks 0-2, group "5" ranks 0 and 1.
+/// Ranks 0 and 1 alternate the two groups' AllReduces (A, B, A, B...), rank 2 runs only the
+/// A's; every call of one (group, `Seq`) runs at about the same time on its ranks. The
+/// captures start mid-run: group "0" at `Seq` 41, group "5" at 7.
+fn two_groups() -> Vec<Call> {
+    let mut m = Mix(5);
+    let mut calls = Vec::new();
+    for k in 0..3 {
+        let a = 2_000_000_000_000 + k * 10_000_000;
+        for (group, seq, at, ranks) in
+            [("0", 41 + k, a, &[0, 1, 2][..]), ("5", 7 + k, a + 4_000_000, &[0, 1][..])]
+        {
+            for &rank in ranks {
+                let start = at + m.below(50_000);
+                calls.push(Call {
+                    rank,
+                    group,
+                    seq,
+                    start,
+                    end: at + 1_000_000 + m.below(200_000),
+                });
+            }
+        }
+    }
+    calls
+}
+
+/// The file of one rank: each call's op (40 µs before the kernel's launch to 30 µs after
+/// it), the launch (10 µs, 2 ms before the kernel), the kernel; with `ops` false, the same
+/// trace without the ops. A compute kernel launched outside any op sits on another stream.
+fn write_rank(path: &Path, rank: i64, calls: &[Call], ops: bool) {
+    let pid = 300 + rank;
+    let mut events = Vec::new();
+    let x = |cat: &str, name: &str, tid: i64, start: i64, end: i64, args: String| {
+        format!(
+            r#"{{"ph": "X", "cat": "{cat}", "name": "{name}", "pid": {pid}, "tid": {tid}, "ts": {}, "dur": {}, "args": {{{args}}}}}"#,
+            micros(start),
+            micros(end - start)
+        )
+    };
+    for (c, call) in calls.iter().filter(|c| c.rank == rank).enumerate() {
+        let corr = 100 + c as i64;
+        let launch = call.start - 2_000_000;
+        if ops {
+            events.push(x(
+                "cpu_op",
+                "record_param_comms",
+                pid,
+                launch - 40_000,
+                launch + 30_000,
+                format!(
+                    r#""Collective name": "allreduce", "Process Group Name": "{}", "Process Group Description": "pg {}", "Seq": {}, "Group size": 2"#,
+                    call.group, call.group, call.seq
+                ),
+            ));
+        }
+        events.push(x(
+            "cuda_runtime",
+            "cudaLaunchKernel",
+            pid,
+            launch,
+            launch + 10_000,
+            format!(r#""correlation": {corr}"#),
+        ));
+        events.push(
+            x(
+                "kernel",
+                "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
+                20,
+                call.start,
+                call.end,
+                format!(r#""device": {rank}, "stream": 20, "correlation": {corr}"#),
+            )
+            .replace(&format!(r#""pid": {pid}"#), &format!(r#""pid": {rank}"#)),
+        );
+    }
+    events.push(x(
+        "cuda_runtime",
+        "cudaLaunchKernel",
+        pid,
+        1_999_000_000_000,
+        1_999_000_010_000,
+        r#""correlation": 1"#.into(),
+    ));
+    events.push(
+        x(
+            "kernel",
+            "gemm",
+            7,
+            1_999_000_100_000,
+            1_999_000_900_000,
+            format!(r#""device": {rank}, "stream": 7, "correlation": 1"#),
+        )
+        .replace(&format!(r#""pid": {pid}"#), &format!(r#""pid": {rank}"#)),
+    );
+    let text = format!(
+        r#"{{"schemaVersion": 1, "distributedInfo": {{"backend": "nccl", "rank": {rank}, "world_size": 3}}, "traceEvents": [
+{}
+], "baseTimeNanoseconds": 1700000000000000000}}"#,
+        events.join(",\n")
+    );
+    std::fs::write(path, text).unwrap();
+}
+
+fn write_set(dir: &Path, calls: &[Call], ops: bool) -> String {
+    for rank in 0..3 {
+        write_rank(&dir.join(format!("rank-{rank}.json")), rank, calls, ops);
+    }
+    format!("{}/rank-*.json", dir.display())
+}
+
+/// The instances of a pairing, each as its calls; in time order (earliest start).
+fn in_time_order(mut v: Vec<Vec<&Call>>) -> Vec<Vec<&Call>> {
+    v.sort_by_key(|x| x.iter().map(|c| c.start).min().unwrap());
+    v
+}
+
+#[test]
+fn two_process_groups_on_one_stream_are_matched_by_group_and_seq() {
+    let calls = two_groups();
+    let dir = tempfile::tempdir().unwrap();
+    let set = write_set(dir.path(), &calls, true);
+    // The pairing by hand: the calls of one (group, Seq).
+    let mut by: std::collections::BTreeMap<(&str, i64), Vec<&Call>> = Default::default();
+    for c in &calls {
+        by.entry((c.group, c.seq)).or_default().push(c);
+    }
+    let expected = in_time_order(by.into_values().collect());
+    assert_eq!(expected.len(), 6);
+    let dur = |c: &Call| c.end - c.start;
+    let (mut nccl, mut wait, mut rank_wait, mut last) = (0, 0, [0i64; 3], [0i64; 3]);
+    let mut skews = Vec::new();
+    for x in &expected {
+        let min = x.iter().map(|c| dur(c)).min().unwrap();
+        let latest = x.iter().map(|c| c.start).max().unwrap();
+        skews.push(latest - x.iter().map(|c| c.start).min().unwrap());
+        for c in x {
+            nccl += dur(c);
+            wait += dur(c) - min;
+            rank_wait[c.rank as usize] += dur(c) - min;
+        }
+        // Ties go to the lowest rank; the generated starts differ.
+        last[x.iter().find(|c| c.start == latest).unwrap().rank as usize] += 1;
+    }
+    let v = run_json(&["query", "nccl-skew", &set, "--all-devices", "--json"]);
+    assert_eq!(v["parameters"]["match"], "process-group-sequence", "{v}");
+    assert_eq!(
+        v["parameters"]["process_groups"],
+        json!([{"name": "0", "devices": [0, 1, 2]}, {"name": "5", "devices": [0, 1]}])
+    );
+    assert!(v["notes"].as_array().unwrap().iter().any(|n| n["key"] == "note.match_process_groups"));
+    let x = &v["values"];
+    assert_eq!(int(x, "matched"), 6, "{v}");
+    assert_eq!((int(x, "unmatched"), int(x, "overlap_failures")), (0, 0));
+    assert_eq!((int(x, "nccl_ns"), int(x, "wait_ns")), (nccl, wait));
+    for r in 0..3 {
+        assert_eq!(int(&x["rank_wait_ns"], &r.to_string()), rank_wait[r], "rank {r}");
+        assert_eq!(int(&x["last_arrivals"], &r.to_string()), last[r], "rank {r}");
+    }
+    assert_eq!(int(&x["start_skew_ns"], "max"), *skews.iter().max().unwrap());
+    assert_eq!(int(&x["start_skew_ns"], "min"), *skews.iter().min().unwrap());
+    // Instance by instance, in time order: nccl-calls decomposes each one with the skew of
+    // the calls written together.
+    for (k, skew) in skews.iter().enumerate() {
+        let n = (k + 1).to_string();
+        let c =
+            run_json(&["query", "nccl-calls", &set, "--all-devices", "--instance", &n, "--json"]);
+        assert_eq!(c["parameters"]["match"], "process-group-sequence");
+        assert_eq!(int(&c["values"], "start_skew_ns"), *skew, "instance {n}");
+    }
+}
+
+#[test]
+fn without_record_param_comms_the_ordinal_rule_is_used_and_said_why() {
+    let calls = two_groups();
+    let dir = tempfile::tempdir().unwrap();
+    let set = write_set(dir.path(), &calls, false);
+    // The ordinal rule by hand: the k-th AllReduce of every rank; rank 2 has three, so three
+    // instances, and the others' last three are unmatched.
+    let per: Vec<Vec<&Call>> = (0..3)
+        .map(|r| {
+            let mut l: Vec<&Call> = calls.iter().filter(|c| c.rank == r).collect();
+            l.sort_by_key(|c| c.start);
+            l
+        })
+        .collect();
+    let n = per.iter().map(Vec::len).min().unwrap();
+    let unmatched: usize = per.iter().map(|l| l.len() - n).sum();
+    let failures = (0..n)
+        .filter(|&k| {
+            per.iter().map(|l| l[k].start).max().unwrap()
+                > per.iter().map(|l| l[k].end).min().unwrap()
+        })
+        .count() as i64;
+    // Instance 1 is right; 2 pairs group 5's first call with rank 2's second group-0 call.
+    assert_eq!((n, unmatched, failures), (3, 6, 2));
+    let v = run_json(&["query", "nccl-skew", &set, "--all-devices", "--json"]);
+    assert_eq!(v["parameters"]["match"], "collective-ordinal", "{v}");
+    let x = &v["values"];
+    assert_eq!((int(x, "unmatched"), int(x, "overlap_failures")), (unmatched as i64, failures));
+    let note = v["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["key"] == "note.group_unusable")
+        .unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(note["args"]["devices"], "0-2");
+    assert!(
+        note["text"].as_str().unwrap().contains("no `record_param_comms` op encloses"),
+        "{note}"
+    );
+    assert!(x["wait_ns"].is_null());
+}
+
+#[test]
+fn hta_traces_carry_no_seq_and_say_so() {
+    // HTA's traces: `nccl_data.json.gz` names the process group of every op but no `Seq`;
+    // the `trace_filter` ops name neither. Counted from the JSON here.
+    for (rel, says) in [
+        ("kineto/nccl_parser_config/nccl_data.json.gz", "has no `Seq`"),
+        ("kineto/trace_filter/sampled_rank-0.json.gz", "names no process group"),
+    ] {
+        let path = fixture(rel);
+        let mut text = String::new();
+        std::io::Read::read_to_string(
+            &mut flate2::read::GzDecoder::new(std::fs::File::open(&path).unwrap()),
+            &mut text,
+        )
+        .unwrap();
+        let doc: Value = serde_json::from_str(&text).unwrap();
+        let ops: Vec<&Value> = doc["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["name"] == "record_param_comms")
+            .collect();
+        assert!(!ops.is_empty());
+        assert!(ops.iter().all(|e| e["args"].get("Seq").is_none()), "{rel}");
+        let v = run_json(&["query", "nccl-skew", s(&path), "--all-devices", "--json"]);
+        assert_eq!(v["parameters"]["match"], "collective-ordinal");
+        let note = v["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["key"] == "note.group_unusable")
+            .unwrap_or_else(|| panic!("{v}"));
+        assert!(note["text"].as_str().unwrap().contains(says), "{rel}: {note}");
+        // inspect counts the ops it kept.
+        let i = run_json(&["inspect", s(&path), "--json"]);
+        assert_eq!(i["source"]["kineto"]["kept"]["record_param_comms"], json!(ops.len()), "{rel}");
+    }
 }

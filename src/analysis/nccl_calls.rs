@@ -311,6 +311,29 @@ pub fn communicator(ctx: &Context, i: usize) -> CommTie {
     }
 }
 
+/// The process group and `Seq` of kernel row `i`: those of the PyTorch `record_param_comms`
+/// op its launch lies in (PyTorch profiler traces); else why not (a phrase for a note).
+pub fn process_group(ctx: &Context, i: usize) -> Result<(String, i64), String> {
+    let Some(nvtx) = &ctx.nvtx else { return Err("no launch record was read".into()) };
+    let Some(key) = ctx.kernels.launch_key(i).filter(|&key| nvtx.launches.find(key).is_some())
+    else {
+        return Err("a kernel has no launch record".into());
+    };
+    let Some(c) = nvtx.launches.collectives.get(&key) else {
+        return Err("no `record_param_comms` op encloses a kernel's launch".into());
+    };
+    match (&c.group, c.seq) {
+        (Some(g), Some(seq)) => Ok((g.clone(), seq)),
+        (None, _) => {
+            Err("the `record_param_comms` op around a kernel's launch names no process group"
+                .into())
+        }
+        (_, None) => {
+            Err("the `record_param_comms` op around a kernel's launch has no `Seq`".into())
+        }
+    }
+}
+
 /// The payload of the communicator init of `comm` on the thread that launched kernel row
 /// `i` (its rank and the communicator's size), if the trace has it.
 pub fn comm_init(ctx: &Context, i: usize, comm: u64) -> Option<NcclPayload> {

@@ -2,8 +2,9 @@
 //!
 //! Ranks are the devices of the trace. Per rank, the NCCL kernels (of one stream, or all of
 //! the rank's), sorted by start; instance k is the k-th call on one communicator on each of
-//! its ranks where NCCL's NVTX payloads name the communicator of every kernel's call, else
-//! the k-th kernel of one collective on every rank.
+//! its ranks where NCCL's NVTX payloads name the communicator of every kernel's call, the
+//! kernels of one (process group, `Seq`) where PyTorch's `record_param_comms` ops give every
+//! kernel both (PyTorch profiler traces), else the k-th kernel of one collective on every rank.
 //! transfer_k = min duration over ranks, wait = duration - transfer_k; wait share = Σ wait /
 //! Σ duration. Kernels are selected, never clipped. Reads the kernel scan, and the NVTX
 //! ranges and launch records only to tie kernels to their communicators.
@@ -289,6 +290,12 @@ pub const MATCH_RULE: &str = "collective-ordinal";
 /// requires the ranks of a communicator to call its collectives in one order).
 pub const COMM_RULE: &str = "communicator-sequence";
 
+/// How instances are matched when every compared kernel was launched inside a PyTorch
+/// `record_param_comms` op that names its process group and sequence number: the kernels of
+/// one (process group, `Seq`) on each rank of the group (PyTorch numbers a group's calls in
+/// the same order on all its ranks).
+pub const GROUP_RULE: &str = "process-group-sequence";
+
 /// The rule a matching used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MatchRule {
@@ -296,6 +303,8 @@ pub enum MatchRule {
     CollectiveOrdinal,
     /// [`COMM_RULE`].
     CommunicatorSequence,
+    /// [`GROUP_RULE`].
+    ProcessGroupSequence,
 }
 
 impl MatchRule {
@@ -304,6 +313,7 @@ impl MatchRule {
         match self {
             MatchRule::CollectiveOrdinal => MATCH_RULE,
             MatchRule::CommunicatorSequence => COMM_RULE,
+            MatchRule::ProcessGroupSequence => GROUP_RULE,
         }
     }
 }
@@ -320,6 +330,15 @@ pub struct Communicator {
     /// Its size from the payload of a communicator init, where read (None also when the
     /// members' inits disagree).
     pub size: Option<i64>,
+}
+
+/// A process group of a process-group-sequence matching.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessGroup {
+    /// Its `Process Group Name`.
+    pub name: String,
+    /// Its members among the compared ranks (device ids).
+    pub devices: Vec<i64>,
 }
 
 /// One matched instance: the kernel of each of its ranks.
@@ -366,7 +385,7 @@ enum Place {
 pub struct CutInstance {
     /// The collective.
     pub collective: String,
-    /// Its 1-based ordinal among that collective's instances.
+    /// Its 1-based ordinal among that collective's instances; under [`GROUP_RULE`], its `Seq`.
     pub ordinal: usize,
     /// Earliest start and latest end over the ranks.
     pub span: [i64; 2],
@@ -422,6 +441,11 @@ pub struct Skew {
     /// Ranks whose NCCL calls carry payloads that could not tie every kernel to a
     /// communicator, with the first reason: the matching fell back to [`MATCH_RULE`].
     pub payload_unusable: Vec<(i64, String)>,
+    /// The process groups of a process-group-sequence matching.
+    pub process_groups: Vec<ProcessGroup>,
+    /// Ranks of a PyTorch profiler trace whose kernels could not all be tied to a process
+    /// group and `Seq`, with the first reason: the matching fell back to [`MATCH_RULE`].
+    pub group_unusable: Vec<(i64, String)>,
 }
 
 impl Skew {
@@ -497,13 +521,76 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, Qu
         );
         lists.push(list);
     }
-    let (rule, comm_of, payload_unusable) = choose_rule(ctx, ranks, &lists);
-    // The groups whose k-th kernels make instance k: per collective name, or per
-    // communicator; each with its label and, per rank, its kernels (empty: not a member).
+    let (rule, ties, payload_unusable, group_unusable) = choose_rule(ctx, ranks, &lists);
+    // The groups whose k-th kernels make instance k: per collective name, per communicator or
+    // per process group; each with its label and, per rank, its kernels (empty: not a
+    // member). A process group's lists hold first the kernels of the (`Seq`, k-th of that
+    // `Seq`) keys every member has, in key order, then the rest; with the number of keys and
+    // their `Seq`s.
     let mut groups: Vec<(String, Vec<Vec<usize>>)> = Vec::new();
+    let mut aligned: Vec<Option<Vec<i64>>> = Vec::new();
     let mut communicators = Vec::new();
-    match &comm_of {
-        None => {
+    let mut process_groups = Vec::new();
+    match ties {
+        Ties::Group(tags) => {
+            let mut by: BTreeMap<&str, Vec<Vec<(i64, usize)>>> = BTreeMap::new();
+            for (r, list) in lists.iter().enumerate() {
+                for (&i, (g, seq)) in list.iter().zip(&tags[r]) {
+                    by.entry(g.as_str()).or_insert_with(|| vec![Vec::new(); ranks.len()])[r]
+                        .push((*seq, i));
+                }
+            }
+            for (name, per) in by {
+                let members: Vec<usize> =
+                    (0..ranks.len()).filter(|&r| !per[r].is_empty()).collect();
+                // Per member, its kernels by (Seq, k-th kernel of that Seq on the rank).
+                let keyed: Vec<BTreeMap<(i64, usize), usize>> = per
+                    .iter()
+                    .map(|l| {
+                        let mut seen: BTreeMap<i64, usize> = BTreeMap::new();
+                        l.iter()
+                            .map(|&(seq, i)| {
+                                let k = seen.entry(seq).or_default();
+                                *k += 1;
+                                ((seq, *k - 1), i)
+                            })
+                            .collect()
+                    })
+                    .collect();
+                let common: Vec<(i64, usize)> = members
+                    .first()
+                    .map(|&m| {
+                        keyed[m]
+                            .keys()
+                            .filter(|key| members.iter().all(|&r| keyed[r].contains_key(key)))
+                            .copied()
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let lists: Vec<Vec<usize>> = (0..ranks.len())
+                    .map(|r| {
+                        if per[r].is_empty() {
+                            return Vec::new();
+                        }
+                        let mut l: Vec<usize> = common.iter().map(|key| keyed[r][key]).collect();
+                        l.extend(
+                            keyed[r]
+                                .iter()
+                                .filter(|(key, _)| common.binary_search(key).is_err())
+                                .map(|(_, &i)| i),
+                        );
+                        l
+                    })
+                    .collect();
+                process_groups.push(ProcessGroup {
+                    name: name.to_string(),
+                    devices: members.iter().map(|&r| ranks[r]).collect(),
+                });
+                groups.push((name.to_string(), lists));
+                aligned.push(Some(common.iter().map(|k| k.0).collect()));
+            }
+        }
+        Ties::Ordinal => {
             let mut by: BTreeMap<&str, Vec<Vec<usize>>> = BTreeMap::new();
             for (r, list) in lists.iter().enumerate() {
                 for &i in list {
@@ -514,8 +601,9 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, Qu
             }
             // Under the ordinal rule every compared rank is a member of every collective.
             groups.extend(by.into_iter().map(|(name, l)| (name.to_string(), l)));
+            aligned.resize(groups.len(), None);
         }
-        Some(comm_of) => {
+        Ties::Comm(comm_of) => {
             let mut by: BTreeMap<u64, Vec<Vec<usize>>> = BTreeMap::new();
             for (r, list) in lists.iter().enumerate() {
                 for (&i, &c) in list.iter().zip(&comm_of[r]) {
@@ -536,6 +624,7 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, Qu
                     size: sizes.first().copied().filter(|&n| sizes.iter().all(|&m| m == n)),
                 });
                 groups.push((format!("0x{id:016x}"), per));
+                aligned.push(None);
             }
         }
     }
@@ -562,20 +651,24 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, Qu
         rule,
         communicators,
         payload_unusable,
+        process_groups,
+        group_unusable,
     };
-    for (group, per) in &groups {
+    for ((group, per), seqs) in groups.iter().zip(&aligned) {
         // Under the ordinal rule a rank without the collective is a member with no kernel:
         // every kernel of the others is then unmatched.
         let members: Vec<usize> = match rule {
             MatchRule::CollectiveOrdinal => (0..ranks.len()).collect(),
-            MatchRule::CommunicatorSequence => {
+            MatchRule::CommunicatorSequence | MatchRule::ProcessGroupSequence => {
                 (0..ranks.len()).filter(|&r| !per[r].is_empty()).collect()
             }
         };
-        let n = members.iter().map(|&r| per[r].len()).min().unwrap_or(0);
-        // A communicator with one compared rank has no counterpart here.
-        let n = if rule == MatchRule::CommunicatorSequence && members.len() < 2 && ranks.len() >= 2
-        {
+        let n = match seqs {
+            Some(seqs) => seqs.len(),
+            None => members.iter().map(|&r| per[r].len()).min().unwrap_or(0),
+        };
+        // A communicator or process group with one compared rank has no counterpart here.
+        let n = if rule != MatchRule::CollectiveOrdinal && members.len() < 2 && ranks.len() >= 2 {
             0
         } else {
             n
@@ -609,9 +702,16 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, Qu
                 MatchRule::CommunicatorSequence => {
                     format!("{} on {group}", collective(k.name(rows[0], NameStyle::Short)))
                 }
+                MatchRule::ProcessGroupSequence => format!(
+                    "{} on process group {group}",
+                    collective(k.name(rows[0], NameStyle::Short))
+                ),
             };
-            let this =
-                || CutInstance { collective: label.clone(), ordinal: j + 1, span: [smin, emax] };
+            let ordinal = match seqs {
+                Some(seqs) => usize::try_from(seqs[j]).unwrap_or(usize::MAX),
+                None => j + 1,
+            };
+            let this = || CutInstance { collective: label.clone(), ordinal, span: [smin, emax] };
             match place {
                 Place::Outside => continue,
                 Place::Cut => {
@@ -676,39 +776,77 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, Qu
     Ok(out)
 }
 
+/// What ties each compared kernel (per rank, in list order) to its instance's group.
+enum Ties {
+    /// Nothing: the ordinal rule.
+    Ordinal,
+    /// The communicator of each kernel ([`COMM_RULE`]).
+    Comm(Vec<Vec<u64>>),
+    /// The process group and `Seq` of each kernel ([`GROUP_RULE`]).
+    Group(Vec<Vec<(String, i64)>>),
+}
+
 /// The communicator of every compared kernel, where the trace's NCCL payloads give each one
-/// ([`COMM_RULE`]); else the ordinal rule, with the ranks whose payloads could not be used
-/// and why. A trace without payloads uses the ordinal rule and says nothing.
+/// ([`COMM_RULE`]); else, in a PyTorch profiler trace, the process group and `Seq` of every
+/// compared kernel where its `record_param_comms` op gives both ([`GROUP_RULE`]); else the
+/// ordinal rule, with the ranks whose payloads, or whose ops, could not be used and why. An
+/// nsys trace without payloads uses the ordinal rule and says nothing.
 #[allow(clippy::type_complexity)]
 fn choose_rule(
     ctx: &Context,
     ranks: &[i64],
     lists: &[Vec<usize>],
-) -> (MatchRule, Option<Vec<Vec<u64>>>, Vec<(i64, String)>) {
-    let payloads = ctx.nvtx.as_ref().is_some_and(|n| !n.ranges.payloads.is_empty());
-    if !payloads || lists.iter().all(Vec::is_empty) {
-        return (MatchRule::CollectiveOrdinal, None, Vec::new());
+) -> (MatchRule, Ties, Vec<(i64, String)>, Vec<(i64, String)>) {
+    let ordinal = |p, g| (MatchRule::CollectiveOrdinal, Ties::Ordinal, p, g);
+    if lists.iter().all(Vec::is_empty) {
+        return ordinal(Vec::new(), Vec::new());
     }
-    let mut comms = Vec::with_capacity(lists.len());
+    let Some(nvtx) = ctx.nvtx.as_ref() else { return ordinal(Vec::new(), Vec::new()) };
+    let at = |i: usize| crate::scope::format_seconds(ctx.kernels.start[i]);
+    if !nvtx.ranges.payloads.is_empty() {
+        let mut comms = Vec::with_capacity(lists.len());
+        let mut unusable = Vec::new();
+        for (r, list) in lists.iter().enumerate() {
+            let mut ids = Vec::with_capacity(list.len());
+            for &i in list {
+                match nccl_calls::communicator(ctx, i) {
+                    nccl_calls::CommTie::Comm(id) => ids.push(id),
+                    nccl_calls::CommTie::Untied(why) => {
+                        unusable.push((ranks[r], format!("{why} (the kernel at {} s)", at(i))));
+                        break;
+                    }
+                }
+            }
+            comms.push(ids);
+        }
+        return if unusable.is_empty() {
+            (MatchRule::CommunicatorSequence, Ties::Comm(comms), unusable, Vec::new())
+        } else {
+            ordinal(unusable, Vec::new())
+        };
+    }
+    if !nvtx.launches.collectives_recorded {
+        return ordinal(Vec::new(), Vec::new());
+    }
+    let mut tags = Vec::with_capacity(lists.len());
     let mut unusable = Vec::new();
     for (r, list) in lists.iter().enumerate() {
         let mut ids = Vec::with_capacity(list.len());
         for &i in list {
-            match nccl_calls::communicator(ctx, i) {
-                nccl_calls::CommTie::Comm(id) => ids.push(id),
-                nccl_calls::CommTie::Untied(why) => {
-                    let at = crate::scope::format_seconds(ctx.kernels.start[i]);
-                    unusable.push((ranks[r], format!("{why} (the kernel at {at} s)")));
+            match nccl_calls::process_group(ctx, i) {
+                Ok(tag) => ids.push(tag),
+                Err(why) => {
+                    unusable.push((ranks[r], format!("{why} (the kernel at {} s)", at(i))));
                     break;
                 }
             }
         }
-        comms.push(ids);
+        tags.push(ids);
     }
     if unusable.is_empty() {
-        (MatchRule::CommunicatorSequence, Some(comms), unusable)
+        (MatchRule::ProcessGroupSequence, Ties::Group(tags), Vec::new(), unusable)
     } else {
-        (MatchRule::CollectiveOrdinal, None, unusable)
+        ordinal(Vec::new(), unusable)
     }
 }
 
@@ -998,6 +1136,43 @@ pub(super) fn disclose_rule(ev: &mut Evidence, s: &Skew) {
         if !partial.is_empty() {
             ev.note("note.comm_partial", &[("list", partial.join(", "))]);
         }
+    }
+    if s.rule == MatchRule::ProcessGroupSequence {
+        let list: Vec<Value> = s
+            .process_groups
+            .iter()
+            .map(|g| json!({ "name": g.name, "devices": g.devices }))
+            .collect();
+        ev.parameters.insert("process_groups".into(), Value::Array(list));
+        let text = s
+            .process_groups
+            .iter()
+            .map(|g| {
+                format!(
+                    "{} ({} {})",
+                    g.name,
+                    if g.devices.len() == 1 { "device" } else { "devices" },
+                    crate::scope::format_device_list(&g.devices)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        ev.note(
+            "note.match_process_groups",
+            &[("n", s.process_groups.len().to_string()), ("list", text)],
+        );
+    }
+    if !s.group_unusable.is_empty() {
+        let devices: Vec<i64> = s.group_unusable.iter().map(|(d, _)| *d).collect();
+        let (d, why) = &s.group_unusable[0];
+        ev.note(
+            "note.group_unusable",
+            &[
+                ("devices", crate::scope::format_device_list(&devices)),
+                ("device", d.to_string()),
+                ("reason", why.clone()),
+            ],
+        );
     }
     if !s.payload_unusable.is_empty() {
         let devices: Vec<i64> = s.payload_unusable.iter().map(|(d, _)| *d).collect();

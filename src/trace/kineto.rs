@@ -24,6 +24,13 @@
 //! | `deviceProperties` | `TARGET_INFO_GPU` | `id`, `name` |
 //! | `baseTimeNanoseconds` + first `ts` | `TARGET_INFO_SESSION_START_TIME` | `utcEpochNs` |
 //! | `host_name`/`hostname` | `TARGET_INFO_SYSTEM_ENV` | `Hostname` |
+//! | `cpu_op` `record_param_comms` | [`PARAM_COMMS`], then [`COLLECTIVE_LAUNCHES`] | `args["Process Group Name"]`, `args.Seq`; each runtime call inside one (innermost, same thread) |
+//!
+//! The last two are tables of this source alone (nsys has no such thing): PyTorch wraps each
+//! collective call of a process group in a `record_param_comms` op, and the launch of the NCCL
+//! kernel lies inside it on the calling thread. Tying every runtime call to the op around it
+//! gives each kernel (through its correlation) its process group and sequence number, which
+//! `nccl-skew` and `nccl-calls` match ranks by.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -79,6 +86,15 @@ pub struct KinetoInfo {
     /// The earliest start of a kept event (ns, the file's clock): where the capture starts.
     pub first_ts_ns: Option<i64>,
 }
+
+/// The `record_param_comms` ops: `start`, `end`, `globalTid`, `processGroup` (`args["Process
+/// Group Name"]`), `seq` (`args.Seq`), each NULL where the op does not say.
+pub const PARAM_COMMS: &str = "KINETO_PARAM_COMMS";
+
+/// Each runtime call that lies inside a `record_param_comms` op on its thread, with that op's
+/// process group and sequence number (the innermost op, where ops nest): `globalTid`,
+/// `correlationId`, `processGroup`, `seq`.
+pub const COLLECTIVE_LAUNCHES: &str = "KINETO_COLLECTIVE_LAUNCHES";
 
 /// A parse failure located in the file.
 fn json_err(path: &Path, detail: impl fmt::Display) -> TraceError {
@@ -154,6 +170,10 @@ CREATE TABLE TARGET_INFO_GPU (id INTEGER NOT NULL, name TEXT);
 CREATE TABLE TARGET_INFO_SESSION_START_TIME (utcEpochNs INTEGER);
 CREATE TABLE TARGET_INFO_SYSTEM_ENV (name TEXT, value TEXT);
 CREATE TABLE PROCESSES (globalPid INTEGER, pid INTEGER, name TEXT);
+CREATE TABLE KINETO_PARAM_COMMS (start INTEGER NOT NULL, \"end\" INTEGER NOT NULL,
+  globalTid INTEGER NOT NULL, processGroup TEXT, seq INTEGER);
+CREATE TABLE KINETO_COLLECTIVE_LAUNCHES (globalTid INTEGER NOT NULL,
+  correlationId INTEGER NOT NULL, processGroup TEXT, seq INTEGER);
 ";
 
 /// Parses a JSON number of µs with at most three fraction digits into ns, from its digits.
@@ -335,6 +355,46 @@ struct DistributedInfo {
     pg_config: Option<Box<RawValue>>,
 }
 
+/// The `args` of a `record_param_comms` op that tie a collective across ranks (PyTorch's
+/// names: `Process Group Name`, `Seq`).
+#[derive(Deserialize, Default)]
+struct CommsArgs {
+    #[serde(rename = "Process Group Name", default, deserialize_with = "text_or_number")]
+    group: Option<String>,
+    #[serde(rename = "Seq", default, deserialize_with = "sequence_number")]
+    seq: Option<i64>,
+}
+
+/// A name written as a string or as a number.
+fn text_or_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(match Option::<serde_json::Value>::deserialize(d)? {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::String(s)) => Some(s),
+        Some(serde_json::Value::Number(n)) => Some(n.to_string()),
+        Some(other) => {
+            return Err(de::Error::custom(format!("is `{other}`, not a name")));
+        }
+    })
+}
+
+/// A sequence number: a non-negative integer, or a string of one.
+fn sequence_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    let v = Option::<serde_json::Value>::deserialize(d)?;
+    let n = match &v {
+        None | Some(serde_json::Value::Null) => return Ok(None),
+        Some(serde_json::Value::Number(n)) => n.as_i64(),
+        Some(serde_json::Value::String(s)) => s.trim().parse::<i64>().ok(),
+        Some(_) => None,
+    };
+    match n {
+        Some(n) if n >= 0 => Ok(Some(n)),
+        _ => Err(de::Error::custom(format!(
+            "`Seq` is `{}`, not a non-negative integer",
+            v.map(|v| v.to_string()).unwrap_or_default()
+        ))),
+    }
+}
+
 /// Where kept events go: prepared inserts on the new database.
 struct Sink<'c> {
     kernel: rusqlite::Statement<'c>,
@@ -342,6 +402,7 @@ struct Sink<'c> {
     memset: rusqlite::Statement<'c>,
     runtime: rusqlite::Statement<'c>,
     nvtx: rusqlite::Statement<'c>,
+    comms: rusqlite::Statement<'c>,
     conn: &'c Connection,
     strings: HashMap<String, i64>,
     processes: BTreeMap<i64, Option<String>>,
@@ -371,6 +432,9 @@ impl<'c> Sink<'c> {
             )?,
             nvtx: p(
                 "INSERT INTO NVTX_EVENTS (start, \"end\", eventType, text, globalTid, domainId) VALUES (?1, ?2, 59, ?3, ?4, 0)",
+            )?,
+            comms: p(
+                "INSERT INTO KINETO_PARAM_COMMS (start, \"end\", globalTid, processGroup, seq) VALUES (?1, ?2, ?3, ?4, ?5)",
             )?,
             conn,
             strings: HashMap::default(),
@@ -419,6 +483,7 @@ impl<'c> Sink<'c> {
         let cat = ev.cat.as_deref().unwrap_or("");
         let name = ev.name.as_deref().unwrap_or("");
         let step = cat == "cpu_op" && name.starts_with("ProfilerStep#");
+        let comms = cat == "cpu_op" && name == "record_param_comms";
         let kind = match cat {
             "kernel" | "gpu_memcpy" | "gpu_memset" | "cuda_runtime" | "cuda_driver"
             | "user_annotation" => cat,
@@ -427,6 +492,7 @@ impl<'c> Sink<'c> {
                 return Ok(());
             }
             _ if step => "user_annotation",
+            _ if comms => "record_param_comms",
             _ => return Ok(()),
         };
         let at = |field: &str, detail: String| {
@@ -516,6 +582,16 @@ impl<'c> Sink<'c> {
                     .execute(params![start, end, tid, args.correlation, id])
                     .map_err(sql)?;
             }
+            "record_param_comms" => {
+                let tid = global_tid(&ev.pid, &ev.tid)?;
+                let c: CommsArgs = match &ev.args {
+                    Some(a) => {
+                        serde_json::from_str(a.get()).map_err(|e| at("args", e.to_string()))?
+                    }
+                    None => CommsArgs::default(),
+                };
+                self.comms.execute(params![start, end, tid, c.group, c.seq]).map_err(sql)?;
+            }
             _ => {
                 let tid = global_tid(&ev.pid, &ev.tid)?;
                 self.cpu_pids.insert(tid >> 24);
@@ -554,6 +630,7 @@ impl<'c> Sink<'c> {
             unlaunched += n as u64;
         }
         run("DROP INDEX kineto_runtime_correlation;")?;
+        tie_launches(c)?;
         for pid in &self.cpu_pids {
             let name = self.processes.get(pid).cloned().flatten();
             c.execute("INSERT INTO PROCESSES VALUES (?1, ?2, ?3)", params![pid << 24, pid, name])
@@ -576,6 +653,95 @@ impl<'c> Sink<'c> {
         info.first_ts_ns = self.first_ts;
         Ok(())
     }
+}
+
+/// One `record_param_comms` op: start, end, process group, sequence number.
+type Op = (i64, i64, Option<String>, Option<i64>);
+
+/// Fills [`COLLECTIVE_LAUNCHES`]: every runtime call on a thread with `record_param_comms` ops
+/// that lies inside one of them (start and end within the op's), tied to the innermost (the
+/// latest start; at equal starts, the shortest). The ops are read once, per thread in start
+/// order; the runtime calls of those threads are streamed once.
+fn tie_launches(c: &Connection) -> Result<(), TraceError> {
+    let sqlite = TraceError::from_sqlite;
+    let mut ops: BTreeMap<i64, Vec<Op>> = BTreeMap::new();
+    {
+        let mut stmt = c
+            .prepare(
+                "SELECT globalTid, start, \"end\", processGroup, seq FROM KINETO_PARAM_COMMS \
+                 ORDER BY globalTid, start, \"end\" DESC",
+            )
+            .map_err(sqlite)?;
+        let mut rows = stmt.query([]).map_err(sqlite)?;
+        while let Some(r) = rows.next().map_err(sqlite)? {
+            ops.entry(r.get(0).map_err(sqlite)?).or_default().push((
+                r.get(1).map_err(sqlite)?,
+                r.get(2).map_err(sqlite)?,
+                r.get(3).map_err(sqlite)?,
+                r.get(4).map_err(sqlite)?,
+            ));
+        }
+    }
+    if ops.is_empty() {
+        return Ok(());
+    }
+    // Per thread, the latest end among the ops up to each one: walking back from the last op
+    // that starts by a call's start, no earlier op can hold the call once this is before its
+    // end.
+    let reach: BTreeMap<i64, Vec<i64>> = ops
+        .iter()
+        .map(|(&t, v)| {
+            let mut m = i64::MIN;
+            (
+                t,
+                v.iter()
+                    .map(|o| {
+                        m = m.max(o.1);
+                        m
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
+    let threads = ops.keys().map(i64::to_string).collect::<Vec<_>>().join(", ");
+    let mut tied: Vec<(i64, i64, usize)> = Vec::new();
+    {
+        let mut stmt = c
+            .prepare(&format!(
+                "SELECT globalTid, start, \"end\", correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME \
+                 WHERE correlationId IS NOT NULL AND globalTid IN ({threads})"
+            ))
+            .map_err(sqlite)?;
+        let mut rows = stmt.query([]).map_err(sqlite)?;
+        while let Some(r) = rows.next().map_err(sqlite)? {
+            let (tid, start, end, corr): (i64, i64, i64, i64) = (
+                r.get(0).map_err(sqlite)?,
+                r.get(1).map_err(sqlite)?,
+                r.get(2).map_err(sqlite)?,
+                r.get(3).map_err(sqlite)?,
+            );
+            let (Some(list), Some(reach)) = (ops.get(&tid), reach.get(&tid)) else { continue };
+            let mut j = list.partition_point(|o| o.0 <= start);
+            while j > 0 && reach[j - 1] >= end {
+                j -= 1;
+                if list[j].1 >= end {
+                    tied.push((tid, corr, j));
+                    break;
+                }
+            }
+        }
+    }
+    let mut insert = c
+        .prepare(
+            "INSERT INTO KINETO_COLLECTIVE_LAUNCHES (globalTid, correlationId, processGroup, seq) \
+             VALUES (?1, ?2, ?3, ?4)",
+        )
+        .map_err(sqlite)?;
+    for (tid, corr, j) in tied {
+        let op = &ops[&tid][j];
+        insert.execute(params![tid, corr, op.2, op.3]).map_err(sqlite)?;
+    }
+    Ok(())
 }
 
 /// The top-level object: `traceEvents` streamed, the few metadata keys read, the rest skipped.
@@ -741,6 +907,51 @@ mod tests {
             ),
             "cunn_SoftMaxForward"
         );
+    }
+
+    #[test]
+    fn each_launch_is_tied_to_the_innermost_record_param_comms_op_on_its_thread() {
+        // Thread 7: op A (group "0", Seq 3) over 10-100 µs holds op B (group "1", Seq 9) over
+        // 20-40 µs; launches at 25-30 (in B), 50-60 (in A only), 95-105 (past A's end), and
+        // one at 25-30 on thread 8 (no op there). Op C on thread 7 (200-300 µs) has no Seq.
+        let text = r#"{"traceEvents": [
+          {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 7, "ts": 10, "dur": 90, "args": {"Process Group Name": "0", "Seq": 3}},
+          {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 7, "ts": 20, "dur": 20, "args": {"Process Group Name": 1, "Seq": "9"}},
+          {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 7, "ts": 200, "dur": 100, "args": {"Process Group Name": "0"}},
+          {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 7, "ts": 25, "dur": 5, "args": {"correlation": 1}},
+          {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 7, "ts": 50, "dur": 10, "args": {"correlation": 2}},
+          {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 7, "ts": 95, "dur": 10, "args": {"correlation": 3}},
+          {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 8, "ts": 25, "dur": 5, "args": {"correlation": 4}},
+          {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 7, "ts": 250, "dur": 5, "args": {"correlation": 5}}
+        ]}"#;
+        let dir = tempfile::tempdir().unwrap();
+        let (json, db) = (dir.path().join("t.json"), dir.path().join("t.db"));
+        std::fs::write(&json, text).unwrap();
+        let info = build(&json, &db).unwrap();
+        assert_eq!(info.kept.get("record_param_comms"), Some(&3));
+        let c = Connection::open(&db).unwrap();
+        let mut stmt = c
+            .prepare("SELECT globalTid, correlationId, processGroup, seq FROM KINETO_COLLECTIVE_LAUNCHES ORDER BY correlationId")
+            .unwrap();
+        let rows: Vec<(i64, i64, Option<String>, Option<i64>)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let t7 = (1 << 24) | 7;
+        assert_eq!(
+            rows,
+            vec![
+                (t7, 1, Some("1".into()), Some(9)),
+                (t7, 2, Some("0".into()), Some(3)),
+                (t7, 5, Some("0".into()), None),
+            ]
+        );
+        // A Seq that is not a non-negative integer is an error naming the event.
+        let bad = text.replace(r#""Seq": 3"#, r#""Seq": -3"#);
+        std::fs::write(&json, bad).unwrap();
+        let err = build(&json, &dir.path().join("u.db")).unwrap_err().to_string();
+        assert!(err.contains("traceEvents[0]") && err.contains("`Seq` is `-3`"), "{err}");
     }
 
     #[test]

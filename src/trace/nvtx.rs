@@ -654,6 +654,20 @@ pub struct Launches {
     pub requested: u64,
     /// Further rows with a key already read (the earliest call is kept).
     pub duplicates: u64,
+    /// The PyTorch `record_param_comms` op each launch lies in, by key, where the trace
+    /// records such ops (a PyTorch profiler trace: [`super::kineto::COLLECTIVE_LAUNCHES`]).
+    pub collectives: HashMap<LaunchKey, Collective>,
+    /// Whether the trace can record them (a PyTorch profiler trace), even if it holds none.
+    pub collectives_recorded: bool,
+}
+
+/// What a PyTorch `record_param_comms` op around a launch says of its collective.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Collective {
+    /// `Process Group Name`: the same on every rank of the group.
+    pub group: Option<String>,
+    /// `Seq`: the call's sequence number in its process group.
+    pub seq: Option<i64>,
 }
 
 impl Launches {
@@ -671,7 +685,11 @@ impl Launches {
         keys: impl IntoIterator<Item = LaunchKey>,
     ) -> Result<Launches, TraceError> {
         let wanted: HashSet<LaunchKey> = keys.into_iter().collect();
-        let mut out = Launches { requested: wanted.len() as u64, ..Launches::default() };
+        let mut out = Launches {
+            requested: wanted.len() as u64,
+            collectives_recorded: trace.schema().has_table(super::kineto::COLLECTIVE_LAUNCHES),
+            ..Launches::default()
+        };
         if !trace.schema().has_table(names::RUNTIME) {
             out.table_absent = true;
             return Ok(out);
@@ -726,7 +744,47 @@ impl Launches {
         for (key, global_tid, start, end) in parts.into_iter().flatten() {
             out.push(key, global_tid, start, end);
         }
+        out.load_collectives(trace, &wanted, lo, hi)?;
         Ok(out)
+    }
+
+    /// Reads the `record_param_comms` op of each wanted launch, where the trace has the table.
+    fn load_collectives(
+        &mut self,
+        trace: &Trace,
+        wanted: &HashSet<LaunchKey>,
+        lo: i64,
+        hi: i64,
+    ) -> Result<(), TraceError> {
+        let table = super::kineto::COLLECTIVE_LAUNCHES;
+        if !self.collectives_recorded {
+            return Ok(());
+        }
+        let bad = |column: &str, e: rusqlite::Error| TraceError::BadValue {
+            table: table.into(),
+            column: column.into(),
+            detail: e.to_string(),
+        };
+        let mut stmt = trace
+            .conn()
+            .prepare(&format!(
+                "SELECT globalTid, correlationId, processGroup, seq FROM {} \
+                 WHERE correlationId BETWEEN {lo} AND {hi}",
+                quote_ident(table)
+            ))
+            .map_err(TraceError::from_sqlite)?;
+        let mut rows = stmt.query([]).map_err(TraceError::from_sqlite)?;
+        while let Some(row) = rows.next().map_err(TraceError::from_sqlite)? {
+            let global_tid: i64 = row.get(0).map_err(|e| bad("globalTid", e))?;
+            let correlation: i64 = row.get(1).map_err(|e| bad(r::CORRELATION_ID, e))?;
+            let key = LaunchKey { process: process_of(global_tid), correlation };
+            if wanted.contains(&key) {
+                let group = row.get(2).map_err(|e| bad("processGroup", e))?;
+                let seq = row.get(3).map_err(|e| bad("seq", e))?;
+                self.collectives.insert(key, Collective { group, seq });
+            }
+        }
+        Ok(())
     }
 
     /// Builds launch records from rows, for tests: `(global_tid, correlation id, start, end)`.
@@ -760,6 +818,11 @@ impl Launches {
         for (part, remap) in parts {
             out.requested = out.requested.saturating_add(part.requested);
             out.duplicates = out.duplicates.saturating_add(part.duplicates);
+            out.collectives_recorded |= part.collectives_recorded;
+            for (key, c) in part.collectives {
+                let key = LaunchKey { process: remap.process(key.process), ..key };
+                out.collectives.entry(key).or_insert(c);
+            }
             let rows =
                 part.start.iter().zip(&part.end).zip(&part.global_tid).zip(&part.correlation);
             for (((&start, &end), &global_tid), &correlation) in rows {
