@@ -846,7 +846,10 @@ fn autolink_at(chars: &[char], i: usize) -> bool {
     };
     let after = |t: &str| chars[i + 1..].iter().take(t.len()).copied().eq(t.chars());
     match chars[i] {
-        ':' => after("//") && (before(4).as_deref() == Some("http") || before(5).as_deref() == Some("https")),
+        ':' => {
+            after("//")
+                && (before(4).as_deref() == Some("http") || before(5).as_deref() == Some("https"))
+        }
         '.' => before(3).as_deref() == Some("www"),
         '@' => {
             i > 0
