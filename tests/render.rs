@@ -229,6 +229,11 @@ fn committed_examples_are_current() {
             // The build commit is the renderer's, not the output's: blanked on both sides.
             let same = if name == format!("{id}.manifest.json") {
                 manifest_without_build(&old, pdf) == manifest_without_build(&new, pdf)
+            } else if !pdf && name.ends_with(".blog.md") {
+                // Without typst no PNG is written, so the blog names each chart's SVG in its
+                // caption instead of linking the PNG (`tests/blog.rs` checks both forms).
+                eprintln!("skip comparing out/{name}: its chart links need the PNGs typst makes");
+                true
             } else {
                 match (util::without_build(&name, &old), util::without_build(&name, &new)) {
                     (Some(a), Some(b)) => a == b,
