@@ -251,9 +251,10 @@ fn a_synthetic_trace_says_what_it_stands_for_and_whose_fields_are_whose() {
         )),
         "{md}"
     );
-    assert!(md.contains(&format!("as {by} wrote them: ")), "{md}");
-    let line = md.lines().find(|l| l.contains(&format!("as {by} wrote them: "))).unwrap();
-    let generated = &line[line.find("wrote them: ").unwrap()..];
+    let lead = format!("derived by {by}, its export fields are the generator's: ");
+    assert!(md.contains(&lead), "{md}");
+    let line = md.lines().find(|l| l.contains(&lead)).unwrap();
+    let generated = &line[line.find(&lead).unwrap()..];
     assert!(generated.contains(&format!("host {host}")), "{line}");
 }
 

@@ -647,10 +647,9 @@ fn origin_text(t: &Strings, r: &crate::analysis::TraceRef) -> Result<Option<Stri
     let sep = t.get("ui.list_sep")?;
     match (&o.derived_by, &o.derived_from) {
         // A generated file: its export fields are what the generator wrote, not a capture's.
-        (Some(by), None) if !fields.is_empty() => bits.push(t.format(
-            "ui.origin_generated",
-            &args([("by", by.clone()), ("fields", fields.join(sep))]),
-        )?),
+        (Some(_), None) if !fields.is_empty() => {
+            bits.push(t.format("ui.origin_generated", &args([("fields", fields.join(sep))]))?)
+        }
         _ => bits.extend(fields),
     }
     Ok(if bits.is_empty() { None } else { Some(bits.join(sep)) })
