@@ -879,15 +879,14 @@ fn step_text(t: &Strings, st: &crate::claims::Step) -> Result<String, String> {
     if let Some(e) = st.effort {
         bits.push(t.get(&format!("effort.{}", e.as_str()))?.to_string());
     }
-    let size = size_text(t, st.runs, st.gpu_hours, st.people)?;
-    if !bits.is_empty() || size.is_some() {
-        let inner = match (bits.pop(), size) {
-            (Some(e), Some(sz)) => format!("{e}{}{sz}", t.get("ui.semicolon")?),
-            (Some(e), None) => e,
-            (None, Some(sz)) => sz,
-            (None, None) => unreachable!(),
-        };
-        text += &format!("{}{inner}{}", t.get("ui.paren_open")?, t.get("ui.paren_close")?);
+    bits.extend(size_text(t, st.runs, st.gpu_hours, st.people)?);
+    if !bits.is_empty() {
+        text += &format!(
+            "{}{}{}",
+            t.get("ui.paren_open")?,
+            bits.join(t.get("ui.semicolon")?),
+            t.get("ui.paren_close")?
+        );
     }
     Ok(text)
 }
