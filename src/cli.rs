@@ -107,6 +107,16 @@ pub enum Command {
     /// Exits 0 when `render` can write the PDF and the PNG charts, 1 when something is missing
     /// (the Markdown, ledger and SVG charts never need it).
     Doctor,
+    /// Write traces as Parquet: the map step of an audit over many ranks.
+    ///
+    /// Each TRACE (an nsys `.sqlite` export or a Kineto `.json`/`.json.gz`) becomes a folder
+    /// of Parquet files, one per table the analyses read, with the columns they read, times
+    /// as 64-bit integer ns, and a manifest (`verdict-extract.json`) naming the source file's
+    /// sha256 and every Parquet file's. One TRACE is written to DIR; several, or a quoted
+    /// glob, to DIR/NAME, one folder per file, extracted in parallel. Every command reads an
+    /// extract (or a folder written by `nsys export --type parquetdir`) as it reads the
+    /// trace, with the same evidence; the ledger names the extract and the source's sha256.
+    Extract(ExtractArgs),
     /// Serve the read-only tools to an agent over MCP (JSON-RPC on stdin and stdout).
     ///
     /// Tools: inspect, analyses, query (every analysis, its parameters as the input schema),
@@ -115,6 +125,20 @@ pub enum Command {
     /// under the roots the client grants and the --root folders; a path outside is a tool
     /// error. Nothing is ever written. docs/agents.md configures the common clients.
     Mcp(McpArgs),
+}
+
+/// Arguments of `extract`.
+#[derive(Debug, Args)]
+pub struct ExtractArgs {
+    /// The trace files: one, several, or a quoted glob (one folder per file under DIR).
+    #[arg(value_name = "TRACE", value_hint = clap::ValueHint::FilePath, required = true, num_args = 1..)]
+    pub traces: Vec<PathBuf>,
+    /// The folder to write; it must not exist. Nothing is left of it when extraction fails.
+    #[arg(long, short, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
+    pub out: PathBuf,
+    /// Print each manifest as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Arguments of `mcp`.

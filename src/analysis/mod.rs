@@ -1008,10 +1008,46 @@ pub struct TraceRef {
     pub capture_start_ns: Option<i64>,
     /// Where the trace comes from, as its metadata says (a synthetic trace says so).
     pub origin: crate::trace::Origin,
+    /// For a trace read from a folder of Parquet tables: where they come from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub columnar: Option<Box<ColumnarRef>>,
     /// For a trace set: its files with their clock alignment, and its ranks with their
     /// labels (the evidence's devices are these ranks).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub set: Option<Box<set::SetInfo>>,
+}
+
+/// Where the tables of a trace read from a columnar folder come from: the folder, its layout
+/// and, for an extract, the file it was made from (whose sha256 is the trace's).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ColumnarRef {
+    /// `verdict-extract` or `nsys-parquetdir`.
+    pub layout: String,
+    /// For an extract: the path of the trace it was made from, as given to `verdict extract`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extracted_from: Option<String>,
+    /// For an extract: the sha256 of its manifest, which names every Parquet file's sha256.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub manifest_sha256: Option<String>,
+}
+
+impl ColumnarRef {
+    /// The reference of a trace read from a columnar folder; None for a file.
+    pub fn of(trace: &crate::trace::Trace) -> Option<Box<ColumnarRef>> {
+        #[cfg(feature = "columnar")]
+        if let Some(c) = trace.columnar() {
+            let manifest = std::path::Path::new(&c.dir).join(crate::trace::columnar::MANIFEST);
+            return Some(Box::new(ColumnarRef {
+                layout: c.layout_name().into(),
+                extracted_from: c.manifest().map(|m| m.source.path.clone()),
+                manifest_sha256: c
+                    .manifest()
+                    .and_then(|_| crate::trace::sha256_file(&manifest).ok()),
+            }));
+        }
+        let _ = trace;
+        None
+    }
 }
 
 /// Everything the analyses of one trace share: the one scan and what is known around it.
@@ -1651,6 +1687,7 @@ impl Context {
                 time_base: "session".into(),
                 capture_start_ns: None,
                 origin: Default::default(),
+                columnar: None,
                 set: None,
             },
             inventory: Inventory {
@@ -1735,9 +1772,13 @@ impl Context {
         progress: &mut dyn FnMut(u64),
     ) -> Result<Context, crate::trace::TraceError> {
         let path = trace.path().to_path_buf();
+        let known = trace.known_digest();
         // The file is hashed on another thread while every table is read.
         let (tables, sha) = std::thread::scope(|s| {
-            let hasher = s.spawn(move || crate::trace::sha256_file(&path));
+            let hasher = s.spawn(move || match known {
+                Some(digest) => Ok(digest),
+                None => crate::trace::sha256_file(&path),
+            });
             let tables = Self::load_tables(trace, filter, needs, with_nvtx, progress);
             let sha = hasher
                 .join()
@@ -1771,6 +1812,7 @@ impl Context {
                     _ => None,
                 },
                 origin: schema.origin.clone(),
+                columnar: ColumnarRef::of(trace),
                 set: None,
             },
             kernels,

@@ -105,8 +105,11 @@ pub enum Alignment {
 pub struct SetFile {
     /// The path as given.
     pub path: String,
-    /// sha256 of its bytes.
+    /// sha256 of its bytes (for a columnar folder, of the file it was extracted from).
     pub sha256: String,
+    /// For a columnar folder: where its tables come from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub columnar: Option<Box<super::ColumnarRef>>,
     /// The host the capture ran on (`TARGET_INFO_SYSTEM_ENV` `Hostname`), if recorded.
     pub host: Option<String>,
     /// `EXPORT_PRODUCT_VERSION`, if recorded.
@@ -518,6 +521,7 @@ fn merge(
         .map(|(p, r)| SetFile {
             path: p.ctx.trace.path.clone(),
             sha256: p.ctx.trace.sha256.clone(),
+            columnar: p.ctx.trace.columnar.clone(),
             host: p.host.clone(),
             nsys_version: p.ctx.trace.nsys_version.clone(),
             session_start_utc_ns: Some(p.clock.start_utc_ns),
@@ -570,6 +574,7 @@ fn merge(
             time_base: if single { first.time_base } else { "set".into() },
             capture_start_ns: if single { first.capture_start_ns } else { None },
             origin: first.origin,
+            columnar: None,
             set: Some(Box::new(set)),
         },
         copies: has_copies.then(|| Copies::merge(copies, filter.clone())),

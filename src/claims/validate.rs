@@ -1787,7 +1787,7 @@ pub(crate) fn glob_files(base: &Path, p: &str) -> Result<Vec<PathBuf>, String> {
     for m in glob::glob(&full).map_err(|e| format!("`{p}` is not a valid glob ({e})"))? {
         let m = m.map_err(|e| format!("`{p}`: {e}"))?;
         // As a file named in a list would be: never skipped in silence (issue 28).
-        if !m.is_file() {
+        if !m.is_file() && !crate::trace::is_trace_dir(&m) {
             return Err(format!(
                 "`{}` (matched by `{p}`) is {}, not a regular file",
                 m.display(),

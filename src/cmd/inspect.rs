@@ -53,6 +53,21 @@ fn kineto_line(k: &crate::trace::kineto::KinetoInfo) -> String {
     s
 }
 
+/// The line of a trace read from a folder of Parquet tables: its layout and where it comes
+/// from.
+fn columnar_line(c: &crate::analysis::ColumnarRef, sha256: &str) -> String {
+    match &c.extracted_from {
+        Some(from) => format!(
+            "an extract (`verdict extract`) of `{from}`, sha256 {} as the manifest records it; every Parquet file matches the manifest",
+            sha256.get(..16).unwrap_or(sha256)
+        ),
+        None => format!(
+            "an nsys `parquetdir` export; its digest (over its Parquet files' names and sha256) {}",
+            sha256.get(..16).unwrap_or(sha256)
+        ),
+    }
+}
+
 /// Runs `inspect`.
 pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
     let (trace, ctx) = load(&args)?;
@@ -81,6 +96,9 @@ pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
     );
     if let Some(k) = schema.source.kineto() {
         s += &table::hang("source    ", &kineto_line(k), 10, width);
+    }
+    if let Some(c) = &ev.trace.columnar {
+        s += &table::hang("columnar  ", &columnar_line(c, &ev.trace.sha256), 10, width);
     }
     let origin = ev.trace.capture_start_ns;
     let mut clock = schema.time_base.describe();
@@ -256,6 +274,10 @@ pub(crate) fn json(
     });
     if let Some(k) = schema.source.kineto() {
         v["source"] = json!({ "format": "kineto", "kineto": k });
+    }
+    #[cfg(feature = "columnar")]
+    if let Some(c) = trace.columnar() {
+        v["columnar"] = json!(c);
     }
     v["nvtx"] = json!(nvtx_per_process(trace, ctx)?);
     if let Some(c) = &ctx.copies {

@@ -4,6 +4,7 @@ mod check;
 mod doctor;
 mod draft;
 mod eval;
+mod extract;
 pub(crate) mod inspect;
 mod mcp;
 pub(crate) mod query;
@@ -37,6 +38,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Templates(cmd) => render::templates(cmd),
         Command::Doctor => doctor::run(),
         Command::Mcp(args) => mcp::run(args),
+        Command::Extract(args) => extract::run(args),
     }
 }
 

@@ -57,7 +57,8 @@ pub fn looks_like_kineto(head: &[u8]) -> bool {
 }
 
 /// What a Kineto trace says about itself, beside its events.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct KinetoInfo {
     /// Whether the file is gzip-compressed.
     pub gzip: bool,

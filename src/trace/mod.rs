@@ -8,6 +8,8 @@
 //! (a write-ahead log or a hot rollback journal beside it) is refused rather than read in a
 //! state no other SQLite reader sees.
 
+#[cfg(feature = "columnar")]
+pub mod columnar;
 pub mod copies;
 mod kernels;
 pub mod kineto;
@@ -130,6 +132,18 @@ pub enum TraceError {
         /// What was found, and where.
         detail: String,
     },
+    /// A folder of Parquet tables (an extract, or an nsys `parquetdir` export) that cannot
+    /// be read.
+    #[error("`{path}`: {detail}")]
+    Columnar {
+        /// The folder or file.
+        path: PathBuf,
+        /// What was found.
+        detail: String,
+    },
+    /// A folder given as a trace that is not one this build reads.
+    #[error("`{0}` is a folder, not a trace file or a folder of Parquet tables")]
+    NotColumnar(PathBuf),
     /// Any other SQLite error.
     #[error("sqlite error ({0})")]
     Sqlite(String),
@@ -173,6 +187,16 @@ impl TraceError {
             TraceError::Kineto { .. } => {
                 "pass the `.json` or `.json.gz` file `torch.profiler` wrote (`export_chrome_trace` or `tensorboard_trace_handler`), unaltered; `ts` and `dur` are read as µs with at most three decimals".into()
             }
+            TraceError::Columnar { .. } => {
+                "extract the trace again with `verdict extract TRACE --out DIR` (into a new folder), or export it again with `nsys export --type parquetdir`".into()
+            }
+            TraceError::NotColumnar(_) => {
+                if cfg!(feature = "columnar") {
+                    "pass a `.sqlite` export, a Kineto `.json`/`.json.gz`, a folder written by `verdict extract`, or one written by `nsys export --type parquetdir`".into()
+                } else {
+                    "this build reads no Parquet folders: build verdict with its default features (`cargo install --path .`), or pass the `.sqlite` export".into()
+                }
+            }
             TraceError::BadValue { .. } => {
                 "nsys writes an integer there; the file was altered or written by another tool: re-export it with `nsys export --type sqlite`".into()
             }
@@ -199,9 +223,13 @@ pub struct Trace {
     conn: Connection,
     path: PathBuf,
     schema: Schema,
-    /// For a Kineto trace: the database its events were read into, in the temporary folder,
-    /// removed when the trace is dropped (declared after `conn`, so closed after it).
+    /// For a Kineto trace or a columnar folder: the database its events were read into, in
+    /// the temporary folder, removed when the trace is dropped (declared after `conn`, so
+    /// closed after it).
     db: Option<tempfile::TempPath>,
+    /// For a columnar folder: its layout, files and the digest its evidence carries.
+    #[cfg(feature = "columnar")]
+    columnar: Option<Box<columnar::ColumnarInfo>>,
 }
 
 impl std::fmt::Debug for Trace {
@@ -332,26 +360,83 @@ impl Trace {
         if is_kineto(path)? {
             return Trace::open_kineto(path);
         }
+        if path.is_dir() {
+            return Trace::open_dir(path);
+        }
         check_file(path)?;
         check_side_files(path)?;
         let conn = open_read_only(path)?;
         let schema = Schema::probe(&conn)?;
-        Ok(Trace { conn, path: path.to_path_buf(), schema, db: None })
+        Ok(Trace::new(conn, path, schema, None))
+    }
+
+    fn new(conn: Connection, path: &Path, schema: Schema, db: Option<tempfile::TempPath>) -> Trace {
+        Trace {
+            conn,
+            path: path.to_path_buf(),
+            schema,
+            db,
+            #[cfg(feature = "columnar")]
+            columnar: None,
+        }
+    }
+
+    /// A temporary database for a trace read into the tables of an nsys export.
+    fn temp_db(prefix: &str) -> Result<tempfile::TempPath, TraceError> {
+        Ok(tempfile::Builder::new().prefix(prefix).suffix(".sqlite").tempfile()?.into_temp_path())
+    }
+
+    /// A folder of Parquet tables: an extract or an nsys `parquetdir` export
+    /// ([`columnar`]).
+    #[cfg(feature = "columnar")]
+    fn open_dir(path: &Path) -> Result<Trace, TraceError> {
+        if !columnar::is_columnar_dir(path) {
+            return Err(TraceError::NotColumnar(path.to_path_buf()));
+        }
+        let db = Trace::temp_db("verdict-columnar-")?;
+        let info = columnar::build(path, &db)?;
+        let conn = open_read_only(&db)?;
+        let mut schema = Schema::probe(&conn)?;
+        if let Some(k) = info.manifest().and_then(|m| m.kineto.clone()) {
+            schema.time_base = TimeBase::Host { base_utc_ns: k.base_time_ns };
+            schema.schema_version = k.schema_version.as_ref().map(|v| format!("kineto {v}"));
+            schema.source = Source::Kineto(Box::new(k));
+        }
+        let mut trace = Trace::new(conn, path, schema, Some(db));
+        trace.columnar = Some(Box::new(info));
+        Ok(trace)
+    }
+
+    #[cfg(not(feature = "columnar"))]
+    fn open_dir(path: &Path) -> Result<Trace, TraceError> {
+        Err(TraceError::NotColumnar(path.to_path_buf()))
+    }
+
+    /// For a columnar folder: what was read from it.
+    #[cfg(feature = "columnar")]
+    pub fn columnar(&self) -> Option<&columnar::ColumnarInfo> {
+        self.columnar.as_deref()
+    }
+
+    /// The digest the evidence carries when it is known without reading the trace's bytes:
+    /// a columnar folder's ([`columnar::ColumnarInfo::digest`]).
+    pub fn known_digest(&self) -> Option<String> {
+        #[cfg(feature = "columnar")]
+        if let Some(c) = &self.columnar {
+            return Some(c.digest.clone());
+        }
+        None
     }
 
     fn open_kineto(path: &Path) -> Result<Trace, TraceError> {
-        let db = tempfile::Builder::new()
-            .prefix("verdict-kineto-")
-            .suffix(".sqlite")
-            .tempfile()?
-            .into_temp_path();
+        let db = Trace::temp_db("verdict-kineto-")?;
         let info = kineto::build(path, &db)?;
         let conn = open_read_only(&db)?;
         let mut schema = Schema::probe(&conn)?;
         schema.time_base = TimeBase::Host { base_utc_ns: info.base_time_ns };
         schema.schema_version = info.schema_version.as_ref().map(|v| format!("kineto {v}"));
         schema.source = Source::Kineto(Box::new(info));
-        Ok(Trace { conn, path: path.to_path_buf(), schema, db: Some(db) })
+        Ok(Trace::new(conn, path, schema, Some(db)))
     }
 
     /// The path as given.
@@ -375,8 +460,12 @@ impl Trace {
         &self.conn
     }
 
-    /// The sha256 of the file's bytes, in lowercase hex.
+    /// The sha256 of the file's bytes, in lowercase hex; for a columnar folder, its digest
+    /// ([`Trace::known_digest`]).
     pub fn sha256(&self) -> Result<String, TraceError> {
+        if let Some(d) = self.known_digest() {
+            return Ok(d);
+        }
         sha256_file(&self.path).map_err(TraceError::Io)
     }
 
@@ -608,6 +697,18 @@ fn is_kineto(path: &Path) -> Result<bool, TraceError> {
     let mut head = [0u8; 64];
     let n = read_up_to(&mut File::open(path)?, &mut head)?;
     Ok(!head[..n].starts_with(b"SQLite") && kineto::looks_like_kineto(&head[..n]))
+}
+
+/// Whether a path is a folder this build reads as a trace: an extract or an nsys
+/// `parquetdir` export.
+pub fn is_trace_dir(path: &Path) -> bool {
+    #[cfg(feature = "columnar")]
+    return columnar::is_columnar_dir(path);
+    #[cfg(not(feature = "columnar"))]
+    {
+        let _ = path;
+        false
+    }
 }
 
 /// Checks that the path is a non-empty, complete SQLite file before SQLite sees it.

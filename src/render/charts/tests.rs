@@ -45,6 +45,7 @@ pub(super) fn evidence(analysis: &str, values: Value) -> Evidence {
             time_base: "session".into(),
             capture_start_ns: None,
             origin: Default::default(),
+            columnar: None,
             set: None,
         },
         window: WindowInfo { requested_ns: None, effective_ns: None, semantics: Semantics::Clip },
