@@ -1,0 +1,433 @@
+//! Columnar traces: `verdict extract` writes a trace's tables as Parquet, and every command
+//! reads the folder (or an nsys `parquetdir` export) with the evidence it gets from the trace.
+//!
+//! The reference is the SQLite (or Kineto) path, computed by the code paths every other test
+//! checks against SQL and HTA: an extract must give the same evidence, field for field, except
+//! the fields that name the source (its path, the extract's own reference, a set's digest
+//! over its paths). Row counts are checked against SQL over the source.
+
+#![cfg(feature = "columnar")]
+
+mod util;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use util::{fixture, manifest_dir, run, run_json, shared_traces, skip_no_shared};
+
+/// Extracts `traces` (files, or one quoted glob) into `out`; asserts success.
+fn extract(traces: &[&str], out: &Path) {
+    let mut args = vec!["extract"];
+    args.extend_from_slice(traces);
+    let out_s = out.display().to_string();
+    args.extend(["--out", &out_s]);
+    let o = run(&args);
+    assert!(
+        o.status.success(),
+        "extract {traces:?} failed:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// The evidence with the fields that name the source taken out: every `columnar` reference,
+/// and a set's digest (over its files' paths); each path of the extract replaced by the
+/// source's, so commands and file lists compare as text.
+fn normalized(v: &Value, paths: &[(String, String)]) -> Value {
+    let mut text = serde_json::to_string(v).unwrap();
+    // Longest first: a set's folder is a prefix of its members' folders.
+    let mut paths = paths.to_vec();
+    paths.sort_by_key(|(e, _)| std::cmp::Reverse(e.len()));
+    for (extracted, source) in &paths {
+        text = text.replace(extracted.as_str(), source);
+    }
+    let mut v: Value = serde_json::from_str(&text).unwrap();
+    strip(&mut v);
+    v
+}
+
+fn strip(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            m.remove("columnar");
+            if m.contains_key("set") {
+                m.remove("sha256");
+            }
+            m.values_mut().for_each(strip);
+        }
+        Value::Array(a) => a.iter_mut().for_each(strip),
+        _ => {}
+    }
+}
+
+/// The queries compared on every trace.
+const QUERIES: &[&[&str]] = &[
+    &["overlap", "--all-devices"],
+    &["kernels", "--all-devices"],
+    &["nvtx", "--all-devices"],
+    &["copies", "--all-devices"],
+    &["nccl-skew"],
+    &["nccl-calls"],
+];
+
+/// Runs each query on `source` and on `extracted` and asserts the same evidence (or the same
+/// refusal, for a query the trace cannot answer).
+fn assert_same_queries(source: &str, extracted: &str, paths: &[(String, String)]) {
+    assert_same_queries_but(source, extracted, paths, false);
+}
+
+/// [`assert_same_queries`]; with `own_digest`, the folder's digest is its own (an nsys
+/// Parquet export has no source file to carry the digest of).
+fn assert_same_queries_but(
+    source: &str,
+    extracted: &str,
+    paths: &[(String, String)],
+    own_digest: bool,
+) {
+    for q in QUERIES {
+        let mut a = vec!["query"];
+        a.extend_from_slice(q);
+        let mut b = a.clone();
+        a.extend([source, "--json"]);
+        b.extend([extracted, "--json"]);
+        let (oa, ob) = (run(&a), run(&b));
+        assert_eq!(oa.status.code(), ob.status.code(), "{q:?} on {source} vs {extracted}");
+        if !oa.status.success() {
+            let ea = String::from_utf8_lossy(&oa.stderr).into_owned();
+            let eb = paths
+                .iter()
+                .fold(String::from_utf8_lossy(&ob.stderr).into_owned(), |t, (e, src)| {
+                    t.replace(e, src)
+                });
+            assert_eq!(ea.lines().next(), eb.lines().next(), "{q:?}: the refusals differ");
+            continue;
+        }
+        let va: Value = serde_json::from_slice(&oa.stdout).unwrap();
+        let vb: Value = serde_json::from_slice(&ob.stdout).unwrap();
+        let (mut na, mut nb) = (normalized(&va, &[]), normalized(&vb, paths));
+        if own_digest {
+            na["trace"]["sha256"] = Value::Null;
+            nb["trace"]["sha256"] = Value::Null;
+        }
+        let d = first_difference(&na, &nb, "");
+        assert_eq!(d, None, "{q:?}: {source} and its extract {extracted} differ");
+    }
+}
+
+fn s(p: &Path) -> String {
+    util::s(p).to_string()
+}
+
+#[test]
+fn every_fixture_extracted_gives_the_evidence_of_its_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = [
+        "day26/megatron.sqlite",
+        "nsys-ai/mfu_2gpu_before.sqlite",
+        "nsys-ai/h100_2gpu_1s.sqlite",
+        "nsys-ai/mock.sqlite",
+        "legacy/mordred_report1_2021.sqlite",
+        "ab/tp4.sqlite",
+        "kineto/nccl_parser_config/nccl_data.json.gz",
+    ];
+    for (i, f) in files.iter().enumerate() {
+        let src = fixture(f);
+        let out = dir.path().join(format!("x{i}"));
+        extract(&[&s(&src)], &out);
+        assert_same_queries(&s(&src), &s(&out), &[(s(&out), s(&src))]);
+    }
+}
+
+/// Rows per table as SQL counts them in the source, against the manifest and `inspect`'s
+/// totals over the extract.
+#[test]
+fn the_manifest_counts_the_rows_sql_counts_and_names_the_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = fixture("nsys-ai/mfu_2gpu_before.sqlite");
+    let out = dir.path().join("x");
+    extract(&[&s(&src)], &out);
+    let m: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("verdict-extract.json")).unwrap())
+            .unwrap();
+    let conn = util::open_ro(&src);
+    let tables = m["tables"].as_array().unwrap();
+    let names: Vec<&str> = tables.iter().map(|t| t["table"].as_str().unwrap()).collect();
+    // The tables the analyses read, those the export has, and no other.
+    assert_eq!(
+        names,
+        [
+            "CUPTI_ACTIVITY_KIND_KERNEL",
+            "CUPTI_ACTIVITY_KIND_MEMCPY",
+            "CUPTI_ACTIVITY_KIND_MEMSET",
+            "CUPTI_ACTIVITY_KIND_RUNTIME",
+            "ENUM_CUDA_MEMCPY_OPER",
+            "META_DATA_CAPTURE",
+            "META_DATA_EXPORT",
+            "NVTX_EVENTS",
+            "NVTX_PAYLOAD_SCHEMAS",
+            "NVTX_PAYLOAD_SCHEMA_ENTRIES",
+            "PROCESSES",
+            "StringIds",
+            "TARGET_INFO_SESSION_START_TIME",
+            "TARGET_INFO_SYSTEM_ENV",
+        ]
+    );
+    for t in tables {
+        let name = t["table"].as_str().unwrap();
+        let n: i64 =
+            conn.query_row(&format!("SELECT count(*) FROM \"{name}\""), [], |r| r.get(0)).unwrap();
+        assert_eq!(t["rows"].as_i64().unwrap(), n, "{name}");
+        let file = out.join(t["file"].as_str().unwrap());
+        assert_eq!(t["sha256"].as_str().unwrap(), util::sha256_hex(&std::fs::read(file).unwrap()));
+    }
+    // The kernel table keeps the columns the scans read, not the launch configuration.
+    let kernel = &tables[0]["columns"];
+    assert_eq!(
+        kernel,
+        &serde_json::json!([
+            "start",
+            "end",
+            "deviceId",
+            "contextId",
+            "streamId",
+            "correlationId",
+            "globalPid",
+            "demangledName",
+            "shortName"
+        ])
+    );
+    assert_eq!(
+        m["source"]["sha256"].as_str().unwrap(),
+        util::sha256_hex(&std::fs::read(&src).unwrap())
+    );
+    assert_eq!(m["source"]["bytes"].as_u64().unwrap(), std::fs::metadata(&src).unwrap().len());
+    assert_eq!(m["kind"], "nsys");
+    // The evidence carries the source's digest and names the extract.
+    let ev = run_json(&["query", "overlap", &s(&out), "--all-devices", "--json"]);
+    assert_eq!(ev["trace"]["sha256"], m["source"]["sha256"]);
+    assert_eq!(ev["trace"]["columnar"]["layout"], "verdict-extract");
+    assert_eq!(ev["trace"]["columnar"]["extracted_from"], s(&src));
+    assert_eq!(
+        ev["trace"]["columnar"]["manifest_sha256"].as_str().unwrap(),
+        util::sha256_hex(&std::fs::read(out.join("verdict-extract.json")).unwrap())
+    );
+}
+
+/// The files of a folder, for asserting that a failure left nothing behind.
+fn entries(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_changed_parquet_file_or_manifest_is_refused_with_both_digests() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = fixture("nsys-ai/mock.sqlite");
+    let out = dir.path().join("x");
+    extract(&[&s(&src)], &out);
+    let file = out.join("StringIds.parquet");
+    let before = util::sha256_hex(&std::fs::read(&file).unwrap());
+    let mut bytes = std::fs::read(&file).unwrap();
+    bytes.push(0);
+    std::fs::write(&file, &bytes).unwrap();
+    let after = util::sha256_hex(&bytes);
+    let o = run(&["query", "kernels", &s(&out), "--all-devices"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("StringIds.parquet") && err.contains(&after) && err.contains(&before),
+        "{err}"
+    );
+    assert!(err.contains("hint: extract the trace again"), "{err}");
+    assert!(!err.contains("panicked"));
+
+    // A manifest of another version.
+    let out2 = dir.path().join("y");
+    extract(&[&s(&src)], &out2);
+    let mpath = out2.join("verdict-extract.json");
+    let text =
+        std::fs::read_to_string(&mpath).unwrap().replace("\"version\": 1", "\"version\": 99");
+    std::fs::write(&mpath, text).unwrap();
+    let o = run(&["inspect", &s(&out2)]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("version 99") && err.contains("verdict-extract.json"), "{err}");
+}
+
+#[test]
+fn extraction_never_writes_over_and_leaves_nothing_when_it_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = fixture("nsys-ai/mock.sqlite");
+    let out = dir.path().join("x");
+    std::fs::create_dir(&out).unwrap();
+    let o = run(&["extract", &s(&src), "--out", &s(&out)]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("exists already"));
+    assert!(entries(&out).is_empty());
+
+    // A set with one unreadable file: no folder, no temporary one left beside it.
+    let bad = dir.path().join("bad.sqlite");
+    std::fs::write(&bad, b"not a trace at all, but long enough to have a header....").unwrap();
+    let set = dir.path().join("set");
+    let o = run(&["extract", &s(&src), &s(&bad), "--out", &s(&set)]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("bad.sqlite"), "{err}");
+    assert_eq!(entries(dir.path()), [bad, out]);
+
+    // A folder that is neither an extract nor an nsys Parquet export.
+    let o = run(&["inspect", &s(dir.path())]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("is a folder, not a trace file or a folder of Parquet tables"), "{err}");
+    assert!(err.contains("verdict extract"), "{err}");
+}
+
+/// A folder in the layout of `nsys export --type parquetdir`, written by pyarrow from the
+/// SQLite export (fixtures/parquetdir/make.py), with every table and column and narrower
+/// integer types: the same evidence as the SQLite file.
+#[test]
+fn an_nsys_parquetdir_export_gives_the_evidence_of_the_sqlite_export() {
+    let src = fixture("nsys-ai/mfu_2gpu_before.sqlite");
+    let pq = manifest_dir().join("fixtures/parquetdir/mfu_2gpu_before");
+    assert_same_queries_but(&s(&src), &s(&pq), &[(s(&pq), s(&src))], true);
+    let v = run_json(&["inspect", &s(&pq), "--json"]);
+    // Its digest: sha256 over `NAME SHA256\n` of the files read, in name order.
+    let lines: String = v["columnar"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let name = f[0].as_str().unwrap();
+            format!("{name} {}\n", util::sha256_file(&pq.join(name)))
+        })
+        .collect();
+    assert_eq!(v["columnar"]["digest"].as_str().unwrap(), util::sha256_hex(lines.as_bytes()));
+    assert_eq!(v["columnar"]["layout"], "nsys-parquetdir");
+    // The tables no analysis reads are listed, not loaded: every file of the folder is
+    // either read or listed as skipped.
+    let read = v["columnar"]["files"].as_array().unwrap().len();
+    let skipped = v["columnar"]["skipped"].as_array().unwrap().len();
+    let on_disk =
+        entries(&pq).iter().filter(|p| p.extension().is_some_and(|e| e == "parquet")).count();
+    assert_eq!(read + skipped, on_disk);
+    assert_eq!(read, 14);
+}
+
+/// Every real trace set, extracted per file and read back as a set by a glob over the
+/// folders: the same nccl-skew, overlap and nccl-calls evidence.
+#[test]
+fn real_trace_sets_extracted_per_rank_give_the_sets_evidence() {
+    let Some(shared) = shared_traces() else {
+        return skip_no_shared("real_trace_sets_extracted_per_rank_give_the_sets_evidence");
+    };
+    let dir = tempfile::tempdir().unwrap();
+    for (i, set) in [
+        "results_Ring_2nodes_6GPUs_1010",
+        "results_Tree_3nodes_9GPUs_1010",
+        "results_Tree_Simple_9GPUs_3nodes_allreduce_2MB_allreduce_2MB",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let folder = shared.join("dsl-fs24").join(set);
+        let glob = format!("{}/*.sqlite", folder.display());
+        let out = dir.path().join(format!("s{i}"));
+        extract(&[&glob], &out);
+        let mut paths: Vec<(String, String)> = Vec::new();
+        for f in std::fs::read_dir(&folder).unwrap() {
+            let f = f.unwrap().path();
+            if f.extension().is_some_and(|e| e == "sqlite") {
+                let stem = f.file_stem().unwrap().to_string_lossy().into_owned();
+                paths.push((s(&out.join(stem)), s(&f)));
+            }
+        }
+        paths.push((s(&out), folder.display().to_string()));
+        // The set's name is its folder: `DIR/ (N files)` on both sides.
+        assert_same_queries(&glob, &format!("{}/*", out.display()), &paths);
+    }
+}
+
+/// The example claims files, their traces replaced by extracts: the same ledger (verdicts,
+/// gates, evidence) but for the fields that name the source.
+#[test]
+fn check_over_extracts_gives_the_ledger_of_the_traces() {
+    let dir = tempfile::tempdir().unwrap();
+    let claims = manifest_dir().join("claims");
+    for (file, traces) in [
+        ("day26-profile-blind.yaml", vec!["../fixtures/day26/megatron.sqlite"]),
+        (
+            "kineto-ddp-overlap.yaml",
+            vec!["../fixtures/kineto/nccl_parser_config/nccl_data.json.gz"],
+        ),
+        (
+            "mfu-2gpu-ab.yaml",
+            vec![
+                "../fixtures/nsys-ai/mfu_2gpu_before.sqlite",
+                "../fixtures/nsys-ai/mfu_2gpu_after.sqlite",
+            ],
+        ),
+    ] {
+        let mut text = std::fs::read_to_string(claims.join(file)).unwrap();
+        let mut paths = Vec::new();
+        for (i, t) in traces.iter().enumerate() {
+            let out = dir.path().join(format!("{file}-{i}"));
+            extract(&[&s(&claims.join(t))], &out);
+            text = text.replace(&format!("path: {t}\n"), &format!("path: {}\n", out.display()));
+            // Commands name a trace relative to the current folder; the ledger's trace
+            // entries as the claims file gives it.
+            paths.push((s(&out), s(&manifest_dir().join(t.trim_start_matches("../")))));
+        }
+        let copy = claims.join(format!(".extract-test-{file}"));
+        std::fs::write(&copy, &text).unwrap();
+        let a = run_json(&["check", &s(&claims.join(file)), "--json"]);
+        let b = run_json(&["check", &s(&copy), "--json"]);
+        std::fs::remove_file(&copy).unwrap();
+        // Every trace of the copy was read from its extract.
+        let raw = serde_json::to_string(&b).unwrap();
+        assert!(raw.contains("\"extracted_from\""), "{file}");
+        for (extracted, _) in &paths {
+            assert!(raw.contains(&format!("\"path\":\"{extracted}\"")), "{file}: {extracted}");
+        }
+        let mut a = normalized(&a, &[]);
+        let mut b = normalized(&b, &paths);
+        for v in [&mut a, &mut b] {
+            // The claims file's own path, and its trace entries as written in it.
+            v["claims"]["file"] = Value::Null;
+            ledger_traces_as_written(v);
+        }
+        assert_eq!(first_difference(&a, &b, ""), None, "{file}");
+    }
+}
+
+/// Blanks the trace paths as the claims file writes them (relative to it in the original, the
+/// extract's absolute path in the copy).
+fn ledger_traces_as_written(v: &mut Value) {
+    if let Some(traces) = v["claims"].get_mut("traces").and_then(Value::as_array_mut) {
+        for t in traces {
+            t["path"] = Value::Null;
+        }
+    }
+}
+
+/// Where two JSON values first differ: the path and both sides, or None when equal.
+fn first_difference(a: &Value, b: &Value, at: &str) -> Option<String> {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for k in x.keys().chain(y.keys()) {
+                let (p, q) = (x.get(k).unwrap_or(&Value::Null), y.get(k).unwrap_or(&Value::Null));
+                if let Some(d) = first_difference(p, q, &format!("{at}.{k}")) {
+                    return Some(d);
+                }
+            }
+            None
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .enumerate()
+            .find_map(|(i, (p, q))| first_difference(p, q, &format!("{at}[{i}]"))),
+        _ if a == b => None,
+        _ => Some(format!("{at}: {a} vs {b}")),
+    }
+}
