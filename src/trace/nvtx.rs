@@ -157,7 +157,7 @@ pub struct NvtxRanges {
 /// [`GpuProjections::recorded`] for an nsys export.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct GpuProjections {
-    /// Whether the trace has a table of recorded projections.
+    /// Whether the trace records projections (a table of them, not empty).
     pub recorded: bool,
     /// `globalTid` of the range projected.
     pub range_tid: Vec<i64>,
@@ -186,13 +186,19 @@ impl GpuProjections {
         if !trace.schema().has_table(table) {
             return Ok(out);
         }
-        out.recorded = true;
         let sqlite = TraceError::from_sqlite;
+        let conn = trace.conn();
+        // A trace whose profiler projected nothing (an empty table) records none.
+        out.recorded = conn
+            .query_row(&format!("SELECT EXISTS (SELECT 1 FROM {table})"), [], |r| r.get(0))
+            .map_err(sqlite)?;
+        if !out.recorded {
+            return Ok(out);
+        }
         let where_bounds = match bounds {
             Some((a, b)) => format!(" AND n.start <= {b} AND n.\"end\" >= {a}"),
             None => String::new(),
         };
-        let conn = trace.conn();
         let mut stmt = conn
             .prepare(&format!(
                 "SELECT n.globalTid, n.start, n.\"end\", g.deviceId, g.streamId, g.start, g.\"end\" \
@@ -1275,5 +1281,40 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_projection_span_takes_the_range_and_the_ranges_inside_it_on_its_devices() {
+        // Thread T: range 10-100 projected on device 0 stream 7 (40-60) and device 1 (45-70);
+        // a range inside it (20-30) projected on device 0 stream 9 (35-80); a range of
+        // another thread over the same times (0-200) projected at 1-500.
+        let t = THREAD;
+        let p = GpuProjections {
+            recorded: true,
+            range_tid: vec![t, t, t, t + 1],
+            range_start: vec![10, 10, 20, 0],
+            range_end: vec![100, 100, 30, 200],
+            device: vec![0, 1, 0, 0],
+            stream: vec![7, 7, 9, 7],
+            start: vec![40, 45, 35, 1],
+            end: vec![60, 70, 80, 500],
+            untied: 0,
+        };
+        assert_eq!(p.span_of(t, 10, 100, &[0]), Some(((35, 80), true)));
+        assert_eq!(p.span_of(t, 10, 100, &[0, 1]), Some(((35, 80), true)));
+        assert_eq!(p.span_of(t, 10, 100, &[1]), Some(((45, 70), true)));
+        // The inner range alone; a range around the outer one has none of its own.
+        assert_eq!(p.span_of(t, 20, 30, &[0]), Some(((35, 80), true)));
+        assert_eq!(p.span_of(t, 5, 120, &[0]), Some(((35, 80), false)));
+        assert_eq!(p.span_of(t, 10, 100, &[2]), None);
+        // In a set: times shifted, threads tagged, devices renumbered as ranks.
+        let r = Remap { shift_ns: 1000, devices: [(0, 3), (1, 4)].into(), file_tag: 2 };
+        let m =
+            GpuProjections::merge(vec![(GpuProjections::default(), &Remap::identity()), (p, &r)]);
+        assert!(m.recorded);
+        let tagged = r.global_id(t);
+        assert_eq!(m.span_of(tagged, 1010, 1100, &[3]), Some(((1035, 1080), true)));
+        assert_eq!(m.span_of(t, 1010, 1100, &[3]), None);
+        assert_eq!(m.device, vec![3, 4, 3, 3]);
     }
 }
