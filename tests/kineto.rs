@@ -961,30 +961,20 @@ fn recorded_gpu_projections_are_the_kernels_launched_under_their_annotation_wide
              FROM KINETO_GPU_ANNOTATIONS g JOIN NVTX_EVENTS n ON n.externalId = g.externalId",
         )
         .unwrap();
-    let rows: Vec<(i64, i64, i64, i64, i64, i64, i64, String, String)> = stmt
-        .query_map([], |r| {
-            Ok((
-                r.get(0)?,
-                r.get(1)?,
-                r.get(2)?,
-                r.get(3)?,
-                r.get(4)?,
-                r.get(5)?,
-                r.get(6)?,
-                r.get(7)?,
-                r.get(8)?,
-            ))
-        })
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
-    assert_eq!(rows.len(), 30);
-    for (x, d, st, s, e, cs, ce, cname, gname) in rows {
-        assert_eq!(recorded[&(x, d, st)], (s, e));
-        let a = cpu[&x];
-        assert_eq!((span_ns(a), a.name.as_deref().unwrap()), ((cs, ce), cname.as_str()));
+    let mut rows = stmt.query([]).unwrap();
+    let mut n = 0;
+    while let Some(r) = rows.next().unwrap() {
+        let key: (i64, i64, i64) = (r.get(0).unwrap(), r.get(1).unwrap(), r.get(2).unwrap());
+        let gpu: (i64, i64) = (r.get(3).unwrap(), r.get(4).unwrap());
+        let range: (i64, i64) = (r.get(5).unwrap(), r.get(6).unwrap());
+        let (cname, gname): (String, String) = (r.get(7).unwrap(), r.get(8).unwrap());
+        assert_eq!(recorded[&key], gpu);
+        let a = cpu[&key.0];
+        assert_eq!((span_ns(a), a.name.as_deref().unwrap()), (range, cname.as_str()));
         assert_eq!(gname, cname);
+        n += 1;
     }
+    assert_eq!(n, 30);
     let i = run_json(&["inspect", s(&path), "--json"]);
     let k = &i["source"]["kineto"];
     assert_eq!((int(k, "gpu_annotations"), int(k, "gpu_annotations_tied")), (30, 30), "{k}");
