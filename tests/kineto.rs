@@ -1167,3 +1167,43 @@ fn a_projection_whose_annotation_was_not_captured_is_counted_not_tied() {
     let (window, _) = gpu_window(&path, "0", "fwd", "0");
     assert_eq!(window, json!([29_999, 35_001]));
 }
+
+#[test]
+fn a_gpu_window_over_a_set_of_kineto_files_spans_the_ranks_recorded_projections() {
+    // Two ranks on one clock, each with `fwd` over 10-60 µs; rank 0 projects it at
+    // 29.999-35.001 µs on device 0, rank 1 at 40-50.5 µs on device 1. The set's clock puts 0
+    // at the earliest capture start, so the GPU window is read against the CPU one: it starts
+    // 19,999 ns after the ranges and ends 9,500 ns before them.
+    let dir = tempfile::tempdir().unwrap();
+    for (rank, (ts, dur)) in [(0, ("29.999", "5.002")), (1, ("40", "10.5"))] {
+        let text = format!(
+            r#"{{"schemaVersion": 1, "distributedInfo": {{"rank": {rank}, "world_size": 2}}, "baseTimeNanoseconds": 1700000000000000000, "traceEvents": [
+          {{"ph": "X", "cat": "user_annotation", "name": "fwd", "pid": {p}, "tid": {p}, "ts": 10, "dur": 50, "args": {{"External id": 5}}}},
+          {{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": {p}, "tid": {p}, "ts": 20, "dur": 2, "args": {{"correlation": 1}}}},
+          {{"ph": "X", "cat": "kernel", "name": "k", "pid": {rank}, "tid": 7, "ts": 41, "dur": 5, "args": {{"device": {rank}, "stream": 7, "correlation": 1}}}},
+          {{"ph": "X", "cat": "gpu_user_annotation", "name": "fwd", "pid": {rank}, "tid": 7, "ts": {ts}, "dur": {dur}, "args": {{"External id": 5}}}}
+        ]}}"#,
+            p = 9 + rank
+        );
+        std::fs::write(dir.path().join(format!("rank-{rank}.json")), text).unwrap();
+    }
+    let set = format!("{}/rank-*.json", dir.path().display());
+    let window = |on: &str| {
+        let v = run_json(&[
+            "query",
+            "overlap",
+            &set,
+            "--all-devices",
+            "--nvtx-window",
+            "fwd",
+            "--nvtx-on",
+            on,
+            "--json",
+        ]);
+        let w = &v["window"]["effective_ns"];
+        (w[0].as_i64().unwrap(), w[1].as_i64().unwrap())
+    };
+    let (cpu, gpu) = (window("cpu"), window("gpu"));
+    assert_eq!(cpu.1 - cpu.0, 50_000);
+    assert_eq!((gpu.0 - cpu.0, gpu.1 - cpu.1), (19_999, -9_500));
+}
