@@ -618,7 +618,7 @@ fn query_command(a: &'static AnalysisSpec) -> clap::Command {
                 .long("nvtx-on")
                 .value_name("cpu|gpu")
                 .requires("nvtx-window")
-                .help("cpu: the range itself; gpu: first start to last end of the kernels launched inside it"),
+                .help("cpu: the range itself; gpu: first start to last end of the kernels launched inside it (a PyTorch profiler trace: the range's recorded GPU projection where it has one)"),
         )
         .arg(
             Arg::new("nvtx-domain")

@@ -826,3 +826,384 @@ fn hta_traces_carry_no_seq_and_say_so() {
         assert_eq!(i["source"]["kineto"]["kept"]["record_param_comms"], json!(ops.len()), "{rel}");
     }
 }
+
+// ---- recorded GPU projections (`gpu_user_annotation`) -------------------------------------
+
+/// One event of a Kineto file as the test reads it: times as written, parsed from their
+/// digits here (not by the reader under test).
+#[derive(serde::Deserialize)]
+struct RawEvent {
+    ph: Option<String>,
+    cat: Option<String>,
+    name: Option<String>,
+    pid: Option<Value>,
+    tid: Option<Value>,
+    ts: Option<Box<serde_json::value::RawValue>>,
+    dur: Option<Box<serde_json::value::RawValue>>,
+    #[serde(default)]
+    args: Value,
+}
+
+/// `[start, end)` in ns of an event with `ts` and `dur`.
+fn span_ns(e: &RawEvent) -> (i64, i64) {
+    // µs with at most three decimals: the digits without the point, padded to three decimals.
+    let ns = |raw: &serde_json::value::RawValue| {
+        let (int, frac) = raw.get().split_once('.').unwrap_or((raw.get(), ""));
+        int.parse::<i64>().unwrap() * 1000 + format!("{frac:0<3}").parse::<i64>().unwrap()
+    };
+    let start = ns(e.ts.as_deref().unwrap());
+    (start, start + ns(e.dur.as_deref().unwrap()))
+}
+
+/// The complete (`X`) events of a gzip Kineto file.
+fn raw_events(path: &Path) -> Vec<RawEvent> {
+    #[derive(serde::Deserialize)]
+    struct Doc {
+        #[serde(rename = "traceEvents")]
+        events: Vec<RawEvent>,
+    }
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap()),
+        &mut text,
+    )
+    .unwrap();
+    let doc: Doc = serde_json::from_str(&text).unwrap();
+    doc.events.into_iter().filter(|e| e.ph.as_deref() == Some("X")).collect()
+}
+
+fn cat<'a>(events: &'a [RawEvent], c: &str) -> impl Iterator<Item = &'a RawEvent> {
+    events.iter().filter(move |e| e.cat.as_deref() == Some(c))
+}
+
+fn ext_id(e: &RawEvent) -> i64 {
+    e.args["External id"].as_i64().unwrap()
+}
+
+/// Per (External id of the CPU annotation, device, stream): first start and last end of the
+/// GPU ops of `cats` whose launch (the runtime call of the same correlation) lies inside the
+/// annotation on the launching thread, the innermost where annotations nest.
+fn projections_by_launch(
+    events: &[RawEvent],
+    cats: &[&str],
+) -> std::collections::BTreeMap<(i64, i64, i64), (i64, i64)> {
+    let annotations: Vec<&RawEvent> = cat(events, "user_annotation").collect();
+    let launches: std::collections::HashMap<i64, &RawEvent> = cat(events, "cuda_runtime")
+        .filter_map(|e| Some((e.args["correlation"].as_i64()?, e)))
+        .collect();
+    let mut out = std::collections::BTreeMap::new();
+    for g in events.iter().filter(|e| cats.contains(&e.cat.as_deref().unwrap_or(""))) {
+        let Some(l) = g.args["correlation"].as_i64().and_then(|c| launches.get(&c)) else {
+            continue;
+        };
+        let (ls, le) = span_ns(l);
+        // The enclosing annotation that starts last (the shortest at equal starts).
+        let inner = annotations
+            .iter()
+            .filter(|a| a.pid == l.pid && a.tid == l.tid)
+            .filter(|a| {
+                let (s, e) = span_ns(a);
+                s <= ls && le <= e
+            })
+            .max_by_key(|a| {
+                let (s, e) = span_ns(a);
+                (s, std::cmp::Reverse(e))
+            });
+        let Some(a) = inner else { continue };
+        let key =
+            (ext_id(a), g.args["device"].as_i64().unwrap(), g.args["stream"].as_i64().unwrap());
+        let (s, e) = span_ns(g);
+        let v = out.entry(key).or_insert((s, e));
+        *v = (v.0.min(s), v.1.max(e));
+    }
+    out
+}
+
+#[test]
+fn recorded_gpu_projections_are_the_kernels_launched_under_their_annotation_widened_by_kineto() {
+    let path = fixture("kineto/nccl_parser_config/nccl_data.json.gz");
+    let events = raw_events(&path);
+    let recorded: std::collections::BTreeMap<(i64, i64, i64), (i64, i64)> =
+        cat(&events, "gpu_user_annotation")
+            .map(|e| {
+                let (d, s) = (e.pid.as_ref().unwrap(), e.tid.as_ref().unwrap());
+                ((ext_id(e), d.as_i64().unwrap(), s.as_i64().unwrap()), span_ns(e))
+            })
+            .collect();
+    assert_eq!(recorded.len(), 30);
+    // Each ties to a CPU annotation of the file (External id), on device 0, streams 7 and 40.
+    let cpu: std::collections::BTreeMap<i64, &RawEvent> =
+        cat(&events, "user_annotation").map(|a| (ext_id(a), a)).collect();
+    assert!(recorded.keys().all(|k| cpu.contains_key(&k.0) && k.1 == 0 && [7, 40].contains(&k.2)));
+
+    // The rule, computed here from the JSON: per innermost annotation, device and stream.
+    // Kineto feeds kernels, copies and sets to its projections (`handleGpuActivity`); on this
+    // file the copies and sets under an annotation (477 memcpy) never lie at a projection's
+    // edge, so both give the same spans.
+    let kernels = projections_by_launch(&events, &["kernel"]);
+    let all = projections_by_launch(&events, &["kernel", "gpu_memcpy", "gpu_memset"]);
+    assert_eq!(kernels, all);
+    assert_eq!(kernels.keys().collect::<Vec<_>>(), recorded.keys().collect::<Vec<_>>());
+    // Every one differs, by the same amounts: the writer's display margin. Kineto's
+    // `ChromeTraceLogger` before kineto#944 (June 2024; this file is of May 2024) wrote each
+    // projection 1,000 ns early and 1,500 ns long (`ts -= 1000; duration += 1500`), since then
+    // 1 ns early and 2 ns long. No other difference.
+    let differ: Vec<(&(i64, i64, i64), i64, i64)> =
+        recorded.iter().map(|(k, &(s, e))| (k, s - kernels[k].0, e - kernels[k].1)).collect();
+    assert!(differ.iter().all(|&(_, ds, de)| (ds, de) == (-1_000, 500)), "{differ:?}");
+
+    // The reader keeps them as written, each tied to its CPU annotation by a join.
+    let trace = Trace::open(&path).unwrap();
+    let mut stmt = trace
+        .conn()
+        .prepare(
+            "SELECT g.externalId, g.deviceId, g.streamId, g.start, g.\"end\", n.start, n.\"end\", n.text, g.text
+             FROM KINETO_GPU_ANNOTATIONS g JOIN NVTX_EVENTS n ON n.externalId = g.externalId",
+        )
+        .unwrap();
+    let mut rows = stmt.query([]).unwrap();
+    let mut n = 0;
+    while let Some(r) = rows.next().unwrap() {
+        let key: (i64, i64, i64) = (r.get(0).unwrap(), r.get(1).unwrap(), r.get(2).unwrap());
+        let gpu: (i64, i64) = (r.get(3).unwrap(), r.get(4).unwrap());
+        let range: (i64, i64) = (r.get(5).unwrap(), r.get(6).unwrap());
+        let (cname, gname): (String, String) = (r.get(7).unwrap(), r.get(8).unwrap());
+        assert_eq!(recorded[&key], gpu);
+        let a = cpu[&key.0];
+        assert_eq!((span_ns(a), a.name.as_deref().unwrap()), (range, cname.as_str()));
+        assert_eq!(gname, cname);
+        n += 1;
+    }
+    assert_eq!(n, 30);
+    let i = run_json(&["inspect", s(&path), "--json"]);
+    let k = &i["source"]["kineto"];
+    assert_eq!((int(k, "gpu_annotations"), int(k, "gpu_annotations_tied")), (30, 30), "{k}");
+}
+
+/// The window and the NVTX window notes of `query overlap` over `path` on device `device`.
+fn gpu_window(path: &Path, device: &str, name: &str, index: &str) -> (Value, Vec<Value>) {
+    let v = run_json(&[
+        "query",
+        "overlap",
+        s(path),
+        "--device",
+        device,
+        "--nvtx-window",
+        name,
+        "--nvtx-index",
+        index,
+        "--nvtx-on",
+        "gpu",
+        "--json",
+    ]);
+    let notes = v["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["key"].as_str().unwrap().contains("nvtx"))
+        .cloned()
+        .collect();
+    (v["window"]["effective_ns"].clone(), notes)
+}
+
+#[test]
+fn a_gpu_window_over_kineto_is_the_recorded_projection_and_else_computed_and_says_which() {
+    let path = fixture("kineto/nccl_parser_config/nccl_data.json.gz");
+    let events = raw_events(&path);
+    let annotations: Vec<&RawEvent> = cat(&events, "user_annotation").collect();
+    let nth = |name: &str, k: usize| {
+        let mut v: Vec<&RawEvent> =
+            annotations.iter().copied().filter(|a| a.name.as_deref() == Some(name)).collect();
+        v.sort_by_key(|a| span_ns(a));
+        v[k]
+    };
+    // `DistributedDataParallel.forward`, the second (index 1): its own projection (stream 7)
+    // and those of the annotations inside it on its thread (two `nccl:broadcast`, stream 40),
+    // from the JSON.
+    let ddp = nth("DistributedDataParallel.forward", 1);
+    let (a, b) = span_ns(ddp);
+    let inside: std::collections::BTreeSet<i64> = annotations
+        .iter()
+        .filter(|x| x.pid == ddp.pid && x.tid == ddp.tid)
+        .filter(|x| {
+            let (s, e) = span_ns(x);
+            a <= s && e <= b
+        })
+        .map(|x| ext_id(x))
+        .collect();
+    let projections: Vec<(i64, (i64, i64))> = cat(&events, "gpu_user_annotation")
+        .filter(|g| inside.contains(&ext_id(g)))
+        .map(|g| (g.tid.as_ref().unwrap().as_i64().unwrap(), span_ns(g)))
+        .collect();
+    assert_eq!(
+        projections.iter().map(|p| p.0).collect::<std::collections::BTreeSet<_>>(),
+        [7, 40].into()
+    );
+    let expected = (
+        projections.iter().map(|p| p.1.0).min().unwrap(),
+        projections.iter().map(|p| p.1.1).max().unwrap(),
+    );
+    let (window, notes) = gpu_window(&path, "0", "DistributedDataParallel.forward", "1");
+    assert_eq!(window, json!([expected.0, expected.1]));
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert_eq!(notes[0]["key"], "note.window_nvtx_gpu_recorded");
+    // The same from a claims file's `window: {nvtx: ..., on: gpu}`.
+    let dir = tempfile::tempdir().unwrap();
+    let claims = dir.path().join("c.yaml");
+    std::fs::write(
+        &claims,
+        format!(
+            r#"report:
+  id: w
+  languages: [en]
+  title: {{ en: "t" }}
+traces:
+  A: {{ path: "{}" }}
+scopes:
+  s: {{ trace: A, devices: "0", semantics: clip, window: {{ nvtx: DistributedDataParallel.forward, index: 1, on: gpu }} }}
+claims:
+  - id: c
+    statement: {{ en: "the forward pass is busy" }}
+    principal: p
+    parts:
+      - id: p
+        kind: observation
+        measure: {{ analysis: overlap, scope: s, value: "compute_busy_ns / total_ns", unit: "%" }}
+        condition: {{ at_least: "50%" }}
+"#,
+            std::fs::canonicalize(&path).unwrap().display()
+        ),
+    )
+    .unwrap();
+    let v = run_json(&["check", s(&claims), "--json"]);
+    let ev = &v["ledger"][0]["evidence"];
+    assert_eq!(int(&ev["values"], "total_ns"), expected.1 - expected.0, "{ev}");
+    assert!(
+        ev["notes"].as_array().unwrap().iter().any(|n| n["key"] == "note.window_nvtx_gpu_recorded")
+    );
+
+    // `## forward ##` has no projection of its own (every op it launches is under
+    // `DistributedDataParallel.forward` or a broadcast inside it): computed from the kernels
+    // launched inside it on device 0, by hand from the JSON, and said.
+    let fwd = nth("## forward ##", 1);
+    let (a, b) = span_ns(fwd);
+    assert!(!cat(&events, "gpu_user_annotation").any(|g| ext_id(g) == ext_id(fwd)));
+    let launched: std::collections::HashSet<i64> = cat(&events, "cuda_runtime")
+        .filter(|l| l.pid == fwd.pid && l.tid == fwd.tid)
+        .filter(|l| {
+            let (s, _) = span_ns(l);
+            a <= s && s < b
+        })
+        .filter_map(|l| l.args["correlation"].as_i64())
+        .collect();
+    let ks: Vec<(i64, i64)> = cat(&events, "kernel")
+        .filter(|k| k.args["device"] == 0)
+        .filter(|k| k.args["correlation"].as_i64().is_some_and(|c| launched.contains(&c)))
+        .map(span_ns)
+        .collect();
+    let computed = (ks.iter().map(|k| k.0).min().unwrap(), ks.iter().map(|k| k.1).max().unwrap());
+    let (window, notes) = gpu_window(&path, "0", "## forward ##", "1");
+    assert_eq!(window, json!([computed.0, computed.1]));
+    let keys: Vec<&Value> = notes.iter().map(|n| &n["key"]).collect();
+    assert_eq!(keys, ["note.window_nvtx_gpu", "note.nvtx_gpu_computed"], "{notes:?}");
+    assert_eq!(notes[1]["args"], json!({"n": "1", "of": "1"}));
+    // The two rules side by side on the same forward pass: the recorded span is the computed
+    // one widened by the writer's margin (1,000 ns before, 500 ns after).
+    assert_eq!((expected.0 - computed.0, expected.1 - computed.1), (-1_000, 500));
+}
+
+#[test]
+fn a_kineto_trace_without_projections_gives_the_computed_gpu_window() {
+    let (gpu, cpu) = workload();
+    let dir = tempfile::tempdir().unwrap();
+    let (json_path, sqlite) = (dir.path().join("w.json"), dir.path().join("w.sqlite"));
+    write_kineto(&json_path, &gpu, &cpu, false);
+    write_sqlite(&sqlite, &gpu, &cpu);
+    // Step 2 of device 1 (pid 4001): the kernels whose launch lies inside it, by hand.
+    let step = cpu.iter().find(|c| c.pid == 4001 && c.name == "ProfilerStep#2").unwrap();
+    let launched: Vec<i64> = cpu
+        .iter()
+        .filter(|c| c.pid == 4001 && step.start <= c.start && c.start < step.end)
+        .filter_map(|c| c.correlation)
+        .collect();
+    let ks: Vec<&Gpu> = gpu
+        .iter()
+        .filter(|g| g.device == 1 && g.copy.is_none() && launched.contains(&g.correlation))
+        .collect();
+    let expected =
+        json!([ks.iter().map(|g| g.start).min().unwrap(), ks.iter().map(|g| g.end).max().unwrap()]);
+    for p in [&json_path, &sqlite] {
+        let (window, notes) = gpu_window(p, "1", "ProfilerStep*", "2");
+        assert_eq!(window, expected, "{}", p.display());
+        let keys: Vec<&Value> = notes.iter().map(|n| &n["key"]).collect();
+        assert_eq!(keys, ["note.window_nvtx_gpu"], "{}", p.display());
+    }
+    let i = run_json(&["inspect", s(&json_path), "--json"]);
+    assert_eq!(int(&i["source"]["kineto"], "gpu_annotations"), 0);
+}
+
+#[test]
+fn a_projection_whose_annotation_was_not_captured_is_counted_not_tied() {
+    // Two projections: one of the annotation in the file (External id 5), one of an
+    // annotation that began before the capture (External id 4, absent).
+    let text = r#"{"traceEvents": [
+      {"ph": "X", "cat": "user_annotation", "name": "fwd", "pid": 9, "tid": 9, "ts": 10, "dur": 50, "args": {"External id": 5}},
+      {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 9, "tid": 9, "ts": 20, "dur": 2, "args": {"correlation": 1}},
+      {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 30, "dur": 5, "args": {"device": 0, "stream": 7, "correlation": 1}},
+      {"ph": "X", "cat": "gpu_user_annotation", "name": "fwd", "pid": 0, "tid": 7, "ts": 29.999, "dur": 5.002, "args": {"External id": 5}},
+      {"ph": "X", "cat": "gpu_user_annotation", "name": "early", "pid": 0, "tid": 7, "ts": 1, "dur": 3, "args": {"External id": 4}}
+    ]}"#;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.json");
+    std::fs::write(&path, text).unwrap();
+    let i = run_json(&["inspect", s(&path), "--json"]);
+    let k = &i["source"]["kineto"];
+    assert_eq!((int(k, "gpu_annotations"), int(k, "gpu_annotations_tied")), (2, 1), "{k}");
+    // The projections do not move the capture start (the kernel's launch at 20 µs does).
+    assert_eq!(int(k, "first_ts_ns"), 10_000);
+    let out = String::from_utf8(run(&["inspect", s(&path)]).stdout).unwrap();
+    assert!(out.contains("2 gpu_user_annotation read as the GPU projections"), "{out}");
+    // The window of `fwd` on the GPU is its recorded projection: 29,999 to 35,001 ns.
+    let (window, _) = gpu_window(&path, "0", "fwd", "0");
+    assert_eq!(window, json!([29_999, 35_001]));
+}
+
+#[test]
+fn a_gpu_window_over_a_set_of_kineto_files_spans_the_ranks_recorded_projections() {
+    // Two ranks on one clock, each with `fwd` over 10-60 µs; rank 0 projects it at
+    // 29.999-35.001 µs on device 0, rank 1 at 40-50.5 µs on device 1. The set's clock puts 0
+    // at the earliest capture start, so the GPU window is read against the CPU one: it starts
+    // 19,999 ns after the ranges and ends 9,500 ns before them.
+    let dir = tempfile::tempdir().unwrap();
+    for (rank, (ts, dur)) in [(0, ("29.999", "5.002")), (1, ("40", "10.5"))] {
+        let text = format!(
+            r#"{{"schemaVersion": 1, "distributedInfo": {{"rank": {rank}, "world_size": 2}}, "baseTimeNanoseconds": 1700000000000000000, "traceEvents": [
+          {{"ph": "X", "cat": "user_annotation", "name": "fwd", "pid": {p}, "tid": {p}, "ts": 10, "dur": 50, "args": {{"External id": 5}}}},
+          {{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": {p}, "tid": {p}, "ts": 20, "dur": 2, "args": {{"correlation": 1}}}},
+          {{"ph": "X", "cat": "kernel", "name": "k", "pid": {rank}, "tid": 7, "ts": 41, "dur": 5, "args": {{"device": {rank}, "stream": 7, "correlation": 1}}}},
+          {{"ph": "X", "cat": "gpu_user_annotation", "name": "fwd", "pid": {rank}, "tid": 7, "ts": {ts}, "dur": {dur}, "args": {{"External id": 5}}}}
+        ]}}"#,
+            p = 9 + rank
+        );
+        std::fs::write(dir.path().join(format!("rank-{rank}.json")), text).unwrap();
+    }
+    let set = format!("{}/rank-*.json", dir.path().display());
+    let window = |on: &str| {
+        let v = run_json(&[
+            "query",
+            "overlap",
+            &set,
+            "--all-devices",
+            "--nvtx-window",
+            "fwd",
+            "--nvtx-on",
+            on,
+            "--json",
+        ]);
+        let w = &v["window"]["effective_ns"];
+        (w[0].as_i64().unwrap(), w[1].as_i64().unwrap())
+    };
+    let (cpu, gpu) = (window("cpu"), window("gpu"));
+    assert_eq!(cpu.1 - cpu.0, 50_000);
+    assert_eq!((gpu.0 - cpu.0, gpu.1 - cpu.1), (19_999, -9_500));
+}

@@ -911,9 +911,21 @@ pub enum Timeline {
     /// The range's own start and end, on the CPU thread that recorded it.
     #[default]
     Cpu,
-    /// The GPU projection: first start to last end of the kernels launched inside the range,
-    /// on the scope's devices.
+    /// The GPU projection: where the trace records one (a PyTorch profiler trace's
+    /// `gpu_user_annotation`), the span of the range's recorded projections on the scope's
+    /// devices; otherwise first start to last end of the kernels launched inside the range.
     Gpu,
+}
+
+/// Where the GPU projections of one window's chosen ranges come from, for a trace that
+/// records projections (None for one that does not: all computed, as always).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct GpuSource {
+    /// Chosen ranges whose recorded projection was used.
+    pub recorded: usize,
+    /// Chosen ranges without a recorded projection of their own on the devices: computed
+    /// from the kernels launched inside them.
+    pub computed: usize,
 }
 
 /// A scope's window taken from NVTX ranges: `{nvtx: "step 4"}`, `{nvtx: "ProfilerStep#*",
@@ -1058,6 +1070,10 @@ pub struct ResolvedWindow {
     pub matches: usize,
     /// Its index among them.
     pub index: usize,
+    /// On the GPU timeline of a trace that records projections: which rule each chosen
+    /// range's projection came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_source: Option<GpuSource>,
 }
 
 /// Resolves an NVTX window over the processes that launched kernels on `devices`: one window,
@@ -1176,18 +1192,38 @@ fn one_window(
         per.iter().map(|(key, rows)| (key & 0xFF_FFFF, rows[index])).collect();
     let ranges: Vec<(i64, i64, i64)> =
         chosen.iter().map(|&(pid, i)| (pid, r.start[i], r.end[i])).collect();
+    let mut gpu_source = None;
     let window = match w.on {
         Timeline::Cpu => Window {
             start_ns: ranges.iter().map(|x| x.1).min().unwrap_or(0),
             end_ns: ranges.iter().map(|x| x.2).max().unwrap_or(0),
         },
         Timeline::Gpu => {
-            // Kernels whose launch one of the chosen ranges encloses: attribute to ranges of
-            // that name (outermost), keep those that landed on a chosen row.
-            let rows: Vec<usize> = chosen.iter().map(|c| c.1).collect();
+            // The recorded projection of each chosen range that has one of its own on the
+            // devices (with those of the ranges inside it); the others computed.
+            let recorded = &r.projections;
+            let mut span: Option<(i64, i64)> = None;
+            let mut widen = |a: i64, b: i64| {
+                span = Some(span.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
+            };
+            let mut rows: Vec<usize> = Vec::new();
+            for &(_, i) in &chosen {
+                let own = r.global_tid[i]
+                    .and_then(|tid| recorded.span_of(tid, r.start[i], r.end[i], devices))
+                    .filter(|&(_, own)| own);
+                match own {
+                    Some(((a, b), _)) => widen(a, b),
+                    None => rows.push(i),
+                }
+            }
+            if recorded.recorded {
+                gpu_source =
+                    Some(GpuSource { recorded: chosen.len() - rows.len(), computed: rows.len() });
+            }
+            // Kernels whose launch one of the remaining ranges encloses: attribute to ranges
+            // of that name (outermost), keep those that landed on a chosen row.
             let names: Vec<String> =
                 rows.iter().map(|&i| r.names()[r.name[i] as usize].clone()).collect();
-            let mut span: Option<(i64, i64)> = None;
             for name in names.iter().collect::<BTreeSet<_>>() {
                 let params = AttributionParams {
                     devices: devices.to_vec(),
@@ -1203,9 +1239,7 @@ fn one_window(
                     if let Outcome::Range(i) = o.outcome
                         && rows.contains(&i)
                     {
-                        span = Some(span.map_or((o.start_ns, o.end_ns), |(a, b)| {
-                            (a.min(o.start_ns), b.max(o.end_ns))
-                        }));
+                        widen(o.start_ns, o.end_ns);
                     }
                 }
             }
@@ -1222,7 +1256,7 @@ fn one_window(
             Window { start_ns: a, end_ns: b }
         }
     };
-    Ok(ResolvedWindow { window, ranges, matches, index })
+    Ok(ResolvedWindow { window, ranges, matches, index, gpu_source })
 }
 
 /// Says where the windows taken from NVTX ranges come from: each range of one window, or
@@ -1241,8 +1275,14 @@ pub fn note_windows(ev: &mut Evidence, w: &NvtxWindow, rws: &[ResolvedWindow]) {
             .collect::<Vec<_>>()
             .join("; ")
     };
+    // On a trace that records GPU projections: which were used, and which computed.
+    let (recorded, computed) = rws
+        .iter()
+        .filter_map(|rw| rw.gpu_source)
+        .fold((0, 0), |(a, b), g| (a + g.recorded, b + g.computed));
     let timeline = match w.on {
         Timeline::Cpu => "cpu",
+        Timeline::Gpu if recorded > 0 => "gpu_recorded",
         Timeline::Gpu => "gpu",
     };
     match rws {
@@ -1269,6 +1309,12 @@ pub fn note_windows(ev: &mut Evidence, w: &NvtxWindow, rws: &[ResolvedWindow]) {
                 ("last", last.window.to_string()),
             ],
         ),
+    }
+    if computed > 0 {
+        ev.note(
+            "note.nvtx_gpu_computed",
+            &[("n", computed.to_string()), ("of", (recorded + computed).to_string())],
+        );
     }
 }
 

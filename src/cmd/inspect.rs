@@ -40,8 +40,9 @@ fn kineto_line(k: &crate::trace::kineto::KinetoInfo) -> String {
     );
     if k.gpu_annotations > 0 {
         s += &format!(
-            " · {} gpu_user_annotation not read (GPU projections of annotations)",
-            thousands(k.gpu_annotations.into())
+            " · {} gpu_user_annotation read as the GPU projections of annotations, {} tied to a CPU annotation of the file",
+            thousands(k.gpu_annotations.into()),
+            thousands(k.gpu_annotations_tied.into())
         );
     }
     if k.unlaunched > 0 {

@@ -20,17 +20,24 @@
 //! | `gpu_memcpy` | `CUPTI_ACTIVITY_KIND_MEMCPY` | `args.bytes`, `copyKind` from the name (`Memcpy HtoD (...)`) |
 //! | `gpu_memset` | `CUPTI_ACTIVITY_KIND_MEMSET` | `args.bytes` |
 //! | `cuda_runtime`, `cuda_driver` | `CUPTI_ACTIVITY_KIND_RUNTIME` | `args.correlation`, `pid`/`tid` as `globalTid` |
-//! | `user_annotation`, `ProfilerStep#N` | `NVTX_EVENTS` | push/pop ranges (59) in domain 0 on `pid`/`tid` |
+//! | `user_annotation`, `ProfilerStep#N` | `NVTX_EVENTS` | push/pop ranges (59) in domain 0 on `pid`/`tid`; `args["External id"]` as `externalId` |
+//! | `gpu_user_annotation` | [`GPU_ANNOTATIONS`] | `pid` as `deviceId`, `tid` as `streamId`, `args["External id"]` (that of the CPU annotation it projects) |
 //! | `deviceProperties` | `TARGET_INFO_GPU` | `id`, `name` |
 //! | `baseTimeNanoseconds` + first `ts` | `TARGET_INFO_SESSION_START_TIME` | `utcEpochNs` |
 //! | `host_name`/`hostname` | `TARGET_INFO_SYSTEM_ENV` | `Hostname` |
 //! | `cpu_op` `record_param_comms` | [`PARAM_COMMS`], then [`COLLECTIVE_LAUNCHES`] | `args["Process Group Name"]`, `args.Seq`; each runtime call inside one (innermost, same thread) |
 //!
-//! The last two are tables of this source alone (nsys has no such thing): PyTorch wraps each
-//! collective call of a process group in a `record_param_comms` op, and the launch of the NCCL
-//! kernel lies inside it on the calling thread. Tying every runtime call to the op around it
-//! gives each kernel (through its correlation) its process group and sequence number, which
-//! `nccl-skew` and `nccl-calls` match ranks by.
+//! The `record_param_comms` tables are of this source alone (nsys has no such thing): PyTorch
+//! wraps each collective call of a process group in a `record_param_comms` op, and the launch
+//! of the NCCL kernel lies inside it on the calling thread. Tying every runtime call to the op
+//! around it gives each kernel (through its correlation) its process group and sequence
+//! number, which `nccl-skew` and `nccl-calls` match ranks by.
+//!
+//! So is [`GPU_ANNOTATIONS`]: Kineto writes, per CPU annotation and GPU stream, the span of the
+//! GPU work launched while that annotation was the innermost on its thread. Each row keeps the
+//! External id of its CPU annotation, which `NVTX_EVENTS.externalId` holds: the tie is a join,
+//! and a projection whose annotation is not in the file (it began before the capture) stays
+//! untied, counted in [`KinetoInfo::gpu_annotations_tied`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -80,8 +87,11 @@ pub struct KinetoInfo {
     pub events: u64,
     /// Events kept by category.
     pub kept: BTreeMap<String, u64>,
-    /// `gpu_user_annotation` events: GPU projections of annotations, counted, not read.
+    /// `gpu_user_annotation` events: the GPU projections of annotations, read into
+    /// [`GPU_ANNOTATIONS`].
     pub gpu_annotations: u64,
+    /// Of them, those whose External id is that of a CPU annotation of the file.
+    pub gpu_annotations_tied: u64,
     /// Kernels, copies and sets whose `correlation` matches no runtime call: no process.
     pub unlaunched: u64,
     /// The earliest start of a kept event (ns, the file's clock): where the capture starts.
@@ -96,6 +106,12 @@ pub const PARAM_COMMS: &str = "KINETO_PARAM_COMMS";
 /// process group and sequence number (the innermost op, where ops nest): `globalTid`,
 /// `correlationId`, `processGroup`, `seq`.
 pub const COLLECTIVE_LAUNCHES: &str = "KINETO_COLLECTIVE_LAUNCHES";
+
+/// The GPU projections of annotations (`gpu_user_annotation`): `start`, `end`, `deviceId`
+/// (the event's `pid`), `streamId` (its `tid`), `externalId` (`args["External id"]`, equal to
+/// `NVTX_EVENTS.externalId` of the CPU annotation projected; NULL where absent), `text`. Times
+/// as written, with the margin the writer adds for display (docs/kineto.md).
+pub const GPU_ANNOTATIONS: &str = "KINETO_GPU_ANNOTATIONS";
 
 /// A parse failure located in the file.
 fn json_err(path: &Path, detail: impl fmt::Display) -> TraceError {
@@ -166,7 +182,8 @@ CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET (start INTEGER NOT NULL, \"end\" INTEGER
 CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, \"end\" INTEGER NOT NULL,
   globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL);
 CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, \"end\" INTEGER, eventType INTEGER NOT NULL,
-  text TEXT, globalTid INTEGER, textId INTEGER, domainId INTEGER, binaryData TEXT);
+  text TEXT, globalTid INTEGER, textId INTEGER, domainId INTEGER, binaryData TEXT,
+  externalId INTEGER);
 CREATE TABLE TARGET_INFO_GPU (id INTEGER NOT NULL, name TEXT);
 CREATE TABLE TARGET_INFO_SESSION_START_TIME (utcEpochNs INTEGER);
 CREATE TABLE TARGET_INFO_SYSTEM_ENV (name TEXT, value TEXT);
@@ -175,6 +192,8 @@ CREATE TABLE KINETO_PARAM_COMMS (start INTEGER NOT NULL, \"end\" INTEGER NOT NUL
   globalTid INTEGER NOT NULL, processGroup TEXT, seq INTEGER);
 CREATE TABLE KINETO_COLLECTIVE_LAUNCHES (globalTid INTEGER NOT NULL,
   correlationId INTEGER NOT NULL, processGroup TEXT, seq INTEGER);
+CREATE TABLE KINETO_GPU_ANNOTATIONS (start INTEGER NOT NULL, \"end\" INTEGER NOT NULL,
+  deviceId INTEGER NOT NULL, streamId INTEGER NOT NULL, externalId INTEGER, text TEXT);
 ";
 
 /// Parses a JSON number of µs with at most three fraction digits into ns, from its digits.
@@ -333,6 +352,9 @@ struct Args {
     correlation: Option<i64>,
     context: Option<i64>,
     bytes: Option<i64>,
+    /// The CPU op's id; on a `gpu_user_annotation`, that of the CPU annotation it projects.
+    #[serde(rename = "External id", default, deserialize_with = "lenient_id")]
+    external_id: Option<i64>,
 }
 
 /// The `args` of a metadata event.
@@ -378,6 +400,16 @@ fn text_or_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::
     })
 }
 
+/// An id that only ties rows together: an integer, or a string of one; anything else ties
+/// nothing (None), so an odd id in a kernel's `args` never refuses the trace.
+fn lenient_id<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    Ok(match Option::<serde_json::Value>::deserialize(d)? {
+        Some(serde_json::Value::Number(n)) => n.as_i64(),
+        Some(serde_json::Value::String(s)) => s.trim().parse().ok(),
+        _ => None,
+    })
+}
+
 /// A sequence number: a non-negative integer, or a string of one.
 fn sequence_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
     let v = Option::<serde_json::Value>::deserialize(d)?;
@@ -404,6 +436,7 @@ struct Sink<'c> {
     runtime: rusqlite::Statement<'c>,
     nvtx: rusqlite::Statement<'c>,
     comms: rusqlite::Statement<'c>,
+    gpu_annotation: rusqlite::Statement<'c>,
     conn: &'c Connection,
     strings: HashMap<String, i64>,
     processes: BTreeMap<i64, Option<String>>,
@@ -432,10 +465,13 @@ impl<'c> Sink<'c> {
                 "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, \"end\", globalTid, correlationId, nameId) VALUES (?1, ?2, ?3, ?4, ?5)",
             )?,
             nvtx: p(
-                "INSERT INTO NVTX_EVENTS (start, \"end\", eventType, text, globalTid, domainId) VALUES (?1, ?2, 59, ?3, ?4, 0)",
+                "INSERT INTO NVTX_EVENTS (start, \"end\", eventType, text, globalTid, domainId, externalId) VALUES (?1, ?2, 59, ?3, ?4, 0, ?5)",
             )?,
             comms: p(
                 "INSERT INTO KINETO_PARAM_COMMS (start, \"end\", globalTid, processGroup, seq) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?,
+            gpu_annotation: p(
+                "INSERT INTO KINETO_GPU_ANNOTATIONS (start, \"end\", deviceId, streamId, externalId, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )?,
             conn,
             strings: HashMap::default(),
@@ -486,12 +522,13 @@ impl<'c> Sink<'c> {
         let step = cat == "cpu_op" && name.starts_with("ProfilerStep#");
         let comms = cat == "cpu_op" && name == "record_param_comms";
         let kind = match cat {
-            "kernel" | "gpu_memcpy" | "gpu_memset" | "cuda_runtime" | "cuda_driver"
-            | "user_annotation" => cat,
-            "gpu_user_annotation" => {
-                self.gpu_annotations += 1;
-                return Ok(());
-            }
+            "kernel"
+            | "gpu_memcpy"
+            | "gpu_memset"
+            | "cuda_runtime"
+            | "cuda_driver"
+            | "user_annotation"
+            | "gpu_user_annotation" => cat,
             _ if step => "user_annotation",
             _ if comms => "record_param_comms",
             _ => return Ok(()),
@@ -514,7 +551,11 @@ impl<'c> Sink<'c> {
             .checked_add(dur)
             .filter(|e| e.unsigned_abs() < super::MAX_TIMESTAMP_NS.unsigned_abs())
             .ok_or_else(|| at("dur", "ends past ±2^62 ns".into()))?;
-        self.first_ts = Some(self.first_ts.map_or(start, |f| f.min(start)));
+        // A projection is derived from the GPU rows and widened by its writer: it does not
+        // move the capture start.
+        if kind != "gpu_user_annotation" {
+            self.first_ts = Some(self.first_ts.map_or(start, |f| f.min(start)));
+        }
         let args: Args = match &ev.args {
             Some(a) => serde_json::from_str(a.get()).map_err(|e| at("args", e.to_string()))?,
             None => Args::default(),
@@ -593,10 +634,20 @@ impl<'c> Sink<'c> {
                 };
                 self.comms.execute(params![start, end, tid, c.group, c.seq]).map_err(sql)?;
             }
+            "gpu_user_annotation" => {
+                // The track of a GPU projection is its device (`pid`) and stream (`tid`).
+                let (Some(Id::Num(device)), Some(Id::Num(stream))) = (&ev.pid, &ev.tid) else {
+                    return Err(at("pid/tid", "is not a number (device/stream)".into()));
+                };
+                self.gpu_annotations += 1;
+                self.gpu_annotation
+                    .execute(params![start, end, device, stream, args.external_id, name])
+                    .map_err(sql)?;
+            }
             _ => {
                 let tid = global_tid(&ev.pid, &ev.tid)?;
                 self.cpu_pids.insert(tid >> 24);
-                self.nvtx.execute(params![start, end, name, tid]).map_err(sql)?;
+                self.nvtx.execute(params![start, end, name, tid, args.external_id]).map_err(sql)?;
             }
         }
         *self
@@ -632,6 +683,18 @@ impl<'c> Sink<'c> {
         }
         run("DROP INDEX kineto_runtime_correlation;")?;
         tie_launches(c)?;
+        // The tie of a projection to its CPU annotation is this join; the index stays for the
+        // readers of the projections.
+        run("CREATE INDEX kineto_nvtx_external ON NVTX_EVENTS (externalId);")?;
+        let tied: i64 = c
+            .query_row(
+                "SELECT count(*) FROM KINETO_GPU_ANNOTATIONS g WHERE EXISTS \
+                 (SELECT 1 FROM NVTX_EVENTS n WHERE n.externalId = g.externalId)",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(TraceError::from_sqlite)?;
+        info.gpu_annotations_tied = tied as u64;
         for pid in &self.cpu_pids {
             let name = self.processes.get(pid).cloned().flatten();
             c.execute("INSERT INTO PROCESSES VALUES (?1, ?2, ?3)", params![pid << 24, pid, name])

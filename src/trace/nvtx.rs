@@ -145,6 +145,150 @@ pub struct NvtxRanges {
     /// The extended payloads (`binaryData`) of the ranges that carry one, read within the
     /// same bounds.
     pub payloads: super::payload::Payloads,
+    /// The GPU projections the trace recorded of its ranges (a PyTorch profiler trace's
+    /// `gpu_user_annotation`), of the ranges read.
+    pub projections: GpuProjections,
+}
+
+/// The GPU projections a trace recorded of its CPU ranges: per range and GPU stream, the span
+/// of the GPU work launched while the range was the innermost on its thread (Kineto's
+/// `gpu_user_annotation`, tied to its range by External id: [`super::kineto::GPU_ANNOTATIONS`]).
+/// Rows name their range by thread, start and end, as [`NvtxRanges`] holds it. Empty and not
+/// [`GpuProjections::recorded`] for an nsys export.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GpuProjections {
+    /// Whether the trace records projections (a table of them, not empty).
+    pub recorded: bool,
+    /// `globalTid` of the range projected.
+    pub range_tid: Vec<i64>,
+    /// Start of the range projected (ns, CPU).
+    pub range_start: Vec<i64>,
+    /// End of the range projected (ns, CPU).
+    pub range_end: Vec<i64>,
+    /// `deviceId` of the projection.
+    pub device: Vec<i64>,
+    /// `streamId` of the projection.
+    pub stream: Vec<i64>,
+    /// Start of the projection (ns, GPU), as written.
+    pub start: Vec<i64>,
+    /// End of the projection (ns, GPU), as written.
+    pub end: Vec<i64>,
+    /// Projections in the file tied to no range of it (their range was not captured).
+    pub untied: u64,
+}
+
+impl GpuProjections {
+    /// Reads the projections tied to the ranges that `bounds` keeps (`end >= a` and
+    /// `start <= b`, as [`NvtxRanges::load`]), and counts the untied ones.
+    pub fn load(trace: &Trace, bounds: Option<(i64, i64)>) -> Result<GpuProjections, TraceError> {
+        let table = super::kineto::GPU_ANNOTATIONS;
+        let mut out = GpuProjections::default();
+        if !trace.schema().has_table(table) {
+            return Ok(out);
+        }
+        let sqlite = TraceError::from_sqlite;
+        let conn = trace.conn();
+        // A trace whose profiler projected nothing (an empty table) records none.
+        out.recorded = conn
+            .query_row(&format!("SELECT EXISTS (SELECT 1 FROM {table})"), [], |r| r.get(0))
+            .map_err(sqlite)?;
+        if !out.recorded {
+            return Ok(out);
+        }
+        let where_bounds = match bounds {
+            Some((a, b)) => format!(" AND n.start <= {b} AND n.\"end\" >= {a}"),
+            None => String::new(),
+        };
+        let mut stmt = conn
+            .prepare(&format!(
+                "SELECT n.globalTid, n.start, n.\"end\", g.deviceId, g.streamId, g.start, g.\"end\" \
+                 FROM {table} g JOIN {nvtx} n ON n.externalId = g.externalId \
+                 WHERE n.globalTid IS NOT NULL AND n.\"end\" IS NOT NULL{where_bounds} \
+                 ORDER BY n.globalTid, n.start, g.deviceId, g.streamId",
+                nvtx = names::NVTX_EVENTS
+            ))
+            .map_err(sqlite)?;
+        let mut rows = stmt.query([]).map_err(sqlite)?;
+        while let Some(r) = rows.next().map_err(sqlite)? {
+            out.range_tid.push(r.get(0).map_err(sqlite)?);
+            out.range_start.push(r.get(1).map_err(sqlite)?);
+            out.range_end.push(r.get(2).map_err(sqlite)?);
+            out.device.push(r.get(3).map_err(sqlite)?);
+            out.stream.push(r.get(4).map_err(sqlite)?);
+            out.start.push(r.get(5).map_err(sqlite)?);
+            out.end.push(r.get(6).map_err(sqlite)?);
+        }
+        let untied: i64 = conn
+            .query_row(
+                &format!(
+                    "SELECT count(*) FROM {table} g WHERE NOT EXISTS \
+                     (SELECT 1 FROM {nvtx} n WHERE n.externalId = g.externalId)",
+                    nvtx = names::NVTX_EVENTS
+                ),
+                [],
+                |r| r.get(0),
+            )
+            .map_err(sqlite)?;
+        out.untied = untied as u64;
+        Ok(out)
+    }
+
+    /// Joins the projections of the files of a set, each with its [`Remap`]: times shifted,
+    /// threads tagged, devices renumbered as ranks.
+    pub fn merge(parts: Vec<(GpuProjections, &Remap)>) -> GpuProjections {
+        let mut out = GpuProjections::default();
+        for (p, remap) in parts {
+            out.recorded |= p.recorded;
+            out.untied += p.untied;
+            out.range_tid.extend(p.range_tid.iter().map(|&g| remap.global_id(g)));
+            out.range_start.extend(p.range_start.iter().map(|&t| remap.time(t)));
+            out.range_end.extend(p.range_end.iter().map(|&t| remap.time(t)));
+            out.device.extend(p.device.iter().map(|&d| remap.device(d)));
+            out.stream.extend(p.stream);
+            out.start.extend(p.start.iter().map(|&t| remap.time(t)));
+            out.end.extend(p.end.iter().map(|&t| remap.time(t)));
+        }
+        out
+    }
+
+    /// Number of projections read.
+    pub fn len(&self) -> usize {
+        self.start.len()
+    }
+
+    /// Whether none were read.
+    pub fn is_empty(&self) -> bool {
+        self.start.is_empty()
+    }
+
+    /// The span (first start, last end) of the projections on `devices` of the range on
+    /// thread `tid` from `start` to `end` and of the ranges inside it on that thread (a GPU
+    /// op is recorded under its innermost range only), with whether the range has one of its
+    /// own there. None when neither it nor a range inside it has one.
+    pub fn span_of(
+        &self,
+        tid: i64,
+        start: i64,
+        end: i64,
+        devices: &[i64],
+    ) -> Option<((i64, i64), bool)> {
+        let mut span: Option<(i64, i64)> = None;
+        let mut own = false;
+        for i in 0..self.len() {
+            if self.range_tid[i] != tid
+                || self.range_start[i] < start
+                || self.range_end[i] > end
+                || !devices.contains(&self.device[i])
+            {
+                continue;
+            }
+            own |= self.range_start[i] == start && self.range_end[i] == end;
+            span = Some(span.map_or((self.start[i], self.end[i]), |(a, b)| {
+                (a.min(self.start[i]), b.max(self.end[i]))
+            }));
+        }
+        span.map(|s| (s, own))
+    }
 }
 
 impl NvtxRanges {
@@ -268,6 +412,7 @@ impl NvtxRanges {
         out.domains = name_domains(trace, &domain_keys.keys)?;
         out.names = names.names;
         out.payloads = super::payload::Payloads::load(trace, bounds)?;
+        out.projections = GpuProjections::load(trace, bounds)?;
         out.sort();
         Ok(out)
     }
@@ -335,6 +480,11 @@ impl NvtxRanges {
             parts.iter_mut().map(|(p, _)| std::mem::take(&mut p.payloads)).collect();
         out.payloads = super::payload::Payloads::merge(
             payloads.into_iter().zip(parts.iter().map(|(_, r)| r)).collect(),
+        );
+        let projections: Vec<GpuProjections> =
+            parts.iter_mut().map(|(p, _)| std::mem::take(&mut p.projections)).collect();
+        out.projections = GpuProjections::merge(
+            projections.into_iter().zip(parts.iter().map(|(_, r)| r)).collect(),
         );
         for (part, remap) in parts {
             let name_ids: Vec<u32> = part.names.iter().map(|s| names.intern(s)).collect();
@@ -1131,5 +1281,40 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_projection_span_takes_the_range_and_the_ranges_inside_it_on_its_devices() {
+        // Thread T: range 10-100 projected on device 0 stream 7 (40-60) and device 1 (45-70);
+        // a range inside it (20-30) projected on device 0 stream 9 (35-80); a range of
+        // another thread over the same times (0-200) projected at 1-500.
+        let t = THREAD;
+        let p = GpuProjections {
+            recorded: true,
+            range_tid: vec![t, t, t, t + 1],
+            range_start: vec![10, 10, 20, 0],
+            range_end: vec![100, 100, 30, 200],
+            device: vec![0, 1, 0, 0],
+            stream: vec![7, 7, 9, 7],
+            start: vec![40, 45, 35, 1],
+            end: vec![60, 70, 80, 500],
+            untied: 0,
+        };
+        assert_eq!(p.span_of(t, 10, 100, &[0]), Some(((35, 80), true)));
+        assert_eq!(p.span_of(t, 10, 100, &[0, 1]), Some(((35, 80), true)));
+        assert_eq!(p.span_of(t, 10, 100, &[1]), Some(((45, 70), true)));
+        // The inner range alone; a range around the outer one has none of its own.
+        assert_eq!(p.span_of(t, 20, 30, &[0]), Some(((35, 80), true)));
+        assert_eq!(p.span_of(t, 5, 120, &[0]), Some(((35, 80), false)));
+        assert_eq!(p.span_of(t, 10, 100, &[2]), None);
+        // In a set: times shifted, threads tagged, devices renumbered as ranks.
+        let r = Remap { shift_ns: 1000, devices: [(0, 3), (1, 4)].into(), file_tag: 2 };
+        let m =
+            GpuProjections::merge(vec![(GpuProjections::default(), &Remap::identity()), (p, &r)]);
+        assert!(m.recorded);
+        let tagged = r.global_id(t);
+        assert_eq!(m.span_of(tagged, 1010, 1100, &[3]), Some(((1035, 1080), true)));
+        assert_eq!(m.span_of(t, 1010, 1100, &[3]), None);
+        assert_eq!(m.device, vec![3, 4, 3, 3]);
     }
 }
