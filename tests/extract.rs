@@ -135,6 +135,33 @@ fn every_fixture_extracted_gives_the_evidence_of_its_source() {
         extract(&[&s(&src)], &out);
         assert_same_queries(&s(&src), &s(&out), &[(s(&out), s(&src))]);
     }
+    // A GPU window of a PyTorch profiler annotation, from its recorded GPU projections:
+    // the projections and their tie to the annotation survive the extract.
+    let src = fixture("kineto/nccl_parser_config/nccl_data.json.gz");
+    let out = dir.path().join(format!("x{}", files.len() - 1));
+    let q = |t: &Path| {
+        run_json(&[
+            "query",
+            "overlap",
+            &s(t),
+            "--device",
+            "0",
+            "--nvtx-window",
+            "DistributedDataParallel.forward",
+            "--nvtx-index",
+            "1",
+            "--nvtx-on",
+            "gpu",
+            "--json",
+        ])
+    };
+    let (a, b) = (q(&src), q(&out));
+    assert!(
+        serde_json::to_string(&a).unwrap().contains("window_nvtx_gpu_recorded"),
+        "the window comes from the recorded projections"
+    );
+    let paths = [(s(&out), s(&src))];
+    assert_eq!(first_difference(&normalized(&a, &[]), &normalized(&b, &paths), ""), None);
 }
 
 /// Rows per table as SQL counts them in the source, against the manifest and `inspect`'s

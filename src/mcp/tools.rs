@@ -410,7 +410,7 @@ fn common_query_props() -> Vec<(&'static str, Value)> {
         ),
         (
             "nvtx-on",
-            json!({"type": "string", "enum": ["cpu", "gpu"], "description": "cpu: the range itself; gpu: the span of the kernels launched inside it"}),
+            json!({"type": "string", "enum": ["cpu", "gpu"], "description": "cpu: the range itself; gpu: the span of the kernels launched inside it (on a PyTorch profiler trace, the GPU projection Kineto recorded for it, where it has one)"}),
         ),
         ("nvtx-domain", string("Only ranges of this NVTX domain, by id or by name")),
         (

@@ -110,6 +110,8 @@ fn kept_columns(table: &str, kernel_table: Option<&str>) -> Option<&'static [&'s
         "textId",
         "domainId",
         "binaryData",
+        // A PyTorch profiler annotation's External id, which ties it to its GPU projections.
+        "externalId",
     ];
     match table {
         t if Some(t) == kernel_table => Some(KERNEL),
