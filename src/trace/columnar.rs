@@ -34,7 +34,7 @@ use arrow_array::{
 use arrow_schema::{DataType, Field, Schema as ArrowSchema};
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use parquet::basic::{Compression, ZstdLevel};
+use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 use rusqlite::Connection;
 use rusqlite::types::ValueRef;
@@ -443,7 +443,7 @@ fn write_table(
     }
     let schema = Arc::new(ArrowSchema::new(fields));
     let props = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(ZstdLevel::default()))
+        .set_compression(Compression::SNAPPY)
         .set_max_row_group_row_count(Some(BATCH_ROWS * 16))
         .build();
     let mut writer = ArrowWriter::try_new(File::create(path)?, schema.clone(), Some(props))
