@@ -102,7 +102,10 @@ pub fn run(args: ExtractArgs) -> anyhow::Result<ExitCode> {
         );
     }
     if set {
-        println!("read the set as `verdict check` or `verdict query ... '{}/*'`", out.display());
+        println!(
+            "the set is read by a quoted glob over its folders: `verdict query nccl-skew '{0}/*'`, or `path: {0}/*` under a trace of a claims file",
+            out.display()
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
