@@ -100,7 +100,11 @@ fn missing_path_is_refused() {
 fn a_directory_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("folder.sqlite")).unwrap();
-    refused_by_every_command(dir.path(), "folder.sqlite", &["folder.sqlite", "not a file"]);
+    refused_by_every_command(
+        dir.path(),
+        "folder.sqlite",
+        &["folder.sqlite", "is a folder, not a trace file or a folder of Parquet tables"],
+    );
 }
 
 #[test]
