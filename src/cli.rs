@@ -350,8 +350,9 @@ pub enum CheckFormat {
 #[derive(Debug, Args)]
 pub struct InspectArgs {
     /// The `.sqlite` file written by `nsys export --type sqlite` (or a PyTorch profiler
-    /// `.json`/`.json.gz` trace); several files or a quoted glob make a trace set (one file
-    /// per rank or node), shown with its ranks and clock.
+    /// `.json`/`.json.gz` trace, or a folder written by `verdict extract` or `nsys export
+    /// --type parquetdir`); several files or a quoted glob make a trace set (one file per
+    /// rank or node), shown with its ranks and clock.
     #[arg(value_name = "TRACE", value_hint = clap::ValueHint::FilePath, required = true, num_args = 1..)]
     pub traces: Vec<PathBuf>,
     /// Devices the job should have, e.g. 0-7; those without kernels are reported missing.
@@ -587,8 +588,8 @@ fn query_command(a: &'static AnalysisSpec) -> clap::Command {
                 .num_args(1..)
                 .value_parser(clap::value_parser!(PathBuf))
                 .value_hint(clap::ValueHint::FilePath)
-                .help("The `.sqlite` file written by `nsys export --type sqlite` (or a PyTorch profiler `.json`/`.json.gz` trace); several files or a quoted glob make a trace set")
-                .long_help("The `.sqlite` file written by `nsys export --type sqlite`, or a PyTorch profiler (Kineto) trace, `.json` or `.json.gz` as torch.profiler writes it (told by content; see docs/kineto.md).\n\nSeveral files (one per rank or node), or a quoted glob such as 'runs/*.sqlite', make a trace set: the files are read in parallel, put on one clock (UTC from --ts-normalize exports, else each file's session start) with 0 at the earliest capture start, and their devices numbered as ranks over the files in sorted order; device options then select ranks (see `verdict inspect` on the set for their labels)."),
+                .help("The `.sqlite` file written by `nsys export --type sqlite` (or a PyTorch profiler `.json`/`.json.gz` trace, or a folder of Parquet tables); several files or a quoted glob make a trace set")
+                .long_help("The `.sqlite` file written by `nsys export --type sqlite`, or a PyTorch profiler (Kineto) trace, `.json` or `.json.gz` as torch.profiler writes it (told by content; see docs/kineto.md), or a folder written by `verdict extract` or by `nsys export --type parquetdir` (the same evidence; see `verdict extract --help`).\n\nSeveral files (one per rank or node), or a quoted glob such as 'runs/*.sqlite', make a trace set: the files are read in parallel, put on one clock (UTC from --ts-normalize exports, else each file's session start) with 0 at the earliest capture start, and their devices numbered as ranks over the files in sorted order; device options then select ranks (see `verdict inspect` on the set for their labels)."),
         )
         .arg(
             Arg::new("window")

@@ -937,7 +937,7 @@ fn trace_prop() -> Value {
     json!({
         "type": ["string", "array"],
         "items": {"type": "string"},
-        "description": "The `.sqlite` file of `nsys export --type sqlite`, inside a root (relative paths are read from the first root); several files or a glob ('runs/*.sqlite') make a trace set",
+        "description": "The `.sqlite` file of `nsys export --type sqlite` (or a PyTorch profiler `.json`/`.json.gz`, or a folder written by `verdict extract` or `nsys export --type parquetdir`), inside a root (relative paths are read from the first root); several files or a glob ('runs/*.sqlite') make a trace set",
     })
 }
 

@@ -62,41 +62,10 @@ const SQL_TYPE: &str = "sqlite.type";
 
 /// The columns kept of the large activity tables: those the scans read (names.rs), plus the
 /// context id nsys pairs with the device. Every other table is small and kept whole.
-fn kept_columns(table: &str, kernel_table: Option<&str>) -> Option<&'static [&'static str]> {
-    const KERNEL: &[&str] = &[
-        "start",
-        "end",
-        "deviceId",
-        "contextId",
-        "streamId",
-        "correlationId",
-        "globalPid",
-        "shortName",
-        "demangledName",
-    ];
-    const MEMCPY: &[&str] = &[
-        "start",
-        "end",
-        "deviceId",
-        "contextId",
-        "streamId",
-        "correlationId",
-        "globalPid",
-        "bytes",
-        "copyKind",
-        "srcKind",
-        "dstKind",
-    ];
-    const MEMSET: &[&str] = &[
-        "start",
-        "end",
-        "deviceId",
-        "contextId",
-        "streamId",
-        "correlationId",
-        "globalPid",
-        "bytes",
-    ];
+fn kept_columns(table: &str, kernel_table: Option<&str>) -> Option<Vec<&'static str>> {
+    // What every GPU activity row is: its interval, where it ran, and what launched it.
+    const ACTIVITY: &[&str] =
+        &["start", "end", "deviceId", "contextId", "streamId", "correlationId", "globalPid"];
     const RUNTIME: &[&str] = &["start", "end", "globalTid", "correlationId", "nameId"];
     const NVTX: &[&str] = &[
         "start",
@@ -113,12 +82,13 @@ fn kept_columns(table: &str, kernel_table: Option<&str>) -> Option<&'static [&'s
         // A PyTorch profiler annotation's External id, which ties it to its GPU projections.
         "externalId",
     ];
+    let activity = |more: &[&'static str]| Some([ACTIVITY, more].concat());
     match table {
-        t if Some(t) == kernel_table => Some(KERNEL),
-        names::MEMCPY => Some(MEMCPY),
-        names::MEMSET => Some(MEMSET),
-        names::RUNTIME => Some(RUNTIME),
-        names::NVTX_EVENTS => Some(NVTX),
+        t if Some(t) == kernel_table => activity(&["shortName", "demangledName"]),
+        names::MEMCPY => activity(&["bytes", "copyKind", "srcKind", "dstKind"]),
+        names::MEMSET => activity(&["bytes"]),
+        names::RUNTIME => Some(RUNTIME.to_vec()),
+        names::NVTX_EVENTS => Some(NVTX.to_vec()),
         _ => None,
     }
 }
@@ -384,7 +354,7 @@ pub fn write(trace: &Trace, out: &Path, tool: &str) -> Result<Manifest, TraceErr
         let declared = declared_types(trace.conn(), table)?;
         let cols: Vec<(String, String)> = columns
             .iter()
-            .filter(|c| keep.is_none_or(|k| k.contains(&c.as_str())))
+            .filter(|c| keep.as_ref().is_none_or(|k| k.contains(&c.as_str())))
             .map(|c| (c.clone(), declared.get(c).cloned().unwrap_or_default()))
             .collect();
         let file = format!("{table}.parquet");
