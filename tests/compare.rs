@@ -35,31 +35,6 @@ fn step_lengths(trace: &Path) -> Vec<i64> {
 
 use util::reference::lower_median;
 
-/// SplitMix64 and Lemire's bounded draw, written again from their papers: the bootstrap's
-/// draws are disclosed by their seed, so anyone can redo them.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        let mut m = u128::from(self.next()) * u128::from(n);
-        if (m as u64) < n {
-            let t = n.wrapping_neg() % n;
-            while (m as u64) < t {
-                m = u128::from(self.next()) * u128::from(n);
-            }
-        }
-        (m >> 64) as u64
-    }
-}
-
 /// The 95% percentile bootstrap interval of median(B) - median(A): 10,000 resamples, A's
 /// indices then B's from one stream, each side sorted first; ranks 250 and 9,750.
 fn bootstrap(a: &[i64], b: &[i64], seed: u64) -> (i64, i64) {
@@ -67,7 +42,7 @@ fn bootstrap(a: &[i64], b: &[i64], seed: u64) -> (i64, i64) {
     sa.sort_unstable();
     let mut sb = b.to_vec();
     sb.sort_unstable();
-    let mut rng = Rng(seed);
+    let mut rng = util::SplitMix64(seed);
     let mut diffs: Vec<i64> = (0..10_000)
         .map(|_| {
             let ra: Vec<i64> =

@@ -253,20 +253,9 @@ fn bad_kineto_input_is_a_located_error() {
 
 // ---- one workload, two formats ------------------------------------------------------------
 
-/// SplitMix64, for a workload that is the same on every run.
-struct Mix(u64);
-
-impl Mix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> i64 {
-        (self.next() % n) as i64
-    }
+/// A seeded draw in `0..n`, for a workload that is the same on every run.
+fn below(m: &mut util::SplitMix64, n: u64) -> i64 {
+    m.below(n) as i64
 }
 
 struct Gpu {
@@ -292,7 +281,7 @@ struct Cpu {
 /// Two ranks (devices 0 and 1, one process each): four steps of compute on stream 7 with an
 /// all-reduce on stream 13 overlapping its end, copies and sets, launches, step annotations.
 fn workload() -> (Vec<Gpu>, Vec<Cpu>) {
-    let mut m = Mix(26);
+    let mut m = util::SplitMix64(26);
     let (mut gpu, mut cpu) = (Vec::new(), Vec::new());
     let mut corr = 1;
     let names =
@@ -304,11 +293,11 @@ fn workload() -> (Vec<Gpu>, Vec<Cpu>) {
             let step_start = 1_000_000_000_123 + step * 3_000_000;
             let mut t = step_start + device * 777;
             for i in 0..40 {
-                let launch = t + m.below(900);
-                let start = launch + 5_000 + m.below(3_000);
-                let dur = 1 + m.below(40_000);
+                let launch = t + below(&mut m, 900);
+                let start = launch + 5_000 + below(&mut m, 3_000);
+                let dur = 1 + below(&mut m, 40_000);
                 let copy = match i % 10 {
-                    3 => Some((1 + 7 * ((i / 10) % 2), 4096 + m.below(1 << 20))),
+                    3 => Some((1 + 7 * ((i / 10) % 2), 4096 + below(&mut m, 1 << 20))),
                     7 => Some((0, 1 << 16)),
                     _ => None,
                 };
@@ -316,7 +305,7 @@ fn workload() -> (Vec<Gpu>, Vec<Cpu>) {
                     Some((0, _)) => "Memset (Device)".to_string(),
                     Some((1, _)) => "Memcpy HtoD (Pageable -> Device)".to_string(),
                     Some(_) => "Memcpy DtoD (Device -> Device)".to_string(),
-                    None => names[m.below(3) as usize].to_string(),
+                    None => names[below(&mut m, 3) as usize].to_string(),
                 };
                 cpu.push(Cpu {
                     pid,
@@ -337,10 +326,10 @@ fn workload() -> (Vec<Gpu>, Vec<Cpu>) {
                     copy,
                 });
                 corr += 1;
-                t = start + dur + m.below(2_000);
+                t = start + dur + below(&mut m, 2_000);
             }
             // The step's all-reduce, overlapping the step's last kernels.
-            let start = step_start + 1_000_000 + device * 1_111 + m.below(5_000);
+            let start = step_start + 1_000_000 + device * 1_111 + below(&mut m, 5_000);
             cpu.push(Cpu {
                 pid,
                 tid: pid,
@@ -353,7 +342,7 @@ fn workload() -> (Vec<Gpu>, Vec<Cpu>) {
                 device,
                 stream: 13,
                 start,
-                end: start + 300_000 + m.below(20_000),
+                end: start + 300_000 + below(&mut m, 20_000),
                 name: "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)".into(),
                 correlation: corr,
                 copy: None,
@@ -579,7 +568,7 @@ struct Call {
 /// A's; every call of one (group, `Seq`) runs at about the same time on its ranks. The
 /// captures start mid-run: group "0" at `Seq` 41, group "5" at 7.
 fn two_groups() -> Vec<Call> {
-    let mut m = Mix(5);
+    let mut m = util::SplitMix64(5);
     let mut calls = Vec::new();
     for k in 0..3 {
         let a = 2_000_000_000_000 + k * 10_000_000;
@@ -587,13 +576,13 @@ fn two_groups() -> Vec<Call> {
             [("0", 41 + k, a, &[0, 1, 2][..]), ("5", 7 + k, a + 4_000_000, &[0, 1][..])]
         {
             for &rank in ranks {
-                let start = at + m.below(50_000);
+                let start = at + below(&mut m, 50_000);
                 calls.push(Call {
                     rank,
                     group,
                     seq,
                     start,
-                    end: at + 1_000_000 + m.below(200_000),
+                    end: at + 1_000_000 + below(&mut m, 200_000),
                 });
             }
         }

@@ -389,3 +389,31 @@ pub fn without_build(name: &str, bytes: &[u8]) -> Option<Vec<u8>> {
     let text = full.replace_all(&text, "<build>");
     Some(short.replace_all(&text, "$1 <build>").into_owned().into_bytes())
 }
+
+/// SplitMix64 and Lemire's bounded draw, written again from their papers (independent of the
+/// crate's own): the bootstrap's draws are disclosed by their seed so anyone can redo them,
+/// and generated test workloads are the same on every run.
+pub struct SplitMix64(pub u64);
+
+impl SplitMix64 {
+    /// The next 64 bits.
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A uniform draw from `0..n`, unbiased (Lemire's multiply-and-reject).
+    pub fn below(&mut self, n: u64) -> u64 {
+        let mut m = u128::from(self.next()) * u128::from(n);
+        if (m as u64) < n {
+            let t = n.wrapping_neg() % n;
+            while (m as u64) < t {
+                m = u128::from(self.next()) * u128::from(n);
+            }
+        }
+        (m >> 64) as u64
+    }
+}
