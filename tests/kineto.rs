@@ -763,12 +763,7 @@ fn without_record_param_comms_the_ordinal_rule_is_used_and_said_why() {
     assert_eq!(v["parameters"]["match"], "collective-ordinal", "{v}");
     let x = &v["values"];
     assert_eq!((int(x, "unmatched"), int(x, "overlap_failures")), (unmatched as i64, failures));
-    let note = v["notes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|n| n["key"] == "note.group_unusable")
-        .unwrap_or_else(|| panic!("{v}"));
+    let note = util::note(&v, "note.group_unusable");
     assert_eq!(note["args"]["devices"], "0-2");
     assert!(
         note["text"].as_str().unwrap().contains("no `record_param_comms` op encloses"),
@@ -803,12 +798,7 @@ fn hta_traces_carry_no_seq_and_say_so() {
         assert!(ops.iter().all(|e| e["args"].get("Seq").is_none()), "{rel}");
         let v = run_json(&["query", "nccl-skew", s(&path), "--all-devices", "--json"]);
         assert_eq!(v["parameters"]["match"], "collective-ordinal");
-        let note = v["notes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|n| n["key"] == "note.group_unusable")
-            .unwrap_or_else(|| panic!("{v}"));
+        let note = util::note(&v, "note.group_unusable");
         assert!(note["text"].as_str().unwrap().contains(says), "{rel}: {note}");
         // inspect counts the ops it kept.
         let i = run_json(&["inspect", s(&path), "--json"]);

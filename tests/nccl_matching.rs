@@ -766,12 +766,7 @@ fn a_malformed_payload_is_named_and_the_ordinal_rule_disclosed() {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["parameters"]["match"], "collective-ordinal");
-    let note = v["notes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|n| n["key"] == "note.payload_unusable")
-        .unwrap_or_else(|| panic!("{}", v["notes"]));
+    let note = util::note(&v, "note.payload_unusable");
     let text = note["text"].as_str().unwrap();
     assert!(text.contains("devices 2,4 "), "{text}");
     assert!(text.contains("holds a text value, not bytes"), "{text}");
@@ -790,12 +785,7 @@ fn a_malformed_payload_is_named_and_the_ordinal_rule_disclosed() {
         .unwrap();
     }
     let v = skew(dir.path(), &[]);
-    let note = v["notes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|n| n["key"] == "note.payload_unusable")
-        .unwrap();
+    let note = util::note(&v, "note.payload_unusable");
     let text = note["text"].as_str().unwrap();
     assert!(text.contains("devices 4 "), "{text}");
     assert!(text.contains("20 bytes, shorter than the 32-byte payload header"), "{text}");

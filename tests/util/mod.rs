@@ -417,3 +417,11 @@ impl SplitMix64 {
         (m >> 64) as u64
     }
 }
+
+/// The note of `key` in a piece of evidence; panics, showing the notes, when there is none.
+pub fn note<'a>(ev: &'a Value, key: &str) -> &'a Value {
+    ev["notes"]
+        .as_array()
+        .and_then(|a| a.iter().find(|n| n["key"] == key))
+        .unwrap_or_else(|| panic!("no note `{key}` among {}", ev["notes"]))
+}
