@@ -302,6 +302,18 @@ fn extraction_never_writes_over_and_leaves_nothing_when_it_fails() {
     assert!(err.contains("bad.sqlite"), "{err}");
     assert_eq!(entries(dir.path()), [bad, out]);
 
+    // An extract extracted again: refused, nothing written.
+    let first = dir.path().join("first");
+    extract(&[&s(&src)], &first);
+    let again = dir.path().join("again");
+    let o = run(&["extract", &s(&first), "--out", &s(&again)]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("is a folder of Parquet tables already"), "{err}");
+    assert!(err.contains("hint: every command reads it as it is"), "{err}");
+    assert!(!again.exists());
+    std::fs::remove_dir_all(&first).unwrap();
+
     // A folder that is neither an extract nor an nsys Parquet export.
     let o = run(&["inspect", &s(dir.path())]);
     assert_eq!(o.status.code(), Some(2));

@@ -235,6 +235,35 @@ fn fail(path: &Path, detail: impl std::fmt::Display) -> TraceError {
     TraceError::Columnar { path: path.to_path_buf(), detail: detail.to_string() }
 }
 
+/// The type SQLite's affinity rules give a declared type, where they decide one: `INT`
+/// anywhere is an integer, `CHAR`, `CLOB` or `TEXT` text, `REAL`, `FLOA` or `DOUB` a float,
+/// `BLOB` bytes; anything else (no type, `NUMERIC`) is decided by the values.
+fn affinity(declared: &str) -> Option<DataType> {
+    let d = declared.to_ascii_uppercase();
+    let has = |words: &[&str]| words.iter().any(|w| d.contains(w));
+    Some(if has(&["INT"]) {
+        DataType::Int64
+    } else if has(&["CHAR", "CLOB", "TEXT"]) {
+        DataType::Utf8
+    } else if has(&["REAL", "FLOA", "DOUB"]) {
+        DataType::Float64
+    } else if has(&["BLOB"]) {
+        DataType::Binary
+    } else {
+        return None;
+    })
+}
+
+/// The SQL type a column of a canonical Arrow type is declared with.
+fn sql_name(t: &DataType) -> &'static str {
+    match t {
+        DataType::Int64 => "INTEGER",
+        DataType::Utf8 => "TEXT",
+        DataType::Float64 => "REAL",
+        _ => "BLOB",
+    }
+}
+
 /// The Arrow type a column is written as, from the type it was declared with (SQLite's
 /// affinity rules), or from its values where the declaration does not decide.
 fn arrow_type(
@@ -243,18 +272,8 @@ fn arrow_type(
     column: &str,
     declared: &str,
 ) -> Result<DataType, TraceError> {
-    let d = declared.to_ascii_uppercase();
-    if d.contains("INT") {
-        return Ok(DataType::Int64);
-    }
-    if d.contains("CHAR") || d.contains("CLOB") || d.contains("TEXT") {
-        return Ok(DataType::Utf8);
-    }
-    if d.contains("REAL") || d.contains("FLOA") || d.contains("DOUB") {
-        return Ok(DataType::Float64);
-    }
-    if d.contains("BLOB") {
-        return Ok(DataType::Binary);
+    if let Some(t) = affinity(declared) {
+        return Ok(t);
     }
     // No affinity that decides: the values do (one storage class, or integers only).
     let sql = format!(
@@ -337,6 +356,9 @@ impl Builder {
 pub fn write(trace: &Trace, out: &Path, tool: &str) -> Result<Manifest, TraceError> {
     if out.exists() {
         return Err(fail(out, "the output folder exists already"));
+    }
+    if trace.columnar().is_some() {
+        return Err(TraceError::AlreadyColumnar(trace.path().to_path_buf()));
     }
     let parent = match out.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -539,21 +561,10 @@ pub fn build(dir: &Path, db: &Path) -> Result<ColumnarInfo, TraceError> {
 fn sql_type(field: &Field) -> Result<&'static str, String> {
     if let Some(t) = field.metadata().get(SQL_TYPE) {
         // Declared types are kept as SQLite understands them; only their affinity matters
-        // to the scans, which read values, so the known spellings are enough.
-        return Ok(match t.to_ascii_uppercase() {
-            d if d.contains("INT") => "INTEGER",
-            d if d.contains("CHAR") || d.contains("CLOB") || d.contains("TEXT") => "TEXT",
-            d if d.contains("REAL") || d.contains("FLOA") || d.contains("DOUB") => "REAL",
-            d if d.contains("BLOB") => "BLOB",
-            _ => "",
-        });
+        // to the scans, which read values.
+        return Ok(affinity(t).as_ref().map_or("", sql_name));
     }
-    Ok(match canonical(field.data_type())? {
-        DataType::Int64 => "INTEGER",
-        DataType::Utf8 => "TEXT",
-        DataType::Float64 => "REAL",
-        _ => "BLOB",
-    })
+    Ok(sql_name(&canonical(field.data_type())?))
 }
 
 /// The type a column is read as: integers of every width as 64-bit, text and bytes of every

@@ -141,6 +141,9 @@ pub enum TraceError {
         /// What was found.
         detail: String,
     },
+    /// A folder of Parquet tables given to be extracted again.
+    #[error("`{0}` is a folder of Parquet tables already")]
+    AlreadyColumnar(PathBuf),
     /// A folder given as a trace that is not one this build reads.
     #[error("`{0}` is a folder, not a trace file or a folder of Parquet tables")]
     NotColumnar(PathBuf),
@@ -189,6 +192,9 @@ impl TraceError {
             }
             TraceError::Columnar { .. } => {
                 "extract the trace again with `verdict extract TRACE --out DIR` (into a new folder), or export it again with `nsys export --type parquetdir`".into()
+            }
+            TraceError::AlreadyColumnar(_) => {
+                "every command reads it as it is; to make a new extract, extract the `.sqlite` or Kineto file it came from".into()
             }
             TraceError::NotColumnar(_) => {
                 if cfg!(feature = "columnar") {
