@@ -1036,13 +1036,10 @@ impl ColumnarRef {
     pub fn of(trace: &crate::trace::Trace) -> Option<Box<ColumnarRef>> {
         #[cfg(feature = "columnar")]
         if let Some(c) = trace.columnar() {
-            let manifest = std::path::Path::new(&c.dir).join(crate::trace::columnar::MANIFEST);
             return Some(Box::new(ColumnarRef {
                 layout: c.layout_name().into(),
                 extracted_from: c.manifest().map(|m| m.source.path.clone()),
-                manifest_sha256: c
-                    .manifest()
-                    .and_then(|_| crate::trace::sha256_file(&manifest).ok()),
+                manifest_sha256: c.manifest_sha256().map(str::to_string),
             }));
         }
         let _ = trace;

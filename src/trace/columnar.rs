@@ -179,6 +179,8 @@ pub enum Layout {
     Extract {
         /// Its manifest.
         manifest: Box<Manifest>,
+        /// The sha256 of the manifest as read, which names every Parquet file's.
+        manifest_sha256: String,
     },
     /// A `nsys export --type parquetdir` folder.
     #[serde(rename = "nsys-parquetdir")]
@@ -208,7 +210,15 @@ impl ColumnarInfo {
     /// For an extract, its manifest.
     pub fn manifest(&self) -> Option<&Manifest> {
         match &self.layout {
-            Layout::Extract { manifest } => Some(manifest),
+            Layout::Extract { manifest, .. } => Some(manifest),
+            Layout::NsysParquet { .. } => None,
+        }
+    }
+
+    /// For an extract, the sha256 of its manifest as read.
+    pub fn manifest_sha256(&self) -> Option<&str> {
+        match &self.layout {
+            Layout::Extract { manifest_sha256, .. } => Some(manifest_sha256),
             Layout::NsysParquet { .. } => None,
         }
     }
@@ -481,8 +491,9 @@ fn write_table(
 pub fn build(dir: &Path, db: &Path) -> Result<ColumnarInfo, TraceError> {
     let manifest_path = dir.join(MANIFEST);
     let (layout, wanted): (Layout, Vec<(String, PathBuf)>) = if manifest_path.is_file() {
-        let text = std::fs::read_to_string(&manifest_path)?;
-        let m: Manifest = serde_json::from_str(&text)
+        let bytes = std::fs::read(&manifest_path)?;
+        let manifest_sha256 = super::hex(&sha2::Sha256::digest(&bytes));
+        let m: Manifest = serde_json::from_slice(&bytes)
             .map_err(|e| fail(&manifest_path, format!("not an extract's manifest ({e})")))?;
         if m.format != FORMAT || m.version != VERSION {
             return Err(fail(
@@ -494,7 +505,7 @@ pub fn build(dir: &Path, db: &Path) -> Result<ColumnarInfo, TraceError> {
             ));
         }
         let wanted = m.tables.iter().map(|t| (t.table.clone(), dir.join(&t.file))).collect();
-        (Layout::Extract { manifest: Box::new(m) }, wanted)
+        (Layout::Extract { manifest: Box::new(m), manifest_sha256 }, wanted)
     } else {
         let mut wanted = Vec::new();
         let mut skipped = Vec::new();
@@ -524,7 +535,7 @@ pub fn build(dir: &Path, db: &Path) -> Result<ColumnarInfo, TraceError> {
         files.push((name, sha));
     }
     let digest = match &layout {
-        Layout::Extract { manifest } => {
+        Layout::Extract { manifest, .. } => {
             for (t, (name, sha)) in manifest.tables.iter().zip(&files) {
                 if &t.sha256 != sha {
                     return Err(fail(
