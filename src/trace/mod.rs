@@ -404,9 +404,7 @@ impl Trace {
         let conn = open_read_only(&db)?;
         let mut schema = Schema::probe(&conn)?;
         if let Some(k) = info.manifest().and_then(|m| m.kineto.clone()) {
-            schema.time_base = TimeBase::Host { base_utc_ns: k.base_time_ns };
-            schema.schema_version = k.schema_version.as_ref().map(|v| format!("kineto {v}"));
-            schema.source = Source::Kineto(Box::new(k));
+            schema.set_kineto(k);
         }
         let mut trace = Trace::new(conn, path, schema, Some(db));
         trace.columnar = Some(Box::new(info));
@@ -439,9 +437,7 @@ impl Trace {
         let info = kineto::build(path, &db)?;
         let conn = open_read_only(&db)?;
         let mut schema = Schema::probe(&conn)?;
-        schema.time_base = TimeBase::Host { base_utc_ns: info.base_time_ns };
-        schema.schema_version = info.schema_version.as_ref().map(|v| format!("kineto {v}"));
-        schema.source = Source::Kineto(Box::new(info));
+        schema.set_kineto(info);
         Ok(Trace::new(conn, path, schema, Some(db)))
     }
 

@@ -312,6 +312,14 @@ impl Schema {
         })
     }
 
+    /// Marks the tables as read from a PyTorch profiler trace: its host clock, its schema
+    /// version and what it says about itself.
+    pub(crate) fn set_kineto(&mut self, info: super::kineto::KinetoInfo) {
+        self.time_base = TimeBase::Host { base_utc_ns: info.base_time_ns };
+        self.schema_version = info.schema_version.as_ref().map(|v| format!("kineto {v}"));
+        self.source = Source::Kineto(Box::new(info));
+    }
+
     /// Whether a table exists.
     pub fn has_table(&self, name: &str) -> bool {
         self.tables.contains_key(name)
