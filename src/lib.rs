@@ -17,6 +17,7 @@ pub mod cli;
 pub mod cmd;
 pub mod diag;
 pub mod draft;
+pub mod engine;
 pub mod eval;
 pub mod formula;
 pub mod i18n;

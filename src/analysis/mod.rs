@@ -696,6 +696,9 @@ pub struct Params {
     /// Whether this window is one tile of a split: cross-rank matching then places each
     /// collective instance in the tile where it starts, never cuts it.
     pub tile: bool,
+    /// Where a cross-rank reduce runs (nccl-skew); never disclosed in the evidence, which is
+    /// the same on every engine.
+    pub engine: crate::engine::Engine,
 }
 
 impl Params {
@@ -721,6 +724,7 @@ impl Params {
             instance: None,
             counted_from: None,
             tile: false,
+            engine: crate::engine::Engine::Rust,
         }
     }
 
@@ -809,6 +813,23 @@ pub const LIMIT: Param = Param {
         Ok(())
     },
     get: |p| p.limit.filter(|l| *l != kernels::DEFAULT_LIMIT).map(|l| l.to_string()),
+};
+
+/// `engine`: where the cross-rank reduce runs.
+pub const ENGINE: Param = Param {
+    name: "engine",
+    value_name: "rust|datafusion|dask[=ADDRESS]",
+    help: "Where the aggregates over the ranks run: `rust` (default), `datafusion` (in process, from the SQL beside the analysis; a build with the `datafusion` feature) or `dask` (the Dask scheduler at ADDRESS, else at DASK_SCHEDULER_ADDRESS); the same evidence on each",
+    default: None,
+    conflicts: &[],
+    set: |p, v| {
+        p.engine = crate::engine::Engine::parse(v)?;
+        Ok(())
+    },
+    get: |p| match p.engine {
+        crate::engine::Engine::Rust => None,
+        ref e => Some(e.as_text()),
+    },
 };
 
 /// `stream`: only the NCCL kernels of one stream, or of each rank's own NCCL stream.

@@ -21,6 +21,7 @@ use super::{
     Across, AnalysisSpec, ChartKind, Context, Evidence, Field, FieldKind, Params, QueryError,
     RankRows, ScopeRule, Table, Unit, quantiles_of,
 };
+use crate::engine::{Engine, Keyed, Placed, ReduceParams, Reduced, ReducedInstance, ReducedMember};
 use crate::scope::Semantics;
 use crate::term as table;
 use crate::trace::NameStyle;
@@ -129,7 +130,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
         },
     ],
     sums: &[],
-    params: &[super::STREAM, super::MATCH, super::REGEX],
+    params: &[super::STREAM, super::MATCH, super::REGEX, super::ENGINE],
     scope: ScopeRule::Ranks,
     needs: &[Table::Kernels, Table::Nvtx],
     cross_rank: CROSS_RANK,
@@ -531,6 +532,9 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, Qu
     let mut aligned: Vec<Option<Vec<i64>>> = Vec::new();
     let mut communicators = Vec::new();
     let mut process_groups = Vec::new();
+    // Per group, the key of each rank's kernels where it is not their position: (`Seq`, k-th
+    // kernel of that `Seq`) under the process-group rule.
+    let mut keys_of: Vec<Option<RankKeys>> = Vec::new();
     match ties {
         Ties::Group(tags) => {
             let mut by: BTreeMap<&str, Vec<Vec<(i64, usize)>>> = BTreeMap::new();
@@ -567,21 +571,31 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, Qu
                             .collect()
                     })
                     .unwrap_or_default();
-                let lists: Vec<Vec<usize>> = (0..ranks.len())
+                // Per rank, its kernels with their keys.
+                let pairs: Vec<Vec<((i64, usize), usize)>> = (0..ranks.len())
                     .map(|r| {
                         if per[r].is_empty() {
                             return Vec::new();
                         }
-                        let mut l: Vec<usize> = common.iter().map(|key| keyed[r][key]).collect();
+                        let mut l: Vec<((i64, usize), usize)> =
+                            common.iter().map(|key| (*key, keyed[r][key])).collect();
                         l.extend(
                             keyed[r]
                                 .iter()
                                 .filter(|(key, _)| common.binary_search(key).is_err())
-                                .map(|(_, &i)| i),
+                                .map(|(key, &i)| (*key, i)),
                         );
                         l
                     })
                     .collect();
+                let lists: Vec<Vec<usize>> =
+                    pairs.iter().map(|l| l.iter().map(|&(_, i)| i).collect()).collect();
+                keys_of.push(Some(
+                    pairs
+                        .iter()
+                        .map(|l| l.iter().map(|&((seq, k), _)| (seq, k as i64)).collect())
+                        .collect(),
+                ));
                 process_groups.push(ProcessGroup {
                     name: name.to_string(),
                     devices: members.iter().map(|&r| ranks[r]).collect(),
@@ -602,6 +616,7 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, Qu
             // Under the ordinal rule every compared rank is a member of every collective.
             groups.extend(by.into_iter().map(|(name, l)| (name.to_string(), l)));
             aligned.resize(groups.len(), None);
+            keys_of.resize(groups.len(), None);
         }
         Ties::Comm(comm_of) => {
             let mut by: BTreeMap<u64, Vec<Vec<usize>>> = BTreeMap::new();
@@ -625,6 +640,7 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, Qu
                 });
                 groups.push((format!("0x{id:016x}"), per));
                 aligned.push(None);
+                keys_of.push(None);
             }
         }
     }
@@ -654,6 +670,22 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, Qu
         process_groups,
         group_unusable,
     };
+    if params.engine != Engine::Rust {
+        let keyed = keyed_rows(ctx, &groups, &keys_of, &selects, &holds);
+        let tile = params
+            .window
+            .filter(|_| params.tile)
+            .map(|w| (w.start_ns, w.end_ns, params.counted_from));
+        let reduce = ReduceParams {
+            ranks: ranks.len() as i64,
+            ordinal: rule == MatchRule::CollectiveOrdinal,
+            tile,
+        };
+        let reduced = crate::engine::nccl_skew(&params.engine, &keyed, &reduce)
+            .map_err(|e| QueryError::Failed { reason: e.reason, hint: e.hint })?;
+        fill(ctx, &mut out, &groups, reduced)?;
+        return Ok(out);
+    }
     for ((group, per), seqs) in groups.iter().zip(&aligned) {
         // Under the ordinal rule a rank without the collective is a member with no kernel:
         // every kernel of the others is then unmatched.
@@ -774,6 +806,133 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, Qu
         }
     }
     Ok(out)
+}
+
+/// Per rank, the key of each of its kernels in a group's list.
+type RankKeys = Vec<Vec<(i64, i64)>>;
+
+/// The table the engines reduce: every compared kernel with its rank, group and key (see
+/// `nccl_skew.sql`).
+fn keyed_rows(
+    ctx: &Context,
+    groups: &[(String, Vec<Vec<usize>>)],
+    keys_of: &[Option<RankKeys>],
+    selects: &dyn Fn(usize) -> bool,
+    holds: &dyn Fn(usize) -> bool,
+) -> Keyed {
+    let k = &ctx.kernels;
+    let mut out = Keyed::default();
+    for ((name, per), keys) in groups.iter().zip(keys_of) {
+        for (r, list) in per.iter().enumerate() {
+            for (p, &i) in list.iter().enumerate() {
+                let (a, b) = keys.as_ref().map_or((p as i64, 0), |k| k[r][p]);
+                out.rank.push(r as i64);
+                out.grp.push(name.clone());
+                out.a.push(a);
+                out.b.push(b);
+                out.row.push(i as i64);
+                out.start.push(k.start[i]);
+                out.end.push(k.end[i]);
+                out.name.push(i64::from(k.short[i]));
+                out.sel.push(selects(i));
+                out.held.push(holds(i));
+            }
+        }
+    }
+    out
+}
+
+/// Puts an engine's reduce into `out`, as the loop of [`compute`] would have: labels and
+/// ordinals from the groups, instances in time order, cut and failed ones by span (then in
+/// group and key order, the loop's order).
+fn fill(
+    ctx: &Context,
+    out: &mut Skew,
+    groups: &[(String, Vec<Vec<usize>>)],
+    red: Reduced,
+) -> Result<(), QueryError> {
+    let k = &ctx.kernels;
+    let order: BTreeMap<&str, usize> =
+        groups.iter().enumerate().map(|(g, (name, _))| (name.as_str(), g)).collect();
+    let bad = |what: &str| QueryError::Failed {
+        reason: format!("the engine returned {what}"),
+        hint: "the engine's definition and verdict disagree: run both from one release".into(),
+    };
+    let row = |r: i64| usize::try_from(r).ok().filter(|&r| r < k.start.len());
+    let label = |x: &ReducedInstance| -> Result<String, QueryError> {
+        let first = row(x.first_row).ok_or_else(|| bad("a row outside the kernels"))?;
+        Ok(match out.rule {
+            MatchRule::CollectiveOrdinal => x.grp.clone(),
+            MatchRule::CommunicatorSequence => {
+                format!("{} on {}", collective(k.name(first, NameStyle::Short)), x.grp)
+            }
+            MatchRule::ProcessGroupSequence => format!(
+                "{} on process group {}",
+                collective(k.name(first, NameStyle::Short)),
+                x.grp
+            ),
+        })
+    };
+    let ordinal = |x: &ReducedInstance| match out.rule {
+        MatchRule::ProcessGroupSequence => usize::try_from(x.a).unwrap_or(usize::MAX),
+        _ => usize::try_from(x.a).map_or(usize::MAX, |a| a + 1),
+    };
+    let mut placed: Vec<&ReducedInstance> = red.instances.iter().collect();
+    placed.sort_by_key(|x| (x.smin, x.emax, order.get(x.grp.as_str()), x.a, x.b));
+    for x in &placed {
+        let this =
+            CutInstance { collective: label(x)?, ordinal: ordinal(x), span: [x.smin, x.emax] };
+        match x.place {
+            Placed::Cut => out.cut.push(this),
+            Placed::Overlap => out.overlap_failures.push(this),
+            Placed::Inside => {}
+        }
+    }
+    let mut kept: Vec<&ReducedInstance> =
+        red.instances.iter().filter(|x| x.place == Placed::Inside).collect();
+    kept.sort_by_key(|x| (x.smin, x.first_row));
+    let mut members: BTreeMap<(&str, i64, i64), Vec<&ReducedMember>> = BTreeMap::new();
+    for m in &red.members {
+        members.entry((m.grp.as_str(), m.a, m.b)).or_default().push(m);
+    }
+    let ranks = out.ranks.len();
+    for x in &kept {
+        let mut ms = members.remove(&(x.grp.as_str(), x.a, x.b)).unwrap_or_default();
+        ms.sort_by_key(|m| m.rank);
+        if ms.len() as i64 != x.n {
+            return Err(bad("an instance whose members are not all there"));
+        }
+        let mut idx = Vec::with_capacity(ms.len());
+        let mut rows = Vec::with_capacity(ms.len());
+        for m in &ms {
+            let r = usize::try_from(m.rank)
+                .ok()
+                .filter(|&r| r < ranks)
+                .ok_or_else(|| bad("a member outside the compared ranks"))?;
+            idx.push(r);
+            rows.push(row(m.row).ok_or_else(|| bad("a row outside the kernels"))?);
+            out.start_offsets[r].push(m.start_offset);
+            out.end_offsets[r].push(m.end_offset);
+        }
+        out.start_skews.push(x.smax - x.smin);
+        out.end_skews.push(x.emax - x.emin);
+        out.instances.push(Instance { collective: label(x)?, members: idx, rows });
+    }
+    out.matched = out.instances.len();
+    out.nccl = red.nccl;
+    out.wait = red.wait;
+    out.name_mismatches = red.mismatches;
+    if red.ranks.len() != ranks {
+        return Err(bad("another number of ranks"));
+    }
+    for (r, s) in red.ranks.iter().enumerate() {
+        out.unmatched[r] = s.unmatched;
+        out.rank_wait[r] = s.wait;
+        out.rank_matched[r] = usize::try_from(s.matched).unwrap_or(0);
+        out.last_arrivals[r] = s.last;
+        out.first_arrivals[r] = s.first;
+    }
+    Ok(())
 }
 
 /// What ties each compared kernel (per rank, in list order) to its instance's group.

@@ -106,7 +106,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
         (&["compute_only_ns", "nccl_only_ns", "overlap_ns", "idle_ns"], FieldKind::Window),
         (&["idle_copy_ns", "idle_none_ns"], FieldKind::Idle),
     ],
-    params: &[],
+    params: &[super::ENGINE],
     scope: ScopeRule::PerDevice,
     needs: &[Table::Kernels, Table::Copies],
     cross_rank: &[],
@@ -190,6 +190,59 @@ pub fn breakdown(ctx: &Context, device: i64, params: &Params) -> Breakdown {
     }
 }
 
+/// The breakdowns of `devices` with their unions and counts from `params.engine`
+/// (`overlap.sql`): the kept rows of each device go to the engine, the window's arithmetic
+/// stays here, as in [`breakdown`].
+fn on_engine(
+    ctx: &Context,
+    devices: &[i64],
+    params: &Params,
+) -> Result<Vec<(i64, Breakdown)>, QueryError> {
+    let k = &ctx.kernels;
+    let mut rows = crate::engine::Intervals::default();
+    let mut edges = Vec::with_capacity(devices.len());
+    for (r, &d) in devices.iter().enumerate() {
+        let all = k.device_rows(d);
+        for (i, s, e) in select(k, all.clone(), params.window, params.semantics, true) {
+            rows.rank.push(r as i64);
+            rows.start.push(s);
+            rows.end.push(e);
+            rows.nccl.push(k.is_nccl(i));
+            rows.counted.push(params.counts(k.start[i]));
+        }
+        edges.push(params.window.map_or(0, |w| edge_crossings(k, all, w)));
+    }
+    let unions = crate::engine::overlap(&params.engine, &rows, devices.len() as i64)
+        .map_err(|e| QueryError::Failed { reason: e.reason, hint: e.hint })?;
+    Ok(devices
+        .iter()
+        .zip(unions)
+        .zip(edges)
+        .map(|((&d, u), edge_kernels)| {
+            let effective = match (params.window, params.semantics) {
+                (Some(w), Semantics::Clip) => w.as_array(),
+                _ => [u.lo, u.hi],
+            };
+            let total = effective[1] - effective[0];
+            // |C ∩ N| = |C| + |N| - |C ∪ N|, in 128 bits: |C| + |N| may not fit 64.
+            let overlap = (i128::from(u.compute_busy) + i128::from(u.nccl_busy)
+                - i128::from(u.all_busy)) as i64;
+            let b = Breakdown {
+                compute_only: u.compute_busy - overlap,
+                nccl_only: u.nccl_busy - overlap,
+                overlap,
+                idle: total - u.all_busy,
+                total,
+                compute_kernels: u.compute_kernels,
+                nccl_kernels: u.nccl_kernels,
+                edge_kernels,
+                effective,
+            };
+            (d, b)
+        })
+        .collect())
+}
+
 /// The values of one device: the breakdown, and how much of its idle time had a copy in
 /// flight (absent when the trace has no copy table).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -262,9 +315,12 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     let devices = ctx.resolve_devices(&params.devices)?;
     ctx.check_window(params.window, &devices)?;
     let mut ev = ctx.evidence(&SPEC, params, devices.clone());
-    // Devices are independent: one per core.
-    let parts: Vec<(i64, Breakdown)> =
-        devices.par_iter().map(|&d| (d, breakdown(ctx, d, params))).collect();
+    // Devices are independent: one per core, or each one's aggregates on an engine.
+    let parts: Vec<(i64, Breakdown)> = if params.engine == crate::engine::Engine::Rust {
+        devices.par_iter().map(|&d| (d, breakdown(ctx, d, params))).collect()
+    } else {
+        on_engine(ctx, &devices, params)?
+    };
     let edges: i64 = parts.iter().map(|p| p.1.edge_kernels).sum();
     if let Some(w) = params.window {
         match params.semantics {

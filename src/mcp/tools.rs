@@ -308,7 +308,7 @@ fn analyses(_: &Map<String, Value>, _: &Roots) -> Result<Output, ToolError> {
                 "summary": s.summary,
                 "query": s.is_query(),
                 "scope": serde_json::to_value(s.scope).unwrap_or(Value::Null),
-                "parameters": s.params.iter().map(|p| json!({
+                "parameters": s.params.iter().filter(|p| served(p)).map(|p| json!({
                     "name": p.name,
                     "value_name": p.value_name,
                     "help": p.help,
@@ -384,6 +384,12 @@ fn query_specs() -> Vec<&'static AnalysisSpec> {
 
 fn query_names() -> Vec<&'static str> {
     query_specs().iter().map(|s| s.name).collect()
+}
+
+/// Whether an analysis parameter is offered to agents. `engine` is not: it starts a process
+/// or reaches a network address (a Dask scheduler), and the evidence is the same without it.
+fn served(p: &analysis::Param) -> bool {
+    p.name != analysis::ENGINE.name
 }
 
 /// The options every analysis but `compare` takes, as on the command line.
@@ -480,7 +486,7 @@ fn query_input() -> Value {
     // Each analysis's own parameters; one name may serve several analyses.
     let mut own: Vec<(String, Vec<String>)> = Vec::new();
     for s in &specs {
-        for p in s.params {
+        for p in s.params.iter().filter(|p| served(p)) {
             let line = format!("{}: {}", s.name, p.help);
             match own.iter_mut().find(|(n, _)| n == p.name) {
                 Some((_, lines)) => lines.push(line),
@@ -501,7 +507,7 @@ fn query_input() -> Value {
             let is_compare = s.name == analysis::compare::SPEC.name;
             let mut forbidden: Map<String, Value> = Map::new();
             for (name, _) in &own {
-                if !s.params.iter().any(|p| p.name == name) {
+                if !s.params.iter().any(|p| p.name == name && served(p)) {
                     forbidden.insert(name.clone(), Value::Bool(false));
                 }
             }
@@ -568,7 +574,7 @@ fn query(a: &Map<String, Value>, roots: &Roots) -> Result<Output, ToolError> {
             .map(|(k, _)| *k)
             .filter(|k| !matches!(*k, "trace" | "set"))
             .collect();
-        names.extend(spec.params.iter().map(|p| p.name));
+        names.extend(spec.params.iter().filter(|p| served(p)).map(|p| p.name));
         push_options(&mut argv, a, &names);
     }
     argv.push("--json".into());
