@@ -709,25 +709,51 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let iterations = args.kernels / (args.devices * (COMPUTE + COLLECTIVES)) as u64;
-    let per_file = args.devices / args.files;
-    let per_node = if args.files == 1 { args.devices } else { args.devices.div_ceil(2) };
-    let dir = if args.files == 1 {
-        args.out.clone()
-    } else {
-        args.out.join(format!("set-{}x{}", args.files, spell(args.kernels / args.files as u64)))
-    };
-    if let Err(e) = std::fs::create_dir_all(&dir) {
-        eprintln!("gen-large: {}: {e}", dir.display());
-        return ExitCode::FAILURE;
+    let began = Instant::now();
+    match generate(&args.out, args.kernels, args.devices, args.files) {
+        Ok((paths, total, iterations)) => {
+            for p in &paths {
+                println!("{}", p.display());
+            }
+            eprintln!(
+                "gen-large: {total} kernels on {} devices in {} file(s), {iterations} iterations, {:.1} s",
+                args.devices,
+                args.files,
+                began.elapsed().as_secs_f64()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("gen-large: {e}");
+            ExitCode::FAILURE
+        }
     }
-    let files: Vec<FileSpec> = (0..args.files)
+}
+
+/// Writes `kernels` kernels on `devices` devices into `files` files under `out` (see the
+/// top of this file); returns the files, the kernels written and the iterations.
+pub fn generate(
+    out: &std::path::Path,
+    kernels: u64,
+    devices: usize,
+    files: usize,
+) -> Result<(Vec<PathBuf>, u64, u64), String> {
+    let iterations = kernels / (devices * (COMPUTE + COLLECTIVES)) as u64;
+    let per_file = devices / files;
+    let per_node = if files == 1 { devices } else { devices.div_ceil(2) };
+    let dir = if files == 1 {
+        out.to_path_buf()
+    } else {
+        out.join(format!("set-{}x{}", files, spell(kernels / files as u64)))
+    };
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let specs: Vec<FileSpec> = (0..files)
         .map(|f| {
             let ranks: Vec<usize> = (f * per_file..(f + 1) * per_file).collect();
             let node = ranks[0] / per_node;
             let shift = node as i64 * SECOND_NODE_LATER_NS;
-            let path = if args.files == 1 {
-                dir.join(format!("large-{}.sqlite", spell(args.kernels)))
+            let path = if files == 1 {
+                dir.join(format!("large-{}.sqlite", spell(kernels)))
             } else {
                 dir.join(format!("rank-{f}.sqlite"))
             };
@@ -741,19 +767,18 @@ fn main() -> ExitCode {
             }
         })
         .collect();
-    let began = Instant::now();
     // Files of a set are independent: write them on every core.
     let results: Vec<(usize, rusqlite::Result<u64>)> = std::thread::scope(|s| {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let chunks: Vec<Vec<(usize, &FileSpec)>> =
-            (0..cores).map(|c| files.iter().enumerate().skip(c).step_by(cores).collect()).collect();
+            (0..cores).map(|c| specs.iter().enumerate().skip(c).step_by(cores).collect()).collect();
         let handles: Vec<_> = chunks
             .into_iter()
             .map(|chunk| {
                 s.spawn(move || {
                     chunk
                         .into_iter()
-                        .map(|(i, f)| (i, write_file(f, args.devices, iterations)))
+                        .map(|(i, f)| (i, write_file(f, devices, iterations)))
                         .collect::<Vec<_>>()
                 })
             })
@@ -762,22 +787,7 @@ fn main() -> ExitCode {
     });
     let mut total = 0;
     for (i, r) in results {
-        match r {
-            Ok(n) => total += n,
-            Err(e) => {
-                eprintln!("gen-large: {}: {e}", files[i].path.display());
-                return ExitCode::FAILURE;
-            }
-        }
+        total += r.map_err(|e| format!("{}: {e}", specs[i].path.display()))?;
     }
-    for f in &files {
-        println!("{}", f.path.display());
-    }
-    eprintln!(
-        "gen-large: {total} kernels on {} devices in {} file(s), {iterations} iterations, {:.1} s",
-        args.devices,
-        args.files,
-        began.elapsed().as_secs_f64()
-    );
-    ExitCode::SUCCESS
+    Ok((specs.into_iter().map(|f| f.path).collect(), total, iterations))
 }

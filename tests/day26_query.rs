@@ -2,12 +2,22 @@
 //! independent Python computation over the same file (see fixtures/day26/README.md), as JSON
 //! and, for the units of short times, as terminal text.
 
+mod util;
+
 use assert_cmd::Command;
 use serde_json::Value;
 
 const TRACE: &str = "fixtures/day26/megatron.sqlite";
 
+/// `verdict query ARGS --json`; an analysis whose aggregates run on an engine runs on every
+/// engine of the build, which must print the same evidence.
 fn query(args: &[&str]) -> Value {
+    if matches!(args[0], "overlap" | "nccl-skew") {
+        let mut all = vec!["query"];
+        all.extend(args);
+        all.push("--json");
+        return util::run_json_on_engines(&all, None);
+    }
     let out = Command::cargo_bin("verdict")
         .unwrap()
         .arg("query")

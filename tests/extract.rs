@@ -470,3 +470,59 @@ fn first_difference(a: &Value, b: &Value, at: &str) -> Option<String> {
         _ => Some(format!("{at}: {a} vs {b}")),
     }
 }
+
+/// A set's folder gets an index of its members (a dot file, which `DIR/*` does not match);
+/// extracts made one job each are indexed by `--merge` into the same index.
+#[test]
+fn a_set_is_indexed_and_per_file_extracts_merge_into_the_same_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = fixture("nsys-ai/mfu_2gpu_before.sqlite");
+    let b = fixture("nsys-ai/mfu_2gpu_after.sqlite");
+    let set = dir.path().join("set");
+    extract(&[&s(&a), &s(&b)], &set);
+    let text = std::fs::read_to_string(set.join(".verdict-set.json")).unwrap();
+    let index: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(index["format"], "verdict-extract-set");
+    let members = index["members"].as_array().unwrap();
+    // In folder order: `mfu_2gpu_after` before `mfu_2gpu_before`.
+    for (m, (src, folder)) in members.iter().zip([(&b, "mfu_2gpu_after"), (&a, "mfu_2gpu_before")])
+    {
+        assert_eq!(m["folder"], folder);
+        assert_eq!(m["source"]["sha256"], util::sha256_file(src));
+        assert_eq!(m["source"]["bytes"], std::fs::metadata(src).unwrap().len());
+        let manifest = set.join(folder).join("verdict-extract.json");
+        assert_eq!(m["manifest_sha256"], util::sha256_file(&manifest));
+    }
+    assert_eq!(members.len(), 2);
+    // The glob over the folders names the two members, not the index.
+    let v =
+        run_json(&["query", "overlap", &format!("{}/*", set.display()), "--all-devices", "--json"]);
+    assert_eq!(v["trace"]["set"]["files"].as_array().unwrap().len(), 2);
+
+    // The same two traces, one `extract` each, then indexed: the same members.
+    let jobs = dir.path().join("jobs");
+    std::fs::create_dir(&jobs).unwrap();
+    extract(&[&s(&b)], &jobs.join("mfu_2gpu_after"));
+    extract(&[&s(&a)], &jobs.join("mfu_2gpu_before"));
+    let o = run(&["extract", "--merge", &s(&jobs)]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let merged: Value =
+        serde_json::from_str(&std::fs::read_to_string(jobs.join(".verdict-set.json")).unwrap())
+            .unwrap();
+    assert_eq!(merged["members"], index["members"]);
+
+    // A folder that is not an extract, and two extracts of one trace: refused, the index kept.
+    let before = std::fs::read(jobs.join(".verdict-set.json")).unwrap();
+    std::fs::create_dir(jobs.join("stray")).unwrap();
+    let o = run(&["extract", "--merge", &s(&jobs)]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("stray") && err.contains("hint:"), "{err}");
+    std::fs::remove_dir(jobs.join("stray")).unwrap();
+    extract(&[&s(&a)], &jobs.join("again"));
+    let o = run(&["extract", "--merge", &s(&jobs)]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("extracts of the same bytes"), "{err}");
+    assert_eq!(std::fs::read(jobs.join(".verdict-set.json")).unwrap(), before);
+}

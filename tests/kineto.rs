@@ -547,7 +547,8 @@ fn one_workload_as_sqlite_and_as_kineto_gives_the_same_evidence() {
     let kernels = gpu.iter().filter(|g| g.copy.is_none() && g.device == 0).count() as i64;
     assert_eq!(int(&v["rows"][0], "kernels"), kernels, "{v}");
     // Every step's all-reduce pairs across the two ranks: the cross-rank path is exercised.
-    let v = run_json(&["query", "nccl-skew", s(&gz), "--all-devices", "--json"]);
+    let v =
+        util::run_json_on_engines(&["query", "nccl-skew", s(&gz), "--all-devices", "--json"], None);
     assert_eq!(int(&v["values"], "matched"), 4, "{v}");
 }
 
@@ -707,7 +708,8 @@ fn two_process_groups_on_one_stream_are_matched_by_group_and_seq() {
         // Ties go to the lowest rank; the generated starts differ.
         last[x.iter().find(|c| c.start == latest).unwrap().rank as usize] += 1;
     }
-    let v = run_json(&["query", "nccl-skew", &set, "--all-devices", "--json"]);
+    let v =
+        util::run_json_on_engines(&["query", "nccl-skew", &set, "--all-devices", "--json"], None);
     assert_eq!(v["parameters"]["match"], "process-group-sequence", "{v}");
     assert_eq!(
         v["parameters"]["process_groups"],
@@ -759,7 +761,8 @@ fn without_record_param_comms_the_ordinal_rule_is_used_and_said_why() {
         .count() as i64;
     // Instance 1 is right; 2 pairs group 5's first call with rank 2's second group-0 call.
     assert_eq!((n, unmatched, failures), (3, 6, 2));
-    let v = run_json(&["query", "nccl-skew", &set, "--all-devices", "--json"]);
+    let v =
+        util::run_json_on_engines(&["query", "nccl-skew", &set, "--all-devices", "--json"], None);
     assert_eq!(v["parameters"]["match"], "collective-ordinal", "{v}");
     let x = &v["values"];
     assert_eq!((int(x, "unmatched"), int(x, "overlap_failures")), (unmatched as i64, failures));
@@ -796,7 +799,10 @@ fn hta_traces_carry_no_seq_and_say_so() {
             .collect();
         assert!(!ops.is_empty());
         assert!(ops.iter().all(|e| e["args"].get("Seq").is_none()), "{rel}");
-        let v = run_json(&["query", "nccl-skew", s(&path), "--all-devices", "--json"]);
+        let v = util::run_json_on_engines(
+            &["query", "nccl-skew", s(&path), "--all-devices", "--json"],
+            None,
+        );
         assert_eq!(v["parameters"]["match"], "collective-ordinal");
         let note = util::note(&v, "note.group_unusable");
         assert!(note["text"].as_str().unwrap().contains(says), "{rel}: {note}");

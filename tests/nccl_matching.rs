@@ -10,7 +10,7 @@ mod util;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use util::{open_ro, run, run_json, seconds, shared_traces, skip_no_shared};
+use util::{open_ro, run, run_json, run_json_on_engines, seconds, shared_traces, skip_no_shared};
 
 const RUNS: [&str; 3] = [
     "results_Ring_2nodes_6GPUs_1010",
@@ -107,7 +107,8 @@ fn skew(dir: &Path, extra: &[&str]) -> Value {
     let g = glob(dir);
     let mut args = vec!["query", "nccl-skew", g.as_str(), "--stream", "auto", "--json"];
     args.extend(extra);
-    run_json(&args)
+    // Every matching this file checks, on every engine of the build: the same evidence.
+    run_json_on_engines(&args, None)
 }
 
 #[test]

@@ -256,7 +256,10 @@ fn query_and_inspect_take_a_quoted_glob_and_several_files() {
     };
     let dir = shared.join("dsl-fs24").join(RUNS[0].0);
     let glob = format!("{}/*.sqlite", dir.display());
-    let by_glob = run_json(&["query", "nccl-skew", &glob, "--stream", "auto", "--json"]);
+    let by_glob = util::run_json_on_engines(
+        &["query", "nccl-skew", &glob, "--stream", "auto", "--json"],
+        None,
+    );
     let mut files: Vec<String> =
         std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path().display().to_string()).collect();
     files.sort();
@@ -421,8 +424,14 @@ fn session_clock_files_are_shifted_by_their_capture_start_and_keep_their_per_ran
         assert_eq!(row["label"], format!("{short}:{pid}/dev{device}"));
     }
     // A rank-by-rank stream map reads the same as auto on this pair: streams 7 and 15.
-    let auto = run_json(&["query", "nccl-skew", a, b, "--stream", "auto", "--json"]);
-    let map = run_json(&["query", "nccl-skew", a, b, "--stream", "0:7,1:15,2:7,3:15", "--json"]);
+    let auto = util::run_json_on_engines(
+        &["query", "nccl-skew", a, b, "--stream", "auto", "--json"],
+        None,
+    );
+    let map = util::run_json_on_engines(
+        &["query", "nccl-skew", a, b, "--stream", "0:7,1:15,2:7,3:15", "--json"],
+        None,
+    );
     assert_eq!(auto["values"], map["values"]);
     assert_eq!(map["parameters"]["stream"], "0:7,1:15,2:7,3:15");
     // A rank left out of the map is an error that names it, not a silent zero.

@@ -425,3 +425,48 @@ pub fn note<'a>(ev: &'a Value, key: &str) -> &'a Value {
         .and_then(|a| a.iter().find(|n| n["key"] == key))
         .unwrap_or_else(|| panic!("no note `{key}` among {}", ev["notes"]))
 }
+
+/// The engines a cross-rank reduce can run on in this build, besides the Rust reference:
+/// DataFusion when the `datafusion` feature is on, and the Dask scheduler at `dask` if given.
+pub fn engines(dask: Option<&str>) -> Vec<String> {
+    let mut out = Vec::new();
+    if cfg!(feature = "datafusion") {
+        out.push("datafusion".to_string());
+    }
+    if let Some(a) = dask {
+        out.push(format!("dask={a}"));
+    }
+    out
+}
+
+/// Runs `verdict ARGS` (a query printing JSON) on the Rust engine and on every engine of
+/// [`engines`]: each must print the same bytes. Returns the evidence.
+pub fn run_json_on_engines(args: &[&str], dask: Option<&str>) -> Value {
+    let reference = run(args);
+    let text = String::from_utf8_lossy(&reference.stdout).into_owned();
+    assert!(
+        reference.status.success(),
+        "verdict {args:?} failed:\n{}",
+        String::from_utf8_lossy(&reference.stderr)
+    );
+    for engine in engines(dask) {
+        let mut with = args.to_vec();
+        with.extend(["--engine", engine.as_str()]);
+        let out = run(&with);
+        assert!(
+            out.status.success(),
+            "verdict {with:?} failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let got = String::from_utf8_lossy(&out.stdout);
+        if got != text {
+            let at = got.lines().zip(text.lines()).position(|(a, b)| a != b);
+            panic!(
+                "verdict {with:?} differs from the Rust reduce at line {at:?}:\n{}\n--- rust:\n{}",
+                at.and_then(|i| got.lines().nth(i)).unwrap_or(""),
+                at.and_then(|i| text.lines().nth(i)).unwrap_or("")
+            );
+        }
+    }
+    serde_json::from_str(&text).expect("JSON")
+}
