@@ -116,6 +116,11 @@ pub enum Command {
     /// glob, to DIR/NAME, one folder per file, extracted in parallel. Every command reads an
     /// extract (or a folder written by `nsys export --type parquetdir`) as it reads the
     /// trace, with the same evidence; the ledger names the extract and the source's sha256.
+    ///
+    /// A set's DIR also gets an index, `.verdict-set.json` (a dot file, so that `DIR/*` still
+    /// names the members alone): each member folder with its source's path, size and sha256
+    /// and its manifest's sha256. When the files were extracted one job each (a job array,
+    /// Dask, Spark), `verdict extract --merge DIR` writes that index from the folders.
     Extract(ExtractArgs),
     /// Serve the read-only tools to an agent over MCP (JSON-RPC on stdin and stdout).
     ///
@@ -131,11 +136,15 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct ExtractArgs {
     /// The trace files: one, several, or a quoted glob (one folder per file under DIR).
-    #[arg(value_name = "TRACE", value_hint = clap::ValueHint::FilePath, required = true, num_args = 1..)]
+    #[arg(value_name = "TRACE", value_hint = clap::ValueHint::FilePath, required_unless_present = "merge", num_args = 1..)]
     pub traces: Vec<PathBuf>,
     /// The folder to write; it must not exist. Nothing is left of it when extraction fails.
-    #[arg(long, short, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
-    pub out: PathBuf,
+    #[arg(long, short, value_name = "DIR", value_hint = clap::ValueHint::DirPath, required_unless_present = "merge")]
+    pub out: Option<PathBuf>,
+    /// Index the extracts in DIR's folders (each written by its own `verdict extract`) as one
+    /// set: writes DIR/.verdict-set.json, replacing an earlier index.
+    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath, conflicts_with_all = ["traces", "out"])]
+    pub merge: Option<PathBuf>,
     /// Print each manifest as JSON.
     #[arg(long)]
     pub json: bool,

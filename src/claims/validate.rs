@@ -1784,7 +1784,12 @@ pub(crate) fn glob_files(base: &Path, p: &str) -> Result<Vec<PathBuf>, String> {
         format!("{}/{p}", glob::Pattern::escape(&base.display().to_string()))
     };
     let mut found = Vec::new();
-    for m in glob::glob(&full).map_err(|e| format!("`{p}` is not a valid glob ({e})"))? {
+    // As a shell does, a wildcard never matches a leading dot: a set folder's index
+    // (`.verdict-set.json`) and temporary folders are not members.
+    let options = glob::MatchOptions { require_literal_leading_dot: true, ..Default::default() };
+    for m in
+        glob::glob_with(&full, options).map_err(|e| format!("`{p}` is not a valid glob ({e})"))?
+    {
         let m = m.map_err(|e| format!("`{p}`: {e}"))?;
         // As a file named in a list would be: never skipped in silence (issue 28).
         if !m.is_file() && !crate::trace::is_trace_dir(&m) {

@@ -17,8 +17,13 @@ pub fn run(args: ExtractArgs) -> anyhow::Result<ExitCode> {
     use crate::trace::columnar::{self, Manifest};
     use crate::units::thousands;
 
+    if let Some(dir) = &args.merge {
+        return merge(dir, args.json);
+    }
     let (files, set) = crate::plan::expand(&args.traces)?;
-    let out = &args.out;
+    let Some(out) = &args.out else {
+        return Err(crate::Hinted::new("no --out folder", "give --out DIR").into());
+    };
     if out.exists() {
         return Err(crate::Hinted::new(
             format!("`{}` exists already", out.display()),
@@ -63,6 +68,7 @@ pub fn run(args: ExtractArgs) -> anyhow::Result<ExitCode> {
         for m in done {
             manifests.push(m?);
         }
+        write_index(tmp.path(), &index(tmp.path(), &names, &tool)?)?;
         std::fs::rename(tmp.keep(), out)?;
         files
             .iter()
@@ -72,7 +78,7 @@ pub fn run(args: ExtractArgs) -> anyhow::Result<ExitCode> {
             .collect()
     } else {
         let m = extract(&files[0], out)?;
-        vec![(files[0].clone(), out.clone(), m)]
+        vec![(files[0].clone(), out.to_path_buf(), m)]
     };
     if args.json {
         let v: Vec<_> = written
@@ -105,6 +111,143 @@ pub fn run(args: ExtractArgs) -> anyhow::Result<ExitCode> {
         println!(
             "the set is read by a quoted glob over its folders: `verdict query nccl-skew '{0}/*'`, or `path: {0}/*` under a trace of a claims file",
             out.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The index of a set of extracts, in the set's folder.
+#[cfg(feature = "columnar")]
+pub const SET_INDEX: &str = ".verdict-set.json";
+
+/// The format name of [`SET_INDEX`].
+#[cfg(feature = "columnar")]
+pub const SET_FORMAT: &str = "verdict-extract-set";
+
+/// The index of a set of extracts: its members, each with the chain back to its source.
+#[cfg(feature = "columnar")]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SetIndex {
+    /// Always [`SET_FORMAT`].
+    pub format: String,
+    /// The layout's version (that of the members' manifests).
+    pub version: u32,
+    /// The build of verdict that wrote the index.
+    pub tool: String,
+    /// The members, by folder name.
+    pub members: Vec<SetMember>,
+}
+
+/// One member of a [`SetIndex`].
+#[cfg(feature = "columnar")]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SetMember {
+    /// The member's folder, relative to the set's.
+    pub folder: String,
+    /// The trace it was extracted from.
+    pub source: crate::trace::columnar::SourceFile,
+    /// The sha256 of its manifest file.
+    pub manifest_sha256: String,
+}
+
+/// Reads the manifests of `folders` under `dir` into an index; a folder without a readable
+/// manifest, or two members of one source, are errors.
+#[cfg(feature = "columnar")]
+fn index(dir: &Path, folders: &[String], tool: &str) -> anyhow::Result<SetIndex> {
+    use crate::trace::columnar::{FORMAT, MANIFEST, Manifest, VERSION};
+    use sha2::Digest;
+
+    let mut members = Vec::with_capacity(folders.len());
+    let mut sources: std::collections::BTreeMap<String, String> = Default::default();
+    for f in folders {
+        let path = dir.join(f).join(MANIFEST);
+        let bad = |why: String| {
+            crate::Hinted::new(
+                format!("`{}`: {why}", path.display()),
+                "each folder of a set is one `verdict extract` of one trace: extract it again, or move what is not an extract out of the folder",
+            )
+        };
+        let bytes = std::fs::read(&path).map_err(|e| bad(e.to_string()))?;
+        let m: Manifest =
+            serde_json::from_slice(&bytes).map_err(|e| bad(format!("not a manifest ({e})")))?;
+        if m.format != FORMAT || m.version != VERSION {
+            return Err(bad(format!(
+                "a manifest of {} version {}, not {FORMAT} version {VERSION}",
+                m.format, m.version
+            ))
+            .into());
+        }
+        if let Some(other) = sources.insert(m.source.sha256.clone(), f.clone()) {
+            return Err(crate::Hinted::new(
+                format!(
+                    "`{other}` and `{f}` are extracts of the same bytes (sha256 {})",
+                    m.source.sha256
+                ),
+                "a set holds each rank's capture once: remove one of the two folders",
+            )
+            .into());
+        }
+        members.push(SetMember {
+            folder: f.clone(),
+            source: m.source,
+            manifest_sha256: crate::trace::hex(&sha2::Sha256::digest(&bytes)),
+        });
+    }
+    Ok(SetIndex { format: SET_FORMAT.into(), version: VERSION, tool: tool.to_string(), members })
+}
+
+/// Writes `index` into `dir` (through a temporary file renamed into place).
+#[cfg(feature = "columnar")]
+fn write_index(dir: &Path, index: &SetIndex) -> anyhow::Result<()> {
+    let mut tmp = tempfile::Builder::new().prefix(".verdict-set-").tempfile_in(dir)?;
+    let text = serde_json::to_string_pretty(index)?;
+    std::io::Write::write_all(&mut tmp, (text + "\n").as_bytes())?;
+    tmp.persist(dir.join(SET_INDEX))?;
+    Ok(())
+}
+
+/// `extract --merge DIR`: indexes the extracts in DIR's folders.
+#[cfg(feature = "columnar")]
+fn merge(dir: &Path, json: bool) -> anyhow::Result<ExitCode> {
+    if !dir.is_dir() {
+        return Err(crate::Hinted::new(
+            format!("`{}` is not a folder", dir.display()),
+            "give the folder that holds one extract folder per trace",
+        )
+        .into());
+    }
+    let mut folders = Vec::new();
+    for e in std::fs::read_dir(dir)? {
+        let e = e?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        // Dot files and folders are not members (the index itself, temporary folders).
+        if !name.starts_with('.') && e.file_type()?.is_dir() {
+            folders.push(name);
+        }
+    }
+    folders.sort();
+    if folders.is_empty() {
+        return Err(crate::Hinted::new(
+            format!("`{}` holds no extract folder", dir.display()),
+            "extract each trace into its own folder under it first (`verdict extract TRACE --out DIR/NAME`)",
+        )
+        .into());
+    }
+    let t = crate::analysis::ToolRef::current();
+    let tool = match t.build {
+        Some(b) => format!("{} {} ({b})", t.name, t.version),
+        None => format!("{} {}", t.name, t.version),
+    };
+    let idx = index(dir, &folders, &tool)?;
+    write_index(dir, &idx)?;
+    if json {
+        super::print_json(&idx)?;
+    } else {
+        println!(
+            "{}: {} extracts indexed in {}",
+            dir.display(),
+            idx.members.len(),
+            dir.join(SET_INDEX).display()
         );
     }
     Ok(ExitCode::SUCCESS)
