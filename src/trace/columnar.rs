@@ -486,9 +486,23 @@ fn write_table(
     Ok(n)
 }
 
-/// Reads a columnar folder into a new SQLite database at `db`, with the tables of an nsys
-/// export. The folder is only read.
-pub fn build(dir: &Path, db: &Path) -> Result<ColumnarInfo, TraceError> {
+/// The tables read on demand rather than at open: the large activity tables, which most
+/// commands read only some of, and which the kernel and launch scans read straight from their
+/// Parquet files ([`IntColumns`]). Every other table is small and read at open.
+pub(crate) fn is_lazy(table: &str) -> bool {
+    [names::RUNTIME, names::NVTX_EVENTS, names::MEMCPY, names::MEMSET].contains(&table)
+        || is_kernel_table(table)
+}
+
+/// Opens a columnar folder into the SQLite database of `conn`, with the tables of an nsys
+/// export: every table is created, the small ones filled; the large ones ([`is_lazy`]) are
+/// created empty and returned with their files, for the caller to drop once the schema is
+/// probed and to fill with [`load_table`] when a scan reads them. Every file is checked
+/// against the manifest first. The folder is only read.
+pub fn open(
+    dir: &Path,
+    conn: &Connection,
+) -> Result<(ColumnarInfo, Vec<(String, PathBuf)>), TraceError> {
     let manifest_path = dir.join(MANIFEST);
     let (layout, wanted): (Layout, Vec<(String, PathBuf)>) = if manifest_path.is_file() {
         let bytes = std::fs::read(&manifest_path)?;
@@ -522,17 +536,25 @@ pub fn build(dir: &Path, db: &Path) -> Result<ColumnarInfo, TraceError> {
         skipped.sort();
         (Layout::NsysParquet { skipped }, wanted)
     };
+    // The files are hashed in parallel: the digests are the one cost of opening a folder
+    // that grows with its bytes before any table is read.
+    let digests: Vec<Result<String, TraceError>> = {
+        use rayon::prelude::*;
+        wanted
+            .par_iter()
+            .map(|(_, path)| match sha256_file(path) {
+                Ok(s) => Ok(s),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    Err(fail(path, "the manifest names it, but it is absent"))
+                }
+                Err(e) => Err(e.into()),
+            })
+            .collect()
+    };
     let mut files = Vec::with_capacity(wanted.len());
-    for (_, path) in &wanted {
+    for ((_, path), sha) in wanted.iter().zip(digests) {
         let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
-        let sha = match sha256_file(path) {
-            Ok(s) => s,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(fail(path, "the manifest names it, but it is absent"));
-            }
-            Err(e) => return Err(e.into()),
-        };
-        files.push((name, sha));
+        files.push((name, sha?));
     }
     let digest = match &layout {
         Layout::Extract { manifest, .. } => {
@@ -554,17 +576,22 @@ pub fn build(dir: &Path, db: &Path) -> Result<ColumnarInfo, TraceError> {
             super::hex(&sha2::Sha256::digest(lines.as_bytes()))
         }
     };
-    let mut conn = Connection::open(db).map_err(TraceError::from_sqlite)?;
     conn.execute_batch(
         "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -16384;",
     )
     .map_err(TraceError::from_sqlite)?;
-    let tx = conn.transaction().map_err(TraceError::from_sqlite)?;
+    let mut lazy = Vec::new();
+    conn.execute_batch("BEGIN").map_err(TraceError::from_sqlite)?;
     for (table, path) in &wanted {
-        load_table(&tx, table, path)?;
+        if is_lazy(table) {
+            create_table(conn, table, path)?;
+            lazy.push((table.clone(), path.clone()));
+        } else {
+            load_table(conn, table, path)?;
+        }
     }
-    tx.commit().map_err(TraceError::from_sqlite)?;
-    Ok(ColumnarInfo { dir: dir.display().to_string(), layout, digest, files })
+    conn.execute_batch("COMMIT").map_err(TraceError::from_sqlite)?;
+    Ok((ColumnarInfo { dir: dir.display().to_string(), layout, digest, files }, lazy))
 }
 
 /// The SQL type a column is declared with: as the extract recorded it, else from its Arrow
@@ -611,8 +638,12 @@ enum Column<'a> {
     Blob(&'a BinaryArray),
 }
 
-/// Reads one Parquet file into a table of its name.
-fn load_table(conn: &Connection, table: &str, path: &Path) -> Result<(), TraceError> {
+/// Opens a Parquet file of a table: its reader and each column's canonical type, or the
+/// error naming the column this build cannot read.
+fn table_reader(
+    table: &str,
+    path: &Path,
+) -> Result<(ParquetRecordBatchReaderBuilder<File>, Vec<String>, Vec<DataType>), TraceError> {
     let builder = ParquetRecordBatchReaderBuilder::try_new(File::open(path)?)
         .map_err(|e| fail(path, e))?
         .with_batch_size(BATCH_ROWS);
@@ -628,6 +659,20 @@ fn load_table(conn: &Connection, table: &str, path: &Path) -> Result<(), TraceEr
         decl.push(format!("{} {}", quote_ident(f.name()), sql_type(f).map_err(bad)?));
         types.push(canonical(f.data_type()).map_err(bad)?);
     }
+    Ok((builder, decl, types))
+}
+
+/// Creates the table of a Parquet file, empty, with its columns as declared.
+fn create_table(conn: &Connection, table: &str, path: &Path) -> Result<(), TraceError> {
+    let (_, decl, _) = table_reader(table, path)?;
+    conn.execute_batch(&format!("CREATE TABLE {} ({});", quote_ident(table), decl.join(", ")))
+        .map_err(TraceError::from_sqlite)
+}
+
+/// Reads one Parquet file into a new table of its name.
+pub(crate) fn load_table(conn: &Connection, table: &str, path: &Path) -> Result<(), TraceError> {
+    let (builder, decl, types) = table_reader(table, path)?;
+    let schema = builder.schema().clone();
     conn.execute_batch(&format!("CREATE TABLE {} ({});", quote_ident(table), decl.join(", ")))
         .map_err(TraceError::from_sqlite)?;
     let marks = vec!["?"; types.len()].join(", ");
@@ -687,4 +732,86 @@ fn load_table(conn: &Connection, table: &str, path: &Path) -> Result<(), TraceEr
         }
     }
     Ok(())
+}
+
+/// Rows of a table's Parquet file, from its footer.
+pub(crate) fn row_count(path: &Path) -> Result<i64, TraceError> {
+    let builder =
+        ParquetRecordBatchReaderBuilder::try_new(File::open(path)?).map_err(|e| fail(path, e))?;
+    Ok(builder.metadata().file_metadata().num_rows())
+}
+
+/// Integer columns of a table read straight from its Parquet file, batch by batch in row
+/// order, as 64-bit integers: the values a scan of the table loaded into SQLite reads, without
+/// the load.
+pub(crate) struct IntColumns {
+    reader: parquet::arrow::arrow_reader::ParquetRecordBatchReader,
+    table: String,
+    path: PathBuf,
+    /// Per column asked for, its name in the file (None: absent, read as NULL).
+    columns: Vec<Option<String>>,
+}
+
+impl IntColumns {
+    /// Opens the columns `columns` (None: a column the scan reads as NULL) of a table's file,
+    /// or gives None when one of them is not an integer column (the table is then read
+    /// through SQLite, where the scan's own checks name what it holds). A column absent from
+    /// the file is the caller's to have checked against the schema.
+    pub(crate) fn open(
+        table: &str,
+        path: &Path,
+        columns: &[Option<&str>],
+    ) -> Result<Option<IntColumns>, TraceError> {
+        let (builder, _, types) = table_reader(table, path)?;
+        let schema = builder.schema().clone();
+        let mut roots = Vec::new();
+        for c in columns.iter().flatten() {
+            let Ok(i) = schema.index_of(c) else {
+                return Err(TraceError::MissingColumn { table: table.into(), column: (*c).into() });
+            };
+            if types[i] != DataType::Int64 {
+                return Ok(None);
+            }
+            roots.push(i);
+        }
+        let mask = parquet::arrow::ProjectionMask::roots(builder.parquet_schema(), roots);
+        let reader = builder.with_projection(mask).build().map_err(|e| fail(path, e))?;
+        Ok(Some(IntColumns {
+            reader,
+            table: table.into(),
+            path: path.to_path_buf(),
+            columns: columns.iter().map(|c| c.map(str::to_string)).collect(),
+        }))
+    }
+
+    /// The next batch: per column asked for, its values (None for a column read as NULL).
+    pub(crate) fn next_batch(&mut self) -> Result<Option<Vec<Option<Int64Array>>>, TraceError> {
+        let Some(batch) = self.reader.next() else { return Ok(None) };
+        let batch = batch.map_err(|e| fail(&self.path, e))?;
+        let strict = arrow_cast::CastOptions { safe: false, ..Default::default() };
+        let mut out = Vec::with_capacity(self.columns.len());
+        for c in &self.columns {
+            let Some(name) = c else {
+                out.push(None);
+                continue;
+            };
+            let a = batch.column_by_name(name).ok_or_else(|| TraceError::MissingColumn {
+                table: self.table.clone(),
+                column: name.clone(),
+            })?;
+            let a = if a.data_type() == &DataType::Int64 {
+                a.clone()
+            } else {
+                arrow_cast::cast_with_options(a, &DataType::Int64, &strict).map_err(|e| {
+                    TraceError::BadValue {
+                        table: self.table.clone(),
+                        column: name.clone(),
+                        detail: format!("{e} (in `{}`)", self.path.display()),
+                    }
+                })?
+            };
+            out.push(Some(a.as_primitive::<arrow_array::types::Int64Type>().clone()));
+        }
+        Ok(Some(out))
+    }
 }

@@ -236,6 +236,10 @@ pub struct Trace {
     /// For a columnar folder: its layout, files and the digest its evidence carries.
     #[cfg(feature = "columnar")]
     columnar: Option<Box<columnar::ColumnarInfo>>,
+    /// For a columnar folder: its large tables not read into the database yet, with their
+    /// files ([`columnar::is_lazy`]); each is loaded when a scan first reads it through SQL.
+    #[cfg(feature = "columnar")]
+    unloaded: std::cell::RefCell<BTreeMap<String, PathBuf>>,
 }
 
 impl std::fmt::Debug for Trace {
@@ -303,6 +307,7 @@ pub(crate) fn split_scan<T: Send>(
     progress: &mut dyn FnMut(u64),
     scan: impl Fn(&Connection, &str, Option<(&mut dyn FnMut(u64), u64)>) -> Result<T, TraceError> + Sync,
 ) -> Result<Vec<T>, TraceError> {
+    trace.load_tables(&[table])?;
     // Two queries: SQLite reads one end of the b-tree for a lone min() or max(), but scans
     // the table for both in one.
     let end = |f: &str| -> Option<i64> {
@@ -384,6 +389,8 @@ impl Trace {
             db,
             #[cfg(feature = "columnar")]
             columnar: None,
+            #[cfg(feature = "columnar")]
+            unloaded: Default::default(),
         }
     }
 
@@ -400,15 +407,82 @@ impl Trace {
             return Err(TraceError::NotColumnar(path.to_path_buf()));
         }
         let db = Trace::temp_db("verdict-columnar-")?;
-        let info = columnar::build(path, &db)?;
-        let conn = open_read_only(&db)?;
+        // The database is the trace's own, written only by this connection: the large tables
+        // are read into it when first read through SQL. Scans split over the cores open it
+        // read-only, once the table they read is in it.
+        let conn = Connection::open(&db).map_err(TraceError::from_sqlite)?;
+        let (info, lazy) = columnar::open(path, &conn)?;
         let mut schema = Schema::probe(&conn)?;
         if let Some(k) = info.manifest().and_then(|m| m.kineto.clone()) {
             schema.set_kineto(k);
         }
+        // The large tables were created empty for the probe; they are dropped until read, so
+        // a read that did not load its table first fails on a missing table, never reads an
+        // empty one.
+        for (table, _) in &lazy {
+            conn.execute_batch(&format!("DROP TABLE {}", quote_ident(table)))
+                .map_err(TraceError::from_sqlite)?;
+        }
         let mut trace = Trace::new(conn, path, schema, Some(db));
         trace.columnar = Some(Box::new(info));
+        trace.unloaded = std::cell::RefCell::new(lazy.into_iter().collect());
         Ok(trace)
+    }
+
+    /// Reads the given tables of a columnar folder into its database where they are not yet
+    /// (a no-op for any other trace, and for a table the trace does not have): every table
+    /// is then there for [`Trace::conn`] to read.
+    pub fn load_tables(&self, tables: &[&str]) -> Result<(), TraceError> {
+        #[cfg(feature = "columnar")]
+        {
+            let mut unloaded = self.unloaded.borrow_mut();
+            let todo: Vec<(String, PathBuf)> = tables
+                .iter()
+                .filter_map(|t| unloaded.get(*t).map(|p| (t.to_string(), p.clone())))
+                .collect();
+            if todo.is_empty() {
+                return Ok(());
+            }
+            self.conn.execute_batch("BEGIN").map_err(TraceError::from_sqlite)?;
+            for (table, path) in &todo {
+                if let Err(e) = columnar::load_table(&self.conn, table, path) {
+                    let _ = self.conn.execute_batch("ROLLBACK");
+                    return Err(e);
+                }
+            }
+            self.conn.execute_batch("COMMIT").map_err(TraceError::from_sqlite)?;
+            for (table, _) in todo {
+                unloaded.remove(&table);
+            }
+        }
+        #[cfg(not(feature = "columnar"))]
+        let _ = tables;
+        Ok(())
+    }
+
+    /// The connection, with the given tables read into it ([`Trace::load_tables`]).
+    pub(crate) fn conn_with(&self, tables: &[&str]) -> Result<&Connection, TraceError> {
+        self.load_tables(tables)?;
+        Ok(&self.conn)
+    }
+
+    /// For a columnar folder's table not read into its database: its Parquet file, for a
+    /// scan to read straight.
+    #[cfg(feature = "columnar")]
+    pub(crate) fn unloaded_file(&self, table: &str) -> Option<PathBuf> {
+        self.unloaded.borrow().get(table).cloned()
+    }
+
+    /// Rows of a table: counted by SQL, or for a columnar folder's table not read into its
+    /// database, from its file's footer.
+    pub(crate) fn row_count(&self, table: &str) -> Result<i64, TraceError> {
+        #[cfg(feature = "columnar")]
+        if let Some(path) = self.unloaded_file(table) {
+            return columnar::row_count(&path);
+        }
+        self.conn
+            .query_row(&format!("SELECT count(*) FROM {}", quote_ident(table)), [], |r| r.get(0))
+            .map_err(TraceError::from_sqlite)
     }
 
     #[cfg(not(feature = "columnar"))]
@@ -457,7 +531,8 @@ impl Trace {
         &self.schema
     }
 
-    /// The connection, for analyses that read tables other than the kernel table.
+    /// The connection, for analyses that read tables other than the kernel table. A
+    /// columnar folder's large tables are in it once read ([`Trace::load_tables`]).
     pub fn conn(&self) -> &Connection {
         &self.conn
     }
@@ -478,13 +553,7 @@ impl Trace {
         let gpus = self.listed_gpus()?;
         let processes = self.processes()?;
         let nvtx_events = if self.schema.has_table(names::NVTX_EVENTS) {
-            let n: i64 = self
-                .conn
-                .query_row(&format!("SELECT count(*) FROM {}", names::NVTX_EVENTS), [], |r| {
-                    r.get(0)
-                })
-                .map_err(TraceError::from_sqlite)?;
-            Some(n)
+            Some(self.row_count(names::NVTX_EVENTS)?)
         } else {
             None
         };
