@@ -213,22 +213,21 @@ impl Kernels {
             if read_keys { ", correlationId" } else { "" },
             quote_ident(&table)
         );
-        let parts = match direct_scan(
-            trace, &table, has_pid, read_keys, filter, &nccl_ids, progress,
-        )? {
-            Some(part) => vec![part],
-            None => super::split_scan(trace, &table, progress, |conn, range, progress| {
-                scan_part(
-                    conn,
-                    &format!("{sql}{range}"),
-                    &table,
-                    filter,
-                    read_keys,
-                    &nccl_ids,
-                    progress,
-                )
-            })?,
-        };
+        let parts =
+            match direct_scan(trace, &table, has_pid, read_keys, filter, &nccl_ids, progress)? {
+                Some(part) => vec![part],
+                None => super::split_scan(trace, &table, progress, |conn, range, progress| {
+                    scan_part(
+                        conn,
+                        &format!("{sql}{range}"),
+                        &table,
+                        filter,
+                        read_keys,
+                        &nccl_ids,
+                        progress,
+                    )
+                })?,
+            };
         let mut out = Kernels { filter: filter.clone(), ..Kernels::default() };
         let mut inventory = InventoryAcc::default();
         let kept: usize = parts.iter().map(|p| p.start.len()).sum();
@@ -798,17 +797,13 @@ fn direct_scan(
     progress: &mut dyn FnMut(u64),
 ) -> Result<Option<Part>, TraceError> {
     let Some(path) = trace.unloaded_file(table) else { return Ok(None) };
-    let mut names =
-        vec![k::START, k::END, k::DEVICE, k::STREAM, k::SHORT_NAME, k::DEMANGLED_NAME];
+    let mut names = vec![k::START, k::END, k::DEVICE, k::STREAM, k::SHORT_NAME, k::DEMANGLED_NAME];
     names.push(if has_pid { k::GLOBAL_PID } else { "NULL" });
     if read_keys {
         names.push(k::CORRELATION_ID);
     }
-    let asked: Vec<Option<&str>> = names
-        .iter()
-        .enumerate()
-        .map(|(i, &c)| (i != 6 || has_pid).then_some(c))
-        .collect();
+    let asked: Vec<Option<&str>> =
+        names.iter().enumerate().map(|(i, &c)| (i != 6 || has_pid).then_some(c)).collect();
     let Some(mut columns) = super::columnar::IntColumns::open(table, &path, &asked)? else {
         return Ok(None);
     };
