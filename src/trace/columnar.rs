@@ -576,8 +576,12 @@ pub fn open(
             super::hex(&sha2::Sha256::digest(lines.as_bytes()))
         }
     };
+    // A throwaway database no other process opens: no journal, no sync, and its lock taken
+    // once rather than around every statement (the scans' own read-only connections open it
+    // immutable, without locks).
     conn.execute_batch(
-        "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -16384;",
+        "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -16384; \
+         PRAGMA locking_mode = EXCLUSIVE;",
     )
     .map_err(TraceError::from_sqlite)?;
     let mut lazy = Vec::new();
@@ -644,9 +648,11 @@ fn table_reader(
     table: &str,
     path: &Path,
 ) -> Result<(ParquetRecordBatchReaderBuilder<File>, Vec<String>, Vec<DataType>), TraceError> {
-    let builder = ParquetRecordBatchReaderBuilder::try_new(File::open(path)?)
-        .map_err(|e| fail(path, e))?
-        .with_batch_size(BATCH_ROWS);
+    let builder =
+        ParquetRecordBatchReaderBuilder::try_new(File::open(path)?).map_err(|e| fail(path, e))?;
+    // Batches no larger than the table: a batch's buffers are sized for it.
+    let rows = builder.metadata().file_metadata().num_rows().clamp(1, BATCH_ROWS as i64);
+    let builder = builder.with_batch_size(rows as usize);
     let schema = builder.schema().clone();
     let mut decl = Vec::with_capacity(schema.fields().len());
     let mut types = Vec::with_capacity(schema.fields().len());

@@ -890,7 +890,9 @@ fn uri_escape(path: &Path) -> String {
 pub fn sha256_file(path: &Path) -> io::Result<String> {
     let mut f = File::open(path)?;
     let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
+    // A buffer no larger than the file: the small files of an extract are many.
+    let len = f.metadata()?.len().clamp(1, 1 << 20);
+    let mut buf = vec![0u8; len as usize];
     loop {
         let n = f.read(&mut buf)?;
         if n == 0 {
