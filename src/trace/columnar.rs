@@ -17,9 +17,14 @@
 //!
 //! Times stay integer ns (Parquet `INT64`) from the export to the analyses. The SQL type each
 //! column was declared with is kept in the Parquet field's metadata (`sqlite.type`), so the
-//! tables come back as they were declared. The database the tables are read into is a
-//! temporary file in the system's temporary folder, removed when the trace is closed; nothing
-//! is written beside the input.
+//! tables come back as they were declared.
+//!
+//! Opening a folder reads its small tables into a database in memory. The large activity
+//! tables ([`is_lazy`]) are read only when a scan reads them: the kernel scan and the launch
+//! scan read their Parquet columns straight ([`IntColumns`]); any other read loads the table
+//! into the database first (in memory, or, from the rows at which a scan is split over the
+//! cores, into a temporary file in the system's temporary folder, removed when the trace is
+//! closed). Nothing is written beside the input.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -494,11 +499,11 @@ pub(crate) fn is_lazy(table: &str) -> bool {
         || is_kernel_table(table)
 }
 
-/// Opens a columnar folder into the SQLite database of `conn`, with the tables of an nsys
-/// export: every table is created, the small ones filled; the large ones ([`is_lazy`]) are
-/// created empty and returned with their files, for the caller to drop once the schema is
-/// probed and to fill with [`load_table`] when a scan reads them. Every file is checked
-/// against the manifest first. The folder is only read.
+/// Opens a columnar folder into the SQLite database of `conn` (in memory), with the tables
+/// of an nsys export: every table is created, the small ones filled; the large ones
+/// ([`is_lazy`]) are created empty and returned with their files, for the caller to drop
+/// once the schema is probed and to fill with [`load_table`] when a scan reads them. Every
+/// file is checked against the manifest first. The folder is only read.
 pub fn open(
     dir: &Path,
     conn: &Connection,
@@ -576,14 +581,7 @@ pub fn open(
             super::hex(&sha2::Sha256::digest(lines.as_bytes()))
         }
     };
-    // A throwaway database no other process opens: no journal, no sync, and its lock taken
-    // once rather than around every statement (the scans' own read-only connections open it
-    // immutable, without locks).
-    conn.execute_batch(
-        "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -16384; \
-         PRAGMA locking_mode = EXCLUSIVE;",
-    )
-    .map_err(TraceError::from_sqlite)?;
+    conn.execute_batch("PRAGMA journal_mode = OFF;").map_err(TraceError::from_sqlite)?;
     let mut lazy = Vec::new();
     conn.execute_batch("BEGIN").map_err(TraceError::from_sqlite)?;
     for (table, path) in &wanted {
@@ -591,7 +589,7 @@ pub fn open(
             create_table(conn, table, path)?;
             lazy.push((table.clone(), path.clone()));
         } else {
-            load_table(conn, table, path)?;
+            load_table(conn, "main", table, path)?;
         }
     }
     conn.execute_batch("COMMIT").map_err(TraceError::from_sqlite)?;
@@ -675,15 +673,22 @@ fn create_table(conn: &Connection, table: &str, path: &Path) -> Result<(), Trace
         .map_err(TraceError::from_sqlite)
 }
 
-/// Reads one Parquet file into a new table of its name.
-pub(crate) fn load_table(conn: &Connection, table: &str, path: &Path) -> Result<(), TraceError> {
+/// Reads one Parquet file into a new table of its name, in the database `main` or an
+/// attached one.
+pub(crate) fn load_table(
+    conn: &Connection,
+    db: &str,
+    table: &str,
+    path: &Path,
+) -> Result<(), TraceError> {
     let (builder, decl, types) = table_reader(table, path)?;
     let schema = builder.schema().clone();
-    conn.execute_batch(&format!("CREATE TABLE {} ({});", quote_ident(table), decl.join(", ")))
+    let name = format!("{}.{}", quote_ident(db), quote_ident(table));
+    conn.execute_batch(&format!("CREATE TABLE {name} ({});", decl.join(", ")))
         .map_err(TraceError::from_sqlite)?;
     let marks = vec!["?"; types.len()].join(", ");
     let mut insert = conn
-        .prepare(&format!("INSERT INTO {} VALUES ({marks})", quote_ident(table)))
+        .prepare(&format!("INSERT INTO {name} VALUES ({marks})"))
         .map_err(TraceError::from_sqlite)?;
     let reader = builder.build().map_err(|e| fail(path, e))?;
     let strict = arrow_cast::CastOptions { safe: false, ..Default::default() };
@@ -819,5 +824,57 @@ impl IntColumns {
             out.push(Some(a.as_primitive::<arrow_array::types::Int64Type>().clone()));
         }
         Ok(Some(out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::nvtx::NvtxRanges;
+    use crate::trace::{KernelFilter, Kernels, NameStyle, with_split};
+
+    /// A table loaded from an extract goes to memory below the rows at which scans split,
+    /// to the spill file from there, where the split scans read it; both give what the same
+    /// scans give over the SQLite source, and what the straight Parquet scan gives.
+    #[test]
+    fn a_table_loaded_in_memory_or_spilled_reads_as_the_source() {
+        let src =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/nsys-ai/mfu_2gpu_before.sqlite");
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("x");
+        let a = Trace::open(&src).unwrap();
+        write(&a, &out, "test").unwrap();
+        // NVTX_EVENTS has 19,118 rows, the kernel table 4,010 (SQL over the fixture).
+        with_split(5_000, 3, || {
+            let b = Trace::open(&out).unwrap();
+            assert!(b.spill.get().is_none(), "nothing spilled before a table is read");
+            let (na, nb) =
+                (NvtxRanges::load(&a, None).unwrap(), NvtxRanges::load(&b, None).unwrap());
+            assert_eq!(nb.start.len(), na.start.len());
+            assert_eq!((&na.start, &na.end, &na.global_tid), (&nb.start, &nb.end, &nb.global_tid));
+            let texts = |r: &NvtxRanges| -> Vec<String> {
+                (0..r.len()).map(|i| r.name_of(i).to_string()).collect()
+            };
+            assert_eq!(texts(&na), texts(&nb));
+            let spill = b.spill.get().expect("NVTX_EVENTS spilled").to_path_buf();
+            assert_eq!(b.split_file(names::NVTX_EVENTS), Some(spill.as_path()));
+
+            let filter = KernelFilter::default();
+            let straight = Kernels::load(&b, &filter, &mut |_| {}).unwrap();
+            b.load_tables(&[names::KERNEL]).unwrap();
+            assert_eq!(b.split_file(names::KERNEL), None, "4,010 rows stay in memory");
+            let via_sql = Kernels::load(&b, &filter, &mut |_| {}).unwrap();
+            let source = Kernels::load(&a, &filter, &mut |_| {}).unwrap();
+            for k in [&straight, &via_sql] {
+                assert_eq!(k.len(), 4_010);
+                assert_eq!(
+                    (&k.start, &k.end, &k.device),
+                    (&source.start, &source.end, &source.device)
+                );
+                assert!((0..k.len()).all(
+                    |i| k.name(i, NameStyle::Demangled) == source.name(i, NameStyle::Demangled)
+                ));
+            }
+        });
     }
 }

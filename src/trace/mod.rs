@@ -240,6 +240,11 @@ pub struct Trace {
     /// files ([`columnar::is_lazy`]); each is loaded when a scan first reads it through SQL.
     #[cfg(feature = "columnar")]
     unloaded: std::cell::RefCell<BTreeMap<String, PathBuf>>,
+    /// For a columnar folder whose database is in memory: the temporary file attached to it
+    /// (as `spill`) once a table large enough to be scanned over the cores is loaded, which
+    /// the split scans open; removed when the trace is dropped.
+    #[cfg(feature = "columnar")]
+    spill: std::cell::OnceCell<tempfile::TempPath>,
 }
 
 impl std::fmt::Debug for Trace {
@@ -286,6 +291,12 @@ pub(crate) fn with_split<R>(min_rows: i64, parts: i64, f: impl FnOnce() -> R) ->
     out
 }
 
+/// Rows from which a table is read in ranges, and how many: this thread's override, else
+/// [`SPLIT_MIN_ROWS`] and one range per core.
+fn split_setting() -> (i64, i64) {
+    SPLIT.with(|s| s.get()).unwrap_or((SPLIT_MIN_ROWS, rayon::current_num_threads().max(1) as i64))
+}
+
 /// Runs `f` reading every table in one pass on this thread: the files of a set are read in
 /// parallel already, and more threads than cores only take turns.
 pub(crate) fn unsplit<R>(f: impl FnOnce() -> R) -> R {
@@ -315,12 +326,16 @@ pub(crate) fn split_scan<T: Send>(
         trace.conn().query_row(&sql, [], |r| r.get::<_, Option<i64>>(0)).ok().flatten()
     };
     let bounds = end("min").zip(end("max"));
-    let (min_rows, parts) = SPLIT
-        .with(|s| s.get())
-        .unwrap_or((SPLIT_MIN_ROWS, rayon::current_num_threads().max(1) as i64));
-    let Some((lo, hi)) = bounds.filter(|(lo, hi)| parts > 1 && hi - lo >= min_rows) else {
+    let (min_rows, parts) = split_setting();
+    // The file the other ranges' connections open: the trace, or the database it was read
+    // into; none for a table held in memory.
+    let path = trace.split_file(table);
+    let Some((lo, hi)) =
+        bounds.filter(|(lo, hi)| parts > 1 && hi - lo >= min_rows && path.is_some())
+    else {
         return Ok(vec![scan(trace.conn(), "1", Some((progress, 1)))?]);
     };
+    let path = path.unwrap_or(trace.path());
     let step = (hi - lo) / parts + 1;
     let ranges: Vec<String> = (0..parts)
         .map(|p| {
@@ -329,7 +344,6 @@ pub(crate) fn split_scan<T: Send>(
             format!("rowid BETWEEN {a} AND {b}")
         })
         .collect();
-    let path = trace.db_path();
     std::thread::scope(|s| {
         let scan = &scan;
         let others: Vec<_> = ranges[1..]
@@ -391,6 +405,8 @@ impl Trace {
             columnar: None,
             #[cfg(feature = "columnar")]
             unloaded: Default::default(),
+            #[cfg(feature = "columnar")]
+            spill: Default::default(),
         }
     }
 
@@ -406,11 +422,9 @@ impl Trace {
         if !columnar::is_columnar_dir(path) {
             return Err(TraceError::NotColumnar(path.to_path_buf()));
         }
-        let db = Trace::temp_db("verdict-columnar-")?;
-        // The database is the trace's own, written only by this connection: the large tables
-        // are read into it when first read through SQL. Scans split over the cores open it
-        // read-only, once the table they read is in it.
-        let conn = Connection::open(&db).map_err(TraceError::from_sqlite)?;
+        // The database is the trace's own, in memory: the small tables are read into it here,
+        // the large ones when first read through SQL (Trace::load_tables).
+        let conn = Connection::open_in_memory().map_err(TraceError::from_sqlite)?;
         let (info, lazy) = columnar::open(path, &conn)?;
         let mut schema = Schema::probe(&conn)?;
         if let Some(k) = info.manifest().and_then(|m| m.kineto.clone()) {
@@ -423,7 +437,7 @@ impl Trace {
             conn.execute_batch(&format!("DROP TABLE {}", quote_ident(table)))
                 .map_err(TraceError::from_sqlite)?;
         }
-        let mut trace = Trace::new(conn, path, schema, Some(db));
+        let mut trace = Trace::new(conn, path, schema, None);
         trace.columnar = Some(Box::new(info));
         trace.unloaded = std::cell::RefCell::new(lazy.into_iter().collect());
         Ok(trace)
@@ -443,9 +457,34 @@ impl Trace {
             if todo.is_empty() {
                 return Ok(());
             }
+            // A table a scan would split over the cores goes to the file the split scans open;
+            // a smaller one stays in memory.
+            let (min_rows, _) = split_setting();
+            let mut dbs = Vec::with_capacity(todo.len());
+            for (_, path) in &todo {
+                let spill = columnar::row_count(path)? >= min_rows;
+                if spill && self.spill.get().is_none() {
+                    let file = Trace::temp_db("verdict-columnar-")?;
+                    let mut attach = self
+                        .conn
+                        .prepare("ATTACH DATABASE ?1 AS spill")
+                        .map_err(TraceError::from_sqlite)?;
+                    attach
+                        .execute([file.to_string_lossy().as_ref()])
+                        .map_err(TraceError::from_sqlite)?;
+                    self.conn
+                        .execute_batch(
+                            "PRAGMA spill.journal_mode = OFF; PRAGMA spill.synchronous = OFF; \
+                             PRAGMA spill.locking_mode = EXCLUSIVE;",
+                        )
+                        .map_err(TraceError::from_sqlite)?;
+                    let _ = self.spill.set(file);
+                }
+                dbs.push(if spill { "spill" } else { "main" });
+            }
             self.conn.execute_batch("BEGIN").map_err(TraceError::from_sqlite)?;
-            for (table, path) in &todo {
-                if let Err(e) = columnar::load_table(&self.conn, table, path) {
+            for ((table, path), db) in todo.iter().zip(dbs) {
+                if let Err(e) = columnar::load_table(&self.conn, db, table, path) {
                     let _ = self.conn.execute_batch("ROLLBACK");
                     return Err(e);
                 }
@@ -520,10 +559,25 @@ impl Trace {
         &self.path
     }
 
-    /// The SQLite database the tables are read from: the file itself, or the one a Kineto
-    /// trace was read into.
-    fn db_path(&self) -> &Path {
-        self.db.as_deref().unwrap_or(&self.path)
+    /// The SQLite file a table is read from, which a split scan's connections open: the
+    /// file itself, the one a Kineto trace was read into, or for a columnar folder the file
+    /// its large tables are loaded into; None for a table held in memory.
+    fn split_file(&self, table: &str) -> Option<&Path> {
+        #[cfg(feature = "columnar")]
+        if self.columnar.is_some() {
+            let in_spill = self.spill.get().is_some_and(|_| {
+                self.conn
+                    .query_row(
+                        "SELECT 1 FROM spill.sqlite_master WHERE type = 'table' AND name = ?1",
+                        [table],
+                        |_| Ok(()),
+                    )
+                    .is_ok()
+            });
+            return if in_spill { self.spill.get().map(|p| p.as_ref()) } else { None };
+        }
+        let _ = table;
+        Some(self.db.as_deref().unwrap_or(&self.path))
     }
 
     /// The probed schema.
