@@ -475,8 +475,7 @@ fn first_difference(a: &Value, b: &Value, at: &str) -> Option<String> {
 fn db_tables(trace: &verdict::trace::Trace) -> Vec<String> {
     let mut stmt =
         trace.conn().prepare("SELECT name FROM sqlite_master WHERE type = 'table'").unwrap();
-    let names = stmt.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
-    names
+    stmt.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
 }
 
 /// An extract's large tables are read only by the scans that need them: the kernel and launch

@@ -640,12 +640,12 @@ enum Column<'a> {
     Blob(&'a BinaryArray),
 }
 
+/// A table's Parquet reader, each column's declaration (`"name" TYPE`) and canonical type.
+type TableReader = (ParquetRecordBatchReaderBuilder<File>, Vec<String>, Vec<DataType>);
+
 /// Opens a Parquet file of a table: its reader and each column's canonical type, or the
 /// error naming the column this build cannot read.
-fn table_reader(
-    table: &str,
-    path: &Path,
-) -> Result<(ParquetRecordBatchReaderBuilder<File>, Vec<String>, Vec<DataType>), TraceError> {
+fn table_reader(table: &str, path: &Path) -> Result<TableReader, TraceError> {
     let builder =
         ParquetRecordBatchReaderBuilder::try_new(File::open(path)?).map_err(|e| fail(path, e))?;
     // Batches no larger than the table: a batch's buffers are sized for it.

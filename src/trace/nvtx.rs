@@ -811,6 +811,10 @@ pub struct Launches {
     pub collectives_recorded: bool,
 }
 
+/// A launch record as the launch scan reads it: key, `globalTid`, start, end.
+#[cfg(feature = "columnar")]
+type LaunchRow = (LaunchKey, i64, i64, i64);
+
 /// For a columnar folder whose runtime table is not read into its database: the rows
 /// [`Launches::load`] selects, read straight from the table's Parquet file in file order (the
 /// order the database would hold them in), with the same filters and checks. None when the
@@ -823,7 +827,7 @@ fn direct_launches(
     hi: i64,
     processes: &[i64],
     wanted: &HashSet<LaunchKey>,
-) -> Result<Option<Vec<(LaunchKey, i64, i64, i64)>>, TraceError> {
+) -> Result<Option<Vec<LaunchRow>>, TraceError> {
     let Some(path) = trace.unloaded_file(names::RUNTIME) else { return Ok(None) };
     let cols = [r::CORRELATION_ID, r::GLOBAL_TID, r::START, r::END];
     let asked: Vec<Option<&str>> = cols.iter().map(|&c| Some(c)).collect();
