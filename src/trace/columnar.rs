@@ -38,7 +38,7 @@ use arrow_array::{
 };
 use arrow_schema::{DataType, Field, Schema as ArrowSchema};
 use parquet::arrow::ArrowWriter;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 use rusqlite::Connection;
@@ -640,17 +640,48 @@ enum Column<'a> {
     Blob(&'a BinaryArray),
 }
 
-/// A table's Parquet reader, each column's declaration (`"name" TYPE`) and canonical type.
-type TableReader = (ParquetRecordBatchReaderBuilder<File>, Vec<String>, Vec<DataType>);
+/// Files up to this size are read whole before they are parsed: a reader over a file opens a
+/// new handle for every column chunk it reads, which the many small files of a set of ranks
+/// pay per column.
+const IN_MEMORY_BYTES: u64 = 16 << 20;
 
-/// Opens a Parquet file of a table: its reader and each column's canonical type, or the
-/// error naming the column this build cannot read.
+/// A table's Parquet file, opened: its schema, each column's declaration (`"name" TYPE`) and
+/// canonical type, and its reader, built on demand with the root columns given
+/// (None: all).
+struct TableReader {
+    schema: arrow_schema::SchemaRef,
+    decl: Vec<String>,
+    types: Vec<DataType>,
+    build: BuildReader,
+}
+
+/// Builds a file's reader with the root columns given (None: all).
+type BuildReader =
+    Box<dyn FnOnce(Option<Vec<usize>>) -> Result<ParquetRecordBatchReader, TraceError>>;
+
+/// Opens a Parquet file of a table (read whole when small): its reader and each column's
+/// canonical type, or the error naming the column this build cannot read.
 fn table_reader(table: &str, path: &Path) -> Result<TableReader, TraceError> {
-    let builder =
-        ParquetRecordBatchReaderBuilder::try_new(File::open(path)?).map_err(|e| fail(path, e))?;
+    use parquet::file::reader::ChunkReader as _;
+    let file = File::open(path)?;
+    let len = file.metadata()?.len();
+    if len <= IN_MEMORY_BYTES {
+        let bytes = file.get_bytes(0, len as usize).map_err(|e| fail(path, e))?;
+        open_reader(table, path, bytes)
+    } else {
+        open_reader(table, path, file)
+    }
+}
+
+fn open_reader<T: parquet::file::reader::ChunkReader + 'static>(
+    table: &str,
+    path: &Path,
+    input: T,
+) -> Result<TableReader, TraceError> {
+    let builder = ParquetRecordBatchReaderBuilder::try_new(input).map_err(|e| fail(path, e))?;
+    let rows = builder.metadata().file_metadata().num_rows();
     // Batches no larger than the table: a batch's buffers are sized for it.
-    let rows = builder.metadata().file_metadata().num_rows().clamp(1, BATCH_ROWS as i64);
-    let builder = builder.with_batch_size(rows as usize);
+    let builder = builder.with_batch_size(rows.clamp(1, BATCH_ROWS as i64) as usize);
     let schema = builder.schema().clone();
     let mut decl = Vec::with_capacity(schema.fields().len());
     let mut types = Vec::with_capacity(schema.fields().len());
@@ -663,12 +694,23 @@ fn table_reader(table: &str, path: &Path) -> Result<TableReader, TraceError> {
         decl.push(format!("{} {}", quote_ident(f.name()), sql_type(f).map_err(bad)?));
         types.push(canonical(f.data_type()).map_err(bad)?);
     }
-    Ok((builder, decl, types))
+    let path = path.to_path_buf();
+    let build = Box::new(move |roots: Option<Vec<usize>>| {
+        let builder = match roots {
+            Some(roots) => {
+                let mask = parquet::arrow::ProjectionMask::roots(builder.parquet_schema(), roots);
+                builder.with_projection(mask)
+            }
+            None => builder,
+        };
+        builder.build().map_err(|e| fail(&path, e))
+    });
+    Ok(TableReader { schema, decl, types, build })
 }
 
 /// Creates the table of a Parquet file, empty, with its columns as declared.
 fn create_table(conn: &Connection, table: &str, path: &Path) -> Result<(), TraceError> {
-    let (_, decl, _) = table_reader(table, path)?;
+    let decl = table_reader(table, path)?.decl;
     conn.execute_batch(&format!("CREATE TABLE {} ({});", quote_ident(table), decl.join(", ")))
         .map_err(TraceError::from_sqlite)
 }
@@ -681,8 +723,7 @@ pub(crate) fn load_table(
     table: &str,
     path: &Path,
 ) -> Result<(), TraceError> {
-    let (builder, decl, types) = table_reader(table, path)?;
-    let schema = builder.schema().clone();
+    let TableReader { schema, decl, types, build, .. } = table_reader(table, path)?;
     let name = format!("{}.{}", quote_ident(db), quote_ident(table));
     conn.execute_batch(&format!("CREATE TABLE {name} ({});", decl.join(", ")))
         .map_err(TraceError::from_sqlite)?;
@@ -690,7 +731,7 @@ pub(crate) fn load_table(
     let mut insert = conn
         .prepare(&format!("INSERT INTO {name} VALUES ({marks})"))
         .map_err(TraceError::from_sqlite)?;
-    let reader = builder.build().map_err(|e| fail(path, e))?;
+    let reader = build(None)?;
     let strict = arrow_cast::CastOptions { safe: false, ..Default::default() };
     for batch in reader {
         let batch = batch.map_err(|e| fail(path, e))?;
@@ -756,7 +797,7 @@ pub(crate) fn row_count(path: &Path) -> Result<i64, TraceError> {
 /// order, as 64-bit integers: the values a scan of the table loaded into SQLite reads, without
 /// the load.
 pub(crate) struct IntColumns {
-    reader: parquet::arrow::arrow_reader::ParquetRecordBatchReader,
+    reader: ParquetRecordBatchReader,
     table: String,
     path: PathBuf,
     /// Per column asked for, its name in the file (None: absent, read as NULL).
@@ -773,8 +814,7 @@ impl IntColumns {
         path: &Path,
         columns: &[Option<&str>],
     ) -> Result<Option<IntColumns>, TraceError> {
-        let (builder, _, types) = table_reader(table, path)?;
-        let schema = builder.schema().clone();
+        let TableReader { schema, types, build, .. } = table_reader(table, path)?;
         let mut roots = Vec::new();
         for c in columns.iter().flatten() {
             let Ok(i) = schema.index_of(c) else {
@@ -785,8 +825,7 @@ impl IntColumns {
             }
             roots.push(i);
         }
-        let mask = parquet::arrow::ProjectionMask::roots(builder.parquet_schema(), roots);
-        let reader = builder.with_projection(mask).build().map_err(|e| fail(path, e))?;
+        let reader = build(Some(roots))?;
         Ok(Some(IntColumns {
             reader,
             table: table.into(),
