@@ -229,9 +229,9 @@ pub struct Trace {
     conn: Connection,
     path: PathBuf,
     schema: Schema,
-    /// For a Kineto trace or a columnar folder: the database its events were read into, in
-    /// the temporary folder, removed when the trace is dropped (declared after `conn`, so
-    /// closed after it).
+    /// For a Kineto trace: the database its events were read into, in the temporary folder,
+    /// removed when the trace is dropped (declared after `conn`, so closed after it). A
+    /// columnar folder's database is in memory, with its `spill` file below.
     db: Option<tempfile::TempPath>,
     /// For a columnar folder: its layout, files and the digest its evidence carries.
     #[cfg(feature = "columnar")]
