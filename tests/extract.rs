@@ -525,4 +525,153 @@ fn a_set_is_indexed_and_per_file_extracts_merge_into_the_same_index() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("extracts of the same bytes"), "{err}");
     assert_eq!(std::fs::read(jobs.join(".verdict-set.json")).unwrap(), before);
+
+/// The tables of the database an open trace reads from, by name.
+fn db_tables(trace: &verdict::trace::Trace) -> Vec<String> {
+    let mut stmt =
+        trace.conn().prepare("SELECT name FROM sqlite_master WHERE type = 'table'").unwrap();
+    stmt.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
+}
+
+/// An extract's large tables are read only by the scans that need them: the kernel and launch
+/// scans read their Parquet columns straight (their tables never enter the trace's database),
+/// a scan through SQL loads its own table and no other, and the folder is never written.
+/// Each read equals the same read of the SQLite source, and the rows equal SQL's count there.
+#[test]
+fn a_scan_reads_only_its_tables_of_an_extract_and_never_writes_it() {
+    use verdict::trace::nvtx::{Launches, NvtxRanges};
+    use verdict::trace::{KernelFilter, Kernels, NameStyle, Trace};
+    const KERNEL: &str = "CUPTI_ACTIVITY_KIND_KERNEL";
+    const RUNTIME: &str = "CUPTI_ACTIVITY_KIND_RUNTIME";
+    const LARGE: [&str; 5] = [
+        KERNEL,
+        RUNTIME,
+        "NVTX_EVENTS",
+        "CUPTI_ACTIVITY_KIND_MEMCPY",
+        "CUPTI_ACTIVITY_KIND_MEMSET",
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let src = fixture("nsys-ai/mfu_2gpu_before.sqlite");
+    let out = dir.path().join("x");
+    extract(&[&s(&src)], &out);
+    let before = util::snapshot(&out);
+    let sql = util::open_ro(&src);
+    let count = |q: &str| -> i64 { sql.query_row(q, [], |r| r.get(0)).unwrap() };
+
+    let (a, b) = (Trace::open(&src).unwrap(), Trace::open(&out).unwrap());
+    let loaded = |t: &Trace| -> Vec<String> {
+        db_tables(t).into_iter().filter(|n| LARGE.contains(&n.as_str())).collect()
+    };
+    // Opened: the schema knows every table, the database holds none of the large ones.
+    assert!(LARGE.iter().all(|t| b.schema().has_table(t)));
+    assert_eq!(loaded(&b), Vec::<String>::new());
+
+    let filter = KernelFilter::default();
+    let ka = Kernels::load_with_launch_keys(&a, &filter, &mut |_| {}).unwrap();
+    let kb = Kernels::load_with_launch_keys(&b, &filter, &mut |_| {}).unwrap();
+    let valid = count(&format!(
+        "SELECT count(*) FROM {KERNEL} WHERE NOT (start = 0 AND \"end\" = 0) AND \"end\" >= start"
+    ));
+    assert_eq!(kb.len() as i64, valid);
+    assert_eq!(
+        (&ka.start, &ka.end, &ka.device, &ka.stream),
+        (&kb.start, &kb.end, &kb.device, &kb.stream)
+    );
+    for i in 0..ka.len() {
+        for style in [NameStyle::Short, NameStyle::Demangled] {
+            assert_eq!(ka.name(i, style), kb.name(i, style), "row {i}");
+        }
+        assert_eq!(ka.launch_key(i), kb.launch_key(i), "row {i}");
+    }
+    assert_eq!(ka.inventory, kb.inventory);
+    let keys: Vec<_> = (0..kb.len()).filter_map(|i| kb.launch_key(i)).collect();
+    let (la, lb) = (Launches::load(&a, keys.clone()).unwrap(), Launches::load(&b, keys).unwrap());
+    assert_eq!(la, lb);
+    // Launches found: the kernels whose correlationId and process meet a runtime row.
+    let joined = count(&format!(
+        "SELECT count(DISTINCT r.correlationId || ':' || (r.globalTid >> 24)) FROM {KERNEL} k \
+         JOIN {RUNTIME} r ON r.correlationId = k.correlationId \
+         AND (r.globalTid >> 24) = (k.globalPid >> 24)"
+    ));
+    assert_eq!(lb.start.len() as i64, joined);
+    assert_eq!(loaded(&b), Vec::<String>::new(), "read straight, never loaded");
+
+    // A scan through SQL loads its table, and only it.
+    let (na, nb) = (NvtxRanges::load(&a, None).unwrap(), NvtxRanges::load(&b, None).unwrap());
+    assert_eq!((&na.start, &na.end, &na.global_tid), (&nb.start, &nb.end, &nb.global_tid));
+    assert_eq!(loaded(&b), ["NVTX_EVENTS"]);
+    // Loaded on request, a table holds every row of the source's.
+    b.load_tables(&[KERNEL, RUNTIME]).unwrap();
+    for t in [KERNEL, RUNTIME] {
+        let n: i64 =
+            b.conn().query_row(&format!("SELECT count(*) FROM {t}"), [], |r| r.get(0)).unwrap();
+        assert_eq!(n, count(&format!("SELECT count(*) FROM {t}")), "{t}");
+    }
+    drop(b);
+    // Neither the reads above nor every query wrote to the folder.
+    for q in QUERIES {
+        let mut args = vec!["query"];
+        args.extend_from_slice(q);
+        let o = run(&[&args[..], &[&s(&out)]].concat());
+        assert!(o.status.success(), "{q:?}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+    assert_eq!(util::snapshot(&out), before);
+}
+
+/// A NULL where a scan reads an integer is refused from an extract as from its source, by
+/// the scans that read the Parquet columns straight: the kernel scan (a kernel's `start`) and
+/// the launch scan (the `end` of a kernel's launch record).
+#[test]
+fn a_null_read_straight_from_an_extract_is_refused_as_from_its_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "kernel",
+            "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = NULL \
+             WHERE rowid = (SELECT min(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL)",
+            "`CUPTI_ACTIVITY_KIND_KERNEL.start`",
+        ),
+        (
+            "runtime",
+            "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET \"end\" = NULL WHERE rowid = \
+             (SELECT r.rowid FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN CUPTI_ACTIVITY_KIND_RUNTIME r \
+             ON r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24) \
+             ORDER BY k.rowid LIMIT 1)",
+            "`CUPTI_ACTIVITY_KIND_RUNTIME.end`",
+        ),
+    ];
+    for (name, update, column) in cases {
+        let src = dir.path().join(format!("{name}.sqlite"));
+        std::fs::copy(fixture("nsys-ai/mfu_2gpu_before.sqlite"), &src).unwrap();
+        let conn = rusqlite::Connection::open(&src).unwrap();
+        // The tables rebuilt without their NOT NULL constraints (same columns, rows and
+        // order), so that the value can be NULL as another tool might write it.
+        for t in ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME"] {
+            conn.execute_batch(&format!(
+                "CREATE TABLE t AS SELECT * FROM {t} ORDER BY rowid; DROP TABLE {t}; \
+                 ALTER TABLE t RENAME TO {t};"
+            ))
+            .unwrap();
+        }
+        assert_eq!(conn.execute(update, []).unwrap(), 1, "{name}");
+        drop(conn);
+        let out = dir.path().join(name);
+        extract(&[&s(&src)], &out);
+        assert_same_queries(&s(&src), &s(&out), &[(s(&out), s(&src))]);
+        // At least one query reads the value and is refused, naming the table and column,
+        // with a hint and exit 2.
+        let refused: Vec<String> = QUERIES
+            .iter()
+            .filter_map(|q| {
+                let o = run(&[&["query"], *q, &[&s(&out)]].concat());
+                (o.status.code() == Some(2))
+                    .then(|| String::from_utf8_lossy(&o.stderr).into_owned())
+            })
+            .collect();
+        assert!(!refused.is_empty(), "{name}: no query read the NULL");
+        for err in refused {
+            assert!(err.contains(column) && err.contains("Null"), "{name}: {err}");
+            assert!(err.contains("hint:"), "{name}: {err}");
+        }
+    }
 }

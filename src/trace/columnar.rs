@@ -17,9 +17,14 @@
 //!
 //! Times stay integer ns (Parquet `INT64`) from the export to the analyses. The SQL type each
 //! column was declared with is kept in the Parquet field's metadata (`sqlite.type`), so the
-//! tables come back as they were declared. The database the tables are read into is a
-//! temporary file in the system's temporary folder, removed when the trace is closed; nothing
-//! is written beside the input.
+//! tables come back as they were declared.
+//!
+//! Opening a folder reads its small tables into a database in memory. The large activity
+//! tables ([`is_lazy`]) are read only when a scan reads them: the kernel scan and the launch
+//! scan read their Parquet columns straight ([`IntColumns`]); any other read loads the table
+//! into the database first (in memory, or, from the rows at which a scan is split over the
+//! cores, into a temporary file in the system's temporary folder, removed when the trace is
+//! closed). Nothing is written beside the input.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -33,7 +38,7 @@ use arrow_array::{
 };
 use arrow_schema::{DataType, Field, Schema as ArrowSchema};
 use parquet::arrow::ArrowWriter;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 use rusqlite::Connection;
@@ -486,9 +491,23 @@ fn write_table(
     Ok(n)
 }
 
-/// Reads a columnar folder into a new SQLite database at `db`, with the tables of an nsys
-/// export. The folder is only read.
-pub fn build(dir: &Path, db: &Path) -> Result<ColumnarInfo, TraceError> {
+/// The tables read on demand rather than at open: the large activity tables, which most
+/// commands read only some of, and which the kernel and launch scans read straight from their
+/// Parquet files ([`IntColumns`]). Every other table is small and read at open.
+pub(crate) fn is_lazy(table: &str) -> bool {
+    [names::RUNTIME, names::NVTX_EVENTS, names::MEMCPY, names::MEMSET].contains(&table)
+        || is_kernel_table(table)
+}
+
+/// Opens a columnar folder into the SQLite database of `conn` (in memory), with the tables
+/// of an nsys export: every table is created, the small ones filled; the large ones
+/// ([`is_lazy`]) are created empty and returned with their files, for the caller to drop
+/// once the schema is probed and to fill with [`load_table`] when a scan reads them. Every
+/// file is checked against the manifest first. The folder is only read.
+pub fn open(
+    dir: &Path,
+    conn: &Connection,
+) -> Result<(ColumnarInfo, Vec<(String, PathBuf)>), TraceError> {
     let manifest_path = dir.join(MANIFEST);
     let (layout, wanted): (Layout, Vec<(String, PathBuf)>) = if manifest_path.is_file() {
         let bytes = std::fs::read(&manifest_path)?;
@@ -522,17 +541,25 @@ pub fn build(dir: &Path, db: &Path) -> Result<ColumnarInfo, TraceError> {
         skipped.sort();
         (Layout::NsysParquet { skipped }, wanted)
     };
+    // The files are hashed in parallel: the digests are the one cost of opening a folder
+    // that grows with its bytes before any table is read.
+    let digests: Vec<Result<String, TraceError>> = {
+        use rayon::prelude::*;
+        wanted
+            .par_iter()
+            .map(|(_, path)| match sha256_file(path) {
+                Ok(s) => Ok(s),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    Err(fail(path, "the manifest names it, but it is absent"))
+                }
+                Err(e) => Err(e.into()),
+            })
+            .collect()
+    };
     let mut files = Vec::with_capacity(wanted.len());
-    for (_, path) in &wanted {
+    for ((_, path), sha) in wanted.iter().zip(digests) {
         let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
-        let sha = match sha256_file(path) {
-            Ok(s) => s,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(fail(path, "the manifest names it, but it is absent"));
-            }
-            Err(e) => return Err(e.into()),
-        };
-        files.push((name, sha));
+        files.push((name, sha?));
     }
     let digest = match &layout {
         Layout::Extract { manifest, .. } => {
@@ -554,17 +581,19 @@ pub fn build(dir: &Path, db: &Path) -> Result<ColumnarInfo, TraceError> {
             super::hex(&sha2::Sha256::digest(lines.as_bytes()))
         }
     };
-    let mut conn = Connection::open(db).map_err(TraceError::from_sqlite)?;
-    conn.execute_batch(
-        "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -16384;",
-    )
-    .map_err(TraceError::from_sqlite)?;
-    let tx = conn.transaction().map_err(TraceError::from_sqlite)?;
+    conn.execute_batch("PRAGMA journal_mode = OFF;").map_err(TraceError::from_sqlite)?;
+    let mut lazy = Vec::new();
+    conn.execute_batch("BEGIN").map_err(TraceError::from_sqlite)?;
     for (table, path) in &wanted {
-        load_table(&tx, table, path)?;
+        if is_lazy(table) {
+            create_table(conn, table, path)?;
+            lazy.push((table.clone(), path.clone()));
+        } else {
+            load_table(conn, "main", table, path)?;
+        }
     }
-    tx.commit().map_err(TraceError::from_sqlite)?;
-    Ok(ColumnarInfo { dir: dir.display().to_string(), layout, digest, files })
+    conn.execute_batch("COMMIT").map_err(TraceError::from_sqlite)?;
+    Ok((ColumnarInfo { dir: dir.display().to_string(), layout, digest, files }, lazy))
 }
 
 /// The SQL type a column is declared with: as the extract recorded it, else from its Arrow
@@ -611,11 +640,48 @@ enum Column<'a> {
     Blob(&'a BinaryArray),
 }
 
-/// Reads one Parquet file into a table of its name.
-fn load_table(conn: &Connection, table: &str, path: &Path) -> Result<(), TraceError> {
-    let builder = ParquetRecordBatchReaderBuilder::try_new(File::open(path)?)
-        .map_err(|e| fail(path, e))?
-        .with_batch_size(BATCH_ROWS);
+/// Files up to this size are read whole before they are parsed: a reader over a file opens a
+/// new handle for every column chunk it reads, which the many small files of a set of ranks
+/// pay per column.
+const IN_MEMORY_BYTES: u64 = 16 << 20;
+
+/// A table's Parquet file, opened: its schema, each column's declaration (`"name" TYPE`) and
+/// canonical type, and its reader, built on demand with the root columns given
+/// (None: all).
+struct TableReader {
+    schema: arrow_schema::SchemaRef,
+    decl: Vec<String>,
+    types: Vec<DataType>,
+    build: BuildReader,
+}
+
+/// Builds a file's reader with the root columns given (None: all).
+type BuildReader =
+    Box<dyn FnOnce(Option<Vec<usize>>) -> Result<ParquetRecordBatchReader, TraceError>>;
+
+/// Opens a Parquet file of a table (read whole when small): its reader and each column's
+/// canonical type, or the error naming the column this build cannot read.
+fn table_reader(table: &str, path: &Path) -> Result<TableReader, TraceError> {
+    use parquet::file::reader::ChunkReader as _;
+    let file = File::open(path)?;
+    let len = file.metadata()?.len();
+    if len <= IN_MEMORY_BYTES {
+        let bytes = file.get_bytes(0, len as usize).map_err(|e| fail(path, e))?;
+        open_reader(table, path, bytes)
+    } else {
+        open_reader(table, path, file)
+    }
+}
+
+fn open_reader<T: parquet::file::reader::ChunkReader + 'static>(
+    table: &str,
+    path: &Path,
+    input: T,
+) -> Result<TableReader, TraceError> {
+    let builder = ParquetRecordBatchReaderBuilder::try_new(input).map_err(|e| fail(path, e))?;
+    let rows = builder.metadata().file_metadata().num_rows();
+    // Batches no larger than the table: a batch's buffers are sized for it.
+    let builder = builder.with_batch_size(rows.clamp(1, BATCH_ROWS as i64) as usize);
     let schema = builder.schema().clone();
     let mut decl = Vec::with_capacity(schema.fields().len());
     let mut types = Vec::with_capacity(schema.fields().len());
@@ -628,13 +694,44 @@ fn load_table(conn: &Connection, table: &str, path: &Path) -> Result<(), TraceEr
         decl.push(format!("{} {}", quote_ident(f.name()), sql_type(f).map_err(bad)?));
         types.push(canonical(f.data_type()).map_err(bad)?);
     }
+    let path = path.to_path_buf();
+    let build = Box::new(move |roots: Option<Vec<usize>>| {
+        let builder = match roots {
+            Some(roots) => {
+                let mask = parquet::arrow::ProjectionMask::roots(builder.parquet_schema(), roots);
+                builder.with_projection(mask)
+            }
+            None => builder,
+        };
+        builder.build().map_err(|e| fail(&path, e))
+    });
+    Ok(TableReader { schema, decl, types, build })
+}
+
+/// Creates the table of a Parquet file, empty, with its columns as declared.
+fn create_table(conn: &Connection, table: &str, path: &Path) -> Result<(), TraceError> {
+    let decl = table_reader(table, path)?.decl;
     conn.execute_batch(&format!("CREATE TABLE {} ({});", quote_ident(table), decl.join(", ")))
+        .map_err(TraceError::from_sqlite)
+}
+
+/// Reads one Parquet file into a new table of its name, in the database `main` or an
+/// attached one.
+pub(crate) fn load_table(
+    conn: &Connection,
+    db: &str,
+    table: &str,
+    path: &Path,
+) -> Result<(), TraceError> {
+    let TableReader { schema, decl, types, build, .. } = table_reader(table, path)?;
+    let name = format!("{}.{}", quote_ident(db), quote_ident(table));
+    conn.execute_batch(&format!("CREATE TABLE {name} ({});", decl.join(", ")))
         .map_err(TraceError::from_sqlite)?;
     let marks = vec!["?"; types.len()].join(", ");
     let mut insert = conn
-        .prepare(&format!("INSERT INTO {} VALUES ({marks})", quote_ident(table)))
+        .prepare(&format!("INSERT INTO {name} VALUES ({marks})"))
         .map_err(TraceError::from_sqlite)?;
-    let reader = builder.build().map_err(|e| fail(path, e))?;
+    let reader = build(None)?;
     let strict = arrow_cast::CastOptions { safe: false, ..Default::default() };
     for batch in reader {
         let batch = batch.map_err(|e| fail(path, e))?;
@@ -687,4 +784,136 @@ fn load_table(conn: &Connection, table: &str, path: &Path) -> Result<(), TraceEr
         }
     }
     Ok(())
+}
+
+/// Rows of a table's Parquet file, from its footer.
+pub(crate) fn row_count(path: &Path) -> Result<i64, TraceError> {
+    let builder =
+        ParquetRecordBatchReaderBuilder::try_new(File::open(path)?).map_err(|e| fail(path, e))?;
+    Ok(builder.metadata().file_metadata().num_rows())
+}
+
+/// Integer columns of a table read straight from its Parquet file, batch by batch in row
+/// order, as 64-bit integers: the values a scan of the table loaded into SQLite reads, without
+/// the load.
+pub(crate) struct IntColumns {
+    reader: ParquetRecordBatchReader,
+    table: String,
+    path: PathBuf,
+    /// Per column asked for, its name in the file (None: absent, read as NULL).
+    columns: Vec<Option<String>>,
+}
+
+impl IntColumns {
+    /// Opens the columns `columns` (None: a column the scan reads as NULL) of a table's file,
+    /// or gives None when one of them is not an integer column (the table is then read
+    /// through SQLite, where the scan's own checks name what it holds). A column absent from
+    /// the file is the caller's to have checked against the schema.
+    pub(crate) fn open(
+        table: &str,
+        path: &Path,
+        columns: &[Option<&str>],
+    ) -> Result<Option<IntColumns>, TraceError> {
+        let TableReader { schema, types, build, .. } = table_reader(table, path)?;
+        let mut roots = Vec::new();
+        for c in columns.iter().flatten() {
+            let Ok(i) = schema.index_of(c) else {
+                return Err(TraceError::MissingColumn { table: table.into(), column: (*c).into() });
+            };
+            if types[i] != DataType::Int64 {
+                return Ok(None);
+            }
+            roots.push(i);
+        }
+        let reader = build(Some(roots))?;
+        Ok(Some(IntColumns {
+            reader,
+            table: table.into(),
+            path: path.to_path_buf(),
+            columns: columns.iter().map(|c| c.map(str::to_string)).collect(),
+        }))
+    }
+
+    /// The next batch: per column asked for, its values (None for a column read as NULL).
+    pub(crate) fn next_batch(&mut self) -> Result<Option<Vec<Option<Int64Array>>>, TraceError> {
+        let Some(batch) = self.reader.next() else { return Ok(None) };
+        let batch = batch.map_err(|e| fail(&self.path, e))?;
+        let strict = arrow_cast::CastOptions { safe: false, ..Default::default() };
+        let mut out = Vec::with_capacity(self.columns.len());
+        for c in &self.columns {
+            let Some(name) = c else {
+                out.push(None);
+                continue;
+            };
+            let a = batch.column_by_name(name).ok_or_else(|| TraceError::MissingColumn {
+                table: self.table.clone(),
+                column: name.clone(),
+            })?;
+            let a = if a.data_type() == &DataType::Int64 {
+                a.clone()
+            } else {
+                arrow_cast::cast_with_options(a, &DataType::Int64, &strict).map_err(|e| {
+                    TraceError::BadValue {
+                        table: self.table.clone(),
+                        column: name.clone(),
+                        detail: format!("{e} (in `{}`)", self.path.display()),
+                    }
+                })?
+            };
+            out.push(Some(a.as_primitive::<arrow_array::types::Int64Type>().clone()));
+        }
+        Ok(Some(out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::nvtx::NvtxRanges;
+    use crate::trace::{KernelFilter, Kernels, NameStyle, with_split};
+
+    /// A table loaded from an extract goes to memory below the rows at which scans split,
+    /// to the spill file from there, where the split scans read it; both give what the same
+    /// scans give over the SQLite source, and what the straight Parquet scan gives.
+    #[test]
+    fn a_table_loaded_in_memory_or_spilled_reads_as_the_source() {
+        let src =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/nsys-ai/mfu_2gpu_before.sqlite");
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("x");
+        let a = Trace::open(&src).unwrap();
+        write(&a, &out, "test").unwrap();
+        // NVTX_EVENTS has 19,118 rows, the kernel table 4,010 (SQL over the fixture).
+        with_split(5_000, 3, || {
+            let b = Trace::open(&out).unwrap();
+            assert!(b.spill.get().is_none(), "nothing spilled before a table is read");
+            let (na, nb) =
+                (NvtxRanges::load(&a, None).unwrap(), NvtxRanges::load(&b, None).unwrap());
+            assert_eq!(nb.start.len(), na.start.len());
+            assert_eq!((&na.start, &na.end, &na.global_tid), (&nb.start, &nb.end, &nb.global_tid));
+            let texts = |r: &NvtxRanges| -> Vec<String> {
+                (0..r.len()).map(|i| r.name_of(i).to_string()).collect()
+            };
+            assert_eq!(texts(&na), texts(&nb));
+            let spill = b.spill.get().expect("NVTX_EVENTS spilled").to_path_buf();
+            assert_eq!(b.split_file(names::NVTX_EVENTS), Some(spill.as_path()));
+
+            let filter = KernelFilter::default();
+            let straight = Kernels::load(&b, &filter, &mut |_| {}).unwrap();
+            b.load_tables(&[names::KERNEL]).unwrap();
+            assert_eq!(b.split_file(names::KERNEL), None, "4,010 rows stay in memory");
+            let via_sql = Kernels::load(&b, &filter, &mut |_| {}).unwrap();
+            let source = Kernels::load(&a, &filter, &mut |_| {}).unwrap();
+            for k in [&straight, &via_sql] {
+                assert_eq!(k.len(), 4_010);
+                assert_eq!(
+                    (&k.start, &k.end, &k.device),
+                    (&source.start, &source.end, &source.device)
+                );
+                assert!((0..k.len()).all(
+                    |i| k.name(i, NameStyle::Demangled) == source.name(i, NameStyle::Demangled)
+                ));
+            }
+        });
+    }
 }

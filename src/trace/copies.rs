@@ -446,7 +446,7 @@ impl Copies {
             column: column.to_string(),
             detail,
         };
-        let mut stmt = trace.conn().prepare(&sql).map_err(TraceError::from_sqlite)?;
+        let mut stmt = trace.conn_with(&[table])?.prepare(&sql).map_err(TraceError::from_sqlite)?;
         let mut rows = stmt.query([]).map_err(TraceError::from_sqlite)?;
         let (mut valid, mut skipped) = (0i64, 0u64);
         while let Some(row) = rows.next().map_err(TraceError::from_sqlite)? {

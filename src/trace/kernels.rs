@@ -213,17 +213,21 @@ impl Kernels {
             if read_keys { ", correlationId" } else { "" },
             quote_ident(&table)
         );
-        let parts = super::split_scan(trace, &table, progress, |conn, range, progress| {
-            scan_part(
-                conn,
-                &format!("{sql}{range}"),
-                &table,
-                filter,
-                read_keys,
-                &nccl_ids,
-                progress,
-            )
-        })?;
+        let parts =
+            match direct_scan(trace, &table, has_pid, read_keys, filter, &nccl_ids, progress)? {
+                Some(part) => vec![part],
+                None => super::split_scan(trace, &table, progress, |conn, range, progress| {
+                    scan_part(
+                        conn,
+                        &format!("{sql}{range}"),
+                        &table,
+                        filter,
+                        read_keys,
+                        &nccl_ids,
+                        progress,
+                    )
+                })?,
+            };
         let mut out = Kernels { filter: filter.clone(), ..Kernels::default() };
         let mut inventory = InventoryAcc::default();
         let kept: usize = parts.iter().map(|p| p.start.len()).sum();
@@ -626,6 +630,26 @@ struct Part {
     dropped_short: HashSet<i64>,
 }
 
+/// One row of the kernel scan, from SQLite or from a Parquet batch: start, end, deviceId,
+/// streamId, shortName, demangledName, globalPid (or NULL), and correlationId when the keys
+/// are read, by position.
+trait ScanRow {
+    /// An integer value; a NULL (or, from SQLite, any other type) gives `Row::get`'s error.
+    fn int(&self, i: usize) -> rusqlite::Result<i64>;
+    /// An integer value or NULL.
+    fn opt(&self, i: usize) -> rusqlite::Result<Option<i64>>;
+}
+
+impl ScanRow for rusqlite::Row<'_> {
+    fn int(&self, i: usize) -> rusqlite::Result<i64> {
+        int(self, i)
+    }
+
+    fn opt(&self, i: usize) -> rusqlite::Result<Option<i64>> {
+        self.get(i)
+    }
+}
+
 /// Scans one range of the kernel table (`sql` selects start, end, deviceId, streamId,
 /// shortName, demangledName, globalPid or NULL, and correlationId when `read_keys`).
 fn scan_part(
@@ -637,34 +661,54 @@ fn scan_part(
     nccl_ids: &HashSet<i64>,
     mut progress: Option<(&mut dyn FnMut(u64), u64)>,
 ) -> Result<Part, TraceError> {
-    let bad = |column: &str, e: rusqlite::Error| TraceError::BadValue {
-        table: table.to_string(),
-        column: column.to_string(),
-        detail: e.to_string(),
-    };
     let mut out = Part::default();
     let mut stmt = conn.prepare(sql).map_err(TraceError::from_sqlite)?;
     let mut rows = stmt.query([]).map_err(TraceError::from_sqlite)?;
     let mut seen: u64 = 0;
     while let Some(row) = rows.next().map_err(TraceError::from_sqlite)? {
-        let start: i64 = int(row, 0).map_err(|e| bad(k::START, e))?;
-        let end: i64 = int(row, 1).map_err(|e| bad(k::END, e))?;
-        check_timestamp(table, k::START, start)?;
-        check_timestamp(table, k::END, end)?;
-        let device: i64 = int(row, 2).map_err(|e| bad(k::DEVICE, e))?;
-        let stream: i64 = int(row, 3).map_err(|e| bad(k::STREAM, e))?;
+        out.observe(row, table, filter, read_keys, nccl_ids)?;
         seen += 1;
         if seen.is_multiple_of(65_536)
             && let Some((report, parts)) = progress.as_mut()
         {
             report(seen * *parts);
         }
+    }
+    if let Some((report, parts)) = progress.as_mut() {
+        report(seen * *parts);
+    }
+    Ok(out)
+}
+
+impl Part {
+    /// Reads one row of the table: every valid row into the inventory, the rows the filter
+    /// keeps into the columns.
+    fn observe(
+        &mut self,
+        row: &impl ScanRow,
+        table: &str,
+        filter: &KernelFilter,
+        read_keys: bool,
+        nccl_ids: &HashSet<i64>,
+    ) -> Result<(), TraceError> {
+        let bad = |column: &str, e: rusqlite::Error| TraceError::BadValue {
+            table: table.to_string(),
+            column: column.to_string(),
+            detail: e.to_string(),
+        };
+        let out = self;
+        let start: i64 = row.int(0).map_err(|e| bad(k::START, e))?;
+        let end: i64 = row.int(1).map_err(|e| bad(k::END, e))?;
+        check_timestamp(table, k::START, start)?;
+        check_timestamp(table, k::END, end)?;
+        let device: i64 = row.int(2).map_err(|e| bad(k::DEVICE, e))?;
+        let stream: i64 = row.int(3).map_err(|e| bad(k::STREAM, e))?;
         if end < start || (start == 0 && end == 0) {
             out.skipped_invalid += 1;
-            continue;
+            return Ok(());
         }
-        let short: i64 = int(row, 4).map_err(|e| bad(k::SHORT_NAME, e))?;
-        let pid_raw: Option<i64> = row.get(6).map_err(|e| bad(k::GLOBAL_PID, e))?;
+        let short: i64 = row.int(4).map_err(|e| bad(k::SHORT_NAME, e))?;
+        let pid_raw: Option<i64> = row.opt(6).map_err(|e| bad(k::GLOBAL_PID, e))?;
         out.inventory.observe(device, stream, start, end, pid_raw.map(|g| (g >> 24) & 0xFF_FFFF));
         let nccl = (filter.nccl_anywhere || !out.nccl_in_table) && nccl_ids.contains(&short);
         out.nccl_in_table |= nccl;
@@ -672,9 +716,9 @@ fn scan_part(
             if filter.nccl_anywhere {
                 out.dropped_short.insert(short);
             }
-            continue;
+            return Ok(());
         }
-        let demangled: i64 = int(row, 5).map_err(|e| bad(k::DEMANGLED_NAME, e))?;
+        let demangled: i64 = row.int(5).map_err(|e| bad(k::DEMANGLED_NAME, e))?;
         out.start.push(start);
         out.end.push(end);
         out.device.push(device);
@@ -683,7 +727,7 @@ fn scan_part(
         out.demangled.push(demangled);
         if read_keys {
             if filter.wants_key(device, start, end) {
-                let c: Option<i64> = row.get(7).map_err(|e| bad(k::CORRELATION_ID, e))?;
+                let c: Option<i64> = row.opt(7).map_err(|e| bad(k::CORRELATION_ID, e))?;
                 out.correlation.push(c);
                 out.process.push(pid_raw.map(process_of));
             } else {
@@ -691,11 +735,103 @@ fn scan_part(
                 out.process.push(None);
             }
         }
+        Ok(())
     }
-    if let Some((report, parts)) = progress.as_mut() {
-        report(seen * *parts);
+}
+
+/// A row of a batch of integer columns read straight from a Parquet file, in the order of
+/// the scan's select; a column the select reads as NULL is None.
+#[cfg(feature = "columnar")]
+pub(crate) struct BatchRow<'a> {
+    /// The columns.
+    pub(crate) columns: &'a [Option<arrow_array::Int64Array>],
+    /// Their names, as SQLite names the columns of the select.
+    pub(crate) names: &'a [&'a str],
+    /// The row.
+    pub(crate) row: usize,
+}
+
+#[cfg(feature = "columnar")]
+impl BatchRow<'_> {
+    /// The value of column `i`, or None for NULL.
+    pub(crate) fn value(&self, i: usize) -> Option<i64> {
+        use arrow_array::Array;
+        self.columns[i].as_ref().filter(|a| a.is_valid(self.row)).map(|a| a.value(self.row))
     }
-    Ok(out)
+
+    /// The value of column `i`, or the error `Row::get` gives for a NULL.
+    pub(crate) fn not_null(&self, i: usize) -> rusqlite::Result<i64> {
+        self.value(i).ok_or_else(|| {
+            rusqlite::Error::InvalidColumnType(
+                i,
+                self.names[i].to_string(),
+                rusqlite::types::Type::Null,
+            )
+        })
+    }
+}
+
+#[cfg(feature = "columnar")]
+impl ScanRow for BatchRow<'_> {
+    fn int(&self, i: usize) -> rusqlite::Result<i64> {
+        self.not_null(i)
+    }
+
+    fn opt(&self, i: usize) -> rusqlite::Result<Option<i64>> {
+        Ok(self.value(i))
+    }
+}
+
+/// For a columnar folder whose kernel table is not read into its database: the scan of
+/// [`scan_part`] over the table's Parquet file, straight into the columns, rows in file order
+/// (the order the database would hold them in). None when the table is in the database, or
+/// one of its columns is not an integer column: the scan then reads it through SQLite.
+#[cfg(feature = "columnar")]
+fn direct_scan(
+    trace: &Trace,
+    table: &str,
+    has_pid: bool,
+    read_keys: bool,
+    filter: &KernelFilter,
+    nccl_ids: &HashSet<i64>,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Option<Part>, TraceError> {
+    let Some(path) = trace.unloaded_file(table) else { return Ok(None) };
+    let mut names = vec![k::START, k::END, k::DEVICE, k::STREAM, k::SHORT_NAME, k::DEMANGLED_NAME];
+    names.push(if has_pid { k::GLOBAL_PID } else { "NULL" });
+    if read_keys {
+        names.push(k::CORRELATION_ID);
+    }
+    let asked: Vec<Option<&str>> =
+        names.iter().enumerate().map(|(i, &c)| (i != 6 || has_pid).then_some(c)).collect();
+    let Some(mut columns) = super::columnar::IntColumns::open(table, &path, &asked)? else {
+        return Ok(None);
+    };
+    let mut out = Part::default();
+    let mut seen: u64 = 0;
+    while let Some(batch) = columns.next_batch()? {
+        let rows = batch.iter().flatten().map(|a| a.len()).next().unwrap_or(0);
+        for row in 0..rows {
+            let r = BatchRow { columns: &batch, names: &names, row };
+            out.observe(&r, table, filter, read_keys, nccl_ids)?;
+        }
+        seen += rows as u64;
+        progress(seen);
+    }
+    Ok(Some(out))
+}
+
+#[cfg(not(feature = "columnar"))]
+fn direct_scan(
+    _: &Trace,
+    _: &str,
+    _: bool,
+    _: bool,
+    _: &KernelFilter,
+    _: &HashSet<i64>,
+    _: &mut dyn FnMut(u64),
+) -> Result<Option<Part>, TraceError> {
+    Ok(None)
 }
 
 /// An integer column of a row, read without the checks `Row::get` repeats on every row (the

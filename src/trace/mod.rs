@@ -229,13 +229,22 @@ pub struct Trace {
     conn: Connection,
     path: PathBuf,
     schema: Schema,
-    /// For a Kineto trace or a columnar folder: the database its events were read into, in
-    /// the temporary folder, removed when the trace is dropped (declared after `conn`, so
-    /// closed after it).
+    /// For a Kineto trace: the database its events were read into, in the temporary folder,
+    /// removed when the trace is dropped (declared after `conn`, so closed after it). A
+    /// columnar folder's database is in memory, with its `spill` file below.
     db: Option<tempfile::TempPath>,
     /// For a columnar folder: its layout, files and the digest its evidence carries.
     #[cfg(feature = "columnar")]
     columnar: Option<Box<columnar::ColumnarInfo>>,
+    /// For a columnar folder: its large tables not read into the database yet, with their
+    /// files ([`columnar::is_lazy`]); each is loaded when a scan first reads it through SQL.
+    #[cfg(feature = "columnar")]
+    unloaded: std::cell::RefCell<BTreeMap<String, PathBuf>>,
+    /// For a columnar folder whose database is in memory: the temporary file attached to it
+    /// (as `spill`) once a table large enough to be scanned over the cores is loaded, which
+    /// the split scans open; removed when the trace is dropped.
+    #[cfg(feature = "columnar")]
+    spill: std::cell::OnceCell<tempfile::TempPath>,
 }
 
 impl std::fmt::Debug for Trace {
@@ -282,6 +291,12 @@ pub(crate) fn with_split<R>(min_rows: i64, parts: i64, f: impl FnOnce() -> R) ->
     out
 }
 
+/// Rows from which a table is read in ranges, and how many: this thread's override, else
+/// [`SPLIT_MIN_ROWS`] and one range per core.
+fn split_setting() -> (i64, i64) {
+    SPLIT.with(|s| s.get()).unwrap_or((SPLIT_MIN_ROWS, rayon::current_num_threads().max(1) as i64))
+}
+
 /// Runs `f` reading every table in one pass on this thread: the files of a set are read in
 /// parallel already, and more threads than cores only take turns.
 pub(crate) fn unsplit<R>(f: impl FnOnce() -> R) -> R {
@@ -303,6 +318,7 @@ pub(crate) fn split_scan<T: Send>(
     progress: &mut dyn FnMut(u64),
     scan: impl Fn(&Connection, &str, Option<(&mut dyn FnMut(u64), u64)>) -> Result<T, TraceError> + Sync,
 ) -> Result<Vec<T>, TraceError> {
+    trace.load_tables(&[table])?;
     // Two queries: SQLite reads one end of the b-tree for a lone min() or max(), but scans
     // the table for both in one.
     let end = |f: &str| -> Option<i64> {
@@ -310,12 +326,16 @@ pub(crate) fn split_scan<T: Send>(
         trace.conn().query_row(&sql, [], |r| r.get::<_, Option<i64>>(0)).ok().flatten()
     };
     let bounds = end("min").zip(end("max"));
-    let (min_rows, parts) = SPLIT
-        .with(|s| s.get())
-        .unwrap_or((SPLIT_MIN_ROWS, rayon::current_num_threads().max(1) as i64));
-    let Some((lo, hi)) = bounds.filter(|(lo, hi)| parts > 1 && hi - lo >= min_rows) else {
+    let (min_rows, parts) = split_setting();
+    // The file the other ranges' connections open: the trace, or the database it was read
+    // into; none for a table held in memory.
+    let path = trace.split_file(table);
+    let Some((lo, hi)) =
+        bounds.filter(|(lo, hi)| parts > 1 && hi - lo >= min_rows && path.is_some())
+    else {
         return Ok(vec![scan(trace.conn(), "1", Some((progress, 1)))?]);
     };
+    let path = path.unwrap_or(trace.path());
     let step = (hi - lo) / parts + 1;
     let ranges: Vec<String> = (0..parts)
         .map(|p| {
@@ -324,7 +344,6 @@ pub(crate) fn split_scan<T: Send>(
             format!("rowid BETWEEN {a} AND {b}")
         })
         .collect();
-    let path = trace.db_path();
     std::thread::scope(|s| {
         let scan = &scan;
         let others: Vec<_> = ranges[1..]
@@ -384,6 +403,10 @@ impl Trace {
             db,
             #[cfg(feature = "columnar")]
             columnar: None,
+            #[cfg(feature = "columnar")]
+            unloaded: Default::default(),
+            #[cfg(feature = "columnar")]
+            spill: Default::default(),
         }
     }
 
@@ -399,16 +422,106 @@ impl Trace {
         if !columnar::is_columnar_dir(path) {
             return Err(TraceError::NotColumnar(path.to_path_buf()));
         }
-        let db = Trace::temp_db("verdict-columnar-")?;
-        let info = columnar::build(path, &db)?;
-        let conn = open_read_only(&db)?;
+        // The database is the trace's own, in memory: the small tables are read into it here,
+        // the large ones when first read through SQL (Trace::load_tables).
+        let conn = Connection::open_in_memory().map_err(TraceError::from_sqlite)?;
+        let (info, lazy) = columnar::open(path, &conn)?;
         let mut schema = Schema::probe(&conn)?;
         if let Some(k) = info.manifest().and_then(|m| m.kineto.clone()) {
             schema.set_kineto(k);
         }
-        let mut trace = Trace::new(conn, path, schema, Some(db));
+        // The large tables were created empty for the probe; they are dropped until read, so
+        // a read that did not load its table first fails on a missing table, never reads an
+        // empty one.
+        for (table, _) in &lazy {
+            conn.execute_batch(&format!("DROP TABLE {}", quote_ident(table)))
+                .map_err(TraceError::from_sqlite)?;
+        }
+        let mut trace = Trace::new(conn, path, schema, None);
         trace.columnar = Some(Box::new(info));
+        trace.unloaded = std::cell::RefCell::new(lazy.into_iter().collect());
         Ok(trace)
+    }
+
+    /// Reads the given tables of a columnar folder into its database where they are not yet
+    /// (a no-op for any other trace, and for a table the trace does not have): every table
+    /// is then there for [`Trace::conn`] to read.
+    pub fn load_tables(&self, tables: &[&str]) -> Result<(), TraceError> {
+        #[cfg(feature = "columnar")]
+        {
+            let mut unloaded = self.unloaded.borrow_mut();
+            let todo: Vec<(String, PathBuf)> = tables
+                .iter()
+                .filter_map(|t| unloaded.get(*t).map(|p| (t.to_string(), p.clone())))
+                .collect();
+            if todo.is_empty() {
+                return Ok(());
+            }
+            // A table a scan would split over the cores goes to the file the split scans open;
+            // a smaller one stays in memory.
+            let (min_rows, _) = split_setting();
+            let mut dbs = Vec::with_capacity(todo.len());
+            for (_, path) in &todo {
+                let spill = columnar::row_count(path)? >= min_rows;
+                if spill && self.spill.get().is_none() {
+                    let file = Trace::temp_db("verdict-columnar-")?;
+                    let mut attach = self
+                        .conn
+                        .prepare("ATTACH DATABASE ?1 AS spill")
+                        .map_err(TraceError::from_sqlite)?;
+                    attach
+                        .execute([file.to_string_lossy().as_ref()])
+                        .map_err(TraceError::from_sqlite)?;
+                    self.conn
+                        .execute_batch(
+                            "PRAGMA spill.journal_mode = OFF; PRAGMA spill.synchronous = OFF; \
+                             PRAGMA spill.locking_mode = EXCLUSIVE;",
+                        )
+                        .map_err(TraceError::from_sqlite)?;
+                    let _ = self.spill.set(file);
+                }
+                dbs.push(if spill { "spill" } else { "main" });
+            }
+            self.conn.execute_batch("BEGIN").map_err(TraceError::from_sqlite)?;
+            for ((table, path), db) in todo.iter().zip(dbs) {
+                if let Err(e) = columnar::load_table(&self.conn, db, table, path) {
+                    let _ = self.conn.execute_batch("ROLLBACK");
+                    return Err(e);
+                }
+            }
+            self.conn.execute_batch("COMMIT").map_err(TraceError::from_sqlite)?;
+            for (table, _) in todo {
+                unloaded.remove(&table);
+            }
+        }
+        #[cfg(not(feature = "columnar"))]
+        let _ = tables;
+        Ok(())
+    }
+
+    /// The connection, with the given tables read into it ([`Trace::load_tables`]).
+    pub(crate) fn conn_with(&self, tables: &[&str]) -> Result<&Connection, TraceError> {
+        self.load_tables(tables)?;
+        Ok(&self.conn)
+    }
+
+    /// For a columnar folder's table not read into its database: its Parquet file, for a
+    /// scan to read straight.
+    #[cfg(feature = "columnar")]
+    pub(crate) fn unloaded_file(&self, table: &str) -> Option<PathBuf> {
+        self.unloaded.borrow().get(table).cloned()
+    }
+
+    /// Rows of a table: counted by SQL, or for a columnar folder's table not read into its
+    /// database, from its file's footer.
+    pub(crate) fn row_count(&self, table: &str) -> Result<i64, TraceError> {
+        #[cfg(feature = "columnar")]
+        if let Some(path) = self.unloaded_file(table) {
+            return columnar::row_count(&path);
+        }
+        self.conn
+            .query_row(&format!("SELECT count(*) FROM {}", quote_ident(table)), [], |r| r.get(0))
+            .map_err(TraceError::from_sqlite)
     }
 
     #[cfg(not(feature = "columnar"))]
@@ -446,10 +559,25 @@ impl Trace {
         &self.path
     }
 
-    /// The SQLite database the tables are read from: the file itself, or the one a Kineto
-    /// trace was read into.
-    fn db_path(&self) -> &Path {
-        self.db.as_deref().unwrap_or(&self.path)
+    /// The SQLite file a table is read from, which a split scan's connections open: the
+    /// file itself, the one a Kineto trace was read into, or for a columnar folder the file
+    /// its large tables are loaded into; None for a table held in memory.
+    fn split_file(&self, table: &str) -> Option<&Path> {
+        #[cfg(feature = "columnar")]
+        if self.columnar.is_some() {
+            let in_spill = self.spill.get().is_some_and(|_| {
+                self.conn
+                    .query_row(
+                        "SELECT 1 FROM spill.sqlite_master WHERE type = 'table' AND name = ?1",
+                        [table],
+                        |_| Ok(()),
+                    )
+                    .is_ok()
+            });
+            return if in_spill { self.spill.get().map(|p| p.as_ref()) } else { None };
+        }
+        let _ = table;
+        Some(self.db.as_deref().unwrap_or(&self.path))
     }
 
     /// The probed schema.
@@ -457,7 +585,8 @@ impl Trace {
         &self.schema
     }
 
-    /// The connection, for analyses that read tables other than the kernel table.
+    /// The connection, for analyses that read tables other than the kernel table. A
+    /// columnar folder's large tables are in it once read ([`Trace::load_tables`]).
     pub fn conn(&self) -> &Connection {
         &self.conn
     }
@@ -478,13 +607,7 @@ impl Trace {
         let gpus = self.listed_gpus()?;
         let processes = self.processes()?;
         let nvtx_events = if self.schema.has_table(names::NVTX_EVENTS) {
-            let n: i64 = self
-                .conn
-                .query_row(&format!("SELECT count(*) FROM {}", names::NVTX_EVENTS), [], |r| {
-                    r.get(0)
-                })
-                .map_err(TraceError::from_sqlite)?;
-            Some(n)
+            Some(self.row_count(names::NVTX_EVENTS)?)
         } else {
             None
         };
@@ -821,7 +944,9 @@ fn uri_escape(path: &Path) -> String {
 pub fn sha256_file(path: &Path) -> io::Result<String> {
     let mut f = File::open(path)?;
     let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
+    // A buffer no larger than the file: the small files of an extract are many.
+    let len = f.metadata()?.len().clamp(1, 1 << 20);
+    let mut buf = vec![0u8; len as usize];
     loop {
         let n = f.read(&mut buf)?;
         if n == 0 {

@@ -187,7 +187,7 @@ impl GpuProjections {
             return Ok(out);
         }
         let sqlite = TraceError::from_sqlite;
-        let conn = trace.conn();
+        let conn = trace.conn_with(&[table, names::NVTX_EVENTS])?;
         // A trace whose profiler projected nothing (an empty table) records none.
         out.recorded = conn
             .query_row(&format!("SELECT EXISTS (SELECT 1 FROM {table})"), [], |r| r.get(0))
@@ -707,7 +707,7 @@ impl NameTable {
 /// unterminated ranges.
 fn max_timestamp(trace: &Trace) -> Result<i64, TraceError> {
     let (s, e): (Option<i64>, Option<i64>) = trace
-        .conn()
+        .conn_with(&[names::NVTX_EVENTS])?
         .query_row(
             &format!("SELECT max(start), max(\"end\") FROM {}", quote_ident(names::NVTX_EVENTS)),
             [],
@@ -753,7 +753,7 @@ fn name_domains(
         },
         quote_ident(names::NVTX_EVENTS),
     );
-    let conn = trace.conn();
+    let conn = trace.conn_with(&[names::NVTX_EVENTS])?;
     let mut stmt = conn.prepare(&sql).map_err(TraceError::from_sqlite)?;
     let rows = stmt
         .query_map([], |r| {
@@ -809,6 +809,64 @@ pub struct Launches {
     pub collectives: HashMap<LaunchKey, Collective>,
     /// Whether the trace can record them (a PyTorch profiler trace), even if it holds none.
     pub collectives_recorded: bool,
+}
+
+/// A launch record as the launch scan reads it: key, `globalTid`, start, end.
+#[cfg(feature = "columnar")]
+type LaunchRow = (LaunchKey, i64, i64, i64);
+
+/// For a columnar folder whose runtime table is not read into its database: the rows
+/// [`Launches::load`] selects, read straight from the table's Parquet file in file order (the
+/// order the database would hold them in), with the same filters and checks. None when the
+/// table is in the database or a column is not an integer column: it is then read through
+/// SQLite.
+#[cfg(feature = "columnar")]
+fn direct_launches(
+    trace: &Trace,
+    lo: i64,
+    hi: i64,
+    processes: &[i64],
+    wanted: &HashSet<LaunchKey>,
+) -> Result<Option<Vec<LaunchRow>>, TraceError> {
+    let Some(path) = trace.unloaded_file(names::RUNTIME) else { return Ok(None) };
+    let cols = [r::CORRELATION_ID, r::GLOBAL_TID, r::START, r::END];
+    let asked: Vec<Option<&str>> = cols.iter().map(|&c| Some(c)).collect();
+    let Some(mut columns) = super::columnar::IntColumns::open(names::RUNTIME, &path, &asked)?
+    else {
+        return Ok(None);
+    };
+    let bad = |column: &str, e: rusqlite::Error| TraceError::BadValue {
+        table: names::RUNTIME.into(),
+        column: column.into(),
+        detail: e.to_string(),
+    };
+    let mut out = Vec::new();
+    while let Some(batch) = columns.next_batch()? {
+        let rows = batch.iter().flatten().map(|a| a.len()).next().unwrap_or(0);
+        for row in 0..rows {
+            let v = super::kernels::BatchRow { columns: &batch, names: &cols, row };
+            // The SQL's filters: the correlation-id range and the processes (NULLs fail both).
+            let (Some(correlation), Some(global_tid)) = (v.value(0), v.value(1)) else {
+                continue;
+            };
+            if correlation < lo
+                || correlation > hi
+                || processes.binary_search(&(global_tid >> 24)).is_err()
+            {
+                continue;
+            }
+            let key = LaunchKey { process: process_of(global_tid), correlation };
+            if !wanted.contains(&key) {
+                continue;
+            }
+            let start = v.not_null(2).map_err(|e| bad(r::START, e))?;
+            let end = v.not_null(3).map_err(|e| bad(r::END, e))?;
+            check_timestamp(names::RUNTIME, r::START, start)?;
+            check_timestamp(names::RUNTIME, r::END, end)?;
+            out.push((key, global_tid, start, end));
+        }
+    }
+    Ok(Some(out))
 }
 
 /// What a PyTorch `record_param_comms` op around a launch says of its collective.
@@ -870,6 +928,14 @@ impl Launches {
             column: column.into(),
             detail: e.to_string(),
         };
+        #[cfg(feature = "columnar")]
+        if let Some(rows) = direct_launches(trace, lo, hi, &processes, &wanted)? {
+            for (key, global_tid, start, end) in rows {
+                out.push(key, global_tid, start, end);
+            }
+            out.load_collectives(trace, &wanted, lo, hi)?;
+            return Ok(out);
+        }
         let parts = super::split_scan(trace, names::RUNTIME, &mut |_| {}, |conn, range, _| {
             let mut stmt = conn
                 .prepare(&format!("{sql}{range} ORDER BY rowid"))

@@ -102,7 +102,7 @@ impl Payloads {
             super::nvtx::PUSH_POP_RANGE,
             super::nvtx::START_END_RANGE
         );
-        let conn = trace.conn();
+        let conn = trace.conn_with(&[names::NVTX_EVENTS])?;
         let bad = |column: &str, e: rusqlite::Error| TraceError::BadValue {
             table: names::NVTX_EVENTS.into(),
             column: column.into(),
