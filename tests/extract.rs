@@ -525,6 +525,7 @@ fn a_set_is_indexed_and_per_file_extracts_merge_into_the_same_index() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("extracts of the same bytes"), "{err}");
     assert_eq!(std::fs::read(jobs.join(".verdict-set.json")).unwrap(), before);
+}
 
 /// The tables of the database an open trace reads from, by name.
 fn db_tables(trace: &verdict::trace::Trace) -> Vec<String> {
