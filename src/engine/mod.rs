@@ -221,6 +221,9 @@ pub fn nccl_skew(
     keyed: &Keyed,
     params: &ReduceParams,
 ) -> Result<Reduced, EngineError> {
+    // Without Parquet no engine but Rust is built: nothing reads the rows.
+    #[cfg(not(feature = "columnar"))]
+    let _ = (keyed, params);
     match engine {
         Engine::Rust => Err(EngineError::new(
             "the Rust reduce runs inside the analysis",
@@ -290,6 +293,8 @@ pub fn overlap(
     ranks: i64,
 ) -> Result<Vec<Unions>, EngineError> {
     let params = ReduceParams { ranks, ordinal: false, tile: None };
+    #[cfg(not(feature = "columnar"))]
+    let _ = (intervals, params);
     match engine {
         Engine::Rust => Err(EngineError::new(
             "the Rust aggregates run inside the analysis",
