@@ -20,8 +20,8 @@
 //! tables come back as they were declared.
 //!
 //! Opening a folder reads its small tables into a database in memory. The large activity
-//! tables ([`is_lazy`]) are read only when a scan reads them: the kernel scan and the launch
-//! scan read their Parquet columns straight ([`IntColumns`]); any other read loads the table
+//! tables (`is_lazy`) are read only when a scan reads them: the kernel scan and the launch
+//! scan read their Parquet columns straight (`IntColumns`); any other read loads the table
 //! into the database first (in memory, or, from the rows at which a scan is split over the
 //! cores, into a temporary file in the system's temporary folder, removed when the trace is
 //! closed). Nothing is written beside the input.
@@ -493,7 +493,7 @@ fn write_table(
 
 /// The tables read on demand rather than at open: the large activity tables, which most
 /// commands read only some of, and which the kernel and launch scans read straight from their
-/// Parquet files ([`IntColumns`]). Every other table is small and read at open.
+/// Parquet files (`IntColumns`). Every other table is small and read at open.
 pub(crate) fn is_lazy(table: &str) -> bool {
     [names::RUNTIME, names::NVTX_EVENTS, names::MEMCPY, names::MEMSET].contains(&table)
         || is_kernel_table(table)
@@ -501,8 +501,8 @@ pub(crate) fn is_lazy(table: &str) -> bool {
 
 /// Opens a columnar folder into the SQLite database of `conn` (in memory), with the tables
 /// of an nsys export: every table is created, the small ones filled; the large ones
-/// ([`is_lazy`]) are created empty and returned with their files, for the caller to drop
-/// once the schema is probed and to fill with [`load_table`] when a scan reads them. Every
+/// (`is_lazy`) are created empty and returned with their files, for the caller to drop
+/// once the schema is probed and to fill with `load_table` when a scan reads them. Every
 /// file is checked against the manifest first. The folder is only read.
 pub fn open(
     dir: &Path,
