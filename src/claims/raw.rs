@@ -470,8 +470,9 @@ pub struct RawReview {
     pub r6: Option<RawText>,
     /// Next step.
     pub next: Option<RawText>,
-    /// Reviewer: a name, or a description per language.
-    pub reviewer: Option<RawName>,
+    /// Reviewer: a name, or a description per language (its position kept here: inside the
+    /// untagged enum a text's own is lost).
+    pub reviewer: Option<Spanned<RawName>>,
     /// When the review was made.
     pub date: Option<String>,
 }

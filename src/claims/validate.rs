@@ -70,10 +70,15 @@ impl Checker {
     }
 
     pub(super) fn text(&mut self, t: &RawText, what: &str) -> Text {
+        self.text_at(t, at(t), what)
+    }
+
+    /// [`Checker::text`] with its problems at `pos`.
+    fn text_at(&mut self, t: &RawText, pos: (u32, u32), what: &str) -> Text {
         for lang in &self.languages.clone() {
             if !t.value.contains_key(lang) {
                 self.err(
-                    at(t),
+                    pos,
                     format!("{what} has no `{lang}` text"),
                     Some(format!(
                         "give it in every language of `report.languages` ({})",
@@ -85,7 +90,7 @@ impl Checker {
         for k in t.value.keys() {
             if !self.languages.contains(k) {
                 self.err(
-                    at(t),
+                    pos,
                     format!("{what} has text in `{k}`, which `report.languages` does not list"),
                     Some(format!("add `{k}` to `report.languages`, or remove the `{k}` text")),
                 );
@@ -708,11 +713,11 @@ fn review(c: &mut Checker, review: Option<&RawReview>) -> Review {
         Some(r) => Review {
             r6: c.opt_text(&r.r6, "`review.r6`"),
             next: c.opt_text(&r.next, "`review.next`"),
-            reviewer: r.reviewer.as_ref().map(|n| match n {
+            reviewer: r.reviewer.as_ref().map(|n| match &n.value {
                 RawName::Plain(name) => {
                     LANGUAGES.iter().map(|l| (l.to_string(), name.clone())).collect()
                 }
-                RawName::Text(t) => c.text(t, "`review.reviewer`"),
+                RawName::Text(t) => c.text_at(t, at(n), "`review.reviewer`"),
             }),
             date: r.date.clone(),
         },
