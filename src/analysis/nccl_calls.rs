@@ -420,6 +420,9 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
         nccl_skew::leave_broken_null(&mut ev, &s, params, CROSS_RANK, RANK_CROSS);
     }
     missing_cpu_side(&mut ev, ctx, &s, &gaps);
+    if let Some(n) = ctx.nvtx.as_ref().map(|n| n.launches.nested).filter(|&n| n > 0) {
+        ev.note("note.nested_launches", &[("n", n.to_string())]);
+    }
     Ok(ev)
 }
 

@@ -810,6 +810,9 @@ pub struct Attribution {
     /// Launch records whose (process, `correlationId`) occurs more than once in the runtime
     /// table beyond the first (the earliest call is used).
     pub duplicate_launches: u64,
+    /// Launch records nested on their thread inside the call with the same key (the outermost
+    /// call is the launch; see [`Launches::nested`]).
+    pub nested_launches: u64,
     /// Ranges that received kernels and had no end (closed at `closed_at_ns`).
     pub unterminated_ranges: u64,
     /// Where unterminated ranges were closed: the largest timestamp of the NVTX table.
@@ -898,6 +901,7 @@ pub fn attribute(
         runtime_table_absent: launches.table_absent,
         nvtx_table_absent: ranges.table_absent,
         duplicate_launches: launches.duplicates,
+        nested_launches: launches.nested,
         unterminated_ranges,
         closed_at_ns: if unterminated_ranges > 0 { ranges.closed_at_ns } else { None },
         rows,
@@ -1737,6 +1741,9 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     }
     if att.duplicate_launches > 0 {
         ev.note("note.nvtx_duplicate_launches", &[("n", att.duplicate_launches.to_string())]);
+    }
+    if att.nested_launches > 0 {
+        ev.note("note.nested_launches", &[("n", att.nested_launches.to_string())]);
     }
     Ok(ev)
 }

@@ -247,6 +247,18 @@ fn coverage(
             &[("n", n.to_string()), ("table", table.clone()), ("column", column.clone())],
         );
     }
+    // Runtime records that repeat a launch key: nested calls (the versioned call inside the
+    // runtime call) and true duplicates, resolved as every analysis resolves them.
+    let repeated = crate::trace::nvtx::Launches::repeated_keys(trace)?;
+    if repeated.nested > 0 {
+        ev.note(
+            "note.inspect_nested_launches",
+            &[("n", repeated.nested.to_string()), ("keys", repeated.len().to_string())],
+        );
+    }
+    if repeated.duplicates > 0 {
+        ev.note("note.nvtx_duplicate_launches", &[("n", repeated.duplicates.to_string())]);
+    }
     Ok(ev)
 }
 

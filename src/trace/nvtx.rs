@@ -802,8 +802,14 @@ pub struct Launches {
     pub table_absent: bool,
     /// Distinct keys asked for.
     pub requested: u64,
-    /// Further rows with a key already read (the earliest call is kept).
+    /// Further rows with a key already read that are not nested in it (another thread, or
+    /// disjoint in time): the earliest call is kept.
     pub duplicates: u64,
+    /// Further rows with a key already read that nest on the same thread with the kept call:
+    /// the versioned call inside the runtime call (`cudaLaunchKernel_v7000` inside
+    /// `cudaLaunchKernel`, one correlation id). The outermost call is the launch; the inner
+    /// ones are counted here, never as second launches.
+    pub nested: u64,
     /// The PyTorch `record_param_comms` op each launch lies in, by key, where the trace
     /// records such ops (a PyTorch profiler trace: [`super::kineto::COLLECTIVE_LAUNCHES`]).
     pub collectives: HashMap<LaunchKey, Collective>,
@@ -964,6 +970,52 @@ impl Launches {
         Ok(out)
     }
 
+    /// The runtime records whose (process, `correlationId`) key occurs more than once, each key
+    /// resolved as [`Launches::load`] resolves it: [`Launches::nested`] and
+    /// [`Launches::duplicates`] count the records beyond the kept one. What `inspect` reports;
+    /// an absent table or one without the columns gives no records.
+    pub fn repeated_keys(trace: &Trace) -> Result<Launches, TraceError> {
+        let mut out = Launches::default();
+        if !trace.schema().has_table(names::RUNTIME) {
+            out.table_absent = true;
+            return Ok(out);
+        }
+        if Self::REQUIRES.iter().any(|req| trace.schema().require(req).is_err()) {
+            return Ok(out);
+        }
+        let table = quote_ident(names::RUNTIME);
+        let sql = format!(
+            "SELECT correlationId, globalTid, start, \"end\" FROM {table} \
+             WHERE globalTid IS NOT NULL AND correlationId IN \
+             (SELECT correlationId FROM {table} WHERE correlationId IS NOT NULL \
+              GROUP BY correlationId HAVING count(*) > 1) ORDER BY rowid"
+        );
+        let bad = |column: &str, e: rusqlite::Error| TraceError::BadValue {
+            table: names::RUNTIME.into(),
+            column: column.into(),
+            detail: e.to_string(),
+        };
+        let conn = trace.conn_with(&[names::RUNTIME])?;
+        let mut stmt = conn.prepare(&sql).map_err(TraceError::from_sqlite)?;
+        let mut rows = stmt.query([]).map_err(TraceError::from_sqlite)?;
+        while let Some(row) = rows.next().map_err(TraceError::from_sqlite)? {
+            let correlation: i64 = row.get(0).map_err(|e| bad(r::CORRELATION_ID, e))?;
+            let global_tid: i64 = row.get(1).map_err(|e| bad(r::GLOBAL_TID, e))?;
+            let start: i64 = row.get(2).map_err(|e| bad(r::START, e))?;
+            let end: i64 = row.get(3).map_err(|e| bad(r::END, e))?;
+            check_timestamp(names::RUNTIME, r::START, start)?;
+            check_timestamp(names::RUNTIME, r::END, end)?;
+            out.push(
+                LaunchKey { process: process_of(global_tid), correlation },
+                global_tid,
+                start,
+                end,
+            );
+        }
+        out.requested = out.index.len() as u64;
+        Ok(out)
+    }
+
     /// Reads the `record_param_comms` op of each wanted launch, where the trace has the table.
     fn load_collectives(
         &mut self,
@@ -1034,6 +1086,7 @@ impl Launches {
         for (part, remap) in parts {
             out.requested = out.requested.saturating_add(part.requested);
             out.duplicates = out.duplicates.saturating_add(part.duplicates);
+            out.nested = out.nested.saturating_add(part.nested);
             out.collectives_recorded |= part.collectives_recorded;
             for (key, c) in part.collectives {
                 let key = LaunchKey { process: remap.process(key.process), ..key };
@@ -1049,22 +1102,31 @@ impl Launches {
         out
     }
 
+    /// Adds a record. A key already read keeps one record: of two calls on the same thread
+    /// where one encloses the other, the enclosing one (a nested call, counted in
+    /// [`Launches::nested`]); otherwise the earlier (a duplicate, [`Launches::duplicates`]).
+    /// Ties: the earlier start, then the later end, then the row read first.
     fn push(&mut self, key: LaunchKey, global_tid: i64, start: i64, end: i64) {
-        match self.index.get(&key) {
-            Some(&i) => {
-                self.duplicates = self.duplicates.saturating_add(1);
-                let i = i as usize;
-                if start < self.start[i] {
-                    (self.start[i], self.end[i], self.global_tid[i]) = (start, end, global_tid);
-                }
-            }
-            None => {
-                self.index.insert(key, self.start.len() as u32);
-                self.start.push(start);
-                self.end.push(end);
-                self.global_tid.push(global_tid);
-                self.correlation.push(key.correlation);
-            }
+        let Some(&i) = self.index.get(&key) else {
+            self.index.insert(key, self.start.len() as u32);
+            self.start.push(start);
+            self.end.push(end);
+            self.global_tid.push(global_tid);
+            self.correlation.push(key.correlation);
+            return;
+        };
+        let i = i as usize;
+        let (kept_start, kept_end) = (self.start[i], self.end[i]);
+        let nested = global_tid == self.global_tid[i]
+            && ((start <= kept_start && end >= kept_end)
+                || (kept_start <= start && kept_end >= end));
+        if nested {
+            self.nested = self.nested.saturating_add(1);
+        } else {
+            self.duplicates = self.duplicates.saturating_add(1);
+        }
+        if (start, std::cmp::Reverse(end)) < (kept_start, std::cmp::Reverse(kept_end)) {
+            (self.start[i], self.end[i], self.global_tid[i]) = (start, end, global_tid);
         }
     }
 
@@ -1129,6 +1191,27 @@ mod tests {
         assert_eq!(r.unterminated_count(), 1);
         assert_eq!(r.thread_rows(t), 0..3);
         assert_eq!(r.domain_of(0).name, "default");
+    }
+
+    #[test]
+    fn a_call_nested_in_the_launch_on_its_thread_is_counted_as_nested_whatever_the_order() {
+        // cudaLaunchKernel 352,044,764-352,102,717 and cudaLaunchKernel_v7000
+        // 352,044,799-352,102,677, one correlation id, one thread (the extra-p export).
+        let t = (5 << 24) | 9;
+        let (outer, inner) =
+            ((t, 415, 352_044_764, 352_102_717), (t, 415, 352_044_799, 352_102_677));
+        for rows in [[outer, inner], [inner, outer]] {
+            let l = Launches::from_rows(&rows);
+            assert_eq!((l.len(), l.nested, l.duplicates), (1, 1, 0));
+            let i = l.find(LaunchKey { process: 5, correlation: 415 }).unwrap();
+            assert_eq!((l.start[i], l.end[i]), (352_044_764, 352_102_717));
+        }
+        // Same start: the longer call encloses the shorter one.
+        let l = Launches::from_rows(&[(t, 1, 10, 20), (t, 1, 10, 30)]);
+        assert_eq!((l.nested, l.duplicates, l.end[0]), (1, 0, 30));
+        // The same interval on another thread of the process is a duplicate, not nested.
+        let l = Launches::from_rows(&[(t, 1, 10, 20), (t + 1, 1, 12, 18)]);
+        assert_eq!((l.nested, l.duplicates, l.tid(0)), (0, 1, 9));
     }
 
     #[test]
