@@ -422,7 +422,7 @@ pub fn merge_scans(
             needs.push(t);
         }
     }
-    (KernelFilter { devices, bounds, nccl_anywhere, keys }, needs)
+    (KernelFilter { devices, bounds, nccl_anywhere, keys, nccl_keys: false }, needs)
 }
 
 /// [`run`], taking each single trace's scan from `scans` when it is there (it must cover
@@ -980,7 +980,7 @@ fn union_filter<'a>(
         }
     }
     let (devices, bounds) = rows;
-    KernelFilter { devices, bounds, nccl_anywhere, keys }
+    KernelFilter { devices, bounds, nccl_anywhere, keys, nccl_keys: false }
 }
 
 /// The rows a scope reads: its devices over its window, or over the whole trace when it has
@@ -1021,8 +1021,10 @@ mod tests {
 
     /// A Day 26-style file: overlap of one device in a window, a kernel count of every device
     /// in it, cross-rank skew over the whole trace, NVTX attribution of one device. The scan
-    /// keeps the window of every device and NCCL kernels anywhere, with their launch keys
-    /// (skew ties kernels to communicators); not every row of the trace.
+    /// keeps the window of every device and NCCL kernels anywhere, launch keys in the NVTX
+    /// query's box only (skew's ties to communicators read the keys of NCCL kernels alone,
+    /// and only from a trace that records such ties: decided when the trace is loaded); not
+    /// every row of the trace.
     #[test]
     fn whole_trace_skew_keeps_nccl_kernels_not_every_row() {
         let one = scope(DeviceSel::Set(vec![3]), Some((60, 70)));
@@ -1040,16 +1042,15 @@ mod tests {
         assert_eq!(f.devices, None);
         assert_eq!(f.bounds, Some((60, 70)));
         assert!(f.nccl_anywhere);
-        // Skew ties every NCCL kernel to its communicator by its launch: keys for every kept
-        // row of its devices, whatever the window.
-        assert_eq!(f.keys, Some((None, None)));
+        assert_eq!(f.keys, Some((Some(vec![3]), Some((60, 70)))));
+        assert!(!f.nccl_keys);
         // Skew in a window reads that window like any query, and every NCCL kernel besides
         // (a collective is matched over the whole trace, so a window cannot shift the
         // pairing); other analyses over the whole trace read every row.
         let f = union_filter([(&all, spec("nccl-skew"), false)].into_iter());
         assert_eq!(
             (f.devices, f.bounds, f.nccl_anywhere, f.keys),
-            (None, Some((60, 70)), true, Some((None, None)))
+            (None, Some((60, 70)), true, None)
         );
         let f = union_filter([(&whole, spec("overlap"), false)].into_iter());
         assert_eq!((f.devices, f.bounds, f.nccl_anywhere), (None, None, false));

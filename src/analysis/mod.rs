@@ -359,6 +359,51 @@ pub enum Table {
     /// `NVTX_EVENTS`, the launch records of `CUPTI_ACTIVITY_KIND_RUNTIME` and each kernel's
     /// launch key (absent tables read as no rows).
     Nvtx,
+    /// What ties each NCCL kernel to its collective beyond its order, read only from a trace
+    /// that records it ([`crate::trace::payload::nccl_ties_recorded`]): the launch records
+    /// of the NCCL kernels and the NVTX ranges around them, with their NCCL payloads or
+    /// PyTorch's `record_param_comms` ops. Elsewhere nothing is read for it.
+    NcclTies,
+}
+
+/// `needs` for these traces: [`Table::NcclTies`] is kept when any of them records such ties
+/// (a set reads them from every file or none), dropped otherwise.
+pub(crate) fn resolve_ties(
+    needs: &[Table],
+    traces: &[&crate::trace::Trace],
+) -> Result<Vec<Table>, crate::trace::TraceError> {
+    if !needs.contains(&Table::NcclTies) {
+        return Ok(needs.to_vec());
+    }
+    for t in traces {
+        if crate::trace::payload::nccl_ties_recorded(t)? {
+            return Ok(needs.to_vec());
+        }
+    }
+    Ok(needs.iter().copied().filter(|t| *t != Table::NcclTies).collect())
+}
+
+/// The scan of a trace whose `needs` read launch keys: the filter's key box for NVTX, and the
+/// keys of NCCL kernels for their ties; None when no launch key is read.
+fn keyed_filter(
+    filter: &crate::trace::KernelFilter,
+    needs: &[Table],
+) -> Option<crate::trace::KernelFilter> {
+    let (nvtx, ties) = (needs.contains(&Table::Nvtx), needs.contains(&Table::NcclTies));
+    (nvtx || ties).then(|| crate::trace::KernelFilter {
+        keys: if nvtx { filter.keys.clone() } else { Some(crate::trace::NO_ROWS) },
+        nccl_keys: ties,
+        ..filter.clone()
+    })
+}
+
+/// Which NVTX ranges a load reads beside those that can enclose its launches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RangeSpan {
+    /// Every range of the trace.
+    Whole,
+    /// Those within these bounds (ns) too.
+    Bounds((i64, i64)),
 }
 
 /// NVTX ranges and the launch records that tie kernels to them.
@@ -371,11 +416,21 @@ pub struct NvtxData {
 }
 
 impl NvtxData {
+    /// The span of ranges to read beside the launches' own: the whole trace for NCCL ties (a
+    /// communicator's init, which gives its size and ranks, precedes its collectives), else
+    /// the scan's bounds (None: the whole trace).
+    pub(crate) fn bounds(filter: &crate::trace::KernelFilter, needs: &[Table]) -> RangeSpan {
+        match filter.bounds {
+            Some(b) if !needs.contains(&Table::NcclTies) => RangeSpan::Bounds(b),
+            _ => RangeSpan::Whole,
+        }
+    }
+
     /// Reads the launch records of the kernel rows `keep` selects (those with a launch key),
     /// then the ranges that can enclose them or lie within `bounds`.
     pub(crate) fn load(
         trace: &crate::trace::Trace,
-        bounds: Option<(i64, i64)>,
+        span: RangeSpan,
         kernels: &Kernels,
         keep: impl Fn(usize) -> bool,
     ) -> Result<NvtxData, crate::trace::TraceError> {
@@ -383,10 +438,10 @@ impl NvtxData {
             (0..kernels.len()).filter(|&i| keep(i)).filter_map(|i| kernels.launch_key(i)).collect();
         let launches = crate::trace::nvtx::Launches::load(trace, keys)?;
         // Ranges that can enclose a launch, and those in the scan's window.
-        let bounds = match (bounds, launches.start_bounds()) {
-            (None, _) => None,
-            (Some(b), None) => Some(b),
-            (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
+        let bounds = match (span, launches.start_bounds()) {
+            (RangeSpan::Whole, _) => None,
+            (RangeSpan::Bounds(b), None) => Some(b),
+            (RangeSpan::Bounds((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
         };
         let ranges = crate::trace::nvtx::NvtxRanges::load(trace, bounds)?;
         Ok(NvtxData { ranges, launches })
@@ -1747,20 +1802,21 @@ impl Context {
         progress: &mut dyn FnMut(u64),
     ) -> Result<(Kernels, Option<crate::trace::Copies>, Option<NvtxData>), crate::trace::TraceError>
     {
-        let kernels = if needs.contains(&Table::Nvtx) {
-            Kernels::load_with_launch_keys(trace, filter, progress)?
-        } else {
-            Kernels::load(trace, filter, progress)?
+        let keyed = keyed_filter(filter, needs);
+        let kernels = match &keyed {
+            Some(f) => Kernels::load_with_launch_keys(trace, f, progress)?,
+            None => Kernels::load(trace, filter, progress)?,
         };
         let copies = if needs.contains(&Table::Copies) {
             Some(crate::trace::Copies::load(trace, filter)?)
         } else {
             None
         };
-        let nvtx = if needs.contains(&Table::Nvtx) && with_nvtx {
-            Some(NvtxData::load(trace, filter.bounds, &kernels, |_| true)?)
-        } else {
-            None
+        let nvtx = match keyed {
+            Some(_) if with_nvtx => {
+                Some(NvtxData::load(trace, NvtxData::bounds(filter, needs), &kernels, |_| true)?)
+            }
+            _ => None,
         };
         Ok((kernels, copies, nvtx))
     }
@@ -1775,7 +1831,8 @@ impl Context {
         needs: &[Table],
         progress: &mut dyn FnMut(u64),
     ) -> Result<Context, crate::trace::TraceError> {
-        Self::load_parts(trace, filter, expected_devices, needs, true, progress)
+        let needs = resolve_ties(needs, &[trace])?;
+        Self::load_parts(trace, filter, expected_devices, &needs, true, progress)
     }
 
     /// [`Context::load`]; with `with_nvtx` false, a scan that needs NVTX reads the kernels'

@@ -132,7 +132,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     sums: &[],
     params: &[super::STREAM, super::MATCH, super::REGEX, super::ENGINE],
     scope: ScopeRule::Ranks,
-    needs: &[Table::Kernels, Table::Nvtx],
+    needs: &[Table::Kernels, Table::NcclTies],
     cross_rank: CROSS_RANK,
     ratios: &[("wait_share", "wait_ns / nccl_ns"), ("straggler_share", "straggler_last / matched")],
     per_name: false,

@@ -327,6 +327,20 @@ pub fn load_set(
     let ordered: Vec<PathBuf> = order.iter().map(|&i| paths[i].clone()).collect();
     let paths: &[PathBuf] = &ordered;
     let origin = opened.iter().map(|(_, c, _)| c.start_utc_ns).min().unwrap_or(0);
+    // NCCL ties are read from every file when one records them, so that every rank is tied
+    // the same way or its file says why not.
+    let mut ties = false;
+    if needs.contains(&Table::NcclTies) {
+        for ((t, _, _), p) in opened.iter().zip(paths) {
+            if crate::trace::payload::nccl_ties_recorded(t).map_err(file_err(p))? {
+                ties = true;
+                break;
+            }
+        }
+    }
+    let needs: Vec<Table> =
+        needs.iter().copied().filter(|t| ties || *t != Table::NcclTies).collect();
+    let needs = &needs[..];
     let single = paths.len() == 1;
     let shift_of = |c: &Clock| if single { 0 } else { c.zero_utc_ns - origin };
     let mut parts: Vec<Part> = opened
@@ -343,6 +357,7 @@ pub fn load_set(
                 bounds: on_file(filter.bounds),
                 nccl_anywhere: filter.nccl_anywhere,
                 keys: filter.keys.as_ref().map(|(_, b)| (None, on_file(*b))),
+                nccl_keys: false,
             };
             // NVTX launches and ranges wait for the ranks: only the rows of the ranks that
             // need them look their launches up.
@@ -364,14 +379,18 @@ pub fn load_set(
         }
     }
     let (ranks, maps) = number_ranks(&parts, paths);
-    if needs.contains(&Table::Nvtx) {
+    if needs.contains(&Table::Nvtx) || needs.contains(&Table::NcclTies) {
         let wanted = filter.keys.as_ref().and_then(|(ranks, _)| ranks.clone());
         parts.par_iter_mut().zip(&maps).try_for_each(|(p, map)| {
             let k = &p.ctx.kernels;
             let keep = |i: usize| {
                 wanted.as_ref().is_none_or(|w| map.get(&k.device[i]).is_some_and(|r| w.contains(r)))
             };
-            let load = || super::NvtxData::load(&p.trace, p.bounds, k, keep);
+            let span = super::NvtxData::bounds(
+                &KernelFilter { bounds: p.bounds, ..KernelFilter::default() },
+                needs,
+            );
+            let load = || super::NvtxData::load(&p.trace, span, k, keep);
             let nvtx = if single { load() } else { crate::trace::unsplit(load) }
                 .map_err(file_err(p.trace.path()))?;
             p.ctx.nvtx = Some(nvtx);

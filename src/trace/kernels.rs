@@ -57,6 +57,9 @@ pub struct KernelFilter {
     /// The kept rows whose launch keys a scan with keys reads, as `(devices, bounds)` above
     /// (None: every kept row); the others get none.
     pub keys: Option<RowBox>,
+    /// Also the launch keys of every kept NCCL kernel, wherever it is: what ties a collective
+    /// to its communicator or process group.
+    pub nccl_keys: bool,
 }
 
 /// A box of rows: devices (None: all) and bounds as in [`KernelFilter`] (None: all times).
@@ -110,8 +113,9 @@ impl KernelFilter {
     }
 
     /// Whether a kept row's launch key is read.
-    fn wants_key(&self, device: i64, start: i64, end: i64) -> bool {
+    fn wants_key(&self, device: i64, start: i64, end: i64, nccl: impl FnOnce() -> bool) -> bool {
         self.keys.as_ref().is_none_or(|(d, b)| Self::boxed(d, *b, device, start, end))
+            || (self.nccl_keys && nccl())
     }
 }
 
@@ -726,7 +730,7 @@ impl Part {
         out.short.push(short);
         out.demangled.push(demangled);
         if read_keys {
-            if filter.wants_key(device, start, end) {
+            if filter.wants_key(device, start, end, || nccl_ids.contains(&short)) {
                 let c: Option<i64> = row.opt(7).map_err(|e| bad(k::CORRELATION_ID, e))?;
                 out.correlation.push(c);
                 out.process.push(pid_raw.map(process_of));
@@ -1129,6 +1133,15 @@ mod tests {
                 bounds: Some((0, i64::MAX / 4)),
                 nccl_anywhere: true,
                 keys: Some((Some(vec![0]), None)),
+                nccl_keys: false,
+            },
+            // Every device in a window, with the launch keys of its NCCL kernels only.
+            KernelFilter {
+                bounds: Some((0, i64::MAX / 4)),
+                nccl_anywhere: true,
+                keys: Some(NO_ROWS),
+                nccl_keys: true,
+                ..Default::default()
             },
         ];
         for name in [
@@ -1194,5 +1207,14 @@ mod tests {
         for i in 0..k.len() {
             assert_eq!(k.launch_key(i).is_some(), k.device[i] == 4, "row {i}");
         }
+
+        // The keys of NCCL kernels alone, whatever else is kept: as many as SQL counts (every
+        // NCCL kernel of the fixture has a correlation id and a process).
+        let f = KernelFilter { keys: Some(NO_ROWS), nccl_keys: true, ..Default::default() };
+        let k = Kernels::load_with_launch_keys(&trace, &f, &mut |_| {}).unwrap();
+        assert!(k.len() as i64 > n);
+        let keyed = (0..k.len()).filter(|&i| k.launch_key(i).is_some()).count();
+        assert_eq!(keyed as i64, n);
+        assert!((0..k.len()).all(|i| k.launch_key(i).is_some() == k.is_nccl(i)));
     }
 }

@@ -169,4 +169,7 @@ pub mod meta {
     pub const TIME_UTC: &str = "EXPORT_TIME_UTC";
     /// The `.nsys-rep` file name (the `_PATH` rows hold absolute paths and are not kept).
     pub const INPUT_FILE: &str = "EXPORT_PARAM_INPUT_FILE";
+    /// `true` when exported with `--include-blobs=true`: only then does
+    /// `NVTX_EVENTS.binaryData` hold the ranges' payload values.
+    pub const INCLUDE_BLOBS: &str = "EXPORT_PARAM_INCLUDE_BLOBS";
 }

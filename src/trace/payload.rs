@@ -79,6 +79,35 @@ pub struct Payloads {
     rows: ByStart,
 }
 
+/// Whether the trace can tie an NCCL kernel to its collective beyond its order: NCCL payload
+/// values in `NVTX_EVENTS.binaryData` (the communicator), or PyTorch's `record_param_comms`
+/// ops (process group and `Seq`). Free when the export says it kept no blobs
+/// (`EXPORT_PARAM_INCLUDE_BLOBS` false, the default of `nsys export`) or has no such column or
+/// table; otherwise one row is looked for.
+pub fn nccl_ties_recorded(trace: &Trace) -> Result<bool, TraceError> {
+    let schema = trace.schema();
+    if schema.has_table(super::kineto::COLLECTIVE_LAUNCHES) {
+        return Ok(true);
+    }
+    if schema.blobs_exported == Some(false)
+        || !schema.has_table(names::NVTX_EVENTS)
+        || !schema.has_column(names::NVTX_EVENTS, n::BINARY_DATA)
+    {
+        return Ok(false);
+    }
+    let sql = format!(
+        "SELECT EXISTS (SELECT 1 FROM {} WHERE eventType IN ({}, {}) \
+         AND binaryData IS NOT NULL AND globalTid IS NOT NULL)",
+        quote_ident(names::NVTX_EVENTS),
+        super::nvtx::PUSH_POP_RANGE,
+        super::nvtx::START_END_RANGE
+    );
+    trace
+        .conn_with(&[names::NVTX_EVENTS])?
+        .query_row(&sql, [], |r| r.get::<_, bool>(0))
+        .map_err(TraceError::from_sqlite)
+}
+
 impl Payloads {
     /// Reads the payload of every push/pop or start/end range that has one (`binaryData` not
     /// NULL), within the bounds the ranges were read with. An export without the column, or

@@ -92,6 +92,9 @@ pub struct Schema {
     /// Metadata rows read as absent because a column that names them holds NULL, where nsys
     /// writes a value: (table, column, rows). Disclosed by `inspect` as a note.
     pub null_rows: Vec<(String, String, u64)>,
+    /// `EXPORT_PARAM_INCLUDE_BLOBS` as the export recorded it (`--include-blobs`): None when
+    /// the export does not say (older nsys, other sources).
+    pub blobs_exported: Option<bool>,
     /// The format the file was written in.
     #[serde(skip_serializing_if = "Source::is_nsys")]
     pub source: Source,
@@ -296,9 +299,15 @@ impl Schema {
                 null_rows.push((table, column.to_string(), n as u64));
             }
         }
+        let blobs_exported = match meta.get(names::meta::INCLUDE_BLOBS).map(|v| v.trim()) {
+            Some("true") => Some(true),
+            Some("false") => Some(false),
+            _ => None,
+        };
         Ok(Schema {
             source: Source::Nsys,
             null_rows,
+            blobs_exported,
             origin,
             session_start_utc_ns,
             has_string_ids: tables.contains_key(names::STRING_IDS),
