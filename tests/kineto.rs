@@ -1192,3 +1192,112 @@ fn a_gpu_window_over_a_set_of_kineto_files_spans_the_ranks_recorded_projections(
     assert_eq!(cpu.1 - cpu.0, 50_000);
     assert_eq!((gpu.0 - cpu.0, gpu.1 - cpu.1), (19_999, -9_500));
 }
+
+/// The union length of intervals (ns).
+fn union_ns(mut v: Vec<(i64, i64)>) -> i64 {
+    v.sort_unstable();
+    let (mut total, mut cur): (i64, Option<(i64, i64)>) = (0, None);
+    for (a, b) in v {
+        cur = match cur {
+            Some((s, e)) if a <= e => Some((s, e.max(b))),
+            Some((s, e)) => {
+                total += e - s;
+                Some((a, b))
+            }
+            None => Some((a, b)),
+        };
+    }
+    total + cur.map_or(0, |(s, e)| e - s)
+}
+
+/// PyTorch 1.8-1.9 traces (the capitalised categories `Kernel`, `Runtime`, `Memcpy`,
+/// `Memset`, `Operator`, integer µs, thread ids as strings) read exactly: per device, the
+/// kernels' count and total ns, their busy union, the copies' and sets' counts and bytes, each
+/// computed here from the file's digits. Neither reads as "no kernel".
+#[test]
+fn pytorch_1_8_traces_read_exactly_from_their_digits() {
+    let names = [
+        "kineto-2021/resnet50_num_workers_4.worker0.1623212756351.pt.trace.json.gz",
+        "kineto-2021/resnet50_autograd_api_num_workers_0.worker0.pt.trace.json.gz",
+    ];
+    for name in names {
+        let path = fixture(name);
+        let events = raw_events(&path);
+        let device = |e: &RawEvent| e.args["device"].as_i64().unwrap();
+        let kernels: Vec<&RawEvent> = cat(&events, "Kernel").collect();
+        assert!(kernels.len() > 8_000, "{name}: the file's kernels");
+        let devices: std::collections::BTreeSet<i64> = kernels.iter().map(|e| device(e)).collect();
+        for d in devices {
+            let mine: Vec<(i64, i64)> =
+                kernels.iter().filter(|e| device(e) == d).map(|e| span_ns(e)).collect();
+            let total: i64 = mine.iter().map(|(a, b)| b - a).sum();
+            let dev = d.to_string();
+            let k = run_json(&["query", "kernels", s(&path), "--device", &dev, "--json"]);
+            assert_eq!(
+                (int(&k["values"], "count"), int(&k["values"], "total_ns")),
+                (mine.len() as i64, total),
+                "{name}: kernels of device {d}"
+            );
+            let o = run_json(&["query", "overlap", s(&path), "--device", &dev, "--json"]);
+            assert_eq!(int(&o["values"], "compute_busy_ns"), union_ns(mine), "{name}: busy union");
+            let c = run_json(&["query", "copies", s(&path), "--device", &dev, "--json"]);
+            let sum = |c: &str| -> (i64, i64) {
+                cat(&events, c)
+                    .filter(|e| device(e) == d)
+                    .fold((0, 0), |(n, b), e| (n + 1, b + e.args["bytes"].as_i64().unwrap()))
+            };
+            let (memcpy, memset) = (sum("Memcpy"), sum("Memset"));
+            assert_eq!(int(&c["values"], "copies"), memcpy.0 + memset.0, "{name}: copies");
+            assert_eq!(int(&c["values"], "bytes"), memcpy.1, "{name}: memcpy bytes");
+            assert_eq!(int(&c["values"], "memset_bytes"), memset.1, "{name}: memset bytes");
+        }
+        let i = run_json(&["inspect", s(&path), "--json"]);
+        assert_eq!(i["source"]["kineto"]["layout"], "PyTorch 1.8-1.9", "{name}");
+        assert_eq!(i["source"]["kineto"]["kept"]["kernel"], kernels.len(), "{name}");
+        // Every CUDA runtime call is a launch record: no kernel without a process.
+        assert_eq!(i["source"]["kineto"]["unlaunched"], 0, "{name}");
+    }
+}
+
+/// A file whose events are of no kind the reader knows is refused, naming the categories it
+/// holds and the layouts the reader reads, and nothing is written; so is one whose GPU work
+/// is under unknown names.
+#[test]
+fn a_trace_of_unknown_event_kinds_is_refused_with_its_categories() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "unknown.json",
+            r#"{"traceEvents": [
+              {"ph": "X", "cat": "GpuKernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2, "args": {"device": 0, "stream": 7}},
+              {"ph": "X", "cat": "GpuKernel", "name": "k", "pid": 0, "tid": 7, "ts": 5, "dur": 2, "args": {"device": 0, "stream": 7}},
+              {"ph": "X", "cat": "Host", "name": "h", "pid": 1, "tid": 1, "ts": 1, "dur": 9}
+            ]}"#,
+            ["`GpuKernel` 2 (2 naming a device or stream)", "`Host` 1"],
+        ),
+        (
+            "gpu-unknown.json",
+            r#"{"traceEvents": [
+              {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 9},
+              {"ph": "X", "cat": "DeviceKernel", "name": "k", "pid": 0, "tid": 7, "ts": 2, "dur": 2, "args": {"stream": 7}}
+            ]}"#,
+            ["`DeviceKernel` 1 (1 naming a device or stream)", "GPU work under categories"],
+        ),
+    ];
+    for (file, text, words) in cases {
+        let path = dir.path().join(file);
+        std::fs::write(&path, text).unwrap();
+        let before = util::snapshot(dir.path());
+        let out = run(&["inspect", s(&path)]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{file}: {err}");
+        assert!(err.contains(file), "{file}: names the file: {err}");
+        for w in words.iter().chain(&["PyTorch 1.8-1.9", "`Kernel`", "`kernel`", "hint:"]) {
+            assert!(err.contains(w), "{file}: `{w}` in {err}");
+        }
+        assert!(out.stdout.is_empty(), "{file}: nothing printed");
+        assert_eq!(util::snapshot(dir.path()), before, "{file}: nothing written");
+        let q = run(&["query", "kernels", s(&path), "--all-devices"]);
+        assert_eq!(q.status.code(), Some(2), "{file}");
+    }
+}

@@ -25,6 +25,9 @@ fn kineto_line(k: &crate::trace::kineto::KinetoInfo) -> String {
         k.rank.map_or_else(|| "unrecorded".into(), |r| r.to_string()),
         k.world_size.map_or_else(|| "unrecorded".into(), |w| w.to_string()),
     );
+    if let Some(l) = &k.layout {
+        s += &format!(" · layout {l}, its categories read as their later names");
+    }
     if let Some(b) = &k.backend {
         s += &format!(" · backend {b}");
     }
@@ -146,7 +149,13 @@ pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
     s += &table::render(&columns, &rows, width);
     if let Some(g) = &ctx.inventory.listed_gpus {
         let ids: Vec<i64> = g.iter().map(|g| g.id).collect();
-        let mut listed = format!("GPUs listed in TARGET_INFO_GPU: {}", format_device_list(&ids));
+        // Each source names its own list of the node's GPUs.
+        let list = if schema.source.kineto().is_some() {
+            "the trace's deviceProperties"
+        } else {
+            "TARGET_INFO_GPU"
+        };
+        let mut listed = format!("GPUs listed in {list}: {}", format_device_list(&ids));
         let without = ctx.inventory.listed_without_kernels();
         if !without.is_empty() {
             listed += &format!(" (without kernels: {})", format_device_list(&without));

@@ -96,7 +96,38 @@ pub struct KinetoInfo {
     pub unlaunched: u64,
     /// The earliest start of a kept event (ns, the file's clock): where the capture starts.
     pub first_ts_ns: Option<i64>,
+    /// The layout when it is not the current one: `PyTorch 1.8-1.9` for the capitalised
+    /// categories (`Kernel`, `Runtime`, `Memcpy`, `Memset`, `Operator`), read as their later
+    /// names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layout: Option<String>,
 }
+
+/// The categories PyTorch 1.8 and 1.9 wrote, with the names later versions give them.
+const LEGACY_CATEGORIES: &[(&str, &str)] = &[
+    ("Kernel", "kernel"),
+    ("Runtime", "cuda_runtime"),
+    ("Memcpy", "gpu_memcpy"),
+    ("Memset", "gpu_memset"),
+    ("Operator", "cpu_op"),
+];
+
+/// The categories of complete events the reader keeps, as 1.10 and later name them.
+const KNOWN_CATEGORIES: &[&str] = &[
+    "kernel",
+    "gpu_memcpy",
+    "gpu_memset",
+    "cuda_runtime",
+    "cuda_driver",
+    "user_annotation",
+    "gpu_user_annotation",
+    "cpu_op",
+];
+
+/// What the reader reads, for the refusal of a file it cannot.
+const LAYOUTS: &str = "PyTorch 1.8-1.9 (`Kernel`, `Runtime`, `Memcpy`, `Memset`, `Operator`), \
+     1.10 and later (`kernel`, `cuda_runtime`, `cuda_driver`, `gpu_memcpy`, `gpu_memset`, \
+     `cpu_op`, `user_annotation`, `gpu_user_annotation`)";
 
 /// The `record_param_comms` ops: `start`, `end`, `globalTid`, `processGroup` (`args["Process
 /// Group Name"]`), `seq` (`args.Seq`), each NULL where the op does not say.
@@ -163,6 +194,7 @@ fn read_into<R: Read>(
     if !sink.saw_events {
         return Err(json_err(path, "the JSON object has no `traceEvents` array"));
     }
+    sink.refuse_unknown(path)?;
     sink.finish(info)
 }
 
@@ -323,7 +355,12 @@ impl<'de> Deserialize<'de> for Id {
             fn visit_f64<E: de::Error>(self, _: f64) -> Result<Id, E> {
                 Ok(Id::Name)
             }
-            fn visit_str<E: de::Error>(self, _: &str) -> Result<Id, E> {
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Id, E> {
+                // PyTorch 1.8-1.9 write thread ids as decimal strings (`"tid": "5555"`).
+                let digits = v.strip_prefix('-').unwrap_or(v);
+                if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+                    return v.parse().map(Id::Num).map_err(|_| E::custom("an id past 2^63"));
+                }
                 Ok(Id::Name)
             }
         }
@@ -446,6 +483,14 @@ struct Sink<'c> {
     saw_events: bool,
     kept: BTreeMap<String, u64>,
     gpu_annotations: u64,
+    /// Complete events (`ph: X`) of categories the reader does not keep, by category as
+    /// written, and how many of them name a device or a stream (GPU work under a name the
+    /// reader does not know).
+    unknown: BTreeMap<String, (u64, u64)>,
+    /// Whether an event used a PyTorch 1.8-1.9 category.
+    legacy: bool,
+    /// Complete events of a category the reader knows, kept or not.
+    known: u64,
 }
 
 impl<'c> Sink<'c> {
@@ -482,6 +527,9 @@ impl<'c> Sink<'c> {
             saw_events: false,
             kept: BTreeMap::new(),
             gpu_annotations: 0,
+            unknown: BTreeMap::new(),
+            legacy: false,
+            known: 0,
         })
     }
 
@@ -495,6 +543,45 @@ impl<'c> Sink<'c> {
             .map_err(TraceError::from_sqlite)?;
         self.strings.insert(s.to_string(), id);
         Ok(id)
+    }
+
+    /// A file that would read as empty is refused: no event of a kind the reader keeps while
+    /// it holds complete events, or no GPU activity kept while events of unknown categories
+    /// name a device or a stream.
+    fn refuse_unknown(&self, path: &Path) -> Result<(), TraceError> {
+        let gpu_kept = ["kernel", "gpu_memcpy", "gpu_memset"]
+            .iter()
+            .any(|k| self.kept.get(*k).is_some_and(|&n| n > 0));
+        let unknown_gpu: u64 = self.unknown.values().map(|v| v.1).sum();
+        let nothing = self.known == 0 && self.kept.is_empty() && !self.unknown.is_empty();
+        if !nothing && (gpu_kept || unknown_gpu == 0) {
+            return Ok(());
+        }
+        let seen: Vec<String> = self
+            .unknown
+            .iter()
+            .map(|(c, (n, gpu))| {
+                let c = if c.is_empty() { "(no category)".to_string() } else { format!("`{c}`") };
+                if *gpu > 0 {
+                    format!("{c} {n} ({gpu} naming a device or stream)")
+                } else {
+                    format!("{c} {n}")
+                }
+            })
+            .collect();
+        Err(json_err(
+            path,
+            format!(
+                "{}: complete events of categories the reader does not know: {}; it reads the \
+                 layouts of {LAYOUTS}",
+                if nothing {
+                    "no event of a kind the reader keeps"
+                } else {
+                    "GPU work under categories the reader does not know, and none it knows"
+                },
+                seen.join(", ")
+            ),
+        ))
     }
 
     /// One event of `traceEvents`; a bad value is an error naming the event and the field.
@@ -517,7 +604,14 @@ impl<'c> Sink<'c> {
         if ph != "X" {
             return Ok(());
         }
-        let cat = ev.cat.as_deref().unwrap_or("");
+        let written = ev.cat.as_deref().unwrap_or("");
+        let cat = match LEGACY_CATEGORIES.iter().find(|(old, _)| *old == written) {
+            Some((_, new)) => {
+                self.legacy = true;
+                *new
+            }
+            None => written,
+        };
         let name = ev.name.as_deref().unwrap_or("");
         let step = cat == "cpu_op" && name.starts_with("ProfilerStep#");
         let comms = cat == "cpu_op" && name == "record_param_comms";
@@ -531,7 +625,20 @@ impl<'c> Sink<'c> {
             | "gpu_user_annotation" => cat,
             _ if step => "user_annotation",
             _ if comms => "record_param_comms",
-            _ => return Ok(()),
+            _ => {
+                if KNOWN_CATEGORIES.contains(&cat) {
+                    self.known += 1;
+                } else {
+                    let gpu = ev.args.as_ref().is_some_and(|a| {
+                        let a = a.get();
+                        a.contains("\"device\"") || a.contains("\"stream\"")
+                    });
+                    let e = self.unknown.entry(written.to_string()).or_default();
+                    e.0 += 1;
+                    e.1 += u64::from(gpu);
+                }
+                return Ok(());
+            }
         };
         let at = |field: &str, detail: String| {
             format!("traceEvents[{i}] (`{cat}` `{name}`): `{field}` {detail}")
@@ -711,6 +818,9 @@ impl<'c> Sink<'c> {
             .map_err(TraceError::from_sqlite)?;
         }
         info.kept = std::mem::take(&mut self.kept);
+        if self.legacy {
+            info.layout = Some("PyTorch 1.8-1.9".into());
+        }
         info.gpu_annotations = self.gpu_annotations;
         info.events = self.index;
         info.unlaunched = unlaunched;
