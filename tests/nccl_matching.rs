@@ -655,7 +655,7 @@ fn two_communicators_on_one_stream_are_matched_by_communicator_and_sequence() {
     // 0.9 ms (waits 100,000, 0, 200,000).
     let group_wait = [0, 200_000, 100_000, 100_000, 0, 200_000];
     let v = skew(dir.path(), &[]);
-    assert_eq!(v["parameters"]["match"], "communicator-sequence");
+    assert_eq!(v["parameters"]["match"], "communicator-ordinal");
     let vals = &v["values"];
     assert_eq!(vals["matched"], 3);
     assert_eq!((vals["overlap_failures"].clone(), vals["unmatched"].clone()), (0.into(), 0.into()));
@@ -698,11 +698,12 @@ fn two_communicators_on_one_stream_are_matched_by_communicator_and_sequence() {
         v["notes"].as_array().unwrap().iter().filter_map(|n| n["key"].as_str()).collect();
     assert!(keys.contains(&"note.match_communicators"), "{keys:?}");
     assert!(!keys.contains(&"note.payload_unusable"), "{keys:?}");
+    assert!(!keys.contains(&"note.payloads_not_exported"), "{keys:?}");
 
     // Ranks 0-3 only: the world communicator has 4 of its 6 ranks here (its inits say 6),
     // and ault44's group one, rank 3, whose AllReduce has no counterpart here.
     let v = skew(dir.path(), &["--devices", "0-3"]);
-    assert_eq!(v["parameters"]["match"], "communicator-sequence");
+    assert_eq!(v["parameters"]["match"], "communicator-ordinal");
     let note = v["notes"].as_array().unwrap().iter().find(|n| n["key"] == "note.comm_partial");
     let text = note.unwrap()["text"].as_str().unwrap();
     assert!(text.contains(&format!("0x{WORLD:016x} (4 of 6)")), "{text}");
@@ -714,7 +715,7 @@ fn two_communicators_on_one_stream_are_matched_by_communicator_and_sequence() {
     // node AllReduce, ranks 0-2 only, rank 0 the last (150,000 ns after rank 1).
     let g = glob(dir.path());
     let v = run_json(&["query", "nccl-calls", &g, "--stream", "auto", "--instance", "2", "--json"]);
-    assert_eq!(v["parameters"]["match"], "communicator-sequence");
+    assert_eq!(v["parameters"]["match"], "communicator-ordinal");
     assert_eq!(v["values"]["start_skew_ns"], 150_000);
     let rows = v["rows"].as_array().unwrap();
     let offsets: Vec<Value> = rows.iter().map(|r| r["kernel_start_offset_ns"].clone()).collect();
@@ -739,6 +740,10 @@ fn two_communicators_on_one_stream_are_matched_by_communicator_and_sequence() {
     assert_eq!(v["parameters"]["match"], "collective-ordinal");
     assert_eq!(v["values"]["overlap_failures"], 1);
     assert_eq!(v["values"]["start_skew_max_ns"], Value::Null);
+    // The schemas are registered (NVTX_PAYLOAD_SCHEMAS), the values are not: the evidence
+    // names the export option that keeps them.
+    let note = util::note(&v, "note.payloads_not_exported");
+    assert!(note["text"].as_str().unwrap().contains("--include-blobs=true"), "{note}");
 }
 
 #[test]

@@ -967,3 +967,99 @@ fn nested_runtime_calls_give_each_kernel_one_launch_the_outer_call() {
         ev["notes"].as_array().unwrap().iter().all(|n| n["key"] != "note.nvtx_duplicate_launches")
     );
 }
+
+/// A device scope counts the NVTX ranges of the process that launched that device's kernels
+/// (torchrun writes both ranks into `mfu_2gpu_before.sqlite`), by SQL over the file: the
+/// process of device 0's kernels, its `aten::mul` ranges (the name before PyTorch's `, seq`
+/// and `, op_id` parts). `--pid` chooses another process; every device counts both.
+#[test]
+fn a_device_scope_counts_the_ranges_of_its_own_process() {
+    let path = fixture("nsys-ai/mfu_2gpu_before.sqlite");
+    let conn = open_ro(&path);
+    let count = |pids: &str| -> i64 {
+        conn.query_row(
+            &format!(
+                "SELECT count(*) FROM NVTX_EVENTS AS e LEFT JOIN StringIds AS s ON s.id = e.textId \
+                 WHERE e.eventType IN (59, 60) AND ((e.globalTid >> 24) & 16777215) IN ({pids}) \
+                 AND (coalesce(e.text, s.value) = 'aten::mul' \
+                      OR coalesce(e.text, s.value) LIKE 'aten::mul, %')"
+            ),
+            [],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    let pid_of = |device: i64| -> i64 {
+        conn.query_row(
+            "SELECT DISTINCT (globalPid >> 24) & 16777215 FROM CUPTI_ACTIVITY_KIND_KERNEL \
+             WHERE deviceId = ?1",
+            [device],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    let (p0, p1) = (pid_of(0), pid_of(1));
+    assert_ne!(p0, p1);
+    let ranges = |extra: &[&str]| {
+        let mut args = vec!["query", "nvtx", util::s(&path), "--name", "aten::mul", "--json"];
+        args.extend_from_slice(extra);
+        util::int(&util::run_json(&args)["values"], "ranges")
+    };
+    assert_eq!(ranges(&["--device", "0"]), count(&p0.to_string()));
+    assert_eq!(ranges(&["--device", "1"]), count(&p1.to_string()));
+    let both = count(&format!("{p0}, {p1}"));
+    assert!(both > count(&p0.to_string()));
+    assert_eq!(ranges(&["--all-devices"]), both);
+    let p1s = p1.to_string();
+    assert_eq!(ranges(&["--device", "0", "--pid", &p1s]), count(&p1s));
+    let ev = util::run_json(&[
+        "query",
+        "nvtx",
+        util::s(&path),
+        "--name",
+        "aten::mul",
+        "--device",
+        "0",
+        "--json",
+    ]);
+    let note = util::note(&ev, "note.nvtx_scope_processes");
+    assert_eq!(note["args"]["pids"], p0.to_string());
+}
+
+/// The nsys-ai exports register NCCL's NVTX payload schemas but hold no payload values
+/// (exported without `--include-blobs=true`, as their metadata records): collectives are
+/// matched by order, and the evidence names the option that would keep the communicators.
+#[test]
+fn payload_schemas_without_values_are_said_with_the_export_option() {
+    for name in ["nsys-ai/mfu_2gpu_before.sqlite", "nsys-ai/mfu_2gpu_after.sqlite"] {
+        let path = fixture(name);
+        let conn = open_ro(&path);
+        let (schemas, values, blobs): (i64, i64, String) = conn
+            .query_row(
+                "SELECT (SELECT count(*) FROM NVTX_PAYLOAD_SCHEMAS), \
+                        (SELECT count(binaryData) FROM NVTX_EVENTS), \
+                        (SELECT value FROM META_DATA_EXPORT \
+                         WHERE name = 'EXPORT_PARAM_INCLUDE_BLOBS')",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap();
+        assert!(schemas > 0, "{name}");
+        assert_eq!((values, blobs.as_str()), (0, "false"), "{name}");
+        let ev = util::run_json(&["query", "nccl-skew", util::s(&path), "--all-devices", "--json"]);
+        assert_eq!(ev["parameters"]["match"], "collective-ordinal", "{name}");
+        let note = util::note(&ev, "note.payloads_not_exported");
+        assert!(note["text"].as_str().unwrap().contains("--include-blobs=true"), "{name}");
+    }
+    // A trace without NCCL kernels compares nothing: no note.
+    let ev = util::run_json(&[
+        "query",
+        "nccl-skew",
+        util::s(&fixture("nsys-ai/h100_2gpu_1s.sqlite")),
+        "--all-devices",
+        "--json",
+    ]);
+    let keys: Vec<&str> =
+        ev["notes"].as_array().unwrap().iter().filter_map(|n| n["key"].as_str()).collect();
+    assert!(!keys.contains(&"note.payloads_not_exported"), "{keys:?}");
+}

@@ -1770,6 +1770,7 @@ impl Context {
                 nvtx_events: None,
                 kernel_range_ns,
                 skipped_invalid: kernels.skipped_invalid,
+                payload_schemas: false,
             },
             kernels,
             copies: None,

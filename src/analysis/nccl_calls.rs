@@ -359,7 +359,7 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     let s = nccl_skew::compute(ctx, &ranks, params)?;
     let mut ev = ctx.evidence(&SPEC, params, ranks.clone());
     ev.window.effective_ns = nccl_skew::effective(ctx, &ranks, params, &s);
-    nccl_skew::disclose_rule(&mut ev, &s);
+    nccl_skew::disclose_rule(&mut ev, &s, ctx);
     ev.parameters
         .insert("stream".into(), (super::STREAM.get)(params).map_or(Value::Null, |s| json!(s)));
     // The instance asked for, else the one with the largest start skew (ties: the earliest).

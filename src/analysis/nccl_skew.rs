@@ -288,8 +288,9 @@ pub const MATCH_RULE: &str = "collective-ordinal";
 
 /// How instances are matched when every compared kernel's NCCL call carries a payload that
 /// names its communicator: the k-th call on one communicator on each of its ranks (NCCL
-/// requires the ranks of a communicator to call its collectives in one order).
-pub const COMM_RULE: &str = "communicator-sequence";
+/// requires the ranks of a communicator to call its collectives in one order; its payloads
+/// carry no sequence number, so the rule is an ordinal per communicator).
+pub const COMM_RULE: &str = "communicator-ordinal";
 
 /// How instances are matched when every compared kernel was launched inside a PyTorch
 /// `record_param_comms` op that names its process group and sequence number: the kernels of
@@ -303,7 +304,7 @@ pub enum MatchRule {
     /// [`MATCH_RULE`].
     CollectiveOrdinal,
     /// [`COMM_RULE`].
-    CommunicatorSequence,
+    CommunicatorOrdinal,
     /// [`GROUP_RULE`].
     ProcessGroupSequence,
 }
@@ -313,13 +314,13 @@ impl MatchRule {
     pub fn as_str(self) -> &'static str {
         match self {
             MatchRule::CollectiveOrdinal => MATCH_RULE,
-            MatchRule::CommunicatorSequence => COMM_RULE,
+            MatchRule::CommunicatorOrdinal => COMM_RULE,
             MatchRule::ProcessGroupSequence => GROUP_RULE,
         }
     }
 }
 
-/// A communicator of a communicator-sequence matching.
+/// A communicator of a communicator-ordinal matching.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Communicator {
     /// NCCL's communicator id.
@@ -437,7 +438,7 @@ pub struct Skew {
     pub rank_matched: Vec<usize>,
     /// The rule the matching used.
     pub rule: MatchRule,
-    /// The communicators of a communicator-sequence matching.
+    /// The communicators of a communicator-ordinal matching.
     pub communicators: Vec<Communicator>,
     /// Ranks whose NCCL calls carry payloads that could not tie every kernel to a
     /// communicator, with the first reason: the matching fell back to [`MATCH_RULE`].
@@ -691,7 +692,7 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, Qu
         // every kernel of the others is then unmatched.
         let members: Vec<usize> = match rule {
             MatchRule::CollectiveOrdinal => (0..ranks.len()).collect(),
-            MatchRule::CommunicatorSequence | MatchRule::ProcessGroupSequence => {
+            MatchRule::CommunicatorOrdinal | MatchRule::ProcessGroupSequence => {
                 (0..ranks.len()).filter(|&r| !per[r].is_empty()).collect()
             }
         };
@@ -731,7 +732,7 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, Qu
             };
             let label = match rule {
                 MatchRule::CollectiveOrdinal => group.clone(),
-                MatchRule::CommunicatorSequence => {
+                MatchRule::CommunicatorOrdinal => {
                     format!("{} on {group}", collective(k.name(rows[0], NameStyle::Short)))
                 }
                 MatchRule::ProcessGroupSequence => format!(
@@ -863,7 +864,7 @@ fn fill(
         let first = row(x.first_row).ok_or_else(|| bad("a row outside the kernels"))?;
         Ok(match out.rule {
             MatchRule::CollectiveOrdinal => x.grp.clone(),
-            MatchRule::CommunicatorSequence => {
+            MatchRule::CommunicatorOrdinal => {
                 format!("{} on {}", collective(k.name(first, NameStyle::Short)), x.grp)
             }
             MatchRule::ProcessGroupSequence => format!(
@@ -979,7 +980,7 @@ fn choose_rule(
             comms.push(ids);
         }
         return if unusable.is_empty() {
-            (MatchRule::CommunicatorSequence, Ties::Comm(comms), unusable, Vec::new())
+            (MatchRule::CommunicatorOrdinal, Ties::Comm(comms), unusable, Vec::new())
         } else {
             ordinal(unusable, Vec::new())
         };
@@ -1129,7 +1130,7 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     ctx.check_window(params.window, &ranks)?;
     let s = compute(ctx, &ranks, params)?;
     let mut ev = ctx.evidence(&SPEC, params, ranks.clone());
-    disclose_rule(&mut ev, &s);
+    disclose_rule(&mut ev, &s, ctx);
     if params.stream_auto || params.stream_map.is_some() {
         let mut all: Vec<i64> = s.streams.iter().flatten().copied().collect();
         all.sort_unstable();
@@ -1252,9 +1253,20 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
 /// Discloses the matching rule (`parameters.match`) and, under [`COMM_RULE`], the
 /// communicators (`parameters.communicators`); says so when payloads exist but could not be
 /// used for a rank.
-pub(super) fn disclose_rule(ev: &mut Evidence, s: &Skew) {
+pub(super) fn disclose_rule(ev: &mut Evidence, s: &Skew, ctx: &Context) {
     ev.parameters.insert("match".into(), json!(s.rule.as_str()));
-    if s.rule == MatchRule::CommunicatorSequence {
+    // Schemas registered, values not exported (the default of `nsys export`): the ordinal
+    // rule stands in for the communicator's, and the option that keeps them is named.
+    let no_values = ctx.nvtx.as_ref().is_none_or(|n| n.ranges.payloads.is_empty());
+    let compared = s.counts.iter().any(|&n| n > 0);
+    if s.rule == MatchRule::CollectiveOrdinal
+        && compared
+        && ctx.inventory.payload_schemas
+        && no_values
+    {
+        ev.note("note.payloads_not_exported", &[]);
+    }
+    if s.rule == MatchRule::CommunicatorOrdinal {
         let list: Vec<Value> = s
             .communicators
             .iter()
@@ -1887,7 +1899,7 @@ mod tests {
         assert!(s.payload_unusable.is_empty());
         // By communicator: four instances of two ranks each, skews 50, 300, 100, 100.
         let s = compute(&tp_dp(true), &[1, 2, 3, 4], &Params::new(DeviceSel::All)).unwrap();
-        assert_eq!(s.rule, MatchRule::CommunicatorSequence);
+        assert_eq!(s.rule, MatchRule::CommunicatorOrdinal);
         assert_eq!((s.matched, s.overlap_failures.len(), s.unmatched.clone()), (4, 0, vec![0; 4]));
         assert_eq!(s.start_skews, vec![50, 300, 100, 100]);
         let members: Vec<Vec<usize>> = s.instances.iter().map(|x| x.members.clone()).collect();

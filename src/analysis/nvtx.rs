@@ -188,6 +188,9 @@ pub struct RangeFilter {
     pub pids: Option<Vec<i64>>,
     /// The range's thread id (decoded from `globalTid`) is one of these.
     pub tids: Option<Vec<i64>>,
+    /// The range's process key (`globalTid >> 24`: in a trace set, tagged by file) is one of
+    /// these: the processes a device scope selects ([`scope_processes`]).
+    pub processes: Option<Vec<i64>>,
 }
 
 /// Names grouped under a [`NameRule`], with per-range candidacy under a [`RangeFilter`],
@@ -256,6 +259,11 @@ impl<'a> Grouping<'a> {
         }
         if let Some(tids) = &self.filter.tids
             && !r.tid(i).is_some_and(|t| tids.contains(&t))
+        {
+            return false;
+        }
+        if let Some(keys) = &self.filter.processes
+            && !r.global_tid[i].is_some_and(|g| keys.contains(&crate::trace::nvtx::process_of(g)))
         {
             return false;
         }
@@ -1080,6 +1088,43 @@ pub struct ResolvedWindow {
     pub gpu_source: Option<GpuSource>,
 }
 
+/// The processes that launched kernels on some devices: what a device or rank scope selects
+/// of the CPU side (NVTX ranges and the windows they give).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScopeProcesses {
+    /// Whether `ids` are process keys (`globalPid >> 24`: in a trace set, tagged by file, so
+    /// two nodes' equal pids stay apart), read from the kernels' launch keys; else OS pids
+    /// from the inventory (the keys were not read).
+    pub by_key: bool,
+    /// Sorted, distinct.
+    pub ids: Vec<i64>,
+}
+
+/// [`ScopeProcesses`] of `devices`.
+pub fn scope_processes(ctx: &Context, devices: &[i64]) -> ScopeProcesses {
+    let k = &ctx.kernels;
+    let mut keys: Vec<i64> = devices
+        .iter()
+        .flat_map(|&d| k.device_rows(d))
+        .filter_map(|i| k.launch_key(i).map(|l| l.process))
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    if !keys.is_empty() {
+        return ScopeProcesses { by_key: true, ids: keys };
+    }
+    let mut pids: Vec<i64> = ctx
+        .inventory
+        .devices
+        .iter()
+        .filter(|d| devices.contains(&d.device))
+        .flat_map(|d| d.pids.iter().copied())
+        .collect();
+    pids.sort_unstable();
+    pids.dedup();
+    ScopeProcesses { by_key: false, ids: pids }
+}
+
 /// Resolves an NVTX window over the processes that launched kernels on `devices`: one window,
 /// or one per index of a set, in index order.
 pub fn resolve_windows(
@@ -1098,27 +1143,8 @@ pub fn resolve_windows(
             "capture with `nsys profile --trace=cuda,nvtx`, or give the window in seconds",
         ));
     }
-    // The processes of the devices, by process key (`globalPid >> 24`: in a trace set, tagged
-    // by file, so two nodes' equal pids stay apart) where the kernels' launch keys were read,
-    // else by OS pid.
-    let k = &ctx.kernels;
-    let mut keys: Vec<i64> = devices
-        .iter()
-        .flat_map(|&d| k.device_rows(d))
-        .filter_map(|i| k.launch_key(i).map(|l| l.process))
-        .collect();
-    keys.sort_unstable();
-    keys.dedup();
-    let by_key = !keys.is_empty();
-    let mut pids: Vec<i64> = ctx
-        .inventory
-        .devices
-        .iter()
-        .filter(|d| devices.contains(&d.device))
-        .flat_map(|d| d.pids.iter().copied())
-        .collect();
-    pids.sort_unstable();
-    pids.dedup();
+    let ScopeProcesses { by_key, ids } = scope_processes(ctx, devices);
+    let (keys, pids) = if by_key { (ids, Vec::new()) } else { (Vec::new(), ids) };
     let domain = w.domain.as_ref().map(|d| match d.trim().parse::<i64>() {
         Ok(id) => DomainSel::Id(id),
         Err(_) => DomainSel::Name(d.clone()),
@@ -1526,7 +1552,13 @@ fn range_filter(params: &Params) -> Result<RangeFilter, QueryError> {
             Err(_) => DomainSel::Name(d.clone()),
         }]
     });
-    Ok(RangeFilter { name, domains, pids: params.pids.clone(), tids: params.tids.clone() })
+    Ok(RangeFilter {
+        name,
+        domains,
+        pids: params.pids.clone(),
+        tids: params.tids.clone(),
+        processes: None,
+    })
 }
 
 fn failed(e: NvtxError) -> QueryError {
@@ -1542,7 +1574,21 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
         reason: "the NVTX and runtime tables were not read".into(),
         hint: "the planner reads the tables an analysis declares; this is a defect".into(),
     })?;
-    let filter = range_filter(params)?;
+    let mut filter = range_filter(params)?;
+    // A scope of some devices counts the ranges of the processes that drive them, not every
+    // process of the file (torchrun writes many ranks into one); `--pid` chooses others.
+    let scoped = match &params.devices {
+        crate::scope::DeviceSel::Set(_) if params.pids.is_none() => {
+            let s = scope_processes(ctx, &devices);
+            if s.by_key {
+                filter.processes = Some(s.ids.clone());
+            } else {
+                filter.pids = Some(s.ids.clone());
+            }
+            Some(s)
+        }
+        _ => None,
+    };
     let rule = params.normalize.unwrap_or_default();
     let nesting = params.nesting.unwrap_or_default();
     let stats = range_stats(
@@ -1571,7 +1617,22 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
         },
     )
     .map_err(failed)?;
-    let mut ev = ctx.evidence(&SPEC, params, devices);
+    let mut ev = ctx.evidence(&SPEC, params, devices.clone());
+    if let Some(s) = &scoped {
+        let pids: Vec<String> = s
+            .ids
+            .iter()
+            .map(|&p| if s.by_key { p & 0xFF_FFFF } else { p })
+            .map(|p| p.to_string())
+            .collect();
+        ev.note(
+            "note.nvtx_scope_processes",
+            &[
+                ("devices", crate::scope::format_device_list(&devices)),
+                ("pids", if pids.is_empty() { "-".into() } else { pids.join(", ") }),
+            ],
+        );
+    }
     ev.parameters.insert("nesting".into(), json!(nesting.as_str()));
     ev.parameters.insert("normalize".into(), json!(rule.as_str()));
     let un = &att.unattributed;

@@ -555,6 +555,7 @@ fn merge(
         })
         .collect();
     let first = parts[0].ctx.trace.clone();
+    let payload_schemas = parts.iter().any(|p| p.ctx.inventory.payload_schemas);
     let mut kernels = Vec::new();
     let mut copies = Vec::new();
     let mut ranges = Vec::new();
@@ -608,6 +609,7 @@ fn merge(
             nvtx_events,
             kernel_range_ns,
             skipped_invalid: skipped,
+            payload_schemas,
         },
         kernels,
         expected_devices: expected_ranks.map(|n| (0..n as i64).collect()),

@@ -619,6 +619,7 @@ impl Trace {
             nvtx_events,
             kernel_range_ns,
             skipped_invalid: kernels.skipped_invalid,
+            payload_schemas: self.schema.has_table(names::payload::SCHEMAS),
         })
     }
 
@@ -722,6 +723,10 @@ pub struct Inventory {
     pub kernel_range_ns: Option<[i64; 2]>,
     /// Kernel rows dropped for uncollected (0/0) or backwards timestamps.
     pub skipped_invalid: u64,
+    /// Whether an nsys export registers NVTX payload schemas (`NVTX_PAYLOAD_SCHEMAS`): NCCL's
+    /// payloads name each call's communicator when their values were exported too.
+    #[serde(skip)]
+    pub payload_schemas: bool,
 }
 
 impl Inventory {
