@@ -277,12 +277,30 @@ fn exposed_shares(trace: &Path, d: i64) -> Vec<f64> {
         .collect()
 }
 
+/// Device 0's exposed NCCL share fell and device 1's rose. In windows of one capture per side
+/// with the author's reason that they stand for runs, that reversal refutes the claim; without
+/// it, the comparison could not have supported the claim and cannot refute it either: the part
+/// stays open, naming device 1 and its interval.
 #[test]
 fn a_part_that_reverses_on_another_device_is_not_supported() {
     let measure = "scope: a01, versus: b01, of: overlap, metric: \"nccl_only_ns / total_ns\", split: 10, value: delta, unit: pp";
-    let audit = mfu(
+    let capped = mfu(
         measure,
         "condition: { below: \"0 pp\" }\n        experiment: { controlled: true, expect: decrease }",
+    );
+    let p = &capped["results"][0]["parts"][0];
+    assert_eq!(outcome(p), ("unverifiable", "part.compare_against_within_run"), "{p}");
+    assert_eq!(p["reason"]["args"]["device"], "1", "{p}");
+    let uncontrolled = mfu(
+        measure,
+        "condition: { below: \"0 pp\" }\n        experiment: { expect: decrease, within_run: { en: \"steady state\" } }",
+    );
+    let p = &uncontrolled["results"][0]["parts"][0];
+    assert_eq!(outcome(p), ("unverifiable", "part.compare_against_uncontrolled"), "{p}");
+    assert_eq!(p["reason"]["args"]["device"], "1", "{p}");
+    let audit = mfu(
+        measure,
+        "condition: { below: \"0 pp\" }\n        experiment: { controlled: true, expect: decrease, within_run: { en: \"steady state\" } }",
     );
     let p = &audit["results"][0]["parts"][0];
     let (before, after) =
@@ -348,7 +366,15 @@ fn a_relative_interval_of_a_non_negative_metric_stays_above_minus_one_hundred_pe
     assert_eq!(v["ci_low"].as_i64(), Some(d[c - 1]));
     assert!((v["change_low"].as_f64().unwrap() - lo).abs() < 1e-12);
     assert!((v["change_high"].as_f64().unwrap() - hi).abs() < 1e-12);
-    // "At least a 100% cut" is outside the whole ratio interval: excluded, not open.
+    // "At least a 100% cut" is outside the whole ratio interval: excluded, not open, in a
+    // comparison whose windows the author declares stand for runs; without that declaration
+    // the same interval cannot exclude the effect (within-run variation only).
+    assert_eq!(outcome(p), ("unverifiable", "part.compare_against_within_run"), "{p}");
+    let audit = mfu(
+        measure,
+        "condition: { at_most: \"-100%\" }\n        experiment: { controlled: true, expect: decrease, within_run: { en: \"steady state\" } }",
+    );
+    let p = &audit["results"][0]["parts"][0];
     assert_eq!(outcome(p), ("not_supported", "part.compare_excludes"), "{p}");
 }
 

@@ -308,20 +308,47 @@ fn few_samples_make_a_controlled_effect_partial() {
 
 #[test]
 fn an_interval_that_excludes_the_claimed_effect_is_not_supported() {
-    // The interval is about -9% to -7%: a 20% cut is outside all of it.
-    let p = causal(STEPS, "condition: { at_most: \"-20%\" }", CONTROLLED);
+    // The interval is about -9% to -7%: a 20% cut is outside all of it, in steps the author
+    // declares stand for runs.
+    let p = causal(STEPS, "condition: { at_most: \"-20%\" }", JUSTIFIED);
     assert_eq!(outcome(&p), ("not_supported", "part.compare_excludes"), "{p}");
     // The claimed direction is up; the interval lies below zero.
-    let up = "experiment: { controlled: true, expect: increase }";
+    let up = "experiment: { controlled: true, expect: increase, within_run: { en: \"warm\" } }";
     let p = causal(STEPS, "condition: { at_least: \"0%\" }", up);
     assert_eq!(outcome(&p), ("not_supported", "part.compare_against"), "{p}");
+}
+
+/// What keeps a comparison from supporting a cause keeps it from refuting one: the same
+/// intervals against the claim, in steps of one capture per side without the author's reason,
+/// uncontrolled, or over four steps a side, leave the part open with the direction stated.
+#[test]
+fn a_comparison_that_could_not_support_a_cause_cannot_refute_it() {
+    let cases = [
+        (CONTROLLED, "part.compare_against_within_run"),
+        (UNCONTROLLED, "part.compare_against_uncontrolled"),
+        ("", "part.compare_against_uncontrolled"),
+    ];
+    for (experiment, key) in cases {
+        let p = causal(STEPS, "condition: { at_most: \"-20%\" }", experiment);
+        assert_eq!(outcome(&p), ("unverifiable", key), "{p}");
+        // The observed direction and interval, as the supported side would show them.
+        assert_eq!(p["reason"]["args"]["interval"], "-8.9% to -7.1%", "{p}");
+        assert_eq!(p["reason"]["args"]["value"], "-8.4%", "{p}");
+    }
+    let up = "experiment: { controlled: true, expect: increase }";
+    let p = causal(STEPS, "condition: { at_least: \"0%\" }", up);
+    assert_eq!(outcome(&p), ("unverifiable", "part.compare_against_within_run"), "{p}");
+    let four =
+        "scope: a-four, versus: b-four, of: overlap, metric: total_ns, value: change, unit: \"%\"";
+    let p = causal(four, "condition: { at_most: \"-20%\" }", JUSTIFIED);
+    assert_eq!(outcome(&p), ("unverifiable", "part.compare_against_few"), "{p}");
 }
 
 #[test]
 fn an_interval_that_includes_no_change_leaves_the_cause_open() {
     // TP4 against itself: every difference is 0.
     let same = "scope: a-steps, versus: a-steps, of: overlap, metric: total_ns, value: change, unit: \"%\"";
-    let p = causal(same, "condition: { at_most: \"-5%\" }", CONTROLLED);
+    let p = causal(same, "condition: { at_most: \"-5%\" }", JUSTIFIED);
     // The condition fails at 0, but the interval [0, 0] is not wholly outside -5%... it is:
     // every value of it fails, so the claimed cut is excluded.
     assert_eq!(outcome(&p), ("not_supported", "part.compare_excludes"), "{p}");
@@ -349,7 +376,7 @@ fn the_direction_of_a_ratio_is_read_around_one_and_a_range_claim_by_overlap() {
     let p = causal(STEPS, "condition: { between: [\"-7.5%\", \"-7.2%\"] }", CONTROLLED);
     assert_eq!(outcome(&p), ("unverifiable", "part.compare_open"), "{p}");
     // A range wholly outside the interval is.
-    let p = causal(STEPS, "condition: { between: [\"-30%\", \"-20%\"] }", CONTROLLED);
+    let p = causal(STEPS, "condition: { between: [\"-30%\", \"-20%\"] }", JUSTIFIED);
     assert_eq!(outcome(&p), ("not_supported", "part.compare_excludes"), "{p}");
     // Any other formula states its direction itself.
     let other = "scope: a-steps, versus: b-steps, of: overlap, metric: total_ns, value: \"a_median - b_median\", unit: ms";

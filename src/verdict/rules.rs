@@ -598,7 +598,9 @@ fn interval_meets(c: &Condition, lo: Rational, hi: Rational) -> bool {
 /// the median difference excludes zero in the claimed direction and the condition holds;
 /// partially supported when the effect is there but the experiment is not declared controlled
 /// or the samples are few; not supported when the interval excludes the claimed effect (or
-/// lies on the other side of zero); open otherwise. An observation bound to `compare` is judged
+/// lies on the other side of zero) in a comparison that could have supported it, and
+/// unverifiable, with the direction shown, in one that could not (symmetric: what caps a
+/// support caps a refutation); open otherwise. An observation bound to `compare` is judged
 /// on the point value as any measure.
 fn compare_part(r: PartResult, p: &Part, m: &crate::claims::Measure, ev: &Evidence) -> PartResult {
     let devices = crate::analysis::compare::device_evidences(ev);
@@ -857,7 +859,26 @@ fn compare_one(
     }
     let unit = ev.parameters.get("sample_unit").and_then(Value::as_str).unwrap_or("window");
     let within_run = p.experiment.as_ref().and_then(|e| e.within_run.as_ref());
-    if against || excluded {
+    // What keeps a comparison from supporting a cause keeps it from refuting one: an
+    // uncontrolled experiment, few samples, or samples inside one capture per side without
+    // the author's reason. Its direction is then an observation, not a verdict.
+    let cap = if !controlled {
+        Some("part.compare_against_uncontrolled")
+    } else if few {
+        Some("part.compare_against_few")
+    } else if unit != "run" && within_run.is_none() {
+        Some("part.compare_against_within_run")
+    } else {
+        None
+    };
+    if (against || excluded)
+        && let Some(key) = cap
+    {
+        let mut a = args.to_vec();
+        a.push(("unit", unit.to_string()));
+        r.outcome = PartOutcome::Unverifiable;
+        r.reason = Finding::new(key, &a);
+    } else if against || excluded {
         r.outcome = PartOutcome::NotSupported;
         r.reason = Finding::new(
             if against { "part.compare_against" } else { "part.compare_excludes" },
