@@ -566,6 +566,8 @@ fn insert_info(tx: &Transaction, file: &FileSpec) -> rusqlite::Result<()> {
         ("EXPORT_SCHEMA_VERSION_MICRO", "0"),
         ("EXPORT_PARAM_EXPORT_TYPE", "SQLite"),
         ("EXPORT_PARAM_TIME_NORMALIZE", "false"),
+        // As nsys 2026.2 records the default `--include-blobs=false`.
+        ("EXPORT_PARAM_INCLUDE_BLOBS", "false"),
         ("DERIVED_BY", "verdict gen-large (synthetic benchmark trace)"),
     ] {
         st.execute(params![name, value])?;
