@@ -234,6 +234,8 @@ pub fn list() -> Vec<Value> {
 /// Calls the tool `name` (None when there is none): its arguments checked against its input
 /// schema, then run; a failure is a result with `isError`.
 pub fn call(name: &str, arguments: &Map<String, Value>, roots: &Roots) -> Option<Value> {
+    // Every file the call opens, wherever in the code, is checked against its roots then.
+    let _confined = crate::trace::open::confine(&roots.all());
     let tool = tools().iter().find(|t| t.name == name)?;
     let result = args::check(&Value::Object(arguments.clone()), &tool.input)
         .map_err(|e| {
@@ -541,23 +543,57 @@ fn query(a: &Map<String, Value>, roots: &Roots) -> Result<Output, ToolError> {
                 argv.extend([format!("--{k}"), v.to_string()]);
             }
         }
+        // The sides and parameters are parsed by the command line's own parser first, so a
+        // key is checked as the command will read it (`" trace"` is `trace` there).
+        let mut raw = argv.clone();
         for side in ["a", "b"] {
             for pair in strings(a, side) {
-                // A side's traces are paths like any other: inside the roots.
-                let pair = match pair.split_once('=') {
-                    Some(("trace", p)) => {
-                        let (files, _) = roots.expand(p)?;
-                        files.iter().map(|f| format!("trace={}", f.display())).collect()
-                    }
-                    _ => vec![pair.clone()],
-                };
-                for p in pair {
-                    argv.extend([format!("--{side}"), p]);
-                }
+                raw.extend([format!("--{side}"), pair]);
             }
         }
         for p in strings(a, "param") {
-            argv.extend(["--param".into(), p]);
+            raw.extend(["--param".into(), p]);
+        }
+        raw.extend(["--seed".into(), "0".into()]);
+        let crate::cli::Command::Query(parsed) = parse(&raw)? else {
+            return Err(ToolError::new("not a query command", None));
+        };
+        let Some(c) = parsed.compare else {
+            return Err(ToolError::new("not a comparison", None));
+        };
+        // Only the parameters served to agents: `engine` starts a process or reaches an
+        // address, and is not a parameter a tool takes.
+        let of = analysis::spec(&c.of);
+        for (k, _) in &c.params {
+            if !of.is_some_and(|s| s.params.iter().any(|p| p.name == k && served(p))) {
+                let names: Vec<&str> = of
+                    .map(|s| s.params.iter().filter(|p| served(p)).map(|p| p.name).collect())
+                    .unwrap_or_default();
+                return Err(ToolError::new(
+                    format!("`{k}` is not a parameter this tool takes for `{}`", c.of),
+                    Some(if names.is_empty() {
+                        format!("`{}` takes no parameters here", c.of)
+                    } else {
+                        format!("parameters: {}", names.join(", "))
+                    }),
+                ));
+            }
+        }
+        for (side, pairs) in [("a", &c.a), ("b", &c.b)] {
+            for (k, v) in pairs {
+                // A side's traces are paths like any other: inside the roots.
+                if k == "trace" {
+                    let (files, _) = roots.expand(v)?;
+                    for f in files {
+                        argv.extend([format!("--{side}"), format!("trace={}", f.display())]);
+                    }
+                } else {
+                    argv.extend([format!("--{side}"), format!("{k}={v}")]);
+                }
+            }
+        }
+        for (k, v) in &c.params {
+            argv.extend(["--param".into(), format!("{k}={v}")]);
         }
         if let Some(seed) = a.get("seed") {
             argv.extend(["--seed".into(), seed.to_string()]);
