@@ -33,12 +33,25 @@ fn rerun_of(e: &Entry) -> Result<Rerun, String> {
     let cli = Cli::try_parse_from(&e.argv).map_err(|err| {
         err.to_string().lines().next().unwrap_or_default().trim_start_matches("error: ").to_string()
     })?;
+    // What `render` records runs in process: a command that chooses where work runs (an
+    // engine, a cluster's address) is not one a report holds, and would start a program.
+    let engine = analysis::ENGINE.name;
+    let refused = || {
+        format!(
+            "it names `{engine}`, which a report never records (where work runs is not part of a report)"
+        )
+    };
     match cli.command {
         Command::Query(q) => match q.compare {
+            Some(c) if c.params.iter().any(|(k, _)| k == engine) => Err(refused()),
             Some(c) => Ok(Rerun::Compare(c)),
-            None => QueryPlan::from_command(&q)
-                .map(|p| Rerun::Plan(Box::new(p)))
-                .map_err(|h| format!("{h}: {}", h.hint)),
+            None => {
+                let p = QueryPlan::from_command(&q).map_err(|h| format!("{h}: {}", h.hint))?;
+                if p.params.engine != crate::engine::Engine::Rust {
+                    return Err(refused());
+                }
+                Ok(Rerun::Plan(Box::new(p)))
+            }
         },
         Command::Inspect(a) => {
             let spec = analysis::spec("coverage").ok_or("no coverage analysis")?;
@@ -89,7 +102,11 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     for e in &record.entries {
         let r = rerun_of(e).map_err(|m| {
             crate::Hinted::new(
-                format!("`{}` in `{}` is not a command this verdict runs: {m}", e.command, record.evidence_file.display()),
+                format!(
+                    "`{}` in `{}` is not a command this verdict runs: {m}",
+                    e.argv.iter().map(|w| crate::audit::shell_quote(w)).collect::<Vec<_>>().join(" "),
+                    record.evidence_file.display()
+                ),
                 format!(
                     "the report was rendered by verdict {}; verify it with that version, or render it again",
                     record.tool_version
@@ -167,7 +184,9 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         for l in lines {
             out += &format!("  {l}\n");
         }
-        out += &format!("  rerun: {}\n", e.command);
+        // The words that ran, never the ledger's text, which nothing ties to them.
+        let ran: Vec<String> = e.argv.iter().map(|w| crate::audit::shell_quote(w)).collect();
+        out += &format!("  rerun: {}\n", ran.join(" "));
     }
     let files = record.traces.len();
     let plural =
