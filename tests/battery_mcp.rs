@@ -357,3 +357,17 @@ fn fifos_and_devices_in_the_root_are_refused_and_the_server_goes_on() {
     let r = s.call("inspect", json!({"trace": "megatron.sqlite"}));
     assert_eq!(r["isError"], false, "{r}");
 }
+
+#[cfg(unix)]
+#[test]
+fn a_side_file_linked_out_of_the_root_is_refused_without_its_size() {
+    let p = Place::new();
+    std::os::unix::fs::symlink(p.canary(), p.root.join("megatron.sqlite-wal")).unwrap();
+    let size = std::fs::metadata(p.canary()).unwrap().len();
+    let mut s = Server::start(&p.root, &[]);
+    let r = s.call("inspect", json!({"trace": "megatron.sqlite"}));
+    assert_refused_without_canary(&r, "a -wal link");
+    let t = text(&r);
+    assert!(t.contains("outside the roots"), "{t}");
+    assert!(!t.contains(&size.to_string()), "the outside file's size was answered: {t}");
+}

@@ -897,6 +897,8 @@ fn check_side_files(path: &Path) -> Result<(), TraceError> {
         PathBuf::from(p)
     };
     let wal = beside("-wal");
+    // Through the gate: a side file linked out of the roots is refused, its size unsaid.
+    open::within_roots(&wal)?;
     if let Ok(m) = std::fs::metadata(&wal)
         && m.is_file()
         && m.len() > 0
@@ -904,12 +906,13 @@ fn check_side_files(path: &Path) -> Result<(), TraceError> {
         return Err(TraceError::Wal { path: path.into(), wal, bytes: m.len() });
     }
     let journal = beside("-journal");
+    open::within_roots(&journal)?;
     if let Ok(m) = std::fs::metadata(&journal)
         && m.is_file()
         && m.len() > 0
     {
         let mut first = [0u8; 1];
-        read_up_to(&mut File::open(&journal)?, &mut first)?;
+        read_up_to(&mut open::open(&journal)?, &mut first)?;
         // journal_mode=PERSIST zeroes the header of a finished journal and leaves the file.
         if first[0] != 0 {
             return Err(TraceError::HotJournal { path: path.into(), journal, bytes: m.len() });

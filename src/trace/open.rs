@@ -165,6 +165,14 @@ fn not_regular(path: &Path, what: &str) -> Refused {
     }
 }
 
+/// Checks only that a path lies inside the roots of a confinement (links followed), for a
+/// file whose metadata alone is read. Returns the resolved path.
+pub fn within_roots(path: &Path) -> io::Result<PathBuf> {
+    let resolved = resolve(path);
+    inside(&resolved).map_err(Refused::io)?;
+    Ok(resolved)
+}
+
 /// Checks a path before it is read: resolved, inside the roots of a confinement, and (when
 /// it exists) a regular file (or, for [`Want::FileOrDir`], a folder). A path that does not
 /// exist passes, for the reader to name; the roots are checked first. Returns the resolved
