@@ -648,3 +648,26 @@ fn engine_in_a_measure_is_refused() {
     let o = quick(&["check", util::s(&claims)]);
     assert_refused(&o, "unknown field `engine` in `measure`");
 }
+
+#[test]
+fn verify_reads_no_trace_the_ledger_does_not_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = report_set(dir.path(), |t| {
+        std::fs::copy(TRACE, t).unwrap();
+    });
+    // Another file, named by an edited command of the ledger, whose digest nothing recorded.
+    let canary = dir.path().join("canary.sqlite");
+    std::fs::copy(TRACE, &canary).unwrap();
+    {
+        let c = rusqlite::Connection::open(&canary).unwrap();
+        c.execute("UPDATE StringIds SET value = 'CANARY_' || value", []).unwrap();
+    }
+    tamper(&manifest, |ledger| {
+        ledger["ledger"][0]["argv"][3] = json!("canary.sqlite");
+    });
+    let o =
+        bounded(&["verify", util::s(&manifest)], Some(dir.path()), &[], Duration::from_secs(120));
+    assert_refused(&o, "does not list");
+    let all = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+    assert!(!all.contains("CANARY_"), "{all}");
+}

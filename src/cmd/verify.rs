@@ -115,6 +115,44 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         })?;
         reruns.push(r);
     }
+    // A rerun reads only traces whose sha256 was just checked: a command edited to read
+    // another file is the record's fault, not drift.
+    let recorded: Vec<PathBuf> = record.traces.iter().map(|t| t.path.clone()).collect();
+    let canonical: Vec<PathBuf> =
+        recorded.iter().filter_map(|p| std::fs::canonicalize(p).ok()).collect();
+    for (e, r) in record.entries.iter().zip(&reruns) {
+        let named: Vec<PathBuf> = match r {
+            Rerun::Plan(p) => p.traces.clone(),
+            Rerun::Compare(c) => {
+                c.a.iter()
+                    .chain(&c.b)
+                    .filter(|(k, _)| k == "trace")
+                    .map(|(_, v)| PathBuf::from(v))
+                    .collect()
+            }
+        };
+        let files = crate::plan::expand(&named).map(|(f, _)| f).unwrap_or(named);
+        for f in files {
+            let listed = recorded.contains(&f)
+                || std::fs::canonicalize(&f).is_ok_and(|c| canonical.contains(&c));
+            if !listed {
+                return Err(crate::Hinted::new(
+                    format!(
+                        "`{}` in `{}` reads `{}`, a trace the ledger does not list with its sha256",
+                        e.argv
+                            .iter()
+                            .map(|w| crate::audit::shell_quote(w))
+                            .collect::<Vec<_>>()
+                            .join(" "),
+                        record.evidence_file.display(),
+                        f.display()
+                    ),
+                    "the report set was changed after it was rendered: render it again",
+                )
+                .into());
+            }
+        }
+    }
     // One scan per set of traces, with the union of its plans' filters.
     let mut groups: Vec<(Reads, crate::trace::KernelFilter, Vec<analysis::Table>)> = Vec::new();
     for r in &reruns {
