@@ -671,3 +671,46 @@ fn verify_reads_no_trace_the_ledger_does_not_list() {
     let all = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
     assert!(!all.contains("CANARY_"), "{all}");
 }
+
+#[cfg(unix)]
+#[test]
+fn a_never_ending_typst_is_stopped_at_its_deadline_and_the_set_left_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let typst = dir.path().join("typst");
+    std::fs::write(
+        &typst,
+        "#!/bin/sh\ncase \"$1\" in\n  --version) echo 'typst 0.15.1' ;;\n  fonts) echo 'Noto Sans CJK TC' ;;\n  *) echo compiling >&2; exec sleep 600 ;;\nesac\n",
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&typst, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let out = dir.path().join("out");
+    let t = Instant::now();
+    let o = bounded(
+        &[
+            "render",
+            "claims/day26-op-attribution.yaml",
+            "--out",
+            util::s(&out),
+            "--format",
+            "md,pdf",
+            "--lang",
+            "en",
+        ],
+        Some(&util::manifest_dir()),
+        &[("TYPST_BIN", util::s(&typst)), ("VERDICT_TYPST_TIMEOUT", "1")],
+        Duration::from_secs(120),
+    );
+    assert_refused(&o, "typst did not end within 1 s");
+    assert!(stderr(&o).contains("compiling"), "{}", stderr(&o));
+    assert!(t.elapsed() < Duration::from_secs(100));
+    // Nothing of the report was moved into place.
+    let left: Vec<String> = std::fs::read_dir(&out)
+        .map(|d| {
+            d.filter_map(Result::ok).map(|e| e.file_name().to_string_lossy().into_owned()).collect()
+        })
+        .unwrap_or_default();
+    assert!(left.iter().all(|n| !n.starts_with("day26-op-attribution")), "{left:?}");
+}
