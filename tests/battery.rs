@@ -567,6 +567,13 @@ fn a_kineto_file_with_a_key_twice_is_refused() {
         ),
         ("ignored", format!(r#"{{"traceEvents": [{}], "other": {{"a": 1, "a": 2}}}}"#, ev("k"))),
         (
+            "event",
+            format!(
+                r#"{{"traceEvents": [{}]}}"#,
+                ev("k").replace(r#""tid": 7,"#, r#""tid": 7, "x": 1, "x": 2,"#)
+            ),
+        ),
+        (
             "args",
             format!(
                 r#"{{"traceEvents": [{}]}}"#,

@@ -443,8 +443,9 @@ impl<'de> Deserialize<'de> for Id {
     }
 }
 
-/// One event, with the fields the reader may need; `args` is parsed only for kept events.
-#[derive(Deserialize)]
+/// One event, with the fields the reader may need; `args` is parsed only for kept events. A key
+/// twice in an event is refused, whether the reader uses it or not.
+#[derive(Default)]
 struct Event {
     ph: Option<String>,
     cat: Option<String>,
@@ -454,6 +455,43 @@ struct Event {
     ts: Option<Box<RawValue>>,
     dur: Option<Box<RawValue>>,
     args: Option<Box<RawValue>>,
+}
+
+impl<'de> Deserialize<'de> for Event {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Event, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Event;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a trace event (a JSON object)")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Event, A::Error> {
+                let mut ev = Event::default();
+                let mut seen: Vec<String> = Vec::with_capacity(8);
+                while let Some(key) = map.next_key::<String>()? {
+                    if seen.contains(&key) {
+                        return Err(de::Error::custom(format!(
+                            "duplicate key `{key}` in one event"
+                        )));
+                    }
+                    match key.as_str() {
+                        "ph" => ev.ph = map.next_value()?,
+                        "cat" => ev.cat = map.next_value()?,
+                        "name" => ev.name = map.next_value()?,
+                        "pid" => ev.pid = map.next_value()?,
+                        "tid" => ev.tid = map.next_value()?,
+                        "ts" => ev.ts = map.next_value()?,
+                        "dur" => ev.dur = map.next_value()?,
+                        "args" => ev.args = map.next_value()?,
+                        _ => map.next_value_seed(NoDup)?,
+                    }
+                    seen.push(key);
+                }
+                Ok(ev)
+            }
+        }
+        d.deserialize_map(V)
+    }
 }
 
 /// The `args` of a GPU activity or a runtime call.
