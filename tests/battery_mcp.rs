@@ -211,6 +211,16 @@ fn param_takes_only_the_parameters_served_and_never_starts_a_program() {
         assert_eq!(r["isError"], true, "{param:?}: {r}");
         assert!(text(&r).contains("not a parameter this tool takes"), "{param:?}: {r}");
     }
+    // A value that looks like the option is a value: it names no engine.
+    for (k, v) in [("match", "--engine=dask=127.0.0.1:9"), ("window", "--engine=dask=127.0.0.1:9")]
+    {
+        let mut args = json!({"analysis": "nccl-skew", "trace": "megatron.sqlite"});
+        args[k] = json!(v);
+        let _ = s.call("query", args);
+    }
+    // Without it, the analysis runs in process.
+    let r = s.call("query", json!({"analysis": "nccl-skew", "trace": "megatron.sqlite"}));
+    assert_eq!(r["isError"], false, "{r}");
     std::thread::sleep(Duration::from_millis(300));
     assert!(!marker.exists(), "a call started VERDICT_PYTHON");
 }

@@ -540,7 +540,7 @@ fn query(a: &Map<String, Value>, roots: &Roots) -> Result<Output, ToolError> {
     if spec.name == analysis::compare::SPEC.name {
         for k in ["of", "metric"] {
             if let Some(v) = a.get(k).and_then(Value::as_str) {
-                argv.extend([format!("--{k}"), v.to_string()]);
+                argv.push(format!("--{k}={v}"));
             }
         }
         // The sides and parameters are parsed by the command line's own parser first, so a
@@ -617,6 +617,16 @@ fn query(a: &Map<String, Value>, roots: &Roots) -> Result<Output, ToolError> {
     let crate::cli::Command::Query(q) = parse(&argv)? else {
         return Err(ToolError::new("not a query command", None));
     };
+    // Whatever the words, the parsed command names no engine: it would start a process.
+    let engine = analysis::ENGINE.name;
+    if q.params.iter().any(|(n, _)| *n == engine)
+        || q.compare.as_ref().is_some_and(|c| c.params.iter().any(|(n, _)| n == engine))
+    {
+        return Err(ToolError::new(
+            format!("`{engine}` is not a parameter this tool takes"),
+            Some("the tools run every analysis in process; `verdict query --engine` is the command line's".into()),
+        ));
+    }
     let ev = crate::cmd::query::evidence(&q).map_err(|e| ToolError::of(&e))?;
     let v = serde_json::to_value(&ev).map_err(|e| ToolError::new(e.to_string(), None))?;
     let summary = evidence_summary(&v);
@@ -866,8 +876,10 @@ fn push_options(argv: &mut Vec<String>, a: &Map<String, Value>, names: &[&str]) 
     for name in names {
         match a.get(*name) {
             Some(Value::Bool(true)) => argv.push(format!("--{name}")),
-            Some(Value::String(s)) => argv.extend([format!("--{name}"), s.clone()]),
-            Some(Value::Number(n)) => argv.extend([format!("--{name}"), n.to_string()]),
+            // One word `--name=VALUE`: a value that starts with `-` is the value, never an
+            // option of its own.
+            Some(Value::String(s)) => argv.push(format!("--{name}={s}")),
+            Some(Value::Number(n)) => argv.push(format!("--{name}={n}")),
             _ => {}
         }
     }
