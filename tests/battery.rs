@@ -534,6 +534,11 @@ fn an_extract_changed_with_its_manifest_is_named_by_its_manifest_and_refused_by_
     let ev = util::run_json(&["query", "kernels", util::s(&x), "--device", "4", "--json"]);
     assert_eq!(ev["trace"]["sha256"].as_str().unwrap(), util::sha256_hex(&bytes));
     assert_ne!(ev["trace"]["sha256"].as_str().unwrap(), util::sha256_file(&src));
+    // The source's digest is there only as what the extract records.
+    let c = &ev["trace"]["columnar"];
+    assert_eq!(c["layout"], "verdict-extract");
+    assert_eq!(c["manifest_sha256"].as_str().unwrap(), util::sha256_hex(&bytes));
+    assert_eq!(c["source_sha256_recorded"].as_str().unwrap(), util::sha256_file(&src));
     // And --verify against the source refuses it, naming the table.
     assert_refused(&quick(&["extract", util::s(&x), "--verify", util::s(&src)]), kernel);
     // Against a file that is not its source: refused as such.
