@@ -161,6 +161,13 @@ pub fn read(path: &Path) -> Result<Record, Problem> {
             "pass the `ID.manifest.json` that `verdict render` wrote into its --out folder",
         )
     })?;
+    // The report's id names a file beside the manifest: never a path elsewhere.
+    if report.is_empty() || report.contains(['/', '\\']) || report.starts_with('.') {
+        return Err(set_problem(
+            format!("manifest `{shown}` names report `{report}`, which is not a report id"),
+            "the report set was changed after it was rendered: render it again",
+        ));
+    }
     let name = format!("{report}.evidence.json");
     let listed = manifest["files"]
         .as_array()

@@ -726,3 +726,29 @@ fn a_never_ending_typst_is_stopped_at_its_deadline_and_the_set_left_as_it_was() 
         .unwrap_or_default();
     assert!(left.iter().all(|n| !n.starts_with("day26-op-attribution")), "{left:?}");
 }
+
+#[test]
+fn verify_reads_no_ledger_outside_the_report_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = report_set(dir.path(), |t| {
+        std::fs::copy(TRACE, t).unwrap();
+    });
+    // A ledger beside the set's folder, named through the report id.
+    let set = manifest.parent().unwrap();
+    std::fs::copy(
+        set.join("day26-op-attribution.evidence.json"),
+        dir.path().join("x.evidence.json"),
+    )
+    .unwrap();
+    let mut m: Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    m["report"] = json!("../x");
+    for f in m["files"].as_array_mut().unwrap() {
+        if f["name"] == "day26-op-attribution.evidence.json" {
+            f["name"] = json!("../x.evidence.json");
+        }
+    }
+    std::fs::write(&manifest, serde_json::to_vec(&m).unwrap()).unwrap();
+    let o =
+        bounded(&["verify", util::s(&manifest)], Some(dir.path()), &[], Duration::from_secs(120));
+    assert_refused(&o, "not a report id");
+}
