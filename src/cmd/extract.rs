@@ -218,7 +218,14 @@ fn verify(dirs: &[PathBuf], source: &Path) -> anyhow::Result<ExitCode> {
         .into());
     }
     let trace = Trace::open(source).map_err(|e| unreadable(source, &e))?;
-    let scratch = tempfile::Builder::new().prefix("verdict-extract-verify-").tempdir()?;
+    // The source is extracted again into the system's temporary folder, under this run's
+    // prefix, so that a signal removes it as it removes an extract's.
+    let tmp = std::env::temp_dir();
+    let interrupt = crate::render::interrupt::Interrupt::catch()
+        .map_err(|e| anyhow::anyhow!("cannot catch SIGINT and SIGTERM ({e})"))?;
+    watch(interrupt, tmp.clone(), dir.clone());
+    let scratch =
+        tempfile::Builder::new().prefix(&crate::trace::columnar::temp_prefix()).tempdir_in(&tmp)?;
     let again = crate::trace::columnar::write(&trace, &scratch.path().join("x"), &manifest.tool)
         .map_err(|e| unreadable(source, &e))?;
     let mut differ = Vec::new();
@@ -343,7 +350,7 @@ fn watch(interrupt: crate::render::interrupt::Interrupt, parent: PathBuf, out: P
                     std::thread::sleep(std::time::Duration::from_millis(10));
                 }
                 eprintln!(
-                    "error: {}: the extract into `{}` stopped; its temporary folder is removed",
+                    "error: {}: stopped; `{}` is as it was and the temporary folder is removed",
                     crate::render::interrupt::Interrupted { signal },
                     out.display()
                 );
