@@ -146,9 +146,19 @@ pub fn cases(a: &Audit, t: &Strings) -> Result<Vec<TestCase>, String> {
     Ok(out)
 }
 
-/// Text safe for XML 1.0: control characters (which XML forbids) shown as escapes.
+/// Text safe for XML 1.0: control characters shown as escapes, and so is every other
+/// character XML 1.0 forbids (U+FFFE, U+FFFF; a Rust string holds no surrogate).
 fn xml_safe(s: &str) -> String {
-    crate::visible::visible(s, &['\n', '\t']).into_owned()
+    let shown = crate::visible::visible(s, &['\n', '\t']);
+    shown
+        .chars()
+        .map(|c| if xml_char(c) { c.to_string() } else { format!("\\u{{{:x}}}", u32::from(c)) })
+        .collect()
+}
+
+/// Whether XML 1.0 allows the character (its production `Char`).
+fn xml_char(c: char) -> bool {
+    matches!(u32::from(c), 0x9 | 0xA | 0xD | 0x20..=0xD7FF | 0xE000..=0xFFFD | 0x10000..=0x10FFFF)
 }
 
 /// One line for an XML attribute: line breaks become spaces (a parser would do so anyway).
@@ -373,4 +383,18 @@ pub fn step_summary(
     }
     s.push('\n');
     Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn xml_text_holds_only_characters_xml_allows() {
+        let s = xml_safe("a\u{fffe}b\u{ffff}c\u{1}d\re\u{fffd}\u{10000}");
+        assert!(s.chars().all(xml_char), "{s:?}");
+        assert!(s.starts_with("a\\u{fffe}b\\u{ffff}c"), "{s:?}");
+        assert!(s.ends_with("e\u{fffd}\u{10000}"), "{s:?}");
+        assert!(!xml_char('\u{fffe}') && !xml_char('\u{1}') && xml_char('\t'));
+    }
 }

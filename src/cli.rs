@@ -139,8 +139,13 @@ pub struct ExtractArgs {
     #[arg(value_name = "TRACE", value_hint = clap::ValueHint::FilePath, required_unless_present = "merge", num_args = 1..)]
     pub traces: Vec<PathBuf>,
     /// The folder to write; it must not exist. Nothing is left of it when extraction fails.
-    #[arg(long, short, value_name = "DIR", value_hint = clap::ValueHint::DirPath, required_unless_present = "merge")]
+    #[arg(long, short, value_name = "DIR", value_hint = clap::ValueHint::DirPath, required_unless_present_any = ["merge", "verify"])]
     pub out: Option<PathBuf>,
+    /// Check the extract folder given as TRACE against SOURCE, the trace it was made from:
+    /// SOURCE's sha256 must be the one its manifest records, and every table, extracted again
+    /// from SOURCE, must have the sha256 its manifest records. Writes nothing.
+    #[arg(long, value_name = "SOURCE", value_hint = clap::ValueHint::FilePath, conflicts_with_all = ["out", "merge"])]
+    pub verify: Option<PathBuf>,
     /// Index the extracts in DIR's folders (each written by its own `verdict extract`) as one
     /// set: writes DIR/.verdict-set.json, replacing an earlier index.
     #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath, conflicts_with_all = ["traces", "out"])]
@@ -260,9 +265,13 @@ pub struct DraftArgs {
     /// The answer's language, which the drafted texts keep (default: detected from the text).
     #[arg(long, value_name = "LANG", value_parser = ["en", "zh-TW"])]
     pub lang: Option<String>,
-    /// Write the claims file here instead of printing it.
+    /// Write the claims file here instead of printing it (never over the answer; over another
+    /// existing file only with --force).
     #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     pub out: Option<PathBuf>,
+    /// Replace the file --out names when it exists.
+    #[arg(long, requires = "out")]
+    pub force: bool,
 }
 
 /// Arguments of `verify`.

@@ -58,6 +58,12 @@ impl Hints for NvtxError {
     }
 }
 
+impl Hints for crate::trace::open::Refused {
+    fn hints(&self) -> Vec<String> {
+        vec![self.hint.clone()]
+    }
+}
+
 impl Hints for crate::Hinted {
     fn hints(&self) -> Vec<String> {
         vec![self.hint.clone()]
@@ -101,16 +107,31 @@ fn hints_of(cause: &(dyn std::error::Error + 'static)) -> Vec<String> {
             })*
         };
     }
-    first_of!(TraceError, QueryError, ScopeError, SetError, CopiesError, NvtxError, crate::Hinted);
+    first_of!(
+        TraceError,
+        QueryError,
+        ScopeError,
+        SetError,
+        CopiesError,
+        NvtxError,
+        crate::Hinted,
+        crate::trace::open::Refused
+    );
+    // A file the gate refused, carried by an I/O error.
+    if let Some(r) =
+        cause.downcast_ref::<std::io::Error>().and_then(crate::trace::open::Refused::of)
+    {
+        return r.hints();
+    }
     Vec::new()
 }
 
-/// The hints of every known error in the chain, each once.
+/// The hints of every known error in the chain, each once; an empty one is no hint.
 pub fn hints(err: &anyhow::Error) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for cause in err.chain() {
         for h in hints_of(cause) {
-            if !out.contains(&h) {
+            if !h.trim().is_empty() && !out.contains(&h) {
                 out.push(h);
             }
         }
@@ -145,21 +166,35 @@ pub fn print(err: &anyhow::Error) {
     }
     let message = message(err);
     eprintln!("error: {}", shown(&message));
-    let mut hints = hints(err);
-    if hints.is_empty() {
-        hints.push(fallback_hint(err, &message));
-    }
-    for h in hints {
+    for h in printed_hints(err, &message) {
         eprintln!("  hint: {}", shown(&h));
     }
+}
+
+/// The hints printed for an error: its own, else the fallback; never none, never an empty one.
+fn printed_hints(err: &anyhow::Error, message: &str) -> Vec<String> {
+    let mut hints = hints(err);
+    if hints.is_empty() {
+        hints.push(fallback_hint(err, message));
+    }
+    hints
 }
 
 /// The hint of an error that carries none: what to check for the operating system's error
 /// it holds (a full disk, a read-only folder, a path under a file, a link to nothing), else
 /// the paths it names. Every exit 2 says what to do.
 fn fallback_hint(err: &anyhow::Error, message: &str) -> String {
-    use std::io::ErrorKind as K;
     let kind = err.chain().find_map(|c| c.downcast_ref::<std::io::Error>()).map(|e| e.kind());
+    hint_for(kind, message)
+}
+
+/// What to check for an operating system's error: the hint of an I/O error that carries none.
+pub fn io_hint(e: &std::io::Error) -> String {
+    hint_for(Some(e.kind()), &e.to_string())
+}
+
+fn hint_for(kind: Option<std::io::ErrorKind>, message: &str) -> String {
+    use std::io::ErrorKind as K;
     let has = |s: &str| message.contains(s);
     let hint = if kind == Some(K::StorageFull) || has("No space left") || has("Disk quota") {
         "the disk is full: free space on it, or write to a folder on another disk"
@@ -183,4 +218,28 @@ fn fallback_hint(err: &anyhow::Error, message: &str) -> String {
         "check the paths the message names: that they exist, and for outputs that the folder is writable with space left"
     };
     hint.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_is_never_printed_with_an_empty_hint() {
+        let empty: anyhow::Error = crate::Hinted::new("cannot write `x`", "").into();
+        let h = printed_hints(&empty, &message(&empty));
+        assert_eq!(h.len(), 1);
+        assert!(!h[0].trim().is_empty());
+        let given: anyhow::Error = crate::Hinted::new("m", "do this").into();
+        assert_eq!(printed_hints(&given, "m"), vec!["do this".to_string()]);
+        let refused = std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            crate::trace::open::Refused {
+                message: "`p` is a FIFO".into(),
+                hint: "pass a file".into(),
+            },
+        );
+        let e: anyhow::Error = anyhow::Error::new(refused).context("cannot read");
+        assert_eq!(hints(&e), vec!["pass a file".to_string()]);
+    }
 }

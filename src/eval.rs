@@ -713,6 +713,10 @@ pub fn read_grades(files: &[PathBuf], sheets: usize) -> Result<Vec<Vec<Grade>>, 
     let mut by_sheet: Vec<Vec<Grade>> = vec![Vec::new(); sheets];
     let mut problems = Vec::new();
     let mut given: Vec<(Option<(u64, u64)>, &PathBuf)> = Vec::new();
+    // The same grades under a second name (a copy), and one reviewer's second file, would
+    // count one review twice.
+    let mut contents: Vec<(String, &PathBuf)> = Vec::new();
+    let mut reviewers: BTreeMap<String, &PathBuf> = BTreeMap::new();
     for f in files {
         let name = f.display();
         let id = crate::claims::load::file_id(f);
@@ -725,13 +729,25 @@ pub fn read_grades(files: &[PathBuf], sheets: usize) -> Result<Vec<Vec<Grade>>, 
             continue;
         }
         given.push((id, f));
-        let text = match std::fs::read_to_string(f) {
+        let text = match crate::trace::open::read_to_string_limited(f, MAX_GRADES_BYTES) {
             Ok(t) => t,
             Err(e) => {
                 problems.push(format!("{name}: cannot read ({e})"));
                 continue;
             }
         };
+        let digest = {
+            use sha2::Digest as _;
+            crate::trace::hex(&sha2::Sha256::digest(text.as_bytes()))
+        };
+        if let Some((_, first)) = contents.iter().find(|(d, _)| *d == digest) {
+            problems.push(format!(
+                "{name}: the same grades as `{}` (the same bytes): one review counts once",
+                first.display()
+            ));
+            continue;
+        }
+        contents.push((digest, f));
         let mut reader = csv::ReaderBuilder::new()
             .has_headers(true)
             .flexible(true)
@@ -803,9 +819,22 @@ pub fn read_grades(files: &[PathBuf], sheets: usize) -> Result<Vec<Vec<Grade>>, 
                 problems.push(format!("{name}: sheet {} is not graded", sheet_id(i)));
             }
         }
+        if let Some((r, _)) = file_reviewer {
+            if let Some(first) = reviewers.get(&r) {
+                problems.push(format!(
+                    "{name}: reviewer `{r}` grades `{}` already: one reviewer's grades count once",
+                    first.display()
+                ));
+            } else {
+                reviewers.insert(r, f);
+            }
+        }
     }
     if problems.is_empty() { Ok(by_sheet) } else { Err(problems) }
 }
+
+/// The largest grades file read: a few lines per sheet.
+const MAX_GRADES_BYTES: u64 = 64 << 20;
 
 /// Cohen's kappa of two raters over the same items (categories as text): `(p_o - p_e) / (1 -
 /// p_e)`; None with no item, or when chance agreement is total (`p_e = 1`).
@@ -1033,6 +1062,37 @@ fn check_tools(value: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn grades_count_once_by_content_and_by_reviewer() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, reviewer: &str, note: &str| {
+            let p = dir.path().join(name);
+            let rows: String =
+                (0..2).map(|i| format!("{},{reviewer},4,good,{note}\n", sheet_id(i))).collect();
+            std::fs::write(&p, format!("sheet,reviewer,usefulness,next_step,notes\n{rows}"))
+                .unwrap();
+            p
+        };
+        let ann = write("ann.csv", "ann", "fine");
+        let copy = write("copy.csv", "ann", "fine");
+        let ann2 = write("ann-again.csv", "ann", "other words");
+        let bob = write("bob.csv", "bob", "fine");
+        // Two reviewers, one file each: read.
+        let ok = read_grades(&[ann.clone(), bob.clone()], 2).unwrap();
+        assert_eq!(ok.iter().map(Vec::len).collect::<Vec<_>>(), vec![2, 2]);
+        // The same bytes under a second name: once.
+        let e = read_grades(&[ann.clone(), copy.clone(), bob.clone()], 2).unwrap_err();
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(
+            e[0].contains("copy.csv") && e[0].contains("ann.csv") && e[0].contains("same bytes"),
+            "{e:?}"
+        );
+        // One reviewer's second file, with other words: once.
+        let e = read_grades(&[ann, ann2, bob], 2).unwrap_err();
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(e[0].contains("ann-again.csv") && e[0].contains("`ann`"), "{e:?}");
+    }
 
     #[test]
     fn the_tools_condition_is_a_list_of_names_or_none() {

@@ -122,8 +122,19 @@ fn set_problem(m: impl Into<String>, h: impl Into<String>) -> Problem {
     Problem::Set(m.into(), h.into())
 }
 
+/// The largest manifest read: a report set's lists its files in a few kilobytes.
+const MAX_MANIFEST_BYTES: u64 = 16 << 20;
+
+/// The largest evidence ledger read.
+const MAX_LEDGER_BYTES: u64 = 4 << 30;
+
 /// The sha256 of a file, as lowercase hex.
 pub fn sha256(path: &Path) -> std::io::Result<String> {
+    // A folder of Parquet tables has the digest its evidence carries (an extract's manifest).
+    if path.is_dir() {
+        let trace = crate::trace::Trace::open(path).map_err(std::io::Error::other)?;
+        return trace.known_digest().ok_or_else(|| std::io::Error::other("not a trace folder"));
+    }
     crate::trace::sha256_file(path)
 }
 
@@ -131,12 +142,13 @@ pub fn sha256(path: &Path) -> std::io::Result<String> {
 /// the manifest gives it).
 pub fn read(path: &Path) -> Result<Record, Problem> {
     let shown = path.display();
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        set_problem(
-            format!("cannot read manifest `{shown}` ({e})"),
-            "pass the `ID.manifest.json` that `verdict render` wrote into its --out folder",
-        )
-    })?;
+    let text =
+        crate::trace::open::read_to_string_limited(path, MAX_MANIFEST_BYTES).map_err(|e| {
+            set_problem(
+                format!("cannot read manifest `{shown}` ({e})"),
+                "pass the `ID.manifest.json` that `verdict render` wrote into its --out folder",
+            )
+        })?;
     let manifest: Value = serde_json::from_str(&text).map_err(|e| {
         set_problem(
             format!("manifest `{shown}` is not JSON ({e})"),
@@ -149,6 +161,13 @@ pub fn read(path: &Path) -> Result<Record, Problem> {
             "pass the `ID.manifest.json` that `verdict render` wrote into its --out folder",
         )
     })?;
+    // The report's id names a file beside the manifest: never a path elsewhere.
+    if report.is_empty() || report.contains(['/', '\\']) || report.starts_with('.') {
+        return Err(set_problem(
+            format!("manifest `{shown}` names report `{report}`, which is not a report id"),
+            "the report set was changed after it was rendered: render it again",
+        ));
+    }
     let name = format!("{report}.evidence.json");
     let listed = manifest["files"]
         .as_array()
@@ -178,10 +197,11 @@ pub fn read(path: &Path) -> Result<Record, Problem> {
             "the report set was changed after it was rendered: render it again",
         ));
     }
-    let ledger: Value = std::fs::read_to_string(&evidence_file)
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .ok_or_else(|| set_problem(format!("`{at}` is not JSON"), "render the report again"))?;
+    let ledger: Value =
+        crate::trace::open::read_to_string_limited(&evidence_file, MAX_LEDGER_BYTES)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .ok_or_else(|| set_problem(format!("`{at}` is not JSON"), "render the report again"))?;
     Ok(Record {
         report: report.to_string(),
         tool_version: manifest["tool"]["version"].as_str().unwrap_or("").to_string(),
@@ -283,12 +303,13 @@ pub fn check_traces(traces: &[RecordedTrace], base: &Path) -> Vec<Problem> {
     for t in traces {
         let at = base.join(&t.path);
         match sha256(&at) {
-            Err(_) if !at.is_file() => {
+            Err(_) if !at.exists() => {
                 out.push(Problem::Missing { name: t.name.clone(), path: t.path.clone(), at });
             }
             Err(e) => out.push(set_problem(
                 format!("cannot read trace `{}` at `{}` ({e})", t.name, at.display()),
-                "check its permissions",
+                crate::trace::open::Refused::of(&e)
+                    .map_or_else(|| "check its permissions".to_string(), |r| r.hint.clone()),
             )),
             Ok(now) if now != t.sha256 => out.push(Problem::Changed {
                 name: t.name.clone(),

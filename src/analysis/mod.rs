@@ -1094,7 +1094,8 @@ pub struct TraceRef {
 }
 
 /// Where the tables of a trace read from a columnar folder come from: the folder, its layout
-/// and, for an extract, the file it was made from (whose sha256 is the trace's).
+/// and, for an extract, the file it was made from as the extract records it (the trace's
+/// sha256 is the extract's manifest's).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ColumnarRef {
     /// `verdict-extract` or `nsys-parquetdir`.
@@ -1105,6 +1106,10 @@ pub struct ColumnarRef {
     /// For an extract: the sha256 of its manifest, which names every Parquet file's sha256.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub manifest_sha256: Option<String>,
+    /// For an extract: the sha256 of its source as the extract records it, unchecked (the
+    /// trace's digest is the manifest's; `verdict extract DIR --verify SOURCE` checks this).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_sha256_recorded: Option<String>,
 }
 
 impl ColumnarRef {
@@ -1116,6 +1121,7 @@ impl ColumnarRef {
                 layout: c.layout_name().into(),
                 extracted_from: c.manifest().map(|m| m.source.path.clone()),
                 manifest_sha256: c.manifest_sha256().map(str::to_string),
+                source_sha256_recorded: c.manifest().map(|m| m.source.sha256.clone()),
             }));
         }
         let _ = trace;

@@ -57,10 +57,21 @@ fn github(audit: &Audit, t: &Strings) -> anyhow::Result<String> {
         use std::io::Write as _;
         let summary = ci::step_summary(audit, &cases, &file, t).map_err(anyhow::Error::msg)?;
         let shown = std::path::Path::new(&path).display().to_string();
-        std::fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(&path)
+        let mut opts = std::fs::OpenOptions::new();
+        opts.append(true).create(true);
+        #[cfg(unix)]
+        {
+            // A FIFO with no reader is refused at once (ENXIO), never waited on.
+            use std::os::unix::fs::OpenOptionsExt;
+            opts.custom_flags(libc::O_NONBLOCK);
+        }
+        crate::trace::open::check_writable(std::path::Path::new(&path))
+            .and_then(|()| opts.open(&path))
+            .and_then(|f| match crate::trace::open::check_writable(std::path::Path::new(&path)) {
+                Ok(()) if f.metadata()?.is_file() => Ok(f),
+                Ok(()) => Err(std::io::Error::other("not a regular file")),
+                Err(e) => Err(e),
+            })
             .and_then(|mut f| f.write_all(summary.as_bytes()))
             .map_err(|e| {
                 crate::Hinted::new(

@@ -15,6 +15,19 @@ use crate::trace::{KernelFilter, Trace};
 /// Runs `eval`.
 pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
     let file = eval::load(&args.eval)?;
+    // The sheets are written in one of the report's languages, or not at all.
+    if args.review_sheets.is_some() && !file.languages.contains(&args.lang) {
+        return Err(crate::Hinted::new(
+            format!(
+                "--lang `{}` is not a language of `{}` ({})",
+                args.lang,
+                args.eval.display(),
+                file.languages.join(", ")
+            ),
+            format!("pass one of its languages: --lang {}", file.languages.join(" or --lang ")),
+        )
+        .into());
+    }
     if let Some(dir) = args.review_sheets.as_deref().filter(|_| !args.force) {
         refuse_filled_sheets(dir)?;
     }

@@ -33,12 +33,25 @@ fn rerun_of(e: &Entry) -> Result<Rerun, String> {
     let cli = Cli::try_parse_from(&e.argv).map_err(|err| {
         err.to_string().lines().next().unwrap_or_default().trim_start_matches("error: ").to_string()
     })?;
+    // What `render` records runs in process: a command that chooses where work runs (an
+    // engine, a cluster's address) is not one a report holds, and would start a program.
+    let engine = analysis::ENGINE.name;
+    let refused = || {
+        format!(
+            "it names `{engine}`, which a report never records (where work runs is not part of a report)"
+        )
+    };
     match cli.command {
         Command::Query(q) => match q.compare {
+            Some(c) if c.params.iter().any(|(k, _)| k == engine) => Err(refused()),
             Some(c) => Ok(Rerun::Compare(c)),
-            None => QueryPlan::from_command(&q)
-                .map(|p| Rerun::Plan(Box::new(p)))
-                .map_err(|h| format!("{h}: {}", h.hint)),
+            None => {
+                let p = QueryPlan::from_command(&q).map_err(|h| format!("{h}: {}", h.hint))?;
+                if p.params.engine != crate::engine::Engine::Rust {
+                    return Err(refused());
+                }
+                Ok(Rerun::Plan(Box::new(p)))
+            }
         },
         Command::Inspect(a) => {
             let spec = analysis::spec("coverage").ok_or("no coverage analysis")?;
@@ -89,7 +102,11 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     for e in &record.entries {
         let r = rerun_of(e).map_err(|m| {
             crate::Hinted::new(
-                format!("`{}` in `{}` is not a command this verdict runs: {m}", e.command, record.evidence_file.display()),
+                format!(
+                    "`{}` in `{}` is not a command this verdict runs: {m}",
+                    e.argv.iter().map(|w| crate::audit::shell_quote(w)).collect::<Vec<_>>().join(" "),
+                    record.evidence_file.display()
+                ),
                 format!(
                     "the report was rendered by verdict {}; verify it with that version, or render it again",
                     record.tool_version
@@ -97,6 +114,44 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
             )
         })?;
         reruns.push(r);
+    }
+    // A rerun reads only traces whose sha256 was just checked: a command edited to read
+    // another file is the record's fault, not drift.
+    let recorded: Vec<PathBuf> = record.traces.iter().map(|t| t.path.clone()).collect();
+    let canonical: Vec<PathBuf> =
+        recorded.iter().filter_map(|p| std::fs::canonicalize(p).ok()).collect();
+    for (e, r) in record.entries.iter().zip(&reruns) {
+        let named: Vec<PathBuf> = match r {
+            Rerun::Plan(p) => p.traces.clone(),
+            Rerun::Compare(c) => {
+                c.a.iter()
+                    .chain(&c.b)
+                    .filter(|(k, _)| k == "trace")
+                    .map(|(_, v)| PathBuf::from(v))
+                    .collect()
+            }
+        };
+        let files = crate::plan::expand(&named).map(|(f, _)| f).unwrap_or(named);
+        for f in files {
+            let listed = recorded.contains(&f)
+                || std::fs::canonicalize(&f).is_ok_and(|c| canonical.contains(&c));
+            if !listed {
+                return Err(crate::Hinted::new(
+                    format!(
+                        "`{}` in `{}` reads `{}`, a trace the ledger does not list with its sha256",
+                        e.argv
+                            .iter()
+                            .map(|w| crate::audit::shell_quote(w))
+                            .collect::<Vec<_>>()
+                            .join(" "),
+                        record.evidence_file.display(),
+                        f.display()
+                    ),
+                    "the report set was changed after it was rendered: render it again",
+                )
+                .into());
+            }
+        }
     }
     // One scan per set of traces, with the union of its plans' filters.
     let mut groups: Vec<(Reads, crate::trace::KernelFilter, Vec<analysis::Table>)> = Vec::new();
@@ -167,7 +222,9 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         for l in lines {
             out += &format!("  {l}\n");
         }
-        out += &format!("  rerun: {}\n", e.command);
+        // The words that ran, never the ledger's text, which nothing ties to them.
+        let ran: Vec<String> = e.argv.iter().map(|w| crate::audit::shell_quote(w)).collect();
+        out += &format!("  rerun: {}\n", ran.join(" "));
     }
     let files = record.traces.len();
     let plural =

@@ -19,6 +19,12 @@ const PROGRAM: &str = include_str!("dask_reduce.py");
 /// The environment variable naming the Python that has `dask` and `distributed`.
 pub const PYTHON_ENV: &str = "VERDICT_PYTHON";
 
+/// The environment variable that sets how long the reduce may run, in seconds.
+pub const TIMEOUT_ENV: &str = "VERDICT_ENGINE_TIMEOUT";
+
+/// How long the reduce may run without it: an hour, far past a reduce over a thousand ranks.
+const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3600);
+
 /// Runs the reduce of `analysis` on the scheduler at `address` (else
 /// `DASK_SCHEDULER_ADDRESS`): `parts` are its input, one batch per rank; `outputs` the tables
 /// it writes.
@@ -72,8 +78,8 @@ pub fn run(
     let program = dir.path().join("dask_reduce.py");
     std::fs::write(&program, PROGRAM).map_err(|e| io("program", e))?;
     let python = std::env::var(PYTHON_ENV).unwrap_or_else(|_| "python3".into());
-    let done = Command::new(&python)
-        .arg(&program)
+    let mut cmd = Command::new(&python);
+    cmd.arg(&program)
         .arg("--analysis")
         .arg(analysis)
         .arg("--scheduler")
@@ -83,19 +89,47 @@ pub fn run(
         .arg("--output")
         .arg(&output)
         .arg("--params")
-        .arg(&params_file)
-        .output()
-        .map_err(|e| {
-            EngineError::new(
+        .arg(&params_file);
+    let timeout = super::process::timeout_from_env(TIMEOUT_ENV, DEFAULT_TIMEOUT);
+    let done = match super::process::run(&mut cmd, timeout, || Ok::<(), ()>(())) {
+        Ok(Ok(done)) => done,
+        Ok(Err(())) => unreachable!("the reduce is never stopped early"),
+        Err(super::process::Failure::Start(e)) => {
+            return Err(EngineError::new(
                 format!("`{python}` did not start: {e}"),
-                format!("install Python 3 with `dask[dataframe]`, `distributed` and `pyarrow`, or name it with {PYTHON_ENV}"),
-            )
-        })?;
+                format!(
+                    "install Python 3 with `dask[dataframe]`, `distributed` and `pyarrow`, or name it with {PYTHON_ENV}"
+                ),
+            ));
+        }
+        Err(super::process::Failure::TimedOut { after, stderr }) => {
+            return Err(EngineError::new(
+                format!(
+                    "the Dask reduce (`{python}`) on {address} did not end within {} s and was stopped; its stderr: {}",
+                    after.as_secs_f64(),
+                    super::process::last_line(&stderr)
+                ),
+                format!(
+                    "check the scheduler at {address} answers and has workers; allow longer with {TIMEOUT_ENV}=SECONDS, or run `--engine rust`, which gives the same evidence"
+                ),
+            ));
+        }
+        Err(super::process::Failure::Wait(e)) => {
+            return Err(EngineError::new(
+                format!("waiting for `{python}` failed: {e}"),
+                "run it again; `--engine rust` gives the same evidence",
+            ));
+        }
+    };
     if !done.status.success() {
         let err = String::from_utf8_lossy(&done.stderr);
         let line = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no message");
         return Err(EngineError::new(
-            format!("the Dask reduce on {address} failed: {}", line.trim()),
+            format!(
+                "the Dask reduce (`{python}`) on {address} failed ({}): {}",
+                done.status,
+                line.trim()
+            ),
             format!(
                 "check the scheduler and its workers are up and that `{python}` has `dask[dataframe]`, `distributed` and `pyarrow`; `--engine rust` gives the same evidence"
             ),

@@ -13,6 +13,7 @@
 mod dask;
 #[cfg(feature = "datafusion")]
 mod datafusion;
+pub mod process;
 
 #[cfg(feature = "columnar")]
 use std::sync::Arc;

@@ -4,7 +4,7 @@
 //! accepted only inside a root; a glob is expanded and each of its files checked. Paths a
 //! claims document names are checked the same way before its traces are opened.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use super::tools::ToolError;
 
@@ -94,25 +94,18 @@ impl Roots {
         Ok((files, true))
     }
 
-    /// `path`, its links followed (or, when it does not exist, its `..` resolved), if it lies
-    /// inside a root.
+    /// `path`, its links followed (where a part does not exist, the links of the part that
+    /// does, a link to a missing file included), if it lies inside a root. The roots are
+    /// checked before anything says whether the file exists.
     pub fn check(&self, path: &Path) -> Result<PathBuf, ToolError> {
         let roots = self.all();
-        let resolved = std::fs::canonicalize(path).unwrap_or_else(|_| lexical(path));
+        let resolved = crate::trace::open::resolve(path);
         if roots.iter().any(|r| resolved.starts_with(r)) {
             return Ok(resolved);
         }
-        Err(ToolError::new(
-            format!(
-                "`{}` is outside the roots this server may read ({})",
-                path.display(),
-                roots.iter().map(|r| format!("`{}`", r.display())).collect::<Vec<_>>().join(", ")
-            ),
-            Some(
-                "grant its folder as a root in the client, or start the server with `verdict mcp --root DIR`"
-                    .into(),
-            ),
-        ))
+        let owned: Vec<PathBuf> = roots.iter().map(|r| r.to_path_buf()).collect();
+        let refused = crate::trace::open::outside(path, &owned);
+        Err(ToolError::new(refused.message, Some(refused.hint)))
     }
 
     /// The first root, against which relative paths are read.
@@ -167,21 +160,6 @@ fn file_uri_path(uri: &str) -> Option<PathBuf> {
     }
 }
 
-/// An absolute path with `.` and `..` resolved without the file system.
-fn lexical(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,5 +191,16 @@ mod tests {
             assert!(roots.resolve("link.sqlite").is_err(), "a link is followed to its target");
         }
         assert!(Roots::default().resolve("t.sqlite").is_err(), "no root, no path");
+        #[cfg(unix)]
+        {
+            // A link to a missing file outside: refused as outside, not "does not exist".
+            std::os::unix::fs::symlink(
+                dir.path().join("missing.sqlite"),
+                inner.join("gone.sqlite"),
+            )
+            .unwrap();
+            let e = roots.resolve("gone.sqlite").unwrap_err();
+            assert!(e.message.contains("outside the roots"), "{}", e.message);
+        }
     }
 }

@@ -234,6 +234,8 @@ pub fn list() -> Vec<Value> {
 /// Calls the tool `name` (None when there is none): its arguments checked against its input
 /// schema, then run; a failure is a result with `isError`.
 pub fn call(name: &str, arguments: &Map<String, Value>, roots: &Roots) -> Option<Value> {
+    // Every file the call opens, wherever in the code, is checked against its roots then.
+    let _confined = crate::trace::open::confine(&roots.all());
     let tool = tools().iter().find(|t| t.name == name)?;
     let result = args::check(&Value::Object(arguments.clone()), &tool.input)
         .map_err(|e| {
@@ -538,26 +540,60 @@ fn query(a: &Map<String, Value>, roots: &Roots) -> Result<Output, ToolError> {
     if spec.name == analysis::compare::SPEC.name {
         for k in ["of", "metric"] {
             if let Some(v) = a.get(k).and_then(Value::as_str) {
-                argv.extend([format!("--{k}"), v.to_string()]);
+                argv.push(format!("--{k}={v}"));
             }
         }
+        // The sides and parameters are parsed by the command line's own parser first, so a
+        // key is checked as the command will read it (`" trace"` is `trace` there).
+        let mut raw = argv.clone();
         for side in ["a", "b"] {
             for pair in strings(a, side) {
-                // A side's traces are paths like any other: inside the roots.
-                let pair = match pair.split_once('=') {
-                    Some(("trace", p)) => {
-                        let (files, _) = roots.expand(p)?;
-                        files.iter().map(|f| format!("trace={}", f.display())).collect()
-                    }
-                    _ => vec![pair.clone()],
-                };
-                for p in pair {
-                    argv.extend([format!("--{side}"), p]);
-                }
+                raw.extend([format!("--{side}"), pair]);
             }
         }
         for p in strings(a, "param") {
-            argv.extend(["--param".into(), p]);
+            raw.extend(["--param".into(), p]);
+        }
+        raw.extend(["--seed".into(), "0".into()]);
+        let crate::cli::Command::Query(parsed) = parse(&raw)? else {
+            return Err(ToolError::new("not a query command", None));
+        };
+        let Some(c) = parsed.compare else {
+            return Err(ToolError::new("not a comparison", None));
+        };
+        // Only the parameters served to agents: `engine` starts a process or reaches an
+        // address, and is not a parameter a tool takes.
+        let of = analysis::spec(&c.of);
+        for (k, _) in &c.params {
+            if !of.is_some_and(|s| s.params.iter().any(|p| p.name == k && served(p))) {
+                let names: Vec<&str> = of
+                    .map(|s| s.params.iter().filter(|p| served(p)).map(|p| p.name).collect())
+                    .unwrap_or_default();
+                return Err(ToolError::new(
+                    format!("`{k}` is not a parameter this tool takes for `{}`", c.of),
+                    Some(if names.is_empty() {
+                        format!("`{}` takes no parameters here", c.of)
+                    } else {
+                        format!("parameters: {}", names.join(", "))
+                    }),
+                ));
+            }
+        }
+        for (side, pairs) in [("a", &c.a), ("b", &c.b)] {
+            for (k, v) in pairs {
+                // A side's traces are paths like any other: inside the roots.
+                if k == "trace" {
+                    let (files, _) = roots.expand(v)?;
+                    for f in files {
+                        argv.extend([format!("--{side}"), format!("trace={}", f.display())]);
+                    }
+                } else {
+                    argv.extend([format!("--{side}"), format!("{k}={v}")]);
+                }
+            }
+        }
+        for (k, v) in &c.params {
+            argv.extend(["--param".into(), format!("{k}={v}")]);
         }
         if let Some(seed) = a.get("seed") {
             argv.extend(["--seed".into(), seed.to_string()]);
@@ -581,6 +617,16 @@ fn query(a: &Map<String, Value>, roots: &Roots) -> Result<Output, ToolError> {
     let crate::cli::Command::Query(q) = parse(&argv)? else {
         return Err(ToolError::new("not a query command", None));
     };
+    // Whatever the words, the parsed command names no engine: it would start a process.
+    let engine = analysis::ENGINE.name;
+    if q.params.iter().any(|(n, _)| *n == engine)
+        || q.compare.as_ref().is_some_and(|c| c.params.iter().any(|(n, _)| n == engine))
+    {
+        return Err(ToolError::new(
+            format!("`{engine}` is not a parameter this tool takes"),
+            Some("the tools run every analysis in process; `verdict query --engine` is the command line's".into()),
+        ));
+    }
     let ev = crate::cmd::query::evidence(&q).map_err(|e| ToolError::of(&e))?;
     let v = serde_json::to_value(&ev).map_err(|e| ToolError::new(e.to_string(), None))?;
     let summary = evidence_summary(&v);
@@ -830,8 +876,10 @@ fn push_options(argv: &mut Vec<String>, a: &Map<String, Value>, names: &[&str]) 
     for name in names {
         match a.get(*name) {
             Some(Value::Bool(true)) => argv.push(format!("--{name}")),
-            Some(Value::String(s)) => argv.extend([format!("--{name}"), s.clone()]),
-            Some(Value::Number(n)) => argv.extend([format!("--{name}"), n.to_string()]),
+            // One word `--name=VALUE`: a value that starts with `-` is the value, never an
+            // option of its own.
+            Some(Value::String(s)) => argv.push(format!("--{name}={s}")),
+            Some(Value::Number(n)) => argv.push(format!("--{name}={n}")),
             _ => {}
         }
     }

@@ -6,9 +6,8 @@
 //! the same typst and fonts as the PDF, so they look like its figures. typst runs inside a
 //! render's temporary folder, in a process group of its own that an interrupt kills whole.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::Duration;
 
 use super::interrupt::Interrupt;
@@ -50,7 +49,21 @@ impl Toolchain {
         let bin = std::env::var_os("TYPST_BIN")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("typst"));
-        let (version, error) = match Command::new(&bin).arg("--version").output() {
+        let probe = |arg: &str| {
+            let mut cmd = Command::new(&bin);
+            cmd.arg(arg);
+            match crate::engine::process::run(&mut cmd, PROBE_TIMEOUT, || Ok::<(), ()>(())) {
+                Ok(Ok(o)) => Ok(o),
+                Ok(Err(())) => Err(None),
+                Err(crate::engine::process::Failure::TimedOut { after, .. }) => Err(Some(format!(
+                    "`{} {arg}` did not end within {} s",
+                    bin.display(),
+                    after.as_secs_f64()
+                ))),
+                Err(_) => Err(None),
+            }
+        };
+        let (version, error) = match probe("--version") {
             Ok(o) if o.status.success() => (
                 Some(
                     String::from_utf8_lossy(&o.stdout)
@@ -70,12 +83,11 @@ impl Toolchain {
                     String::from_utf8_lossy(&o.stderr).trim()
                 )),
             ),
-            Err(_) => (None, Some(format!("`{}` not found", bin.display()))),
+            Err(Some(timed_out)) => (None, Some(timed_out)),
+            Err(None) => (None, Some(format!("`{}` not found", bin.display()))),
         };
         let cjk_fonts = if version.is_some() {
-            Command::new(&bin)
-                .arg("fonts")
-                .output()
+            probe("fonts")
                 .map(|o| {
                     String::from_utf8_lossy(&o.stdout)
                         .lines()
@@ -285,60 +297,35 @@ fn program(bin: &Path) -> std::path::PathBuf {
     }
 }
 
-/// How often a running typst is checked for an exit or an interrupt.
-const POLL: Duration = Duration::from_millis(20);
-
 /// Runs typst to its end, in a process group of its own: on an interrupt the whole group is
 /// killed (typst, or whatever a `TYPST_BIN` wrapper started), so nothing goes on writing.
 fn run(cmd: &mut Command, interrupt: &Interrupt) -> anyhow::Result<Output> {
     interrupt.check()?;
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::CommandExt;
-        // Its own group: a terminal's Ctrl-C reaches verdict alone, which then ends the group.
-        cmd.process_group(0);
-    }
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| crate::Hinted::new(format!("cannot run typst ({e})"), INSTALL_TYPST))?;
-    let stdout = drain(child.stdout.take());
-    let stderr = drain(child.stderr.take());
-    loop {
-        if let Some(status) = child.try_wait()? {
-            let join = |h: std::thread::JoinHandle<Vec<u8>>| h.join().unwrap_or_default();
-            return Ok(Output { status, stdout: join(stdout), stderr: join(stderr) });
+    let timeout = crate::engine::process::timeout_from_env(TIMEOUT_ENV, DEFAULT_TIMEOUT);
+    match crate::engine::process::run(cmd, timeout, || interrupt.check()) {
+        Ok(Ok(output)) => Ok(output),
+        Ok(Err(stop)) => Err(stop.into()),
+        Err(crate::engine::process::Failure::Start(e)) => {
+            Err(crate::Hinted::new(format!("cannot run typst ({e})"), INSTALL_TYPST).into())
         }
-        if let Err(stop) = interrupt.check() {
-            kill_group(&mut child);
-            // Reaped only now: until then the group's id cannot be reused by another process.
-            let _ = child.wait();
-            return Err(stop.into());
-        }
-        std::thread::sleep(POLL);
+        Err(crate::engine::process::Failure::TimedOut { after, stderr }) => Err(crate::Hinted::new(
+            format!(
+                "typst did not end within {} s and was stopped; its stderr: {}",
+                after.as_secs_f64(),
+                crate::engine::process::last_line(&stderr)
+            ),
+            format!("nothing in the output folder was changed; allow longer with {TIMEOUT_ENV}=SECONDS, or check the `TYPST_BIN` program ends"),
+        )
+        .into()),
+        Err(crate::engine::process::Failure::Wait(e)) => Err(e.into()),
     }
 }
 
-/// Reads a pipe to its end on a thread of its own, so a full pipe never stalls typst.
-fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> std::thread::JoinHandle<Vec<u8>> {
-    std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        if let Some(mut p) = pipe {
-            let _ = p.read_to_end(&mut buf);
-        }
-        buf
-    })
-}
+/// The environment variable that sets how long one typst run may take, in seconds.
+pub const TIMEOUT_ENV: &str = "VERDICT_TYPST_TIMEOUT";
 
-/// Kills the child's process group (the child itself off Unix).
-fn kill_group(child: &mut Child) {
-    #[cfg(unix)]
-    if let Ok(pid) = libc::pid_t::try_from(child.id()) {
-        // SAFETY: kill(2) takes plain integers; a negative pid names the process group, which
-        // the child leads and which lives on while the child is not reaped.
-        unsafe {
-            libc::kill(-pid, libc::SIGKILL);
-        }
-    }
-    let _ = child.kill();
-}
+/// How long one typst run may take without it.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// How long `typst --version` and `typst fonts` may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(60);

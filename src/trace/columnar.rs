@@ -62,6 +62,9 @@ pub const VERSION: u32 = 1;
 /// Rows per Parquet row group and per batch read back.
 const BATCH_ROWS: usize = 65_536;
 
+/// The largest manifest read: an extract's is a few kilobytes.
+const MAX_MANIFEST_BYTES: u64 = 16 << 20;
+
 /// The field metadata key holding the SQL type a column was declared with.
 const SQL_TYPE: &str = "sqlite.type";
 
@@ -203,8 +206,9 @@ pub struct ColumnarInfo {
     /// Its layout.
     #[serde(flatten)]
     pub layout: Layout,
-    /// The digest the evidence carries: for an extract, the sha256 of the file it was made
-    /// from; for an nsys Parquet folder, the sha256 of the lines `NAME SHA256\n` of its
+    /// The digest the evidence carries: for an extract, the sha256 of its manifest (the
+    /// numbers are the extract's; the source's sha256 is what the manifest records, checked
+    /// by `verdict extract DIR --verify SOURCE`); for an nsys Parquet folder, the sha256 of the lines `NAME SHA256\n` of its
     /// Parquet files read, in name order.
     pub digest: String,
     /// Each Parquet file read, with its sha256, in name order.
@@ -240,8 +244,10 @@ impl ColumnarInfo {
 /// Whether a path is a folder of Parquet tables: an extract (its manifest) or an nsys
 /// `parquetdir` export (a `StringIds.parquet` or kernel table file).
 pub fn is_columnar_dir(path: &Path) -> bool {
+    // A manifest that is there in any form (a FIFO, a link) makes the folder an extract, so
+    // that opening it refuses what it is rather than reading the folder as another layout.
     path.is_dir()
-        && (path.join(MANIFEST).is_file()
+        && (std::fs::symlink_metadata(path.join(MANIFEST)).is_ok()
             || path.join(format!("{}.parquet", names::STRING_IDS)).is_file()
             || path.join(format!("{}.parquet", names::KERNEL)).is_file())
 }
@@ -379,7 +385,7 @@ pub fn write(trace: &Trace, out: &Path, tool: &str) -> Result<Manifest, TraceErr
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let tmp = tempfile::Builder::new().prefix(".verdict-extract-").tempdir_in(&parent)?;
+    let tmp = tempfile::Builder::new().prefix(&temp_prefix()).tempdir_in(&parent)?;
     let schema = trace.schema();
     let kernel_table = schema.kernel_table.as_deref();
     let mut tables = Vec::new();
@@ -420,8 +426,20 @@ pub fn write(trace: &Trace, out: &Path, tool: &str) -> Result<Manifest, TraceErr
     };
     let text = serde_json::to_string_pretty(&manifest).map_err(|e| fail(out, e))?;
     std::fs::write(tmp.path().join(MANIFEST), text + "\n")?;
-    std::fs::rename(tmp.keep(), out)?;
+    // Kept only once renamed: a failed rename drops (and removes) the temporary folder.
+    std::fs::rename(tmp.path(), out)?;
+    let _ = tmp.keep();
     Ok(manifest)
+}
+
+/// The start of the name of every temporary folder an extract writes into: its own process
+/// id, so that a later run can tell a folder of a killed run (whose process is gone) from one
+/// being written, and remove it.
+pub const TEMP_PREFIX: &str = ".verdict-extract-";
+
+/// [`TEMP_PREFIX`] with this process's id: `.verdict-extract-PID-`.
+pub fn temp_prefix() -> String {
+    format!("{TEMP_PREFIX}{}-", std::process::id())
 }
 
 /// Each column's declared type.
@@ -509,8 +527,12 @@ pub fn open(
     conn: &Connection,
 ) -> Result<(ColumnarInfo, Vec<(String, PathBuf)>), TraceError> {
     let manifest_path = dir.join(MANIFEST);
-    let (layout, wanted): (Layout, Vec<(String, PathBuf)>) = if manifest_path.is_file() {
-        let bytes = std::fs::read(&manifest_path)?;
+    let (layout, wanted): (Layout, Vec<(String, PathBuf)>) = if std::fs::symlink_metadata(
+        &manifest_path,
+    )
+    .is_ok()
+    {
+        let bytes = super::open::read_limited(&manifest_path, MAX_MANIFEST_BYTES)?;
         let manifest_sha256 = super::hex(&sha2::Sha256::digest(&bytes));
         let m: Manifest = serde_json::from_slice(&bytes)
             .map_err(|e| fail(&manifest_path, format!("not an extract's manifest ({e})")))?;
@@ -522,6 +544,23 @@ pub fn open(
                     m.format, m.version
                 ),
             ));
+        }
+        // Each table is a plain file name inside the folder: never a path that leaves it.
+        for t in &m.tables {
+            let mut parts = Path::new(&t.file).components();
+            let plain = matches!(
+                (parts.next(), parts.next()),
+                (Some(std::path::Component::Normal(n)), None) if n == std::ffi::OsStr::new(&t.file)
+            );
+            if !plain {
+                return Err(fail(
+                    &manifest_path,
+                    format!(
+                        "table `{}` is named by `{}`, which is not a plain file name inside the folder",
+                        t.table, t.file
+                    ),
+                ));
+            }
         }
         let wanted = m.tables.iter().map(|t| (t.table.clone(), dir.join(&t.file))).collect();
         (Layout::Extract { manifest: Box::new(m), manifest_sha256 }, wanted)
@@ -562,7 +601,7 @@ pub fn open(
         files.push((name, sha?));
     }
     let digest = match &layout {
-        Layout::Extract { manifest, .. } => {
+        Layout::Extract { manifest, manifest_sha256 } => {
             for (t, (name, sha)) in manifest.tables.iter().zip(&files) {
                 if &t.sha256 != sha {
                     return Err(fail(
@@ -574,7 +613,10 @@ pub fn open(
                     ));
                 }
             }
-            manifest.source.sha256.clone()
+            // The numbers are the extract's: its manifest (which names every table's sha256)
+            // is their identity. The source's sha256 is only what the extract records;
+            // `verdict extract DIR --verify SOURCE` checks it.
+            manifest_sha256.clone()
         }
         Layout::NsysParquet { .. } => {
             let lines: String = files.iter().map(|(n, s)| format!("{n} {s}\n")).collect();
@@ -663,7 +705,7 @@ type BuildReader =
 /// canonical type, or the error naming the column this build cannot read.
 fn table_reader(table: &str, path: &Path) -> Result<TableReader, TraceError> {
     use parquet::file::reader::ChunkReader as _;
-    let file = File::open(path)?;
+    let file = super::open::open(path)?;
     let len = file.metadata()?.len();
     if len <= IN_MEMORY_BYTES {
         let bytes = file.get_bytes(0, len as usize).map_err(|e| fail(path, e))?;
@@ -788,8 +830,8 @@ pub(crate) fn load_table(
 
 /// Rows of a table's Parquet file, from its footer.
 pub(crate) fn row_count(path: &Path) -> Result<i64, TraceError> {
-    let builder =
-        ParquetRecordBatchReaderBuilder::try_new(File::open(path)?).map_err(|e| fail(path, e))?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(super::open::open(path)?)
+        .map_err(|e| fail(path, e))?;
     Ok(builder.metadata().file_metadata().num_rows())
 }
 

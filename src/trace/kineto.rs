@@ -41,13 +41,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::Path;
 
 use rusqlite::{Connection, params};
 use rustc_hash::FxHashMap as HashMap;
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
@@ -153,11 +152,11 @@ fn json_err(path: &Path, detail: impl fmt::Display) -> TraceError {
 /// read. The trace itself is only read.
 pub fn build(path: &Path, db: &Path) -> Result<KinetoInfo, TraceError> {
     let mut head = [0u8; 2];
-    let mut f = File::open(path)?;
+    let mut f = super::open::open(path)?;
     let n = super::read_up_to(&mut f, &mut head)?;
     drop(f);
     let gzip = n == 2 && head == GZIP_MAGIC;
-    let file = BufReader::with_capacity(1 << 20, File::open(path)?);
+    let file = BufReader::with_capacity(1 << 20, super::open::open(path)?);
     let mut conn = Connection::open(db).map_err(TraceError::from_sqlite)?;
     conn.execute_batch(
         "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -16384; \
@@ -171,12 +170,125 @@ pub fn build(path: &Path, db: &Path) -> Result<KinetoInfo, TraceError> {
     // the reader's type is concrete, so that each byte is a buffer read, not a call.
     if gzip {
         let unzipped = BufReader::with_capacity(1 << 16, flate2::read::MultiGzDecoder::new(file));
-        read_into(path, unzipped, &tx, &mut info)?;
+        read_into(path, StringCap::new(unzipped), &tx, &mut info)?;
     } else {
-        read_into(path, file, &tx, &mut info)?;
+        read_into(path, StringCap::new(file), &tx, &mut info)?;
     }
     tx.commit().map_err(TraceError::from_sqlite)?;
     Ok(info)
+}
+
+/// The longest JSON string (a name, a key, any text) a trace may hold, in bytes as written:
+/// a longer one is refused as it is read, before it is held. The longest kernel names of
+/// real traces (C++ templates) are tens of kilobytes.
+pub const MAX_STRING_BYTES: usize = 4 << 20;
+
+/// A reader that refuses a JSON string longer than [`MAX_STRING_BYTES`] as the bytes pass,
+/// so that a small compressed file cannot make the parser hold a huge name.
+struct StringCap<R> {
+    inner: R,
+    in_string: bool,
+    escaped: bool,
+    run: usize,
+    offset: u64,
+}
+
+impl<R> StringCap<R> {
+    fn new(inner: R) -> StringCap<R> {
+        StringCap { inner, in_string: false, escaped: false, run: 0, offset: 0 }
+    }
+}
+
+impl<R: Read> Read for StringCap<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        for &b in &buf[..n] {
+            self.offset += 1;
+            if !self.in_string {
+                if b == b'"' {
+                    self.in_string = true;
+                    self.run = 0;
+                }
+                continue;
+            }
+            if self.escaped {
+                self.escaped = false;
+            } else if b == b'\\' {
+                self.escaped = true;
+            } else if b == b'"' {
+                self.in_string = false;
+                continue;
+            }
+            self.run += 1;
+            if self.run > MAX_STRING_BYTES {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!(
+                        "a JSON string at byte {} (decompressed) is longer than {} bytes, the longest text a trace may hold",
+                        self.offset - self.run as u64,
+                        MAX_STRING_BYTES
+                    ),
+                ));
+            }
+        }
+        Ok(n)
+    }
+}
+
+/// Any JSON value, skipped as `IgnoredAny` does, but with every object's keys checked: a key
+/// twice in one object is refused (JSON readers differ on which one counts).
+struct NoDup;
+
+impl<'de> DeserializeSeed<'de> for NoDup {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for NoDup {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(NoDup)?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = BTreeSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if !seen.insert(key.clone()) {
+                return Err(de::Error::custom(format!("duplicate key `{key}` in one object")));
+            }
+            map.next_value_seed(NoDup)?;
+        }
+        Ok(())
+    }
+}
+
+/// Refuses a key twice in any object of a JSON text.
+fn no_duplicate_keys(text: &str) -> Result<(), serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    NoDup.deserialize(&mut de)
 }
 
 /// Streams the events of `reader` into the tables of `conn`.
@@ -368,8 +480,9 @@ impl<'de> Deserialize<'de> for Id {
     }
 }
 
-/// One event, with the fields the reader may need; `args` is parsed only for kept events.
-#[derive(Deserialize)]
+/// One event, with the fields the reader may need; `args` is parsed only for kept events. A key
+/// twice in an event is refused, whether the reader uses it or not.
+#[derive(Default)]
 struct Event {
     ph: Option<String>,
     cat: Option<String>,
@@ -379,6 +492,43 @@ struct Event {
     ts: Option<Box<RawValue>>,
     dur: Option<Box<RawValue>>,
     args: Option<Box<RawValue>>,
+}
+
+impl<'de> Deserialize<'de> for Event {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Event, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Event;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a trace event (a JSON object)")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Event, A::Error> {
+                let mut ev = Event::default();
+                let mut seen: Vec<String> = Vec::with_capacity(8);
+                while let Some(key) = map.next_key::<String>()? {
+                    if seen.contains(&key) {
+                        return Err(de::Error::custom(format!(
+                            "duplicate key `{key}` in one event"
+                        )));
+                    }
+                    match key.as_str() {
+                        "ph" => ev.ph = map.next_value()?,
+                        "cat" => ev.cat = map.next_value()?,
+                        "name" => ev.name = map.next_value()?,
+                        "pid" => ev.pid = map.next_value()?,
+                        "tid" => ev.tid = map.next_value()?,
+                        "ts" => ev.ts = map.next_value()?,
+                        "dur" => ev.dur = map.next_value()?,
+                        "args" => ev.args = map.next_value()?,
+                        _ => map.next_value_seed(NoDup)?,
+                    }
+                    seen.push(key);
+                }
+                Ok(ev)
+            }
+        }
+        d.deserialize_map(V)
+    }
 }
 
 /// The `args` of a GPU activity or a runtime call.
@@ -588,6 +738,9 @@ impl<'c> Sink<'c> {
     fn push(&mut self, ev: Event) -> Result<(), String> {
         let i = self.index;
         self.index += 1;
+        if let Some(a) = &ev.args {
+            no_duplicate_keys(a.get()).map_err(|e| format!("traceEvents[{i}]: `args`: {e}"))?;
+        }
         let ph = ev.ph.as_deref().unwrap_or("");
         if ph == "M" {
             if ev.name.as_deref() == Some("process_name")
@@ -937,7 +1090,15 @@ impl<'de> Visitor<'de> for Top<'_, '_> {
         f.write_str("a Chrome-trace JSON object with `traceEvents`")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = BTreeSet::new();
         while let Some(key) = map.next_key::<String>()? {
+            // A key twice is refused: readers differ on which one counts (Python's `json` and
+            // HTA take the last), so two tools would read two traces.
+            if !seen.insert(key.clone()) {
+                return Err(de::Error::custom(format!(
+                    "the top-level key `{key}` appears twice; a trace holds each key once"
+                )));
+            }
             match key.as_str() {
                 "traceEvents" => {
                     self.sink.saw_events = true;
@@ -997,7 +1158,7 @@ impl<'de> Visitor<'de> for Top<'_, '_> {
                     }
                 }
                 _ => {
-                    map.next_value::<IgnoredAny>()?;
+                    map.next_value_seed(NoDup)?;
                 }
             }
         }

@@ -15,6 +15,7 @@ mod kernels;
 pub mod kineto;
 pub mod names;
 pub mod nvtx;
+pub mod open;
 pub mod payload;
 pub mod remap;
 pub mod run;
@@ -166,7 +167,7 @@ impl TraceError {
         }
     }
 
-    /// A hint on what to do about it.
+    /// A hint on what to do about it: every error has one (tested over every variant).
     pub fn hint(&self) -> Option<String> {
         Some(match self {
             TraceError::NotFound(_) | TraceError::NotAFile(_) => {
@@ -219,7 +220,12 @@ impl TraceError {
                 path.display(),
                 path.display()
             ),
-            _ => return None,
+            TraceError::Io(e) => {
+                open::Refused::of(e).map_or_else(|| crate::diag::io_hint(e), |r| r.hint.clone())
+            }
+            TraceError::Sqlite(_) => {
+                "SQLite could not read it: check the file is a complete `nsys export --type sqlite` export (`verdict inspect TRACE` shows what it holds), or export it again".into()
+            }
         })
     }
 }
@@ -382,6 +388,8 @@ impl Trace {
     /// JSON object a PyTorch profiler (Kineto) trace, read into the same tables
     /// ([`kineto`]).
     pub fn open(path: &Path) -> Result<Trace, TraceError> {
+        // The one gate: inside the roots of a confined call, never a FIFO, device or socket.
+        open::check(path, open::Want::FileOrDir)?;
         if is_kineto(path)? {
             return Trace::open_kineto(path);
         }
@@ -825,7 +833,7 @@ fn is_kineto(path: &Path) -> Result<bool, TraceError> {
         return Ok(false);
     }
     let mut head = [0u8; 64];
-    let n = read_up_to(&mut File::open(path)?, &mut head)?;
+    let n = read_up_to(&mut open::open(path)?, &mut head)?;
     Ok(!head[..n].starts_with(b"SQLite") && kineto::looks_like_kineto(&head[..n]))
 }
 
@@ -857,7 +865,7 @@ fn check_file(path: &Path) -> Result<(), TraceError> {
         return Err(TraceError::Empty(path.into()));
     }
     let mut header = [0u8; 100];
-    let mut f = File::open(path)?;
+    let mut f = open::open(path)?;
     let n = read_up_to(&mut f, &mut header)?;
     if n < 16 || &header[..16] != SQLITE_MAGIC {
         return Err(TraceError::NotSqlite(path.into()));
@@ -894,6 +902,8 @@ fn check_side_files(path: &Path) -> Result<(), TraceError> {
         PathBuf::from(p)
     };
     let wal = beside("-wal");
+    // Through the gate: a side file linked out of the roots is refused, its size unsaid.
+    open::within_roots(&wal)?;
     if let Ok(m) = std::fs::metadata(&wal)
         && m.is_file()
         && m.len() > 0
@@ -901,12 +911,13 @@ fn check_side_files(path: &Path) -> Result<(), TraceError> {
         return Err(TraceError::Wal { path: path.into(), wal, bytes: m.len() });
     }
     let journal = beside("-journal");
+    open::within_roots(&journal)?;
     if let Ok(m) = std::fs::metadata(&journal)
         && m.is_file()
         && m.len() > 0
     {
         let mut first = [0u8; 1];
-        read_up_to(&mut File::open(&journal)?, &mut first)?;
+        read_up_to(&mut open::open(&journal)?, &mut first)?;
         // journal_mode=PERSIST zeroes the header of a finished journal and leaves the file.
         if first[0] != 0 {
             return Err(TraceError::HotJournal { path: path.into(), journal, bytes: m.len() });
@@ -947,7 +958,7 @@ fn uri_escape(path: &Path) -> String {
 
 /// The sha256 of a file's bytes, in lowercase hex.
 pub fn sha256_file(path: &Path) -> io::Result<String> {
-    let mut f = File::open(path)?;
+    let mut f = open::open(path)?;
     let mut hasher = Sha256::new();
     // A buffer no larger than the file: the small files of an extract are many.
     let len = f.metadata()?.len().clamp(1, 1 << 20);
