@@ -658,7 +658,14 @@ fn engine_in_a_measure_is_refused() {
     let claims = dir.path().join("engine.yaml");
     std::fs::write(&claims, text.replace(from, &format!("{from} engine: datafusion,"))).unwrap();
     let o = quick(&["check", util::s(&claims)]);
-    assert_refused(&o, "unknown field `engine` in `measure`");
+    assert_refused(&o, "`engine` is not a key of a claim's `measure`");
+    // At its line, and the column of its value, in the file, with the run option named.
+    let line = text.lines().position(|l| l.contains(from)).unwrap() + 1;
+    let col = text.lines().nth(line - 1).unwrap().find(from).unwrap()
+        + format!("{from} engine: ").len()
+        + 1;
+    assert!(stderr(&o).contains(&format!("engine.yaml:{line}:{col}:")), "{}", stderr(&o));
+    assert!(stderr(&o).contains("pass `--engine` to `verdict query`"), "{}", stderr(&o));
 }
 
 #[test]

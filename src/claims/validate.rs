@@ -1084,6 +1084,20 @@ fn measurement(
         if analysis::PARAMS.iter().any(|p| p.name == name) || RANK_KEYS.contains(&name.as_str()) {
             continue;
         }
+        // Where a number is computed is an option of the run, never a key of the claims.
+        if name == "engine" {
+            c.err(
+                at(v),
+                format!("{what}: `engine` is not a key of a claim's `measure`"),
+                Some(
+                    "where the reduce runs is an option of the run, not of the claims file: \
+                     remove the key and pass `--engine` to `verdict query` (the evidence is \
+                     the same on every engine)"
+                        .to_string(),
+                ),
+            );
+            continue;
+        }
         let near = did_you_mean(
             name,
             REQUIRED.into_iter().chain(["unit"]).chain(analysis::PARAMS.iter().map(|p| p.name)),
