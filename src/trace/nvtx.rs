@@ -975,13 +975,11 @@ impl Launches {
     /// [`Launches::duplicates`] count the records beyond the kept one. What `inspect` reports;
     /// an absent table or one without the columns gives no records.
     pub fn repeated_keys(trace: &Trace) -> Result<Launches, TraceError> {
-        let mut out = Launches::default();
         if !trace.schema().has_table(names::RUNTIME) {
-            out.table_absent = true;
-            return Ok(out);
+            return Ok(Launches { table_absent: true, ..Launches::default() });
         }
         if Self::REQUIRES.iter().any(|req| trace.schema().require(req).is_err()) {
-            return Ok(out);
+            return Ok(Launches::default());
         }
         let table = quote_ident(names::RUNTIME);
         let sql = format!(
@@ -998,6 +996,7 @@ impl Launches {
         let conn = trace.conn_with(&[names::RUNTIME])?;
         let mut stmt = conn.prepare(&sql).map_err(TraceError::from_sqlite)?;
         let mut rows = stmt.query([]).map_err(TraceError::from_sqlite)?;
+        let mut records = Vec::new();
         while let Some(row) = rows.next().map_err(TraceError::from_sqlite)? {
             let correlation: i64 = row.get(0).map_err(|e| bad(r::CORRELATION_ID, e))?;
             let global_tid: i64 = row.get(1).map_err(|e| bad(r::GLOBAL_TID, e))?;
@@ -1005,15 +1004,9 @@ impl Launches {
             let end: i64 = row.get(3).map_err(|e| bad(r::END, e))?;
             check_timestamp(names::RUNTIME, r::START, start)?;
             check_timestamp(names::RUNTIME, r::END, end)?;
-            out.push(
-                LaunchKey { process: process_of(global_tid), correlation },
-                global_tid,
-                start,
-                end,
-            );
+            records.push((global_tid, correlation, start, end));
         }
-        out.requested = out.index.len() as u64;
-        Ok(out)
+        Ok(Launches::from_rows(&records))
     }
 
     /// Reads the `record_param_comms` op of each wanted launch, where the trace has the table.
@@ -1055,7 +1048,8 @@ impl Launches {
         Ok(())
     }
 
-    /// Builds launch records from rows, for tests: `(global_tid, correlation id, start, end)`.
+    /// Builds launch records from rows `(global_tid, correlation id, start, end)`, every key
+    /// asked for, repeated keys resolved as a load resolves them.
     pub fn from_rows(rows: &[(i64, i64, i64, i64)]) -> Launches {
         let mut out = Launches::default();
         for &(global_tid, correlation, start, end) in rows {
