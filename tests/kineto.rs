@@ -1283,6 +1283,7 @@ fn a_trace_of_unknown_event_kinds_is_refused_with_its_categories() {
             ]}"#,
             ["`DeviceKernel` 1 (1 naming a device or stream)", "GPU work under categories"],
         ),
+        ("empty.json", r#"{"traceEvents": []}"#, ["no complete event", "nothing to read"]),
     ];
     for (file, text, words) in cases {
         let path = dir.path().join(file);

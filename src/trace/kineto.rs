@@ -695,17 +695,26 @@ impl<'c> Sink<'c> {
         Ok(id)
     }
 
-    /// A file that would read as empty is refused: no event of a kind the reader keeps while
-    /// it holds complete events, or no GPU activity kept while events of unknown categories
-    /// name a device or a stream.
+    /// A file that would read as empty is refused: no complete event of a kind the reader
+    /// knows (none at all, or only of unknown categories), or no GPU activity kept while events
+    /// of unknown categories name a device or a stream.
     fn refuse_unknown(&self, path: &Path) -> Result<(), TraceError> {
         let gpu_kept = ["kernel", "gpu_memcpy", "gpu_memset"]
             .iter()
             .any(|k| self.kept.get(*k).is_some_and(|&n| n > 0));
         let unknown_gpu: u64 = self.unknown.values().map(|v| v.1).sum();
-        let nothing = self.known == 0 && self.kept.is_empty() && !self.unknown.is_empty();
+        let nothing = self.known == 0 && self.kept.is_empty();
         if !nothing && (gpu_kept || unknown_gpu == 0) {
             return Ok(());
+        }
+        if nothing && self.unknown.is_empty() {
+            return Err(json_err(
+                path,
+                format!(
+                    "no complete event (`ph: X`) at all: nothing to read; the reader reads the \
+                     layouts of {LAYOUTS}"
+                ),
+            ));
         }
         let seen: Vec<String> = self
             .unknown
