@@ -366,17 +366,19 @@ pub enum Table {
     NcclTies,
 }
 
-/// `needs` for these traces: [`Table::NcclTies`] is kept when any of them records such ties
-/// (a set reads them from every file or none), dropped otherwise.
-pub(crate) fn resolve_ties(
+/// `needs` for these traces: [`Table::NcclTies`] is kept when `recorded` says any of them
+/// records such ties (a set reads them from every file or none; the first that does ends the
+/// look-up), dropped otherwise.
+pub(crate) fn resolve_ties<T, E>(
     needs: &[Table],
-    traces: &[&crate::trace::Trace],
-) -> Result<Vec<Table>, crate::trace::TraceError> {
+    traces: impl IntoIterator<Item = T>,
+    recorded: impl Fn(T) -> Result<bool, E>,
+) -> Result<Vec<Table>, E> {
     if !needs.contains(&Table::NcclTies) {
         return Ok(needs.to_vec());
     }
     for t in traces {
-        if crate::trace::payload::nccl_ties_recorded(t)? {
+        if recorded(t)? {
             return Ok(needs.to_vec());
         }
     }
@@ -1838,7 +1840,7 @@ impl Context {
         needs: &[Table],
         progress: &mut dyn FnMut(u64),
     ) -> Result<Context, crate::trace::TraceError> {
-        let needs = resolve_ties(needs, &[trace])?;
+        let needs = resolve_ties(needs, [trace], crate::trace::payload::nccl_ties_recorded)?;
         Self::load_parts(trace, filter, expected_devices, &needs, true, progress)
     }
 

@@ -329,17 +329,9 @@ pub fn load_set(
     let origin = opened.iter().map(|(_, c, _)| c.start_utc_ns).min().unwrap_or(0);
     // NCCL ties are read from every file when one records them, so that every rank is tied
     // the same way or its file says why not.
-    let mut ties = false;
-    if needs.contains(&Table::NcclTies) {
-        for ((t, _, _), p) in opened.iter().zip(paths) {
-            if crate::trace::payload::nccl_ties_recorded(t).map_err(file_err(p))? {
-                ties = true;
-                break;
-            }
-        }
-    }
-    let needs: Vec<Table> =
-        needs.iter().copied().filter(|t| ties || *t != Table::NcclTies).collect();
+    let needs = super::resolve_ties(needs, opened.iter().zip(paths), |((t, _, _), p)| {
+        crate::trace::payload::nccl_ties_recorded(t).map_err(file_err(p))
+    })?;
     let needs = &needs[..];
     let single = paths.len() == 1;
     let shift_of = |c: &Clock| if single { 0 } else { c.zero_utc_ns - origin };
