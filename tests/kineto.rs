@@ -1302,3 +1302,122 @@ fn a_trace_of_unknown_event_kinds_is_refused_with_its_categories() {
         assert_eq!(q.status.code(), Some(2), "{file}");
     }
 }
+
+/// The words of an nsys export: every table name a real export holds (read from the
+/// fixtures' `sqlite_master`, not from the reader) and the capture and export options.
+fn nsys_words() -> Vec<String> {
+    let mut words: std::collections::BTreeSet<String> = Default::default();
+    for f in ["fixtures/nsys-ai/mfu_2gpu_before.sqlite", "fixtures/day26/megatron.sqlite"] {
+        let conn = rusqlite::Connection::open_with_flags(
+            util::manifest_dir().join(f),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .unwrap();
+        let mut stmt = conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").unwrap();
+        let names = stmt.query_map([], |r| r.get::<_, String>(0)).unwrap();
+        words.extend(names.map(Result::unwrap));
+    }
+    assert!(words.contains("CUPTI_ACTIVITY_KIND_KERNEL") && words.contains("TARGET_INFO_GPU"));
+    for w in [
+        "--ts-normalize",
+        "--include-blobs",
+        "--trace=",
+        "nsys export",
+        "nsys profile",
+        "nsys unrecorded",
+        "session start",
+        "session clock",
+        "TextAndTextId",
+        "schema / nsys",
+        "schema／nsys",
+    ] {
+        words.insert(w.to_string());
+    }
+    words.into_iter().collect()
+}
+
+/// Everything the tool prints of a PyTorch profiler trace, of one file (the 2021 layout and a
+/// recent one) and of a set, for people and as JSON, and the rendered report of the Kineto
+/// example in both languages: no nsys table, option or clock word in any of it.
+#[test]
+fn kineto_outputs_speak_no_nsys_words() {
+    let words = nsys_words();
+    let singles = [
+        "fixtures/kineto/nccl_parser_config/nccl_data.json.gz",
+        "fixtures/kineto-2021/resnet50_num_workers_4.worker0.1623212756351.pt.trace.json.gz",
+    ];
+    let set = "fixtures/kineto/trace_filter/sampled_rank-*.json.gz";
+    let mut outputs: Vec<(String, String)> = Vec::new();
+    let mut record = |args: Vec<&str>| {
+        let out = run(&args);
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        outputs.push((args.join(" "), text));
+    };
+    // Every analysis as text and JSON on the small set; on the single files (slower to read
+    // in a debug build) inspect, and the queries as text on the recent one.
+    for (i, f) in singles.iter().map(|f| fixture(f.trim_start_matches("fixtures/"))).enumerate() {
+        let f = s(&f);
+        record(vec!["inspect", f]);
+        record(vec!["inspect", f, "--json"]);
+        record(vec!["query", "nvtx", f, "--device", "0"]);
+        if i == 0 {
+            for a in ["overlap", "kernels", "copies", "nccl-calls"] {
+                record(vec!["query", a, f, "--device", "0"]);
+            }
+        }
+    }
+    let set = util::manifest_dir().join(set);
+    let set = s(&set);
+    record(vec!["inspect", set]);
+    record(vec!["inspect", set, "--json"]);
+    for a in ["overlap", "kernels", "nccl-skew", "nccl-calls", "nvtx", "copies"] {
+        record(vec!["query", a, set, "--all-devices"]);
+        record(vec!["query", a, set, "--all-devices", "--json"]);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let claims = util::manifest_dir().join("claims/kineto-ddp-overlap.yaml");
+    let out = run(&["render", s(&claims), "--out", s(dir.path()), "--format", "md"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for e in std::fs::read_dir(dir.path()).unwrap() {
+        let p = e.unwrap().path();
+        outputs.push((p.display().to_string(), std::fs::read_to_string(&p).unwrap()));
+    }
+    assert!(outputs.len() > 25, "{}", outputs.len());
+    let mut found = Vec::new();
+    for (what, text) in &outputs {
+        for w in &words {
+            if text.contains(w.as_str()) {
+                found.push(format!("{what}: `{w}`"));
+            }
+        }
+    }
+    assert!(found.is_empty(), "nsys words in PyTorch profiler outputs:\n{}", found.join("\n"));
+    // Each process with its rank as the file's `distributedInfo` says, for the process that
+    // launched the kernels.
+    let file = fixture("kineto/nccl_parser_config/nccl_data.json.gz");
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(std::fs::File::open(&file).unwrap()),
+        &mut text,
+    )
+    .unwrap();
+    let raw: Value = serde_json::from_str(&text).unwrap();
+    let rank = raw["distributedInfo"]["rank"].as_i64().unwrap();
+    let v: Value = serde_json::from_str(&outputs[1].1).unwrap();
+    let launchers: Vec<&Value> = v["nvtx"]["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| !p["devices"].as_array().unwrap().is_empty())
+        .collect();
+    assert!(!launchers.is_empty());
+    for p in launchers {
+        assert_eq!(p["rank"].as_i64(), Some(rank), "{p}");
+    }
+    // What replaced them: the format's own words.
+    let inspect = &outputs[0].1;
+    assert!(inspect.contains("PyTorch profiler JSON, schemaVersion 1"), "{inspect}");
+    assert!(inspect.contains("deviceProperties"), "{inspect}");
+}

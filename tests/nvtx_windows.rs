@@ -247,16 +247,27 @@ fn a_set_of_step_windows_gives_one_sample_per_step_and_a_median() {
     );
 }
 
-/// `inspect` lists the NVTX ranges and distinct names of each process, and the devices its
-/// kernels ran on, as SQL counts them.
+/// `inspect` lists every process that recorded NVTX ranges or launched kernels, with its
+/// ranges and distinct names, the devices its kernels ran on, and the file's host, as SQL
+/// counts them.
 #[test]
 fn inspect_counts_nvtx_ranges_per_process() {
     let conn = open_ro(std::path::Path::new(TRACE));
     let want: Vec<(i64, i64, i64)> = conn
         .prepare(
-            "SELECT (e.globalTid >> 24) & 16777215, count(*), count(DISTINCT COALESCE(e.text, s.value))
-             FROM NVTX_EVENTS e LEFT JOIN StringIds s ON s.id = e.textId
-             WHERE e.eventType IN (59, 60) GROUP BY 1 ORDER BY 1",
+            "WITH ranges AS (
+               SELECT (e.globalTid >> 24) & 16777215 AS pid, count(*) AS n,
+                      count(DISTINCT COALESCE(e.text, s.value)) AS names
+               FROM NVTX_EVENTS e LEFT JOIN StringIds s ON s.id = e.textId
+               WHERE e.eventType IN (59, 60) GROUP BY 1),
+             launchers AS (
+               SELECT DISTINCT (r.globalTid >> 24) & 16777215 AS pid
+               FROM CUPTI_ACTIVITY_KIND_KERNEL k
+               JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId
+                 AND (r.globalTid >> 24) & 16777215 = (k.globalPid >> 24) & 16777215)
+             SELECT pid, n, names FROM ranges
+             UNION SELECT pid, 0, 0 FROM launchers WHERE pid NOT IN (SELECT pid FROM ranges)
+             ORDER BY 1",
         )
         .unwrap()
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
@@ -277,6 +288,16 @@ fn inspect_counts_nvtx_ranges_per_process() {
         })
         .collect();
     assert_eq!(got, want);
+    let host: Option<String> = conn
+        .query_row("SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = 'Hostname'", [], |r| {
+            r.get(0)
+        })
+        .ok();
+    for p in v["nvtx"]["processes"].as_array().unwrap() {
+        assert_eq!(p["host"].as_str().map(str::to_string), host, "{p}");
+        // An nsys export records no rank.
+        assert!(p["rank"].is_null(), "{p}");
+    }
     // Rank 0's process has ranges but no kernels; device 4's process is the one of step 4.
     let (pid4, _, _) = step4_of_device4();
     let p4 = v["nvtx"]["processes"].as_array().unwrap().iter().find(|p| p["pid"] == pid4).unwrap();

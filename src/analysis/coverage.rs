@@ -26,7 +26,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
             name: "devices_expected",
             unit: Unit::Count,
             kind: FieldKind::Count,
-            definition: "devices the job should have (expected set, else GPUs listed in TARGET_INFO_GPU, else present)",
+            definition: "devices the job should have (the expected set, else the GPUs the trace lists, else those present)",
         },
         Field {
             name: "devices_missing",
@@ -183,7 +183,9 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
                 .collect::<std::collections::BTreeSet<_>>()
                 .into_iter()
                 .collect();
-            if idle.is_empty() {
+            if idle.is_empty() && set.is_pytorch_profiler() {
+                ev.note("note.set_listed_covered_host", &[]);
+            } else if idle.is_empty() {
                 ev.note("note.set_listed_covered", &[("hosts", set.hosts().len().to_string())]);
             } else {
                 ev.note("note.set_listed_idle", &[("gpus", idle.join(", "))]);

@@ -1078,6 +1078,9 @@ pub struct TraceRef {
     pub schema_version: Option<String>,
     /// `EXPORT_PRODUCT_VERSION`, if recorded.
     pub nsys_version: Option<String>,
+    /// The file's format where it is not an nsys export: `pytorch-profiler`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
     /// The clock of the timestamps.
     pub time_base: String,
     /// On a UTC-epoch clock (`--ts-normalize` exports), the capture start on that clock
@@ -1765,6 +1768,7 @@ impl Context {
                 sha256: String::new(),
                 schema_version: None,
                 nsys_version: None,
+                format: None,
                 time_base: "session".into(),
                 capture_start_ns: None,
                 origin: Default::default(),
@@ -1878,6 +1882,7 @@ impl Context {
                 sha256: sha?,
                 schema_version: schema.schema_version.clone(),
                 nsys_version: schema.nsys_version.clone(),
+                format: schema.source.format().map(str::to_string),
                 time_base: match schema.time_base {
                     crate::trace::TimeBase::Session => "session".into(),
                     crate::trace::TimeBase::Utc { .. } => "utc".into(),

@@ -96,6 +96,9 @@ pub enum Alignment {
     Normalized,
     /// On its session clock: shifted by its session start in UTC minus the set's origin.
     SessionStart,
+    /// On its host clock (a PyTorch profiler trace): put on UTC by its
+    /// `baseTimeNanoseconds`, then shifted by minus the set's origin.
+    HostClock,
     /// The set's only file: its own clock, unshifted.
     Own,
 }
@@ -114,6 +117,9 @@ pub struct SetFile {
     pub host: Option<String>,
     /// `EXPORT_PRODUCT_VERSION`, if recorded.
     pub nsys_version: Option<String>,
+    /// Its format where it is not an nsys export: `pytorch-profiler`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
     /// The capture start in UTC-epoch ns, if recorded.
     pub session_start_utc_ns: Option<i64>,
     /// How it was aligned.
@@ -166,6 +172,11 @@ impl SetInfo {
             .map_or_else(|| rank.to_string(), |r| r.label.clone())
     }
 
+    /// Whether its files are PyTorch profiler traces.
+    pub fn is_pytorch_profiler(&self) -> bool {
+        self.files.iter().any(|f| f.format.as_deref() == Some("pytorch-profiler"))
+    }
+
     /// Distinct hosts, in order of first appearance.
     pub fn hosts(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
@@ -187,6 +198,11 @@ pub fn disclose(ev: &mut super::Evidence, set: &SetInfo) {
         rows.label_devices(|d| set.label(d));
     }
     if set.files.len() < 2 {
+        return;
+    }
+    // PyTorch profiler traces carry their own clock words: no session, no export option.
+    if set.is_pytorch_profiler() {
+        ev.note("note.set_clock_host", &[("files", set.files.len().to_string())]);
         return;
     }
     let normalized = set.files.iter().filter(|f| f.alignment == Alignment::Normalized).count();
@@ -229,7 +245,7 @@ fn clock_of(trace: &Trace) -> Result<Clock, SetError> {
             // Without `baseTimeNanoseconds`, `ts` is UTC-epoch µs (older Kineto versions).
             let base = base_utc_ns.unwrap_or(0);
             let start = s.session_start_utc_ns.unwrap_or(base);
-            Ok(Clock { zero_utc_ns: base, start_utc_ns: start, alignment: Alignment::SessionStart })
+            Ok(Clock { zero_utc_ns: base, start_utc_ns: start, alignment: Alignment::HostClock })
         }
         TimeBase::Session | TimeBase::Unrecorded => {
             let start = s.session_start_utc_ns.ok_or_else(|| {
@@ -535,6 +551,7 @@ fn merge(
             columnar: p.ctx.trace.columnar.clone(),
             host: p.host.clone(),
             nsys_version: p.ctx.trace.nsys_version.clone(),
+            format: p.ctx.trace.format.clone(),
             session_start_utc_ns: Some(p.clock.start_utc_ns),
             alignment: if single { Alignment::Own } else { p.clock.alignment.clone() },
             shift_ns: r.shift_ns,
@@ -583,6 +600,7 @@ fn merge(
             sha256: sha,
             schema_version: first.schema_version,
             nsys_version: first.nsys_version,
+            format: first.format,
             time_base: if single { first.time_base } else { "set".into() },
             capture_start_ns: if single { first.capture_start_ns } else { None },
             origin: first.origin,

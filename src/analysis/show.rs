@@ -68,14 +68,26 @@ pub fn scope_lines(ev: &Evidence, width: usize) -> String {
     let line = |label: &str, text: &str| table::hang(&format!("{label:<10}"), text, 10, width);
     let t = &ev.trace;
     let mut s = line("analysis", &ev.analysis);
+    let unrecorded = |v: &Option<String>| v.clone().unwrap_or_else(|| "unrecorded".into());
+    // Each format says its own version fields: an nsys export its schema and nsys version,
+    // a PyTorch profiler trace its `schemaVersion`.
+    let version = match t.format.as_deref() {
+        Some("pytorch-profiler") => format!(
+            "PyTorch profiler JSON, schemaVersion {}",
+            unrecorded(&t.schema_version.as_ref().map(|v| v.trim_start_matches("kineto ").into()))
+        ),
+        _ => format!(
+            "schema {} · nsys {}",
+            unrecorded(&t.schema_version),
+            unrecorded(&t.nsys_version)
+        ),
+    };
     s += &line(
         "trace",
         &format!(
-            "{} · sha256 {} · schema {} · nsys {} · {} clock",
+            "{} · sha256 {} · {version} · {} clock",
             t.path,
             &t.sha256.get(..16).unwrap_or(&t.sha256),
-            t.schema_version.as_deref().unwrap_or("unrecorded"),
-            t.nsys_version.as_deref().unwrap_or("unrecorded"),
             t.time_base
         ),
     );

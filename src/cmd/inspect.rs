@@ -85,21 +85,25 @@ pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
     let nvtx = nvtx_per_process(&trace, &ctx)?;
     let width = table::width();
     let mut s = scope_lines(&ev, width);
-    s += &table::hang(
-        "schema    ",
-        &format!(
-            "{} tables · kernel table {} · metadata {} · StringIds {} · NVTX text {:?}",
-            schema.tables.len(),
-            schema.kernel_table.as_deref().unwrap_or("absent"),
-            schema.metadata_table.as_deref().unwrap_or("absent"),
-            if schema.has_string_ids { "present" } else { "absent" },
-            schema.nvtx_text
-        ),
-        10,
-        width,
-    );
-    if let Some(k) = schema.source.kineto() {
-        s += &table::hang("source    ", &kineto_line(k), 10, width);
+    // Each format describes itself: an nsys export by its tables, a PyTorch profiler trace
+    // by its layout and the events kept.
+    match schema.source.kineto() {
+        Some(k) => s += &table::hang("source    ", &kineto_line(k), 10, width),
+        None => {
+            s += &table::hang(
+                "schema    ",
+                &format!(
+                    "{} tables · kernel table {} · metadata {} · StringIds {} · NVTX text {:?}",
+                    schema.tables.len(),
+                    schema.kernel_table.as_deref().unwrap_or("absent"),
+                    schema.metadata_table.as_deref().unwrap_or("absent"),
+                    if schema.has_string_ids { "present" } else { "absent" },
+                    schema.nvtx_text
+                ),
+                10,
+                width,
+            )
+        }
     }
     if let Some(c) = &ev.trace.columnar {
         s += &table::hang("columnar  ", &columnar_line(c, &ev.trace.sha256), 10, width);
@@ -150,11 +154,7 @@ pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
     if let Some(g) = &ctx.inventory.listed_gpus {
         let ids: Vec<i64> = g.iter().map(|g| g.id).collect();
         // Each source names its own list of the node's GPUs.
-        let list = if schema.source.kineto().is_some() {
-            "the trace's deviceProperties"
-        } else {
-            "TARGET_INFO_GPU"
-        };
+        let list = schema.source.gpu_list();
         let mut listed = format!("GPUs listed in {list}: {}", format_device_list(&ids));
         let without = ctx.inventory.listed_without_kernels();
         if !without.is_empty() {
@@ -195,15 +195,20 @@ pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
         }
     }
     s.push('\n');
-    if nvtx.table_absent {
+    if nvtx.table_absent && schema.source.is_nsys() {
         s += &table::hang("", "NVTX: the export has no NVTX_EVENTS table", 2, width);
-    } else {
+        s.push('\n');
+    }
+    if !nvtx.processes.is_empty() {
+        let unrecorded = |v: Option<String>| v.unwrap_or_else(|| "unrecorded".into());
         let rows: Vec<Vec<String>> = nvtx
             .processes
             .iter()
             .map(|p| {
                 vec![
                     p.pid.to_string(),
+                    unrecorded(p.host.clone()),
+                    unrecorded(p.rank.map(|r| r.to_string())),
                     if p.devices.is_empty() {
                         "none".into()
                     } else {
@@ -217,8 +222,10 @@ pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
         s += &table::render(
             &[
                 Column::value("pid"),
+                Column::text("host"),
+                Column::value("rank"),
                 Column::text("devices (kernels)"),
-                Column::number("NVTX ranges"),
+                Column::number(schema.source.ranges()),
                 Column::number("names"),
             ],
             &rows,
@@ -285,17 +292,24 @@ pub(crate) fn json(
     };
     let schema = trace.schema();
     let mut v = serde_json::to_value(coverage(trace, ctx)?)?;
-    v["schema"] = json!({
-        "tables": schema.tables.len(),
-        "table_names": schema.tables.keys().collect::<Vec<_>>(),
-        "metadata_table": schema.metadata_table,
-        "kernel_table": schema.kernel_table,
-        "string_ids": schema.has_string_ids,
-        "nvtx_text": schema.nvtx_text,
-        "time_base": schema.time_base,
-    });
-    if let Some(k) = schema.source.kineto() {
-        v["source"] = json!({ "format": "kineto", "kineto": k });
+    // An nsys export is described by its tables; a PyTorch profiler trace by what it says of
+    // itself (its tables are the reader's, not the file's).
+    match schema.source.kineto() {
+        Some(k) => {
+            v["schema"] = json!({ "time_base": schema.time_base });
+            v["source"] = json!({ "format": "kineto", "kineto": k });
+        }
+        None => {
+            v["schema"] = json!({
+                "tables": schema.tables.len(),
+                "table_names": schema.tables.keys().collect::<Vec<_>>(),
+                "metadata_table": schema.metadata_table,
+                "kernel_table": schema.kernel_table,
+                "string_ids": schema.has_string_ids,
+                "nvtx_text": schema.nvtx_text,
+                "time_base": schema.time_base,
+            })
+        }
     }
     #[cfg(feature = "columnar")]
     if let Some(c) = trace.columnar() {
@@ -312,10 +326,13 @@ pub(crate) fn json(
     Ok(v)
 }
 
-/// NVTX ranges of one process, with the devices its kernels ran on.
+/// One process of the trace: its host and rank as the source records them, the devices its
+/// kernels ran on, and its NVTX (annotation) ranges.
 #[derive(Debug, serde::Serialize)]
 struct NvtxProcess {
     pid: i64,
+    host: Option<String>,
+    rank: Option<i64>,
     devices: Vec<i64>,
     ranges: u64,
     names: u64,
@@ -328,8 +345,10 @@ struct NvtxCounts {
     processes: Vec<NvtxProcess>,
 }
 
-/// Counts the NVTX ranges (push/pop and start/end) of each process, and maps each process to
-/// the devices that ran its kernels.
+/// Lists every process that launched kernels or recorded NVTX ranges (push/pop and
+/// start/end): its host and rank where the source records them (the file's host; a PyTorch
+/// profiler trace's `distributedInfo.rank` for the process that launched its kernels), the
+/// devices that ran its kernels, and its ranges.
 fn nvtx_per_process(
     trace: &crate::trace::Trace,
     ctx: &crate::analysis::Context,
@@ -337,6 +356,11 @@ fn nvtx_per_process(
     let ranges = crate::trace::nvtx::NvtxRanges::load(trace, None)?;
     let mut per: std::collections::BTreeMap<i64, (u64, std::collections::BTreeSet<u32>)> =
         std::collections::BTreeMap::new();
+    for d in &ctx.inventory.devices {
+        for &pid in &d.pids {
+            per.entry(pid).or_default();
+        }
+    }
     for i in 0..ranges.len() {
         if let Some(pid) = ranges.pid(i) {
             let e = per.entry(pid).or_default();
@@ -344,19 +368,26 @@ fn nvtx_per_process(
             e.1.insert(ranges.name[i]);
         }
     }
+    let host = trace.host_name()?;
+    let rank = trace.schema().source.kineto().and_then(|k| k.rank);
     let processes = per
         .into_iter()
-        .map(|(pid, (n, names))| NvtxProcess {
-            pid,
-            devices: ctx
+        .map(|(pid, (n, names))| {
+            let devices: Vec<i64> = ctx
                 .inventory
                 .devices
                 .iter()
                 .filter(|d| d.pids.contains(&pid))
                 .map(|d| d.device)
-                .collect(),
-            ranges: n,
-            names: names.len() as u64,
+                .collect();
+            NvtxProcess {
+                pid,
+                host: host.clone(),
+                rank: rank.filter(|_| !devices.is_empty()),
+                devices,
+                ranges: n,
+                names: names.len() as u64,
+            }
         })
         .collect();
     Ok(NvtxCounts { table_absent: ranges.table_absent, processes })
@@ -371,8 +402,9 @@ fn run_set(ctx: &crate::analysis::Context) -> anyhow::Result<ExitCode> {
     let mut s = scope_lines(&ev, width);
     let clock = match set.origin_utc_ns {
         Some(o) => format!(
-            "one clock for {} files: 0 s is the earliest capture start ({} ns UTC epoch); cross-node differences below the nodes' clock sync are not meaningful",
+            "one clock for {} files: 0 s is the earliest {} ({} ns UTC epoch); cross-node differences below the nodes' clock sync are not meaningful",
             set.files.len(),
+            if set.is_pytorch_profiler() { "first event" } else { "capture start" },
             thousands(o.into())
         ),
         None => "one file: its own clock".into(),

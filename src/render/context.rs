@@ -254,10 +254,12 @@ pub struct TraceCtx {
     pub path: String,
     /// sha256.
     pub sha256: String,
-    /// Schema version.
-    pub schema_version: String,
-    /// nsys version.
-    pub nsys_version: String,
+    /// What the version line is called: "schema / nsys" for an nsys export, "format" for a
+    /// PyTorch profiler trace.
+    pub schema_label: String,
+    /// The version line: the export schema and nsys versions, or the profiler's format and
+    /// `schemaVersion`.
+    pub schema: String,
     /// Clock.
     pub time_base: String,
     /// Devices with kernels.
@@ -1161,6 +1163,7 @@ fn set_files(t: &Strings, s: &crate::analysis::set::SetInfo) -> Vec<SetFileCtx> 
             let key = match f.alignment {
                 Alignment::Normalized => "ui.file_clock_utc",
                 Alignment::SessionStart => "ui.file_clock_session",
+                Alignment::HostClock => "ui.file_clock_host",
                 Alignment::Own => "ui.file_clock_own",
             };
             SetFileCtx {
@@ -1795,12 +1798,29 @@ fn traces_ctx(s: &Inputs) -> Vec<TraceCtx> {
                 label: decl.and_then(|d| tr(&d.label, lang)),
                 path: tr_.path.clone(),
                 sha256: c.map(|c| c.trace.sha256.clone()).unwrap_or_default(),
-                schema_version: c
-                    .and_then(|c| c.trace.schema_version.clone())
-                    .unwrap_or_else(|| "-".into()),
-                nsys_version: c
-                    .and_then(|c| c.trace.nsys_version.clone())
-                    .unwrap_or_else(|| "-".into()),
+                schema_label: t
+                    .get(match c.and_then(|c| c.trace.format.as_deref()) {
+                        Some(_) => "ui.format",
+                        None => "ui.schema",
+                    })
+                    .map(str::to_string)
+                    .unwrap_or_default(),
+                schema: {
+                    let or = |v: Option<&String>| v.cloned().unwrap_or_else(|| "-".into());
+                    let schema = c.and_then(|c| c.trace.schema_version.as_ref());
+                    match c.and_then(|c| c.trace.format.as_deref()) {
+                        // Each format says its own version fields.
+                        Some(_) => format!(
+                            "PyTorch profiler JSON, schemaVersion {}",
+                            or(schema).trim_start_matches("kineto ")
+                        ),
+                        None => format!(
+                            "{} / {}",
+                            or(schema),
+                            or(c.and_then(|c| c.trace.nsys_version.as_ref()))
+                        ),
+                    }
+                },
                 time_base: match set_info {
                     Some(s) => t
                         .format(

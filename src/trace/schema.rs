@@ -124,6 +124,31 @@ impl Source {
             Source::Nsys => None,
         }
     }
+
+    /// The format's name in evidence, where it is not the default nsys export:
+    /// `pytorch-profiler`.
+    pub fn format(&self) -> Option<&'static str> {
+        match self {
+            Source::Kineto(_) => Some("pytorch-profiler"),
+            Source::Nsys => None,
+        }
+    }
+
+    /// What the source calls its list of the node's GPUs.
+    pub fn gpu_list(&self) -> &'static str {
+        match self {
+            Source::Kineto(_) => "the trace's deviceProperties",
+            Source::Nsys => "TARGET_INFO_GPU",
+        }
+    }
+
+    /// What the source calls the CPU-side ranges the `nvtx` analysis reads.
+    pub fn ranges(&self) -> &'static str {
+        match self {
+            Source::Kineto(_) => "annotation ranges",
+            Source::Nsys => "NVTX ranges",
+        }
+    }
 }
 
 /// Where a trace comes from, as its export metadata says.

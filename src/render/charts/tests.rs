@@ -42,6 +42,7 @@ pub(super) fn evidence(analysis: &str, values: Value) -> Evidence {
             sha256: String::new(),
             schema_version: None,
             nsys_version: None,
+            format: None,
             time_base: "session".into(),
             capture_start_ns: None,
             origin: Default::default(),
