@@ -810,6 +810,14 @@ fn hta_traces_carry_no_seq_and_say_so() {
         let i = run_json(&["inspect", s(&path), "--json"]);
         assert_eq!(i["source"]["kineto"]["kept"]["record_param_comms"], json!(ops.len()), "{rel}");
     }
+    // The two ranks of `trace_filter` matched by ordinal fail the overlap test: what would
+    // decide them is the process group and `Seq` of each collective, not another window.
+    let set = util::manifest_dir().join("fixtures/kineto/trace_filter/sampled_rank-*.json.gz");
+    let v = run_json(&["query", "nccl-skew", s(&set), "--all-devices", "--json"]);
+    assert_eq!(v["parameters"]["match"], "collective-ordinal");
+    let note = util::note(&v, "note.overlap_failures");
+    assert_eq!(note["needs"]["key"], "need.kineto_group_seq", "{note}");
+    assert!(note["needs"]["text"].as_str().unwrap().contains("`Seq`"), "{note}");
 }
 
 // ---- recorded GPU projections (`gpu_user_annotation`) -------------------------------------

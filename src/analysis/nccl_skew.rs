@@ -448,6 +448,9 @@ pub struct Skew {
     /// Ranks of a PyTorch profiler trace whose kernels could not all be tied to a process
     /// group and `Seq`, with the first reason: the matching fell back to [`MATCH_RULE`].
     pub group_unusable: Vec<(i64, String)>,
+    /// Whether the ranks were read from PyTorch profiler traces: there, what would mend an
+    /// ordinal matching is each collective's process group and `Seq`.
+    pub pytorch_profiler: bool,
 }
 
 impl Skew {
@@ -670,6 +673,7 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, Qu
         payload_unusable,
         process_groups,
         group_unusable,
+        pytorch_profiler: ctx.trace.format.as_deref() == Some("pytorch-profiler"),
     };
     if params.engine != Engine::Rust {
         let keyed = keyed_rows(ctx, &groups, &keys_of, &selects, &holds);
@@ -1460,6 +1464,13 @@ pub(super) fn leave_broken_null(
             ("need.whole_instances", &[]),
         );
     }
+    // On PyTorch profiler traces matched by ordinal, the missing evidence is the process
+    // group and `Seq` of every collective, not another window.
+    let mends = if s.pytorch_profiler && s.rule == MatchRule::CollectiveOrdinal {
+        "need.kineto_group_seq"
+    } else {
+        "need.matched_kernels"
+    };
     let unmatched: i64 = s.unmatched.iter().sum();
     if unmatched > 0 {
         let per = s
@@ -1474,7 +1485,7 @@ pub(super) fn leave_broken_null(
             fields,
             "note.unmatched_kernels",
             &[("n", unmatched.to_string()), ("per_rank", per)],
-            ("need.matched_kernels", &[]),
+            (mends, &[]),
         );
     }
     if !s.overlap_failures.is_empty() {
@@ -1485,7 +1496,7 @@ pub(super) fn leave_broken_null(
                 ("n", s.overlap_failures.len().to_string()),
                 ("list", instance_list(&s.overlap_failures)),
             ],
-            ("need.matched_kernels", &[]),
+            (mends, &[]),
         );
     }
     assert_rank_rows_null(ev, row_fields);
