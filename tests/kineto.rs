@@ -710,7 +710,7 @@ fn two_process_groups_on_one_stream_are_matched_by_group_and_seq() {
     }
     let v =
         util::run_json_on_engines(&["query", "nccl-skew", &set, "--all-devices", "--json"], None);
-    assert_eq!(v["parameters"]["match"], "process-group-sequence", "{v}");
+    assert_eq!(v["parameters"]["match_rule"], "process-group-sequence", "{v}");
     assert_eq!(
         v["parameters"]["process_groups"],
         json!([{"name": "0", "devices": [0, 1, 2]}, {"name": "5", "devices": [0, 1]}])
@@ -732,7 +732,7 @@ fn two_process_groups_on_one_stream_are_matched_by_group_and_seq() {
         let n = (k + 1).to_string();
         let c =
             run_json(&["query", "nccl-calls", &set, "--all-devices", "--instance", &n, "--json"]);
-        assert_eq!(c["parameters"]["match"], "process-group-sequence");
+        assert_eq!(c["parameters"]["match_rule"], "process-group-sequence");
         assert_eq!(int(&c["values"], "start_skew_ns"), *skew, "instance {n}");
     }
 }
@@ -763,7 +763,7 @@ fn without_record_param_comms_the_ordinal_rule_is_used_and_said_why() {
     assert_eq!((n, unmatched, failures), (3, 6, 2));
     let v =
         util::run_json_on_engines(&["query", "nccl-skew", &set, "--all-devices", "--json"], None);
-    assert_eq!(v["parameters"]["match"], "collective-ordinal", "{v}");
+    assert_eq!(v["parameters"]["match_rule"], "collective-ordinal", "{v}");
     let x = &v["values"];
     assert_eq!((int(x, "unmatched"), int(x, "overlap_failures")), (unmatched as i64, failures));
     let note = util::note(&v, "note.group_unusable");
@@ -803,7 +803,7 @@ fn hta_traces_carry_no_seq_and_say_so() {
             &["query", "nccl-skew", s(&path), "--all-devices", "--json"],
             None,
         );
-        assert_eq!(v["parameters"]["match"], "collective-ordinal");
+        assert_eq!(v["parameters"]["match_rule"], "collective-ordinal");
         let note = util::note(&v, "note.group_unusable");
         assert!(note["text"].as_str().unwrap().contains(says), "{rel}: {note}");
         // inspect counts the ops it kept.
@@ -814,7 +814,7 @@ fn hta_traces_carry_no_seq_and_say_so() {
     // decide them is the process group and `Seq` of each collective, not another window.
     let set = util::manifest_dir().join("fixtures/kineto/trace_filter/sampled_rank-*.json.gz");
     let v = run_json(&["query", "nccl-skew", s(&set), "--all-devices", "--json"]);
-    assert_eq!(v["parameters"]["match"], "collective-ordinal");
+    assert_eq!(v["parameters"]["match_rule"], "collective-ordinal");
     let note = util::note(&v, "note.overlap_failures");
     assert_eq!(note["needs"]["key"], "need.kineto_group_seq", "{note}");
     assert!(note["needs"]["text"].as_str().unwrap().contains("`Seq`"), "{note}");

@@ -143,7 +143,7 @@ fn per_rank_straggler_fields_equal_a_pairing_written_here() {
         assert_eq!(v["values"]["matched"], matched as i64, "{run}");
         assert_eq!(v["values"]["cut_instances"], 0, "{run}");
         assert_eq!(v["values"]["overlap_failures"], 0, "{run}");
-        assert_eq!(v["parameters"]["match"], "collective-ordinal", "{run}");
+        assert_eq!(v["parameters"]["match_rule"], "collective-ordinal", "{run}");
         let most = *last.iter().max().unwrap();
         assert_eq!(v["values"]["straggler_last"], most, "{run}");
         for (i, row) in rows.iter().enumerate() {
@@ -655,7 +655,7 @@ fn two_communicators_on_one_stream_are_matched_by_communicator_and_sequence() {
     // 0.9 ms (waits 100,000, 0, 200,000).
     let group_wait = [0, 200_000, 100_000, 100_000, 0, 200_000];
     let v = skew(dir.path(), &[]);
-    assert_eq!(v["parameters"]["match"], "communicator-ordinal");
+    assert_eq!(v["parameters"]["match_rule"], "communicator-ordinal");
     let vals = &v["values"];
     assert_eq!(vals["matched"], 3);
     assert_eq!((vals["overlap_failures"].clone(), vals["unmatched"].clone()), (0.into(), 0.into()));
@@ -703,7 +703,7 @@ fn two_communicators_on_one_stream_are_matched_by_communicator_and_sequence() {
     // Ranks 0-3 only: the world communicator has 4 of its 6 ranks here (its inits say 6),
     // and ault44's group one, rank 3, whose AllReduce has no counterpart here.
     let v = skew(dir.path(), &["--devices", "0-3"]);
-    assert_eq!(v["parameters"]["match"], "communicator-ordinal");
+    assert_eq!(v["parameters"]["match_rule"], "communicator-ordinal");
     let note = v["notes"].as_array().unwrap().iter().find(|n| n["key"] == "note.comm_partial");
     let text = note.unwrap()["text"].as_str().unwrap();
     assert!(text.contains(&format!("0x{WORLD:016x} (4 of 6)")), "{text}");
@@ -715,7 +715,7 @@ fn two_communicators_on_one_stream_are_matched_by_communicator_and_sequence() {
     // node AllReduce, ranks 0-2 only, rank 0 the last (150,000 ns after rank 1).
     let g = glob(dir.path());
     let v = run_json(&["query", "nccl-calls", &g, "--stream", "auto", "--instance", "2", "--json"]);
-    assert_eq!(v["parameters"]["match"], "communicator-ordinal");
+    assert_eq!(v["parameters"]["match_rule"], "communicator-ordinal");
     assert_eq!(v["values"]["start_skew_ns"], 150_000);
     let rows = v["rows"].as_array().unwrap();
     let offsets: Vec<Value> = rows.iter().map(|r| r["kernel_start_offset_ns"].clone()).collect();
@@ -737,7 +737,7 @@ fn two_communicators_on_one_stream_are_matched_by_communicator_and_sequence() {
         c.execute("UPDATE NVTX_EVENTS SET binaryData = NULL", []).unwrap();
     }
     let v = skew(plain.path(), &[]);
-    assert_eq!(v["parameters"]["match"], "collective-ordinal");
+    assert_eq!(v["parameters"]["match_rule"], "collective-ordinal");
     assert_eq!(v["values"]["overlap_failures"], 1);
     assert_eq!(v["values"]["start_skew_max_ns"], Value::Null);
     // The schemas are registered (NVTX_PAYLOAD_SCHEMAS), the values are not: the evidence
@@ -771,7 +771,7 @@ fn a_malformed_payload_is_named_and_the_ordinal_rule_disclosed() {
     let out = run(&["query", "nccl-skew", &glob(dir.path()), "--stream", "auto", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["parameters"]["match"], "collective-ordinal");
+    assert_eq!(v["parameters"]["match_rule"], "collective-ordinal");
     let note = util::note(&v, "note.payload_unusable");
     let text = note["text"].as_str().unwrap();
     assert!(text.contains("devices 2,4 "), "{text}");

@@ -1047,7 +1047,7 @@ fn payload_schemas_without_values_are_said_with_the_export_option() {
         assert!(schemas > 0, "{name}");
         assert_eq!((values, blobs.as_str()), (0, "false"), "{name}");
         let ev = util::run_json(&["query", "nccl-skew", util::s(&path), "--all-devices", "--json"]);
-        assert_eq!(ev["parameters"]["match"], "collective-ordinal", "{name}");
+        assert_eq!(ev["parameters"]["match_rule"], "collective-ordinal", "{name}");
         let note = util::note(&ev, "note.payloads_not_exported");
         assert!(note["text"].as_str().unwrap().contains("--include-blobs=true"), "{name}");
     }

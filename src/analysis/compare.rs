@@ -775,6 +775,12 @@ pub fn run_sides(a: &[&Evidence], b: &[&Evidence], req: &Request) -> Result<Evid
     ev.parameters.insert("metric".into(), json!(req.metric_text));
     ev.parameters.insert("metric_unit".into(), json!(unit.as_str()));
     ev.parameters.insert("metric_scale".into(), json!(scale as i64));
+    // Samples of a metric that is not a whole number are kept in units of 1/metric_scale:
+    // the evidence says how they were rounded.
+    ev.parameters.insert(
+        "sample_rounding".into(),
+        json!(if scale > 1 { "half away from zero, to 1/metric_scale" } else { "none" }),
+    );
     ev.parameters.insert("sample_unit".into(), json!(unit_of_samples.as_str()));
     ev.parameters.insert("runs".into(), json!([a.len(), b.len()]));
     if by_run {

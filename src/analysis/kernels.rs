@@ -211,8 +211,21 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     let mut ev = ctx.evidence(&SPEC, params, devices.clone());
     ev.parameters.insert("names".into(), json!(style.as_str()));
     ev.parameters.insert("limit".into(), json!(limit));
+    // The options' values as given (`match` a substring, `regex` a pattern), and the filter
+    // in words beside them.
+    match &params.filter {
+        Some(super::NameFilter::Substring(text)) => {
+            ev.parameters.insert("match".into(), json!(text));
+        }
+        Some(super::NameFilter::Regex(r)) => {
+            ev.parameters.insert("regex".into(), json!(r.as_str()));
+        }
+        None => {
+            ev.parameters.insert("match".into(), Value::Null);
+        }
+    }
     ev.parameters.insert(
-        "match".into(),
+        "filter".into(),
         params.filter.as_ref().map_or(Value::Null, |f| json!(f.describe())),
     );
     ev.values = Some(super::values::Values::Kernels(Values {

@@ -16,7 +16,6 @@
 //! explains. Across nodes, each difference carries the nodes' clock synchronisation error.
 
 use serde::Serialize;
-use serde_json::{Value, json};
 
 use super::nccl_skew::{self, Skew};
 use super::{
@@ -360,8 +359,7 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     let mut ev = ctx.evidence(&SPEC, params, ranks.clone());
     ev.window.effective_ns = nccl_skew::effective(ctx, &ranks, params, &s);
     nccl_skew::disclose_rule(&mut ev, &s, ctx);
-    ev.parameters
-        .insert("stream".into(), (super::STREAM.get)(params).map_or(Value::Null, |s| json!(s)));
+    ev.parameters.insert("stream".into(), nccl_skew::stream_parameter(params));
     // The instance asked for, else the one with the largest start skew (ties: the earliest).
     let pick = match params.instance {
         Some(n) if n > s.matched => {
@@ -737,6 +735,7 @@ mod tests {
     use crate::scope::DeviceSel;
     use crate::trace::Kernels;
     use crate::trace::nvtx::{Launches, NvtxRanges};
+    use serde_json::Value;
 
     /// Two ranks (processes 1 and 2, one thread each): rank 0 inits until 1,000, calls at
     /// 1,100, its launch runs 1,150-1,300 and the kernel starts at 1,400; rank 1 inits

@@ -310,7 +310,7 @@ pub enum MatchRule {
 }
 
 impl MatchRule {
-    /// The name evidence discloses (`parameters.match`).
+    /// The name evidence discloses (`parameters.match_rule`).
     pub fn as_str(self) -> &'static str {
         match self {
             MatchRule::CollectiveOrdinal => MATCH_RULE,
@@ -1140,7 +1140,7 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
         all.sort_unstable();
         all.dedup();
         ev.scope.streams = Some(all);
-        ev.parameters.insert("stream".into(), json!((super::STREAM.get)(params)));
+        ev.parameters.insert("stream".into(), stream_parameter(params));
         let per: BTreeMap<String, Value> = s
             .ranks
             .iter()
@@ -1164,7 +1164,7 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
         );
     } else {
         ev.scope.streams = params.stream.map(|s| vec![s]);
-        ev.parameters.insert("stream".into(), params.stream.map_or(Value::Null, |s| json!(s)));
+        ev.parameters.insert("stream".into(), stream_parameter(params));
     }
     ev.window.effective_ns = effective(ctx, &ranks, params, &s);
 
@@ -1254,11 +1254,11 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     Ok(ev)
 }
 
-/// Discloses the matching rule (`parameters.match`) and, under [`COMM_RULE`], the
+/// Discloses the matching rule (`parameters.match_rule`) and, under [`COMM_RULE`], the
 /// communicators (`parameters.communicators`); says so when payloads exist but could not be
 /// used for a rank.
 pub(super) fn disclose_rule(ev: &mut Evidence, s: &Skew, ctx: &Context) {
-    ev.parameters.insert("match".into(), json!(s.rule.as_str()));
+    ev.parameters.insert("match_rule".into(), json!(s.rule.as_str()));
     // Schemas registered, values not exported (the default of `nsys export`): the ordinal
     // rule stands in for the communicator's, and the option that keeps them is named.
     let no_values = ctx.nvtx.as_ref().is_none_or(|n| n.ranges.payloads.is_empty());
@@ -1447,6 +1447,16 @@ pub(super) fn instance_list(list: &[CutInstance]) -> String {
     out.join(", ")
 }
 
+/// `parameters.stream` of the NCCL analyses, as `--stream` takes it: a stream id as a number,
+/// `auto` or a per-rank map as text, null for every stream.
+pub(super) fn stream_parameter(params: &Params) -> Value {
+    if params.stream_auto || params.stream_map.is_some() {
+        (super::STREAM.get)(params).map_or(Value::Null, |s| json!(s))
+    } else {
+        params.stream.map_or(Value::Null, |s| json!(s))
+    }
+}
+
 /// Nulls every quantity that compares ranks when the matching in the window cannot be
 /// trusted, one note per reason, each naming what broke it; what mends it is the need.
 pub(super) fn leave_broken_null(
@@ -1631,7 +1641,7 @@ pub fn table(ev: &Evidence, width: usize) -> String {
                 v.cut_instances,
                 v.overlap_failures,
                 v.unmatched,
-                ev.parameters.get("match").and_then(Value::as_str).unwrap_or(MATCH_RULE)
+                ev.parameters.get("match_rule").and_then(Value::as_str).unwrap_or(MATCH_RULE)
             ),
         );
         s += &line(
@@ -1924,7 +1934,7 @@ mod tests {
         let ids: Vec<u64> = s.communicators.iter().map(|c| c.id).collect();
         assert_eq!(ids, vec![0xA, 0xB, 0xD1, 0xD2]);
         let ev = run(&Params::new(DeviceSel::All), &tp_dp(true)).unwrap();
-        assert_eq!(ev.parameters["match"], COMM_RULE);
+        assert_eq!(ev.parameters["match_rule"], COMM_RULE);
         assert_eq!(ev.values.as_ref().unwrap().to_map()["start_skew_max_ns"], 300);
         assert_eq!(ev.rows.as_ref().unwrap().to_maps()[3]["matched"], 2);
         note(&ev, "note.match_communicators");
