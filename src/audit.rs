@@ -38,8 +38,13 @@ pub struct LedgerEntry {
 pub struct TraceEntry {
     /// Name in the claims file.
     pub name: String,
-    /// Path as resolved.
+    /// Path as resolved: relative to the folder the audit ran in (the folder its ledger's
+    /// commands are run from), as they name it.
     pub path: String,
+    /// The path as the claims file writes it (a set: its list or glob, joined by `, `).
+    pub written: String,
+    /// The folder `written` is relative to: the claims file's, as the audit was given it.
+    pub relative_to: String,
     /// Coverage evidence (devices, missing devices, time range), or an error.
     pub coverage: Option<Evidence>,
     /// Why the trace could not be read.
@@ -294,6 +299,15 @@ pub fn compare_words(set: &ClaimSet, m: &Measure, c: &crate::claims::Compare) ->
 }
 
 /// How a declared trace is named in the audit: its file, or its set's folder and size.
+/// The folder of a claims file as given (`.` for a bare file name), which the paths it
+/// writes are relative to.
+fn claims_folder(file: &str) -> String {
+    match std::path::Path::new(file).parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.display().to_string(),
+        _ => ".".into(),
+    }
+}
+
 fn trace_path(decl: &crate::claims::TraceDecl) -> String {
     match &decl.set {
         None => normalize(&decl.resolved).display().to_string(),
@@ -434,7 +448,8 @@ pub fn run_with(set: ClaimSet, progress: &mut dyn FnMut(&str, u64), scans: &Scan
     let mut traces = Vec::new();
     for decl in &set.traces {
         let queries = by_trace.get(&decl.name).cloned().unwrap_or_default();
-        let (entry, ctx) = coverage(decl, load(decl, &queries, scans, progress));
+        let (mut entry, ctx) = coverage(decl, load(decl, &queries, scans, progress));
+        entry.relative_to = claims_folder(&set.file);
         traces.push(entry);
         let resolved = resolve_windows(&ctx, &queries);
         let plan = TracePlan { decl, queries, ctx, resolved };
@@ -562,6 +577,8 @@ fn coverage(
             let entry = TraceEntry {
                 name: decl.name.clone(),
                 path,
+                written: decl.path.clone(),
+                relative_to: String::new(),
                 coverage: None,
                 error: Some(msg.clone()),
                 hint: e.hints.first().cloned(),
@@ -574,8 +591,15 @@ fn coverage(
                 ctx.trace.path = path.clone();
             }
             let coverage = analysis::coverage::run(&Params::new(DeviceSel::All), &ctx).ok();
-            let entry =
-                TraceEntry { name: decl.name.clone(), path, coverage, error: None, hint: None };
+            let entry = TraceEntry {
+                name: decl.name.clone(),
+                path,
+                written: decl.path.clone(),
+                relative_to: String::new(),
+                coverage,
+                error: None,
+                hint: None,
+            };
             (entry, Ok(ctx))
         }
     }
