@@ -460,6 +460,11 @@ fn ledger_traces_as_written(v: &mut Value) {
             t["path"] = Value::Null;
         }
     }
+    if let Some(traces) = v.get_mut("traces").and_then(Value::as_array_mut) {
+        for t in traces {
+            t["written"] = Value::Null;
+        }
+    }
 }
 
 /// Where two JSON values first differ: the path and both sides, or None when equal.

@@ -257,9 +257,11 @@ pub struct TraceCtx {
     /// What the version line is called: "schema / nsys" for an nsys export, "format" for a
     /// PyTorch profiler trace.
     pub schema_label: String,
-    /// The version line: the export schema and nsys versions, or the profiler's format and
+    /// The version line: the export schema version, or the profiler's format and
     /// `schemaVersion`.
     pub schema: String,
+    /// The nsys version beside the schema version, for an nsys export.
+    pub nsys_version: Option<String>,
     /// Clock.
     pub time_base: String,
     /// Devices with kernels.
@@ -1806,20 +1808,24 @@ fn traces_ctx(s: &Inputs) -> Vec<TraceCtx> {
                     .map(str::to_string)
                     .unwrap_or_default(),
                 schema: {
-                    let or = |v: Option<&String>| v.cloned().unwrap_or_else(|| "-".into());
-                    let schema = c.and_then(|c| c.trace.schema_version.as_ref());
+                    let schema = c
+                        .and_then(|c| c.trace.schema_version.clone())
+                        .unwrap_or_else(|| "-".into());
+                    // Each format says its own version fields.
                     match c.and_then(|c| c.trace.format.as_deref()) {
-                        // Each format says its own version fields.
                         Some(_) => format!(
                             "PyTorch profiler JSON, schemaVersion {}",
-                            or(schema).trim_start_matches("kineto ")
+                            schema.trim_start_matches("kineto ")
                         ),
-                        None => format!(
-                            "{} / {}",
-                            or(schema),
-                            or(c.and_then(|c| c.trace.nsys_version.as_ref()))
-                        ),
+                        None => schema,
                     }
+                },
+                nsys_version: match c.and_then(|c| c.trace.format.as_deref()) {
+                    Some(_) => None,
+                    None => Some(
+                        c.and_then(|c| c.trace.nsys_version.clone())
+                            .unwrap_or_else(|| "-".into()),
+                    ),
                 },
                 time_base: match set_info {
                     Some(s) => t
