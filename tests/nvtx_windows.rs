@@ -340,3 +340,56 @@ claims:
         assert!(err.contains(says) && err.contains(":13:"), "{params}: {err}");
     }
 }
+
+/// `over:` decides a claim about every step (or one step) from each step's share, checked
+/// here against the samples' own numbers: `all` holds only if each step's share lies in
+/// 10-30%, `any` if one does, and the steps outside are the ones named.
+#[test]
+fn over_all_and_any_judge_each_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = claims(dir.path(), r#"{ nvtx: "step *", index: all, on: gpu }"#);
+    let text = std::fs::read_to_string(&path).unwrap();
+    for over in ["all", "any", "median"] {
+        let with = text.replace(r#"unit: "%" }"#, &format!(r#"unit: "%", over: {over} }}"#));
+        std::fs::write(&path, &with).unwrap();
+        let v = json(&["check", path.to_str().unwrap(), "--json"]);
+        let samples = v["ledger"][0]["evidence"]["samples"].as_array().unwrap();
+        let inside: Vec<bool> = samples
+            .iter()
+            .map(|s| {
+                let (n, d) = (
+                    s["values"]["nccl_only_ns"].as_i64().unwrap() as i128,
+                    s["values"]["total_ns"].as_i64().unwrap() as i128,
+                );
+                10 * d <= 100 * n && 100 * n <= 30 * d
+            })
+            .collect();
+        let part = &v["results"][0]["parts"][0];
+        match over {
+            "all" | "any" => {
+                let holds =
+                    if over == "all" { inside.iter().all(|&b| b) } else { inside.contains(&true) };
+                let want = if holds { "supported" } else { "not_supported" };
+                assert_eq!(part["outcome"], want, "{over}: {part}");
+                let held = inside.iter().filter(|&&b| b).count();
+                assert_eq!(part["reason"]["args"]["held"], held.to_string(), "{over}");
+                assert!(
+                    part["reason"]["key"].as_str().unwrap().starts_with("part.windows_"),
+                    "{part}"
+                );
+            }
+            _ => {
+                let f = part["formula"]["substituted"].as_str().unwrap();
+                assert!(f.starts_with(&format!("median of {} windows", samples.len())), "{f}");
+            }
+        }
+    }
+    // One window is no set: `over` there is refused at its line and column.
+    let one = claims(dir.path(), r#"{ nvtx: "step 4", on: gpu }"#);
+    let text = std::fs::read_to_string(&one).unwrap();
+    std::fs::write(&one, text.replace(r#"unit: "%" }"#, r#"unit: "%", over: all }"#)).unwrap();
+    let out = util::run(&["check", one.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(":16:") && err.contains("`over` quantifies a set of windows"), "{err}");
+}

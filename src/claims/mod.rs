@@ -437,6 +437,45 @@ pub struct Measure {
     /// by a declared reduction (`over_ranks:`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ranks: Option<RankSel>,
+    /// Over a set of windows: how their values decide the part (`over:`); None is the
+    /// default, [`Over::LowerMedian`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub over: Option<Over>,
+}
+
+/// How the values of a set of windows decide a part (`over:`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Over {
+    /// The condition holds on every window.
+    All,
+    /// The condition holds on at least one window.
+    Any,
+    /// The median is judged: the mean of the two middle values for an even count.
+    Median,
+    /// The lower median is judged: the middle value, the lower of the two for an even count
+    /// (the default, a value some window had).
+    LowerMedian,
+}
+
+impl Over {
+    /// Every quantifier, in the order the docs list them.
+    pub const ALL: [Over; 4] = [Over::All, Over::Any, Over::Median, Over::LowerMedian];
+
+    /// The word in a claims file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Over::All => "all",
+            Over::Any => "any",
+            Over::Median => "median",
+            Over::LowerMedian => "lower-median",
+        }
+    }
+
+    /// Parses the word of a claims file.
+    pub fn parse(s: &str) -> Option<Over> {
+        Over::ALL.into_iter().find(|o| o.as_str() == s)
+    }
 }
 
 /// Which per-rank rows a measure reads.

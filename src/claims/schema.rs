@@ -23,6 +23,7 @@ fn measure_keys() -> String {
         "sample",
         "rank",
         "over_ranks",
+        "over",
     ]);
     format!("^({})$", keys.join("|"))
 }

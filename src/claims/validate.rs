@@ -1274,6 +1274,7 @@ fn measurement(
             }
         },
     };
+    let over = window_quantifier(c, outer, scope, &params, what);
     Some(Measure {
         analysis: spec.name.to_string(),
         scope: m.scope.value.clone(),
@@ -1284,7 +1285,46 @@ fn measurement(
         params,
         compare: None,
         ranks,
+        over,
     })
+}
+
+/// A measure's `over:` (how the values of a set of windows decide the part), checked: only a
+/// scope that gives a set of windows (NVTX ranges with `index: all` or `A-B`, or `split: N`)
+/// takes it.
+fn window_quantifier(
+    c: &mut Checker,
+    outer: &Spanned<RawMeasure>,
+    scope: Option<&Scope>,
+    params: &crate::analysis::Params,
+    what: &str,
+) -> Option<crate::claims::Over> {
+    use crate::analysis::nvtx::IndexSel;
+    let (_, v) = outer.value.params.iter().find(|(n, _)| n == "over")?;
+    let Some(over) = crate::claims::Over::parse(v.value.trim()) else {
+        c.err(
+            at(v),
+            format!("{what}: `over` must be all, any, median or lower-median, not `{}`", v.value),
+            Some("all: the condition on every window; any: on one; median or lower-median (the default): that value judged".into()),
+        );
+        return None;
+    };
+    let set = params.split.is_some()
+        || scope
+            .and_then(|s| s.nvtx.as_ref())
+            .is_some_and(|w| matches!(w.index, Some(IndexSel::All) | Some(IndexSel::Range(..))));
+    if !set {
+        c.err(
+            at(v),
+            format!(
+                "{what}: `over` quantifies a set of windows; scope `{}` gives one",
+                scope.map_or("?", |s| s.name.as_str())
+            ),
+            Some("give the scope's NVTX window `index: all` (or `A-B`), or the measure `split: N`; `over_ranks` quantifies ranks".into()),
+        );
+        return None;
+    }
+    Some(over)
 }
 
 /// A measure's `unit`, or an error at its place (the count then stands in, so validation goes
@@ -1302,8 +1342,8 @@ fn measure_unit(c: &mut Checker, u: &Spanned<String>, what: &str) -> Unit {
 
 /// A measure's formula, parsed, over fields `spec` declares; each problem reported at the
 /// formula's position.
-/// The keys of a measure that select per-rank rows.
-const RANK_KEYS: [&str; 2] = ["rank", "over_ranks"];
+/// The keys of a measure that select per-rank rows, or quantify over a set of windows.
+const RANK_KEYS: [&str; 3] = ["rank", "over_ranks", "over"];
 
 /// A measure's `rank:` (one rank's row, by number or label) or `over_ranks:` (every rank's,
 /// with a reduction), checked against the analysis: only one with per-rank rows takes them.
@@ -1689,6 +1729,7 @@ fn compare_measurement(
             devices,
         })),
         ranks: None,
+        over: None,
     })
 }
 

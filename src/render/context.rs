@@ -1823,8 +1823,7 @@ fn traces_ctx(s: &Inputs) -> Vec<TraceCtx> {
                 nsys_version: match c.and_then(|c| c.trace.format.as_deref()) {
                     Some(_) => None,
                     None => Some(
-                        c.and_then(|c| c.trace.nsys_version.clone())
-                            .unwrap_or_else(|| "-".into()),
+                        c.and_then(|c| c.trace.nsys_version.clone()).unwrap_or_else(|| "-".into()),
                     ),
                 },
                 time_base: match set_info {

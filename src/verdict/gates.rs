@@ -929,6 +929,7 @@ mod tests {
             params: Params::new(DeviceSel::All),
             compare: None,
             ranks: None,
+            over: None,
         }
     }
 

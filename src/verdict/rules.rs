@@ -322,73 +322,114 @@ fn per_rank(
             });
             judge_value(r, p, m, v)
         }
-        Reduce::All | Reduce::Any => {
-            let Some(c) = &p.condition else {
-                r.outcome = PartOutcome::Unverifiable;
-                r.reason = Finding::new(
-                    "part.over_ranks_needs_condition",
-                    &[("reduce", reduce.as_str().into())],
-                );
-                return r;
-            };
-            let mut held = Vec::new();
-            let mut failed = Vec::new();
-            let mut finding = None;
-            for (l, v) in &values {
-                let Some((ok, f)) = check_condition(c, *v) else {
-                    r.reason = Finding::new(
-                        "part.formula_failed",
-                        &[(
-                            "error",
-                            "the condition's bounds overflow exact arithmetic".to_string(),
-                        )],
-                    );
-                    return r;
-                };
-                finding = Some(f);
-                if ok { held.push(l.clone()) } else { failed.push(format!("{l}: {}", shown(*v))) }
-            }
-            let ok = match reduce {
-                Reduce::All => failed.is_empty(),
-                _ => !held.is_empty(),
-            };
-            // The deciding value: for `all` the rank that fails (else the extreme one), for
-            // `any` a rank that holds.
-            r.formula = Some(FormulaResult {
-                symbolic: m.value_text.clone(),
-                definition: definition.map(|(text, _)| text.to_string()),
-                substituted: format!("{} of {n} ranks ({})", reduce.as_str(), listing.join(", ")),
-                display: Some(format!("{} of {n} ranks", held.len())),
-                exact: None,
-                unit: m.unit,
-                error: None,
-            });
-            r.condition = finding.map(|f| ConditionResult { finding: f, satisfied: ok });
-            if blocked(&mut r, p, listing.join(", ")) {
-                return r;
-            }
-            let (held_n, total) = (held.len().to_string(), n.to_string());
-            if ok {
-                r.outcome = PartOutcome::Supported;
-                r.reason = Finding::new(
-                    "part.ranks_hold",
-                    &[("reduce", reduce.as_str().into()), ("held", held_n), ("n", total)],
-                );
-            } else {
-                r.outcome = PartOutcome::NotSupported;
-                r.reason = Finding::new(
-                    "part.ranks_fail",
-                    &[
-                        ("reduce", reduce.as_str().into()),
-                        ("held", held_n),
-                        ("n", total),
-                        ("failed", failed.join(", ")),
-                    ],
-                );
-            }
-            r
+        Reduce::All | Reduce::Any => each_member(
+            r,
+            p,
+            m,
+            definition.map(|(text, _)| text.to_string()),
+            &values,
+            reduce == Reduce::All,
+            Members::Ranks,
+        ),
+    }
+}
+
+/// What a quantifier runs over: the ranks of per-rank rows (`over_ranks:`) or the windows of
+/// a set (`over:`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Members {
+    Ranks,
+    Windows,
+}
+
+impl Members {
+    /// The plural noun in a formula's substitution.
+    fn noun(self) -> &'static str {
+        match self {
+            Members::Ranks => "ranks",
+            Members::Windows => "windows",
         }
     }
+
+    /// The i18n keys of: no condition to judge, the condition holds, it fails.
+    fn keys(self) -> [&'static str; 3] {
+        match self {
+            Members::Ranks => {
+                ["part.over_ranks_needs_condition", "part.ranks_hold", "part.ranks_fail"]
+            }
+            Members::Windows => {
+                ["part.over_windows_needs_condition", "part.windows_hold", "part.windows_fail"]
+            }
+        }
+    }
+}
+
+/// The part's condition checked on each member's value and decided by `all` (every member)
+/// or `any` (one): every value listed, the members it fails on named.
+fn each_member(
+    mut r: PartResult,
+    p: &Part,
+    m: &crate::claims::Measure,
+    definition: Option<String>,
+    values: &[(String, Rational)],
+    all: bool,
+    members: Members,
+) -> PartResult {
+    let word = if all { "all" } else { "any" };
+    let [needs, hold, fail] = members.keys();
+    let Some(c) = &p.condition else {
+        r.outcome = PartOutcome::Unverifiable;
+        r.reason = Finding::new(needs, &[("reduce", word.into())]);
+        return r;
+    };
+    let shown = |v: Rational| show(v, m.unit);
+    let listing = values.iter().map(|(l, v)| format!("{l}: {}", shown(*v))).collect::<Vec<_>>();
+    let n = values.len();
+    let mut held = Vec::new();
+    let mut failed = Vec::new();
+    let mut finding = None;
+    for (l, v) in values {
+        let Some((ok, f)) = check_condition(c, *v) else {
+            r.reason = Finding::new(
+                "part.formula_failed",
+                &[("error", "the condition's bounds overflow exact arithmetic".to_string())],
+            );
+            return r;
+        };
+        finding = Some(f);
+        if ok { held.push(l.clone()) } else { failed.push(format!("{l}: {}", shown(*v))) }
+    }
+    let ok = if all { failed.is_empty() } else { !held.is_empty() };
+    r.formula = Some(FormulaResult {
+        symbolic: m.value_text.clone(),
+        definition,
+        substituted: format!("{word} of {n} {} ({})", members.noun(), listing.join(", ")),
+        display: Some(format!("{} of {n} {}", held.len(), members.noun())),
+        exact: None,
+        unit: m.unit,
+        error: None,
+    });
+    r.condition = finding.map(|f| ConditionResult { finding: f, satisfied: ok });
+    if blocked(&mut r, p, listing.join(", ")) {
+        return r;
+    }
+    let (held_n, total) = (held.len().to_string(), n.to_string());
+    if ok {
+        r.outcome = PartOutcome::Supported;
+        r.reason = Finding::new(hold, &[("reduce", word.into()), ("held", held_n), ("n", total)]);
+    } else {
+        r.outcome = PartOutcome::NotSupported;
+        r.reason = Finding::new(
+            fail,
+            &[
+                ("reduce", word.into()),
+                ("held", held_n),
+                ("n", total),
+                ("failed", failed.join(", ")),
+            ],
+        );
+    }
+    r
 }
 
 /// Whether a measured value cannot decide the part, with the reason set: a failed gate, or a
@@ -480,35 +521,77 @@ fn single(
     judge_value(r, p, m, value)
 }
 
-/// A measure over a set of windows (NVTX steps): the formula on each window, and the part
-/// judged on their lower median, with the distribution shown.
+/// A measure over a set of windows (NVTX steps or equal splits): the formula on each window,
+/// and the part decided by the measure's quantifier (`over:`): the condition on every window
+/// (`all`) or on one (`any`), or the median or lower median (the default) judged as one
+/// value, with the distribution shown.
 fn samples(mut r: PartResult, p: &Part, m: &crate::claims::Measure, ev: &Evidence) -> PartResult {
+    use crate::claims::Over;
     let definition = ratio_definition(m);
     let expr = definition.as_ref().map_or(&m.value, |(_, e)| e);
-    let mut values: Vec<Rational> = Vec::new();
-    for s in &ev.samples {
+    let over = m.over.unwrap_or(Over::LowerMedian);
+    let mut windows: Vec<(String, Rational)> = Vec::new();
+    for (i, s) in ev.samples.iter().enumerate() {
         let mut one = ev.clone();
         one.values = Some(s.values.clone());
         one.samples = Vec::new();
-        if let Ok(v) = expr.eval(&vars_of(expr, &one)) {
-            values.push(v);
+        let label = format!(
+            "window {} ({}-{} s)",
+            i + 1,
+            crate::scope::format_seconds(s.window_ns[0]),
+            crate::scope::format_seconds(s.window_ns[1])
+        );
+        match expr.eval(&vars_of(expr, &one)) {
+            Ok(v) => windows.push((label, v)),
+            // Every window counts under `all` and `any`: one without a value leaves the
+            // quantifier undecided.
+            Err(e) if matches!(over, Over::All | Over::Any) => {
+                r.outcome = PartOutcome::Unverifiable;
+                r.reason =
+                    Finding::new("part.formula_failed", &[("error", format!("{label}: {e}"))]);
+                return r;
+            }
+            Err(_) => {}
         }
     }
-    values.sort_by(|a, b| a.cmp_to(*b));
-    let n = values.len();
-    if n == 0 {
+    if windows.is_empty() {
         r.outcome = PartOutcome::Unverifiable;
         r.reason = Finding::new("part.samples_empty", &[("n", ev.samples.len().to_string())]);
         return r;
     }
-    let (min, median, p90, max) =
-        (values[0], values[(n - 1) / 2], values[(9 * n).div_ceil(10) - 1], values[n - 1]);
+    r.samples = windows.iter().map(|(_, v)| [v.num.to_string(), v.den.to_string()]).collect();
+    if matches!(over, Over::All | Over::Any) {
+        let definition = definition.map(|(text, _)| text.to_string());
+        return each_member(r, p, m, definition, &windows, over == Over::All, Members::Windows);
+    }
+    let mut values: Vec<Rational> = windows.iter().map(|(_, v)| *v).collect();
+    values.sort_by(|a, b| a.cmp_to(*b));
+    let n = values.len();
+    let lower = values[(n - 1) / 2];
+    // The median of an even count is the mean of the two middle values, exactly.
+    let median = match over {
+        Over::Median if n.is_multiple_of(2) => {
+            match lower.checked_add(values[n / 2]).and_then(|x| x.checked_div(Rational::int(2))) {
+                Some(v) => v,
+                None => {
+                    r.reason = Finding::new(
+                        "part.formula_failed",
+                        &[("error", "the median overflows exact arithmetic".to_string())],
+                    );
+                    return r;
+                }
+            }
+        }
+        _ => lower,
+    };
+    let (min, p90, max) = (values[0], values[(9 * n).div_ceil(10) - 1], values[n - 1]);
     let shown = |v: Rational| show(v, m.unit);
     r.formula = Some(FormulaResult {
         symbolic: m.value_text.clone(),
         definition: definition.map(|(text, _)| text.to_string()),
         substituted: format!(
-            "median of {n} windows (min {}, p90 {}, max {})",
+            "{} of {n} windows (min {}, p90 {}, max {})",
+            over.as_str().replace('-', " "),
             shown(min),
             shown(p90),
             shown(max)
@@ -518,7 +601,6 @@ fn samples(mut r: PartResult, p: &Part, m: &crate::claims::Measure, ev: &Evidenc
         unit: m.unit,
         error: None,
     });
-    r.samples = values.iter().map(|v| [v.num.to_string(), v.den.to_string()]).collect();
     judge_value(r, p, m, median)
 }
 
@@ -1250,9 +1332,57 @@ claims:
         assert_eq!(p.samples.len(), 4);
         assert_eq!(p.outcome, PartOutcome::Supported);
         let f = p.formula.as_ref().unwrap();
-        assert_eq!(f.substituted, "median of 4 windows (min 0.0%, p90 30.0%, max 30.0%)");
+        assert_eq!(f.substituted, "lower median of 4 windows (min 0.0%, p90 30.0%, max 30.0%)");
         let r = with(&[0, 0, 0]);
         assert_eq!(r.parts[0].outcome, PartOutcome::NotSupported);
+    }
+
+    /// `over:` on the same windows by hand: the median of 1/10, 3/10, 2/10 and 0/10 is
+    /// (1/10 + 2/10) / 2 = 3/20; `all` fails on the fourth window (0/10 is not above 0%), `any`
+    /// holds on three of four; `all` over 1/10, 2/10 and 3/10 holds.
+    #[test]
+    fn over_decides_a_set_of_windows_by_its_quantifier() {
+        use crate::claims::Over;
+        let with = |over: Over, shares: &[i64]| {
+            let mut set = set("overlap", "nccl_only_ns / total_ns", "%", "1");
+            set.claims[0].parts[0].measure.as_mut().unwrap().over = Some(over);
+            let mut ev = evidence("overlap", &[1]);
+            ev.samples = shares
+                .iter()
+                .enumerate()
+                .map(|(i, n)| {
+                    let values = ev.values.as_ref().unwrap().edited(|v| {
+                        v.insert("nccl_only_ns".into(), (*n).into());
+                        v.insert("total_ns".into(), 10.into());
+                    });
+                    crate::analysis::Sample {
+                        window_ns: [i as i64 * 1_000_000_000, (i as i64 + 1) * 1_000_000_000],
+                        values,
+                    }
+                })
+                .collect();
+            judge_with(&set, ev).parts.remove(0)
+        };
+        let p = with(Over::Median, &[1, 3, 2, 0]);
+        assert_eq!(p.value, Rational::new(3, 20));
+        assert_eq!(p.outcome, PartOutcome::Supported);
+        assert!(p.formula.unwrap().substituted.starts_with("median of 4 windows"));
+        let p = with(Over::All, &[1, 3, 2, 0]);
+        assert_eq!(p.outcome, PartOutcome::NotSupported);
+        assert_eq!(p.reason.key, "part.windows_fail");
+        assert_eq!(p.reason.args.get("held").map(String::as_str), Some("3"));
+        assert_eq!(p.reason.args.get("failed").map(String::as_str), Some("window 4 (3-4 s): 0.0%"));
+        let p = with(Over::Any, &[1, 3, 2, 0]);
+        assert_eq!(
+            (p.outcome, p.reason.key.as_str()),
+            (PartOutcome::Supported, "part.windows_hold")
+        );
+        assert_eq!(p.reason.args.get("held").map(String::as_str), Some("3"));
+        let p = with(Over::All, &[1, 2, 3]);
+        assert_eq!(p.outcome, PartOutcome::Supported);
+        assert_eq!(p.formula.unwrap().display.as_deref(), Some("3 of 3 windows"));
+        let p = with(Over::Any, &[0, 0]);
+        assert_eq!(p.outcome, PartOutcome::NotSupported);
     }
 
     /// Arithmetic over a measured part whose query failed is not evaluated: the part's stated
