@@ -287,7 +287,11 @@ impl Reading {
             WindowRole::Instances
         } else if matches!(&shape, Shape::Ratio { den, .. } if window_kind(den)) {
             WindowRole::Denominator
-        } else if operands.iter().any(|o| o.quantity() == FieldKind::Window) {
+        } else if operands.iter().any(|o| o.quantity() == FieldKind::Window)
+            || matches!(&shape, Shape::One(o) if o.quantity() == FieldKind::Window)
+        {
+            // A window field, or a sum the analysis declares equal to it (the four exclusive
+            // intervals add up to the window, or to the kept kernels' span).
             WindowRole::Span
         } else {
             WindowRole::Selects

@@ -957,7 +957,14 @@ fn judge_value(
         }
         None => {
             r.outcome = PartOutcome::Reported;
-            r.reason = Finding::new("part.reported", &[("value", show(value, m.unit))]);
+            // "with its denominator" only where the formula divides (as it was read).
+            let reading = Reading::from_parts(m, 1, false, crate::scope::Semantics::Clip);
+            let key = if matches!(reading.shape, super::reading::Shape::Ratio { .. }) {
+                "part.reported"
+            } else {
+                "part.reported_plain"
+            };
+            r.reason = Finding::new(key, &[("value", show(value, m.unit))]);
         }
     }
     r
