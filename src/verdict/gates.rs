@@ -94,7 +94,8 @@ pub fn r1(about: &About, reading: &Reading, ev: &Evidence) -> Gate {
         (WindowRole::Denominator, false) => (GateStatus::Pass, "gate.r1.same_window"),
         (WindowRole::Span, true) => (GateStatus::Note, "gate.r1.contain_span_value"),
         (WindowRole::Span, false) => (GateStatus::Pass, "gate.r1.same_window_span"),
-        (WindowRole::Selects, true) => (GateStatus::Note, "gate.r1.contain_selects"),
+        // The window is no part of the formula: what it left out is the evidence's own note.
+        (WindowRole::Selects, true) => (GateStatus::Pass, "gate.r1.contain_selects"),
         (WindowRole::Selects, false) => (GateStatus::Pass, "gate.r1.same_window_selects"),
         (WindowRole::WholeTrace, _) => (GateStatus::Pass, "gate.r1.same_window"),
     };

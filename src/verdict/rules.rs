@@ -56,8 +56,6 @@ fn show_field(field: &str, v: Rational) -> String {
     }
 }
 
-/// The formula of a measure that reads one ratio field of its analysis, with its text.
-
 /// The values of a formula's fields that the evidence has (null and unknown ones left out).
 fn vars_of(expr: &Expr, ev: &Evidence) -> BTreeMap<String, Rational> {
     expr.vars().into_iter().filter_map(|f| field_value(ev, &f).map(|v| (f, v))).collect()
