@@ -157,14 +157,15 @@ impl Strings {
             .args
             .iter()
             .map(|(k, v)| {
-                // Quantity names are keys themselves; everything else is shown as given.
-                let translatable = matches!(k.as_str(), "claim" | "evidence" | "denominator");
-                let t = self
-                    .map
-                    .get(&format!("q.{v}"))
-                    .filter(|_| translatable)
-                    .cloned()
-                    .unwrap_or_else(|| v.clone());
+                // Quantity and statistic names are keys themselves; everything else is shown
+                // as given.
+                let key = match k.as_str() {
+                    "claim" | "evidence" | "denominator" => Some(format!("q.{v}")),
+                    "stat" => Some(format!("q.stat.{v}")),
+                    _ => None,
+                };
+                let t =
+                    key.and_then(|key| self.map.get(&key)).cloned().unwrap_or_else(|| v.clone());
                 (k.clone(), t)
             })
             .collect();

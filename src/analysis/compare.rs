@@ -167,6 +167,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     per_name: false,
     rank_rows: None,
     across: &[],
+    stats: &[],
     chart: None,
     terms: &[],
     run: |_, _| {

@@ -476,6 +476,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     per_name: true,
     rank_rows: None,
     across: &[],
+    stats: &[],
     chart: None,
     terms: &["idle_copy"],
     run,

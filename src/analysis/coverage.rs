@@ -74,6 +74,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     per_name: false,
     rank_rows: None,
     across: &[],
+    stats: &[("streams", super::Stat::Distinct)],
     chart: None,
     terms: &[],
     run,

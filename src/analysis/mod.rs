@@ -311,6 +311,44 @@ pub enum Across {
     Spread,
 }
 
+/// What a statistic field is a statistic of its population: a field listed in an analysis's
+/// `stats` is neither a total nor a count that adds up over devices, so gate R3 names it as
+/// such where it is a denominator, and R4 and the verdict table say it is taken over the
+/// devices together, never summed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stat {
+    /// The smallest value.
+    Min,
+    /// The (lower) median.
+    Median,
+    /// The mean.
+    Mean,
+    /// The nearest-rank 90th percentile.
+    P90,
+    /// The largest value.
+    Max,
+    /// A difference across ranks (latest minus earliest).
+    Skew,
+    /// A count of distinct values (names, devices), which does not add up over devices.
+    Distinct,
+}
+
+impl Stat {
+    /// The name findings print (`q.stat.KEY` in the UI strings).
+    pub fn key(self) -> &'static str {
+        match self {
+            Stat::Min => "min",
+            Stat::Median => "median",
+            Stat::Mean => "mean",
+            Stat::P90 => "p90",
+            Stat::Max => "max",
+            Stat::Skew => "skew",
+            Stat::Distinct => "distinct",
+        }
+    }
+}
+
 /// The chart the report draws for an analysis, which decides the context query behind it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -519,6 +557,9 @@ pub struct AnalysisSpec {
     /// How a field of a cross-rank analysis combines the ranks: a total over them, or a
     /// statistic of their differences (the largest start difference is not a total).
     pub across: &'static [(&'static str, Across)],
+    /// The fields (of its values or its per-rank rows) that are a statistic of a population
+    /// rather than a total or a count that adds up.
+    pub stats: &'static [(&'static str, Stat)],
     /// The chart the report draws of it, if any.
     pub chart: Option<ChartKind>,
     /// Keys of the definitions (`def.KEY.term`, `def.KEY.text` in the UI strings) the report's
@@ -570,6 +611,11 @@ impl AnalysisSpec {
             }
             (_, rows) => rows,
         }
+    }
+
+    /// The statistic a field is, if it is one.
+    pub fn stat(&self, field: &str) -> Option<Stat> {
+        self.stats.iter().find(|(f, _)| *f == field).map(|(_, s)| *s)
     }
 
     /// How a field combines the ranks, where the analysis compares ranks and says.

@@ -1459,6 +1459,13 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     per_name: true,
     rank_rows: None,
     across: &[],
+    stats: &[
+        ("names", super::Stat::Distinct),
+        ("range_min_ns", super::Stat::Min),
+        ("range_median_ns", super::Stat::Median),
+        ("range_p90_ns", super::Stat::P90),
+        ("range_max_ns", super::Stat::Max),
+    ],
     chart: None,
     terms: &["nvtx_attribution"],
     run,

@@ -114,6 +114,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     per_name: false,
     rank_rows: None,
     across: &[],
+    stats: &[],
     chart: Some(ChartKind::Breakdown),
     terms: &["exposed", "overlap", "idle", "contain"],
     run,

@@ -12,6 +12,7 @@ use crate::audit::Audit;
 use crate::claims::{Kind, Measure, Text};
 use crate::scope::{format_device_list, format_seconds};
 use crate::units::{ms, thousands};
+use crate::verdict::reading::{Over, Reading};
 use crate::verdict::{GateStatus, PartOutcome, Verdict};
 
 /// Everything a template sees.
@@ -1093,7 +1094,11 @@ fn what_would_decide<'a>(
     evidence: impl Fn(&str) -> Option<&'a crate::audit::LedgerEntry>,
 ) -> Result<Vec<String>, String> {
     let mut out: Vec<String> = Vec::new();
-    if let Some(p) = r.parts.iter().find(|p| p.id == r.principal) {
+    // The principal's needs first, then those of every other part that keeps the claim open
+    // (`rules::decide`): a part that names evidence keeps its item whatever the verdict.
+    let principal = r.parts.iter().filter(|p| p.id == r.principal);
+    let others = r.parts.iter().filter(|p| p.id != r.principal && r.open.contains(&p.id));
+    for p in principal.chain(others) {
         for n in &p.needs {
             if let Some(s) = n.get(lang) {
                 out.push(s.clone());
@@ -1243,12 +1248,17 @@ fn short_scope(t: &Strings, ev: &crate::analysis::Evidence, m: &Measure) -> Resu
         }
     } else if devs.len() == 1 {
         t.format("scope.device", &args([("device", list)]))?
-    } else if crate::analysis::spec(&m.analysis)
-        .is_some_and(|s| s.scope == crate::analysis::ScopeRule::PerDevice)
-    {
-        t.format("scope.devices_each", &args([("devices", list)]))?
     } else {
-        t.format("scope.devices_sum", &args([("n", devs.len().to_string()), ("devices", list)]))?
+        // Summed, taken together, across ranks or each device's own: as the formula reads,
+        // the same reading that words gate R4.
+        let reading = Reading::of(m, ev, crate::scope::Semantics::Clip);
+        match &reading.over {
+            Over::Rank(rank) => t.format("scope.rank_one", &args([("ranks", rank.clone())]))?,
+            _ => t.format(
+                reading.devices_label(),
+                &args([("n", devs.len().to_string()), ("devices", list)]),
+            )?,
+        }
     }];
     if let Some(st) = m.params.stream {
         bits.push(t.format("scope.stream", &args([("stream", st.to_string())]))?);

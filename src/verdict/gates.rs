@@ -8,12 +8,12 @@ use crate::analysis::Evidence;
 use crate::claims::{
     About, Condition, Denominator, Measure, Per, Quantity, QuantityKind, Scope, Unit,
 };
-use crate::formula::Expr;
 use crate::scope::{Semantics, format_device_list};
 use crate::units::ms;
 
 use serde::Serialize;
 
+use super::reading::{Operand, Over, Reading, Shape, WindowRole};
 use super::{Finding, Gate, GateStatus};
 
 /// What a field measures, for R3: the analysis's own declaration.
@@ -23,27 +23,6 @@ pub use crate::analysis::FieldKind as Q;
 /// field, which validation refuses before any gate runs).
 pub fn field_quantity(analysis: &str, field: &str) -> Option<Q> {
     crate::analysis::spec(analysis)?.kind(field)
-}
-
-fn expr_quantity(analysis: &str, e: &Expr) -> Option<Q> {
-    let spec = crate::analysis::spec(analysis)?;
-    // A sum the analysis declares as a quantity of its own (`nccl_only + overlap`).
-    if let Some(vars) = e.sum_of_vars() {
-        let mut set: Vec<&str> = vars.iter().map(String::as_str).collect();
-        set.sort_unstable();
-        let declared = spec.sums.iter().find(|(terms, _)| {
-            let mut t: Vec<&str> = terms.to_vec();
-            t.sort_unstable();
-            t == set
-        });
-        if let Some((_, kind)) = declared {
-            return Some(*kind);
-        }
-    }
-    // Otherwise the one kind every field of the formula shares, if they share one.
-    let kinds: Vec<Q> = e.vars().iter().map(|v| spec.kind(v)).collect::<Option<_>>()?;
-    let first = *kinds.first()?;
-    kinds.iter().all(|k| *k == first).then_some(first)
 }
 
 fn gate(gate: &'static str, status: GateStatus, key: &str, args: &[(&str, String)]) -> Gate {
@@ -63,8 +42,10 @@ fn span_text(w: [i64; 2]) -> String {
     format!("{}–{} s", crate::scope::format_seconds(w[0]), crate::scope::format_seconds(w[1]))
 }
 
-/// R1: the same time window, and which length is the denominator.
-pub fn r1(about: &About, scope: &Scope, ev: &Evidence) -> Gate {
+/// R1: the same time window, and what the window does to the value: its length (or the span
+/// of the kernels kept inside it) as the formula's denominator, a selection of what is
+/// counted, or a selection of whole collective instances, as the formula read says.
+pub fn r1(about: &About, reading: &Reading, ev: &Evidence) -> Gate {
     // Compare with the window the evidence discloses, not the one the scope asked for: an
     // analysis that covers the whole trace must not pass as windowed.
     let covered =
@@ -82,54 +63,43 @@ pub fn r1(about: &About, scope: &Scope, ev: &Evidence) -> Gate {
             ],
         );
     }
-    match (covered, ev.window.effective_ns) {
-        (Some(w), Some(eff)) if scope.semantics == Semantics::Contain && eff != w.as_array() => {
-            gate(
-                "R1",
-                GateStatus::Note,
-                "gate.r1.contain_span",
-                &[
-                    ("window", span_text(w.as_array())),
-                    ("window_ms", ms(w.len_ns())),
-                    ("span", span_text(eff)),
-                    ("span_ms", ms(eff[1] - eff[0])),
-                ],
-            )
-        }
-        // Cross-rank matching keeps kernels whole: the window selects instances, it is no
-        // denominator.
-        (Some(w), _)
-            if crate::analysis::spec(&ev.analysis)
-                .is_some_and(|s| s.scope == crate::analysis::ScopeRule::Ranks) =>
-        {
-            gate(
-                "R1",
-                GateStatus::Pass,
-                "gate.r1.same_window_instances",
-                &[
-                    ("window", span_text(w.as_array())),
-                    ("window_ms", ms(w.len_ns())),
-                    ("semantics", scope.semantics.to_string()),
-                ],
-            )
-        }
-        (Some(w), _) => gate(
-            "R1",
-            GateStatus::Pass,
-            "gate.r1.same_window",
-            &[
-                ("window", span_text(w.as_array())),
-                ("window_ms", ms(w.len_ns())),
-                ("semantics", scope.semantics.to_string()),
-            ],
-        ),
-        (None, eff) => gate(
+    let Some(w) = covered else {
+        return gate(
             "R1",
             GateStatus::Note,
             "gate.r1.whole_trace",
-            &[("span", eff.map_or("-".into(), span_text))],
-        ),
+            &[("span", ev.window.effective_ns.map_or("-".into(), span_text))],
+        );
+    };
+    let mut args = vec![
+        ("window", span_text(w.as_array())),
+        ("window_ms", ms(w.len_ns())),
+        ("semantics", reading.semantics.to_string()),
+    ];
+    // Under contain, the kept kernels' span differs from the window when a kernel crosses an
+    // edge: the reader must see which length the number stands on.
+    let kept = ev
+        .window
+        .effective_ns
+        .filter(|eff| reading.semantics == Semantics::Contain && *eff != w.as_array());
+    if let Some(eff) = kept {
+        args.push(("span", span_text(eff)));
+        args.push(("span_ms", ms(eff[1] - eff[0])));
     }
+    let (status, key) = match (reading.window, kept.is_some()) {
+        // Cross-rank matching keeps kernels whole: the window selects instances, it is no
+        // denominator.
+        (WindowRole::Instances, _) => (GateStatus::Pass, "gate.r1.same_window_instances"),
+        (WindowRole::Denominator, true) => (GateStatus::Note, "gate.r1.contain_span"),
+        (WindowRole::Denominator, false) => (GateStatus::Pass, "gate.r1.same_window"),
+        (WindowRole::Span, true) => (GateStatus::Note, "gate.r1.contain_span_value"),
+        (WindowRole::Span, false) => (GateStatus::Pass, "gate.r1.same_window_span"),
+        // The window is no part of the formula: what it left out is the evidence's own note.
+        (WindowRole::Selects, true) => (GateStatus::Pass, "gate.r1.contain_selects"),
+        (WindowRole::Selects, false) => (GateStatus::Pass, "gate.r1.same_window_selects"),
+        (WindowRole::WholeTrace, _) => (GateStatus::Pass, "gate.r1.same_window"),
+    };
+    gate("R1", status, key, &args)
 }
 
 /// R2: the same devices (and streams); coverage always disclosed; a quantity that compares
@@ -222,21 +192,14 @@ fn r2_devices(about: &About, measure: &Measure, ev: &Evidence) -> Gate {
     }
 }
 
-/// R3: the quantity computed is the one the claim speaks of, with the same denominator.
-pub fn r3(about: &About, measure: &Measure) -> Gate {
-    let a = measure.analysis.as_str();
-    let (num, den) = match measure.value.as_ratio() {
-        Some((n, d)) => (expr_quantity(a, n), expr_quantity(a, d)),
-        None => {
-            let q = expr_quantity(a, &measure.value);
-            // A ratio field carries its own denominator: that of its declared formula.
-            let vars = measure.value.vars();
-            let den = crate::analysis::spec(a)
-                .and_then(|s| s.ratios.iter().find(|(f, _)| vars.len() == 1 && *f == vars[0]))
-                .and_then(|(_, text)| Expr::parse(text).ok())
-                .and_then(|e| e.as_ratio().and_then(|(_, d)| expr_quantity(a, d)));
-            (q, den)
-        }
+/// R3: the quantity computed is the one the claim speaks of, with the same denominator: the
+/// numerator and denominator of the formula read ([`Reading`]), a statistic named as one.
+pub fn r3(about: &About, measure: &Measure, reading: &Reading) -> Gate {
+    let num = reading.numerator().map(Operand::quantity);
+    let den = reading.denominator();
+    let den_text = match &reading.shape {
+        Shape::Ratio { den_text, .. } => den_text.clone(),
+        _ => String::new(),
     };
     let formula = measure.value_text.clone();
     if let (Some(claimed), Some(n)) = (about.quantity, num) {
@@ -275,31 +238,48 @@ pub fn r3(about: &About, measure: &Measure) -> Gate {
             Denominator::KernelTime => Q::KernelTime,
             Denominator::Idle => Q::Idle,
         };
-        if den != Some(want) {
-            return gate(
+        return match den {
+            Some(Operand::Total(k)) if k == want => gate(
+                "R3",
+                GateStatus::Pass,
+                "gate.r3.same_metric",
+                &[("denominator", want.key().into()), ("formula", formula)],
+            ),
+            Some(Operand::Statistic(s, _)) => gate(
+                "R3",
+                GateStatus::Fail,
+                "gate.r3.denominator_statistic",
+                &[
+                    ("claim", want.key().into()),
+                    ("field", den_text),
+                    ("stat", s.key().into()),
+                    ("formula", formula),
+                ],
+            ),
+            d => gate(
                 "R3",
                 GateStatus::Fail,
                 "gate.r3.denominator_differs",
                 &[
                     ("claim", want.key().into()),
-                    ("evidence", den.map_or("none", Q::key).into()),
+                    ("evidence", d.map_or("none", |d| d.quantity().key()).into()),
                     ("formula", formula),
                 ],
-            );
-        }
-        return gate(
-            "R3",
-            GateStatus::Pass,
-            "gate.r3.same_metric",
-            &[("denominator", want.key().into()), ("formula", formula)],
-        );
+            ),
+        };
     }
     match den {
+        Some(Operand::Statistic(s, _)) => gate(
+            "R3",
+            GateStatus::Note,
+            "gate.r3.unstated_statistic",
+            &[("field", den_text), ("stat", s.key().into()), ("formula", formula)],
+        ),
         Some(d) => gate(
             "R3",
             GateStatus::Note,
             "gate.r3.unstated",
-            &[("denominator", d.key().into()), ("formula", formula)],
+            &[("denominator", d.quantity().key().into()), ("formula", formula)],
         ),
         None => gate("R3", GateStatus::Pass, "gate.r3.not_a_share", &[("formula", formula)]),
     }
@@ -319,6 +299,7 @@ fn quantity_key(q: QuantityKind) -> &'static str {
 pub fn r4(
     about: &About,
     measure: &Measure,
+    reading: &Reading,
     condition: Option<&Condition>,
     says: Option<&Quantity>,
     ev: &Evidence,
@@ -400,81 +381,70 @@ pub fn r4(
         _ => {}
     }
     let devices = &ev.scope.devices;
-    let spec = crate::analysis::spec(&measure.analysis);
-    // A rank's row is that rank's value; over ranks each rank's value is judged on its own.
-    match &measure.ranks {
-        Some(crate::claims::RankSel::One(rank)) => {
-            return gate(
-                "R4",
-                GateStatus::Pass,
-                "gate.r4.one_rank",
-                &[("rank", rank.clone()), ("unit", unit.symbol().to_string())],
-            );
-        }
-        Some(crate::claims::RankSel::Every(red)) => {
-            return gate(
-                "R4",
-                GateStatus::Pass,
-                "gate.r4.each_rank",
-                &[
-                    ("n", devices.len().to_string()),
-                    ("reduce", red.as_str().to_string()),
-                    ("unit", unit.symbol().to_string()),
-                ],
-            );
-        }
-        None => {}
-    }
     let args = [
         ("devices", format_device_list(devices)),
         ("n", devices.len().to_string()),
         ("unit", unit.symbol().to_string()),
     ];
-    // Over ranks, a field is a total or a statistic of their differences, as its analysis
-    // declares; one rank's row (or each rank's, judged per rank) is neither.
-    let across = |a: crate::analysis::Across| {
-        spec.is_some_and(|s| measure.value.vars().iter().any(|v| s.across(v) == Some(a)))
-    };
-    if devices.len() > 1
-        && measure.ranks.is_none()
-        && spec.is_some_and(|s| s.scope == crate::analysis::ScopeRule::Ranks)
-    {
-        if across(crate::analysis::Across::Spread) && !across(crate::analysis::Across::Sum) {
-            return gate("R4", GateStatus::Note, "gate.r4.across_ranks", &args);
+    let ranks = crate::analysis::spec(&measure.analysis)
+        .is_some_and(|s| s.scope == crate::analysis::ScopeRule::Ranks);
+    // How the value combines its devices is the formula's, as read: a rank's row, each rank's
+    // row, a total, a statistic of every device's population taken together, or of the
+    // differences between ranks.
+    match &reading.over {
+        Over::Rank(rank) => gate(
+            "R4",
+            GateStatus::Pass,
+            "gate.r4.one_rank",
+            &[("rank", rank.clone()), ("unit", unit.symbol().to_string())],
+        ),
+        Over::EachRank(red) if measure.ranks.is_some() => gate(
+            "R4",
+            GateStatus::Pass,
+            "gate.r4.each_rank",
+            &[
+                ("n", devices.len().to_string()),
+                ("reduce", red.clone()),
+                ("unit", unit.symbol().to_string()),
+            ],
+        ),
+        Over::AcrossRanks => gate("R4", GateStatus::Note, "gate.r4.across_ranks", &args),
+        Over::Pooled => {
+            let key = match (about.per, ranks, reading.is_ratio_of_statistics()) {
+                (Some(Per::Device), _, _) => {
+                    return gate("R4", GateStatus::Fail, "gate.r4.pooled_as_per_device", &args);
+                }
+                (Some(Per::Sum), _, _) => {
+                    return gate("R4", GateStatus::Fail, "gate.r4.pooled_as_sum", &args);
+                }
+                (None, true, _) => "gate.r4.ranks_pooled",
+                (None, false, true) => "gate.r4.pooled_ratio",
+                (None, false, false) => "gate.r4.pooled",
+            };
+            gate("R4", GateStatus::Note, key, &args)
         }
-        if !across(crate::analysis::Across::Sum) {
-            return gate("R4", GateStatus::Pass, "gate.r4.ok", &args);
-        }
-        match about.per {
-            Some(Per::Sum) => {
-                return gate("R4", GateStatus::Note, &by(about, "gate.r4.ranks_summed"), &args);
+        Over::Summed => match (about.per, ranks) {
+            (Some(Per::Device), _) => {
+                gate("R4", GateStatus::Fail, "gate.r4.sum_as_per_device", &args)
             }
-            None => return gate("R4", GateStatus::Note, "gate.r4.ranks_summed_unstated", &args),
-            Some(Per::Device) => {}
+            (Some(Per::Sum), true) => {
+                gate("R4", GateStatus::Note, &by(about, "gate.r4.ranks_summed"), &args)
+            }
+            (Some(Per::Sum), false) => {
+                gate("R4", GateStatus::Note, &by(about, "gate.r4.summed"), &args)
+            }
+            (None, true) => gate("R4", GateStatus::Note, "gate.r4.ranks_summed_unstated", &args),
+            (None, false) => gate("R4", GateStatus::Note, "gate.r4.summed_unstated", &args),
+        },
+        Over::Device
+            if about.per == Some(Per::Sum)
+                && devices.len() == 1
+                && about.devices.as_ref().is_some_and(|d| d.len() > 1) =>
+        {
+            gate("R4", GateStatus::Fail, "gate.r4.device_as_sum", &args)
         }
+        _ => gate("R4", GateStatus::Pass, "gate.r4.ok", &args),
     }
-    let sums = devices.len() > 1
-        && measure.ranks.is_none()
-        && spec.is_some_and(|s| {
-            matches!(
-                s.scope,
-                crate::analysis::ScopeRule::Summed | crate::analysis::ScopeRule::Ranks
-            )
-        });
-    if sums {
-        return match about.per {
-            Some(Per::Device) => gate("R4", GateStatus::Fail, "gate.r4.sum_as_per_device", &args),
-            Some(Per::Sum) => gate("R4", GateStatus::Note, &by(about, "gate.r4.summed"), &args),
-            None => gate("R4", GateStatus::Note, "gate.r4.summed_unstated", &args),
-        };
-    }
-    if about.per == Some(Per::Sum)
-        && devices.len() == 1
-        && about.devices.as_ref().is_some_and(|d| d.len() > 1)
-    {
-        return gate("R4", GateStatus::Fail, "gate.r4.device_as_sum", &args);
-    }
-    gate("R4", GateStatus::Pass, "gate.r4.ok", &args)
 }
 
 /// Gates R1-R4 of a comparison: R1 the two sides' windows (the same phase, the same length
@@ -549,18 +519,34 @@ pub fn compare_gates(
             }
         }
     };
-    let (da, db) = (&a.devices, &b.devices);
+    // Each side's population as its scope selects it: the scope's devices (or ranks of a set),
+    // else every device the comparison covers (over several devices, each one's comparison).
+    let each: Option<Vec<i64>> = crate::analysis::compare::Values::of(ev)
+        .and_then(|v| v.devices.as_ref())
+        .map(|d| d.iter().map(|c| c.device).collect());
+    let selected = |s: Option<&Scope>, side: &crate::analysis::compare::Side| -> Vec<i64> {
+        match s.map(|s| &s.devices) {
+            Some(crate::scope::DeviceSel::Set(v)) => v.clone(),
+            _ => each.clone().unwrap_or_else(|| side.devices.clone()),
+        }
+    };
+    let (da, db) = (selected(scopes[0], a), selected(scopes[1], b));
     let missing = |s: &crate::analysis::compare::Side| !s.missing_devices.is_empty();
     let pop = [
-        ("a", format_device_list(da)),
-        ("b", format_device_list(db)),
+        ("a", format_device_list(&da)),
+        ("b", format_device_list(&db)),
         ("n_a", da.len().to_string()),
         ("n_b", db.len().to_string()),
     ];
+    let sets = a.set_files.is_some() || b.set_files.is_some();
     let r2 = if da.len() != db.len() {
         gate("R2", GateStatus::Fail, "gate.r2.compare_populations_differ", &pop)
     } else if missing(a) || missing(b) {
         gate("R2", GateStatus::Note, "gate.r2.compare_missing", &pop)
+    } else if sets {
+        gate("R2", GateStatus::Pass, "gate.r2.compare_same_ranks", &pop)
+    } else if each.as_ref().is_some_and(|d| d.len() > 1) {
+        gate("R2", GateStatus::Pass, "gate.r2.compare_same_population_each", &pop)
     } else {
         gate("R2", GateStatus::Pass, "gate.r2.compare_same_population", &pop)
     };
@@ -570,7 +556,8 @@ pub fn compare_gates(
         if share { "gate.r3.compare_share" } else { "gate.r3.compare_metric" },
         &[("of", c.of.clone()), ("metric", c.metric_text.clone())],
     );
-    let mut r4 = r4(about, m, p.condition.as_ref(), p.says.as_ref(), ev);
+    let reading = Reading::of(m, ev, Semantics::Clip);
+    let mut r4 = r4(about, m, &reading, p.condition.as_ref(), p.says.as_ref(), ev);
     if r4.status != GateStatus::Fail {
         r4 = gate(
             "R4",
@@ -903,6 +890,7 @@ pub fn held_gates(e: Option<&crate::claims::Experiment>, ev: &Evidence) -> Vec<G
 mod tests {
     use super::*;
     use crate::analysis::{Context, Params};
+    use crate::formula::Expr;
     use crate::scope::DeviceSel;
     use crate::trace::Kernels;
 

@@ -6,6 +6,7 @@
 
 mod gates;
 mod misreadings;
+pub mod reading;
 mod rules;
 
 use std::collections::BTreeMap;
@@ -20,6 +21,7 @@ pub use gates::{
     ExperimentCheck, HELD_FACTS, HeldCheck, RunFact, check_experiment, field_quantity, gap_text,
     side_runs,
 };
+pub use gates::{r1, r2, r3, r4};
 pub use misreadings::applicable as misreadings;
 pub use rules::{compare_interval, judge, show};
 
@@ -209,6 +211,11 @@ pub struct ClaimResult {
     pub principal: String,
     /// Part results in file order.
     pub parts: Vec<PartResult>,
+    /// The parts that keep its open item on page 1 and in the brief's decision: those still
+    /// open, and any that carries `needs` or `work`, whatever the verdict
+    /// (`rules::decide`). Empty: the claim is settled.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub open: Vec<String>,
 }
 
 /// The audit's summary.
@@ -254,11 +261,7 @@ pub fn summarize(results: &[ClaimResult]) -> Summary {
     Summary {
         counts,
         claims: results.len(),
-        open: results
-            .iter()
-            .filter(|r| matches!(r.verdict, Verdict::PartiallySupported | Verdict::Unverifiable))
-            .map(|r| r.id.clone())
-            .collect(),
+        open: results.iter().filter(|r| !r.open.is_empty()).map(|r| r.id.clone()).collect(),
         gate_failures: parts()
             .flat_map(|p| &p.gates)
             .filter(|g| g.status == GateStatus::Fail)

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::gates::{r1, r2, r3, r4};
+use super::reading::{Reading, ratio_definition};
 use super::*;
 use crate::claims::{Condition, Part, Quantity};
 use crate::formula::Expr;
@@ -53,20 +54,6 @@ fn show_field(field: &str, v: Rational) -> String {
     } else {
         show(v, Unit::Ratio)
     }
-}
-
-/// The formula of a measure that reads one ratio field of its analysis, with its text.
-fn ratio_definition(m: &crate::claims::Measure) -> Option<(&'static str, Expr)> {
-    let vars = m.value.vars();
-    let [field] = vars.as_slice() else { return None };
-    if m.value_text.trim() != field {
-        return None;
-    }
-    let spec = crate::analysis::spec(&m.analysis)?;
-    // Over per-rank rows, the rows' ratios (`last_share`) come first.
-    let rows = m.ranks.as_ref().and_then(|_| spec.row_fields()).map_or(&[][..], |r| r.ratios);
-    let (_, text) = rows.iter().chain(spec.ratios).find(|(f, _)| f == field)?;
-    Some((*text, Expr::parse(text).ok()?))
 }
 
 /// The values of a formula's fields that the evidence has (null and unknown ones left out).
@@ -187,11 +174,13 @@ fn measured(set: &ClaimSet, claim: &Claim, p: &Part, evidence: &EvidenceMap) -> 
         r.gates = super::gates::compare_gates(&about, m, c, scopes, p, ev);
         return compare_part(r, p, m, ev);
     }
+    // One reading of the formula words the gates and gives the expression evaluated.
+    let reading = Reading::of(m, ev, scope.semantics);
     r.gates = vec![
-        r1(&about, scope, ev),
+        r1(&about, &reading, ev),
         r2(&about, m, ev),
-        r3(&about, m),
-        r4(&about, m, p.condition.as_ref(), p.says.as_ref(), ev),
+        r3(&about, m, &reading),
+        r4(&about, m, &reading, p.condition.as_ref(), p.says.as_ref(), ev),
     ];
     if let Some(sel) = &m.ranks {
         return per_rank(set, r, p, m, ev, sel);
@@ -199,7 +188,7 @@ fn measured(set: &ClaimSet, claim: &Claim, p: &Part, evidence: &EvidenceMap) -> 
     if !ev.samples.is_empty() {
         return samples(r, p, m, ev);
     }
-    single(set, r, p, m, ev)
+    single(set, r, p, m, &reading, ev)
 }
 
 /// The name a report gives a rank's row: its label over a trace set, else its number.
@@ -248,7 +237,8 @@ fn per_rank(
                 );
                 return r;
             };
-            let mut out = single(set, r, p, m, &view(row));
+            let reading = Reading::of(m, ev, crate::scope::Semantics::Clip);
+            let mut out = single(set, r, p, m, &reading, &view(row));
             if let Some(f) = &mut out.formula {
                 f.substituted = format!("rank {}: {}", row_label(row), f.substituted);
             }
@@ -457,12 +447,13 @@ fn single(
     mut r: PartResult,
     p: &Part,
     m: &crate::claims::Measure,
+    reading: &Reading,
     ev: &Evidence,
 ) -> PartResult {
     // A field that is a ratio of others (`wait_share`) is evaluated through its formula, so
-    // the report shows its fraction and the value is exact.
-    let definition = ratio_definition(m);
-    let expr = definition.as_ref().map_or(&m.value, |(_, e)| e);
+    // the report shows its fraction and the value is exact: the expression the gates read.
+    let definition = reading.definition;
+    let expr = &reading.expr;
     let vars = vars_of(expr, ev);
     let mut nulls: Vec<String> = m.value.vars();
     nulls.extend(expr.vars());
@@ -482,7 +473,7 @@ fn single(
     let value = expr.eval(&vars);
     r.formula = Some(FormulaResult {
         symbolic: m.value_text.clone(),
-        definition: definition.map(|(text, _)| text.to_string()),
+        definition: definition.map(str::to_string),
         substituted,
         display: value.as_ref().ok().map(|v| show(*v, m.unit)),
         exact: value.as_ref().ok().map(|v| [v.num.to_string(), v.den.to_string()]),
@@ -1046,7 +1037,14 @@ fn judge_value(
         }
         None => {
             r.outcome = PartOutcome::Reported;
-            r.reason = Finding::new("part.reported", &[("value", show(value, m.unit))]);
+            // "with its denominator" only where the formula divides (as it was read).
+            let reading = Reading::from_parts(m, 1, false, crate::scope::Semantics::Clip);
+            let key = if matches!(reading.shape, super::reading::Shape::Ratio { .. }) {
+                "part.reported"
+            } else {
+                "part.reported_plain"
+            };
+            r.reason = Finding::new(key, &[("value", show(value, m.unit))]);
         }
     }
     r
@@ -1153,11 +1151,65 @@ pub fn judge(set: &ClaimSet, claim: &Claim, evidence: &EvidenceMap) -> ClaimResu
             parts.push(results.swap_remove(i));
         }
     }
-    let (verdict, reason) = decide(claim, &parts);
-    ClaimResult { id: claim.id.clone(), verdict, reason, principal: claim.principal.clone(), parts }
+    let (verdict, reason, open) = decide(claim, &parts);
+    ClaimResult {
+        id: claim.id.clone(),
+        verdict,
+        reason,
+        principal: claim.principal.clone(),
+        parts,
+        open,
+    }
 }
 
-fn decide(claim: &Claim, parts: &[PartResult]) -> (Verdict, Finding) {
+/// The one composition rule (docs/claims.md, "How it is judged"): the claim's verdict with its
+/// reason, and the parts that keep its open item on page 1 and in the brief's decision.
+///
+/// The verdict comes from the principal part, capped and lowered by the others. A part that
+/// carries `needs` or `work` keeps the claim open whatever its verdict: the author named
+/// evidence that would take the claim further, so a supported claim is "supported as far as it
+/// goes" (`claim.supported_so_far`) and its open item stays, as an unverifiable one does.
+pub(crate) fn decide(claim: &Claim, parts: &[PartResult]) -> (Verdict, Finding, Vec<String>) {
+    let carrying: Vec<String> = claim
+        .parts
+        .iter()
+        .filter(|p| !p.needs.is_empty() || !p.work.is_empty())
+        .map(|p| p.id.clone())
+        .collect();
+    let (verdict, reason) = compose(claim, parts);
+    let mut open: Vec<String> = match verdict {
+        Verdict::PartiallySupported | Verdict::Unverifiable => parts
+            .iter()
+            .filter(|p| p.kind.layer() > 0)
+            .filter(|p| {
+                !matches!(
+                    p.outcome,
+                    PartOutcome::Supported | PartOutcome::Reported | PartOutcome::NotSupported
+                )
+            })
+            .map(|p| p.id.clone())
+            .collect(),
+        _ => Vec::new(),
+    };
+    for id in carrying {
+        if !open.contains(&id) {
+            open.push(id);
+        }
+    }
+    if matches!(verdict, Verdict::PartiallySupported | Verdict::Unverifiable) && open.is_empty() {
+        open.push(claim.principal.clone());
+    }
+    let reason = match verdict {
+        Verdict::Supported if !open.is_empty() => Finding::new(
+            "claim.supported_so_far",
+            &[("part", claim.principal.clone()), ("parts", open.join(", "))],
+        ),
+        _ => reason,
+    };
+    (verdict, reason, open)
+}
+
+fn compose(claim: &Claim, parts: &[PartResult]) -> (Verdict, Finding) {
     let Some(principal) = parts.iter().find(|p| p.id == claim.principal) else {
         return (Verdict::Unverifiable, Finding::new("claim.no_principal", &[]));
     };
