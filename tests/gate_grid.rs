@@ -181,6 +181,7 @@ fn measure(analysis: &str, value: &str, ranks: Option<RankSel>) -> Measure {
         params: Params::new(DeviceSel::All),
         compare: None,
         ranks,
+        over: None,
     }
 }
 
