@@ -221,6 +221,7 @@ fn verify_of_a_tampered_set_starts_no_program() {
     for extra in [
         vec!["--engine", "dask=127.0.0.1:9"],
         vec!["--engine=dask=127.0.0.1:9"],
+        // A name that is no engine (DataFusion left the product) is refused as well.
         vec!["--engine", "datafusion"],
     ] {
         // An nccl-skew entry names the engine option; any query entry is rewritten to one.
@@ -656,7 +657,7 @@ fn engine_in_a_measure_is_refused() {
     let from = "measure: { analysis: nccl-skew, scope: trace-all, stream: 56,";
     assert!(text.contains(from));
     let claims = dir.path().join("engine.yaml");
-    std::fs::write(&claims, text.replace(from, &format!("{from} engine: datafusion,"))).unwrap();
+    std::fs::write(&claims, text.replace(from, &format!("{from} engine: dask,"))).unwrap();
     let o = quick(&["check", util::s(&claims)]);
     assert_refused(&o, "`engine` is not a key of a claim's `measure`");
     // At its line, and the column of its value, in the file, with the run option named.

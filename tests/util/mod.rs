@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod reference;
+pub mod sql;
 pub mod typst;
 
 use std::collections::{BTreeMap, HashMap};
@@ -426,21 +427,16 @@ pub fn note<'a>(ev: &'a Value, key: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no note `{key}` among {}", ev["notes"]))
 }
 
-/// The engines a cross-rank reduce can run on in this build, besides the Rust reference:
-/// DataFusion when the `datafusion` feature is on, and the Dask scheduler at `dask` if given.
+/// The engines a cross-rank reduce can run on besides the Rust reference: the Dask scheduler
+/// at `dask`, if given.
 pub fn engines(dask: Option<&str>) -> Vec<String> {
-    let mut out = Vec::new();
-    if cfg!(feature = "datafusion") {
-        out.push("datafusion".to_string());
-    }
-    if let Some(a) = dask {
-        out.push(format!("dask={a}"));
-    }
-    out
+    dask.map(|a| format!("dask={a}")).into_iter().collect()
 }
 
 /// Runs `verdict ARGS` (a query printing JSON) on the Rust engine and on every engine of
-/// [`engines`]: each must print the same bytes. Returns the evidence.
+/// [`engines`]: each must print the same bytes. Then runs it in process with the SQL
+/// specification as the reduce ([`sql::SQL`]), which must give the same evidence as the Rust
+/// loop. Returns the evidence.
 pub fn run_json_on_engines(args: &[&str], dask: Option<&str>) -> Value {
     let reference = run(args);
     let text = String::from_utf8_lossy(&reference.stdout).into_owned();
@@ -468,5 +464,38 @@ pub fn run_json_on_engines(args: &[&str], dask: Option<&str>) -> Value {
             );
         }
     }
+    same_evidence_on_sql(args);
     serde_json::from_str(&text).expect("JSON")
+}
+
+/// Runs the query `verdict ARGS` in process over one load of its traces, with the Rust loop and
+/// with the SQL specification as the reduce: both must give the same evidence.
+pub fn same_evidence_on_sql(args: &[&str]) {
+    use verdict::cli::{Cli, Command};
+    use verdict::engine::Engine;
+    let argv = std::iter::once("verdict").chain(args.iter().copied());
+    let cli = <Cli as clap::Parser>::try_parse_from(argv)
+        .unwrap_or_else(|e| panic!("verdict {args:?} does not parse: {e}"));
+    let Command::Query(q) = cli.command else { panic!("verdict {args:?} is not a query") };
+    let plan = verdict::plan::QueryPlan::from_command(&q)
+        .unwrap_or_else(|e| panic!("verdict {args:?}: {e} ({})", e.hint));
+    let (_, ctx) = plan.load().unwrap_or_else(|e| panic!("verdict {args:?}: {e:#}"));
+    let json = |engine: Engine| {
+        let name = engine.as_text();
+        let mut on = plan.clone();
+        on.params.engine = engine;
+        let ev = on.run(&ctx).unwrap_or_else(|e| {
+            panic!("verdict {args:?} on {name}: {e} ({})", e.hint().unwrap_or_default())
+        });
+        serde_json::to_string_pretty(&ev).unwrap()
+    };
+    let (rust, sql) = (json(Engine::Rust), json(Engine::Supplied(sql::SQL)));
+    if sql != rust {
+        let at = sql.lines().zip(rust.lines()).position(|(a, b)| a != b);
+        panic!(
+            "verdict {args:?} on the SQL specification differs from the Rust loop at line {at:?}:\n{}\n--- rust:\n{}",
+            at.and_then(|i| sql.lines().nth(i)).unwrap_or(""),
+            at.and_then(|i| rust.lines().nth(i)).unwrap_or("")
+        );
+    }
 }
