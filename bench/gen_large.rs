@@ -22,7 +22,7 @@
 //! push/pop ranges `train_step` > `forward`/`backward`/`optimizer.step` > one op range per layer
 //! (`TransformerLayer.forward`/`.backward`), enclosing the launches. Capture clock from 50 s; the
 //! second node of a set started its capture 3 ms later. Integers only: the same bytes on every
-//! run. `tests/engines.rs` includes this file for [`generate`]: a set of 100 per-rank files.
+//! run. `tests/suite/engines.rs` includes this file for [`generate`]: a set of 100 per-rank files.
 
 #[path = "../fixtures/nsys_ddl.rs"]
 mod nsys_ddl;

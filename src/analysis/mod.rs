@@ -921,8 +921,8 @@ pub const LIMIT: Param = Param {
 /// `engine`: where the cross-rank reduce runs.
 pub const ENGINE: Param = Param {
     name: "engine",
-    value_name: "rust|datafusion|dask[=ADDRESS]",
-    help: "Where the aggregates over the ranks run: `rust` (default), `datafusion` (in process, from the SQL beside the analysis; a build with the `datafusion` feature) or `dask` (the Dask scheduler at ADDRESS, else at DASK_SCHEDULER_ADDRESS); the same evidence on each",
+    value_name: "rust|dask[=ADDRESS]",
+    help: "Where the aggregates over the ranks run: `rust` (default, in process) or `dask` (the Dask scheduler at ADDRESS, else at DASK_SCHEDULER_ADDRESS); the same evidence on each",
     default: None,
     conflicts: &[],
     set: |p, v| {

@@ -1,9 +1,12 @@
--- `nccl-skew`: the cross-rank instance matching and every aggregate, in SQL (Apache DataFusion).
+-- `nccl-skew`: the cross-rank instance matching and every aggregate, in SQL: the specification
+-- of the reduce, in standard SQL (views, a recursive CTE, window functions).
 --
--- The same reduce as the loop of `compute` in nccl_skew.rs, which stays the reference: the
--- tests run both on every fixture and real trace set and require the same `Skew`. The per-rank
--- part (which NCCL kernels a rank compares, and the key that ties each to its group) is read
--- from the rank's trace first, as table `keyed`, one row per compared kernel:
+-- The same reduce as the loop of `compute` in nccl_skew.rs, which stays the reference, and as
+-- the Dask engine's (src/engine/dask_reduce.py). The tests run these statements on SQLite as
+-- the reduce of every query they run on every engine, on the fixtures and the real trace sets,
+-- and require the same evidence as the loop's. The per-rank part (which NCCL kernels a rank
+-- compares, and the key that ties each to its group) is read from the rank's trace first, as
+-- table `keyed`, one row per compared kernel:
 --   rank    0..R-1, the rank's index among the compared ranks
 --   grp     the group: a collective (ordinal rule), a communicator (`0x%016x`) or a process group
 --   a, b    the key within the group: (position among the rank's kernels of the group, 0), or
@@ -15,7 +18,7 @@
 -- {ordinal} (TRUE under the ordinal rule: every compared rank is a member of every group),
 -- {tile}, {wstart}, {wend}, {counted_from} (a tile of a split: its window and the start from
 -- which it counts; the lowest i64 when it counts from its start or is no tile).
--- The statements run in order; each `-- output: NAME` marks a result the Rust side reads.
+-- The statements run in order; each `-- output: NAME` marks a result that is read back.
 
 -- The members of a group: every compared rank under the ordinal rule, else the ranks with a
 -- kernel in it.
@@ -25,19 +28,25 @@ FROM keyed
 GROUP BY grp;
 
 -- Every key with what its rows span. A rank has at most one row per key.
-CREATE VIEW keys AS
+CREATE VIEW spans AS
 SELECT k.grp, k.a, k.b,
        MIN(m.n) AS n,
        COUNT(*) AS present,
        MIN(k.start) AS smin, MAX(k.start) AS smax,
        MIN(k."end") AS emin, MAX(k."end") AS emax,
        MIN(k."end" - k.start) AS transfer,
-       FIRST_VALUE(k."row" ORDER BY k."rank") AS first_row,
+       MIN(k."rank") AS lowest,
        SUM(CASE WHEN k.sel THEN 1 ELSE 0 END) AS selected,
        SUM(CASE WHEN k.sel AND k.held THEN 1 ELSE 0 END) AS whole,
        COUNT(DISTINCT k.name) AS names
 FROM keyed k JOIN members_of m ON k.grp = m.grp
 GROUP BY k.grp, k.a, k.b;
+
+-- With the row of the key's lowest rank.
+CREATE VIEW keys AS
+SELECT s.*, k."row" AS first_row
+FROM spans s JOIN keyed k
+    ON k.grp = s.grp AND k.a = s.a AND k.b = s.b AND k."rank" = s.lowest;
 
 -- An instance: a key every member of its group has. A communicator or process group with one
 -- compared rank has no counterpart among two or more.
@@ -102,13 +111,18 @@ ORDER BY smin, first_row, "rank";
 -- Per rank (every compared rank, zeros where it has none): its selected kernels no instance
 -- holds, its wait, the kept instances it is a member of, and those it arrived last and first in.
 -- output: ranks
+WITH RECURSIVE s (value) AS (
+    SELECT 0 WHERE {R} > 0
+    UNION ALL
+    SELECT value + 1 FROM s WHERE value + 1 < {R}
+)
 SELECT s.value AS "rank",
        COALESCE(u.unmatched, 0) AS unmatched,
        COALESCE(w.wait, 0) AS wait,
        COALESCE(w.matched, 0) AS matched,
        COALESCE(l.last, 0) AS last,
        COALESCE(f.first, 0) AS first
-FROM generate_series(0, {R} - 1) s
+FROM s
 LEFT JOIN (
     SELECT k."rank", COUNT(*) AS unmatched
     FROM keyed k LEFT JOIN complete c ON k.grp = c.grp AND k.a = c.a AND k.b = c.b

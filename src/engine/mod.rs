@@ -1,18 +1,18 @@
-//! The engines a cross-rank reduce runs on: verdict's own loop (the reference), Apache
-//! DataFusion in process, or a Dask cluster.
+//! The engines a cross-rank reduce runs on: verdict's own loop (the reference) or a Dask
+//! cluster.
 //!
 //! Only the reduce moves: each rank's trace is still scanned by verdict, which keeps, per rank,
 //! the rows the reduce needs (for `nccl-skew`, the compared NCCL kernels with the key that ties
 //! each to its group: [`Keyed`]). The engine then matches instances across ranks and computes
-//! every aggregate, from the SQL beside the analysis (`src/analysis/nccl_skew.sql`) on
-//! DataFusion, or from the same definitions in dataframe operations on Dask
-//! (`src/engine/dask_reduce.py`), and hands back four small tables ([`Reduced`]) that the
-//! analysis turns into its result. The tests require the same evidence from every engine.
+//! every aggregate, in dataframe operations on Dask (`src/engine/dask_reduce.py`), and hands
+//! back four small tables ([`Reduced`]) that the analysis turns into its result. The
+//! definitions are written once more in SQL beside each analysis (`src/analysis/nccl_skew.sql`,
+//! `src/analysis/overlap.sql`): a specification the tests run on SQLite, as a
+//! [`Supplied`] reduce, against the Rust loop. The tests require the same evidence from every
+//! engine.
 
 #[cfg(feature = "columnar")]
 mod dask;
-#[cfg(feature = "datafusion")]
-mod datafusion;
 pub mod process;
 
 #[cfg(feature = "columnar")]
@@ -29,38 +29,57 @@ pub enum Engine {
     /// verdict's own loop, in process: the reference.
     #[default]
     Rust,
-    /// Apache DataFusion, in process, from the analysis's SQL.
-    DataFusion,
     /// A Dask cluster: its scheduler's address, or None to take `DASK_SCHEDULER_ADDRESS`.
     Dask(Option<String>),
+    /// A reduce the caller supplies as functions; never read from text. The tests run the SQL
+    /// specifications beside the analyses through it.
+    #[doc(hidden)]
+    Supplied(Supplied),
 }
+
+/// The reduces of [`Engine::Supplied`], in process.
+#[derive(Debug, Clone, Copy)]
+pub struct Supplied {
+    /// The `nccl-skew` reduce, as [`nccl_skew`] runs it.
+    pub nccl_skew: fn(&Keyed, &ReduceParams) -> Result<Reduced, EngineError>,
+    /// The `overlap` aggregates of a number of ranks, as [`overlap`] runs them.
+    pub overlap: fn(&Intervals, i64) -> Result<Vec<Unions>, EngineError>,
+}
+
+impl PartialEq for Supplied {
+    fn eq(&self, other: &Supplied) -> bool {
+        std::ptr::fn_addr_eq(self.nccl_skew, other.nccl_skew)
+            && std::ptr::fn_addr_eq(self.overlap, other.overlap)
+    }
+}
+
+impl Eq for Supplied {}
 
 /// The environment variable that names a Dask scheduler (Dask's own).
 pub const DASK_SCHEDULER_ENV: &str = "DASK_SCHEDULER_ADDRESS";
 
 impl Engine {
-    /// Reads `rust`, `datafusion`, `dask` or `dask=ADDRESS`.
+    /// Reads `rust`, `dask` or `dask=ADDRESS`.
     pub fn parse(text: &str) -> Result<Engine, String> {
         match text.trim() {
             "rust" => Ok(Engine::Rust),
-            "datafusion" => Ok(Engine::DataFusion),
             "dask" => Ok(Engine::Dask(None)),
             t => match t.strip_prefix("dask=") {
                 Some(a) if !a.trim().is_empty() => Ok(Engine::Dask(Some(a.trim().to_string()))),
                 _ => Err(format!(
-                    "`{t}` is not an engine: rust, datafusion, dask or dask=ADDRESS (tcp://host:port)"
+                    "`{t}` is not an engine: rust, dask or dask=ADDRESS (tcp://host:port)"
                 )),
             },
         }
     }
 
-    /// Its text, as [`Engine::parse`] reads it.
+    /// Its text, as [`Engine::parse`] reads it (a supplied reduce has none that parses).
     pub fn as_text(&self) -> String {
         match self {
             Engine::Rust => "rust".into(),
-            Engine::DataFusion => "datafusion".into(),
             Engine::Dask(None) => "dask".into(),
             Engine::Dask(Some(a)) => format!("dask={a}"),
+            Engine::Supplied(_) => "supplied".into(),
         }
     }
 }
@@ -82,7 +101,7 @@ impl EngineError {
 }
 
 /// The rows of the `nccl-skew` reduce, one per compared NCCL kernel, as columns (the table
-/// `keyed` of `nccl_skew.sql`).
+/// `keyed` of `analysis/nccl_skew.sql`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Keyed {
     /// The rank's index among the compared ranks.
@@ -222,23 +241,12 @@ pub fn nccl_skew(
     keyed: &Keyed,
     params: &ReduceParams,
 ) -> Result<Reduced, EngineError> {
-    // Without Parquet no engine but Rust is built: nothing reads the rows.
-    #[cfg(not(feature = "columnar"))]
-    let _ = (keyed, params);
     match engine {
         Engine::Rust => Err(EngineError::new(
             "the Rust reduce runs inside the analysis",
             "this is a defect: please report it",
         )),
-        #[cfg(feature = "datafusion")]
-        Engine::DataFusion => {
-            let mut tables = Tables::new();
-            tables.insert("keyed", batch(keyed)?);
-            let out = datafusion::run(NCCL_SKEW_SQL, tables, params)?;
-            read_reduced(&out, params.ranks)
-        }
-        #[cfg(not(feature = "datafusion"))]
-        Engine::DataFusion => Err(no_datafusion()),
+        Engine::Supplied(s) => (s.nccl_skew)(keyed, params),
         #[cfg(feature = "columnar")]
         Engine::Dask(address) => {
             let parts: Vec<RecordBatch> =
@@ -253,7 +261,7 @@ pub fn nccl_skew(
 }
 
 /// The rows of the `overlap` aggregates, one per kernel a rank keeps in the window (the table
-/// `intervals` of `overlap.sql`).
+/// `intervals` of `analysis/overlap.sql`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Intervals {
     /// The device's index among the compared devices.
@@ -293,25 +301,15 @@ pub fn overlap(
     intervals: &Intervals,
     ranks: i64,
 ) -> Result<Vec<Unions>, EngineError> {
-    let params = ReduceParams { ranks, ordinal: false, tile: None };
-    #[cfg(not(feature = "columnar"))]
-    let _ = (intervals, params);
     match engine {
         Engine::Rust => Err(EngineError::new(
             "the Rust aggregates run inside the analysis",
             "this is a defect: please report it",
         )),
-        #[cfg(feature = "datafusion")]
-        Engine::DataFusion => {
-            let mut tables = Tables::new();
-            tables.insert("intervals", interval_batch(intervals)?);
-            let out = datafusion::run(OVERLAP_SQL, tables, &params)?;
-            read_unions(&out, ranks)
-        }
-        #[cfg(not(feature = "datafusion"))]
-        Engine::DataFusion => Err(no_datafusion()),
+        Engine::Supplied(s) => (s.overlap)(intervals, ranks),
         #[cfg(feature = "columnar")]
         Engine::Dask(address) => {
+            let params = ReduceParams { ranks, ordinal: false, tile: None };
             let parts: Vec<RecordBatch> = (0..ranks)
                 .map(|r| interval_batch(&interval_rows(intervals, r)))
                 .collect::<Result<_, _>>()?;
@@ -321,18 +319,6 @@ pub fn overlap(
         #[cfg(not(feature = "columnar"))]
         Engine::Dask(_) => Err(no_columnar()),
     }
-}
-
-/// The input tables of a statement list, by name.
-#[cfg(feature = "columnar")]
-pub type Tables = std::collections::BTreeMap<&'static str, RecordBatch>;
-
-#[cfg(not(feature = "datafusion"))]
-fn no_datafusion() -> EngineError {
-    EngineError::new(
-        "this verdict was built without the `datafusion` feature",
-        "build it with `cargo install --path . --features datafusion`, or use `--engine rust` (the same evidence)",
-    )
 }
 
 #[cfg(not(feature = "columnar"))]
@@ -423,67 +409,6 @@ fn read_unions(out: &Outputs, ranks: i64) -> Result<Vec<Unions>, EngineError> {
         ));
     }
     Ok(r)
-}
-
-/// The SQL of the `overlap` aggregates.
-pub const OVERLAP_SQL: &str = include_str!("../analysis/overlap.sql");
-
-/// The SQL of the `nccl-skew` reduce.
-pub const NCCL_SKEW_SQL: &str = include_str!("../analysis/nccl_skew.sql");
-
-/// One statement of a SQL file, with the name of its output if it has one.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Statement {
-    /// The statement, comments removed, placeholders replaced.
-    pub sql: String,
-    /// `-- output: NAME`, when its result is read.
-    pub output: Option<String>,
-}
-
-/// Splits `sql` into its statements (each ends with a line ending in `;`), dropping comment
-/// lines, and replaces the placeholders with `params`.
-pub fn statements(sql: &str, params: &ReduceParams) -> Vec<Statement> {
-    let (tile, wstart, wend, from) = match params.tile {
-        Some((s, e, f)) => (true, s, e, f.unwrap_or(i64::MIN)),
-        None => (false, 0, 0, i64::MIN),
-    };
-    let fill = |s: &str| {
-        s.replace("{R}", &params.ranks.to_string())
-            .replace("{ordinal}", if params.ordinal { "TRUE" } else { "FALSE" })
-            .replace("{tile}", if tile { "TRUE" } else { "FALSE" })
-            .replace("{wstart}", &wstart.to_string())
-            .replace("{wend}", &wend.to_string())
-            // The lowest i64 cannot be written as a literal (its magnitude overflows).
-            .replace(
-                "{counted_from}",
-                &if from == i64::MIN {
-                    format!("({} - 1)", i64::MIN + 1)
-                } else {
-                    from.to_string()
-                },
-            )
-    };
-    let mut out = Vec::new();
-    let mut body = String::new();
-    let mut output = None;
-    for line in sql.lines() {
-        let t = line.trim();
-        if let Some(name) = t.strip_prefix("-- output:") {
-            output = Some(name.trim().to_string());
-            continue;
-        }
-        if t.starts_with("--") || t.is_empty() {
-            continue;
-        }
-        body.push_str(line);
-        body.push('\n');
-        if t.ends_with(';') {
-            out.push(Statement { sql: fill(body.trim_end().trim_end_matches(';')), output });
-            body.clear();
-            output = None;
-        }
-    }
-    out
 }
 
 /// The table `keyed` as one Arrow batch.
@@ -700,24 +625,13 @@ mod tests {
 
     #[test]
     fn engines_parse_and_print_back() {
-        for t in ["rust", "datafusion", "dask", "dask=tcp://127.0.0.1:8786"] {
+        for t in ["rust", "dask", "dask=tcp://127.0.0.1:8786"] {
             assert_eq!(Engine::parse(t).unwrap().as_text(), t);
         }
         assert!(Engine::parse("spark").is_err());
+        // DataFusion left the product: its name is refused as any other that is no engine.
+        let err = Engine::parse("datafusion").unwrap_err();
+        assert!(err.contains("rust, dask or dask=ADDRESS"), "{err}");
         assert!(Engine::parse("dask=").is_err());
-    }
-
-    #[test]
-    fn statements_split_on_semicolons_and_fill_placeholders() {
-        let sql = "-- a; comment\nCREATE VIEW v AS\nSELECT {R} AS r, {ordinal} AS o;\n\n-- output: x\nSELECT * FROM v\nWHERE a >= {counted_from};\n";
-        let p = ReduceParams { ranks: 3, ordinal: true, tile: Some((5, 9, None)) };
-        let s = statements(sql, &p);
-        assert_eq!(s.len(), 2);
-        assert_eq!(s[0].sql, "CREATE VIEW v AS\nSELECT 3 AS r, TRUE AS o");
-        assert_eq!(s[0].output, None);
-        assert_eq!(s[1].output.as_deref(), Some("x"));
-        assert_eq!(s[1].sql, "SELECT * FROM v\nWHERE a >= (-9223372036854775807 - 1)");
-        let p = ReduceParams { tile: Some((5, 9, Some(7))), ..p };
-        assert!(statements(sql, &p)[1].sql.ends_with("a >= 7"));
     }
 }

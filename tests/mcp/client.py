@@ -1,6 +1,6 @@
 """`verdict mcp` driven by the official MCP Python SDK's client (the `mcp` package).
 
-Run by tests/mcp.rs: python3 client.py VERDICT ROOT OUTSIDE_TRACE ZH_TW_TOML
+Run by tests/suite/mcp.rs: python3 client.py VERDICT ROOT OUTSIDE_TRACE ZH_TW_TOML
 
 ROOT holds `megatron.sqlite` (a copy of the day26 trace) and `claims/day26.yaml`; the client
 grants ROOT as its only root (MCP roots; the server has no --root). Every check runs twice:

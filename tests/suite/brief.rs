@@ -1,0 +1,301 @@
+//! The three readers of a report: page 1 for leadership (the answer in one sentence with its
+//! scope, the bound, open items with their cost, sources and audit conditions), the blog, and
+//! the engineer's evidence trail (each piece of evidence once, fractions, provenance).
+
+use crate::util;
+
+use std::path::Path;
+use std::process::Command;
+
+const CLAIMS: &str = "claims/day26-profile-blind.yaml";
+const ID: &str = "day26-profile-blind";
+
+/// Renders the day26 claims in every profile as Markdown into `dir`, on a fixed date.
+fn render(dir: &Path) {
+    let o = util::verdict()
+        .current_dir(util::manifest_dir())
+        .args(["render", CLAIMS, "--format", "md", "--profile", "full,blog,brief", "--out"])
+        .arg(dir)
+        .env("SOURCE_DATE_EPOCH", "1789344000")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+fn read(dir: &Path, name: &str) -> String {
+    std::fs::read_to_string(dir.join(name)).unwrap_or_else(|_| panic!("{name} not written"))
+}
+
+/// The text between `## heading` and the next `## `.
+fn section<'a>(md: &'a str, heading: &str) -> &'a str {
+    let start = md.find(&format!("\n## {heading}\n")).unwrap_or_else(|| panic!("no {heading}"));
+    let rest = &md[start + 1..];
+    let end = rest[3..].find("\n## ").map_or(rest.len(), |e| e + 3);
+    &rest[..end]
+}
+
+#[test]
+fn page_one_answers_with_scope_and_bound_and_names_its_sources() {
+    let dir = tempfile::tempdir().unwrap();
+    render(dir.path());
+    let md = read(dir.path(), &format!("{ID}.en.md"));
+    let page1 = &md[..md.find("\n## Scope and coverage").unwrap()];
+    // The one-sentence answer: the author's words around measured values with their scope
+    // (device 4 of step 4; 13.1-20.7% on devices 1-7, checked against SQL in tests/suite/check.rs).
+    assert!(page1.contains(
+        "**Answer**: About a sixth, not a majority: exposed NCCL is 17.8% (device 4, window \
+         39.964–46.123 s) of step time, 13.1% to 20.7% across devices 1-7, inside the answer's \
+         10-30%; removing all of it would make throughput at most 1.216x faster"
+    ));
+    // The bound with its formula and caveat: 1 / (1 - 1,094.74 / 6,155.75) = 1.216.
+    assert!(page1.contains("**The number to act on**: **1.216x**"), "{page1}");
+    assert!(page1.contains("Caveat: an upper bound only if all of it lies on the critical path"));
+    // One decision, derived from the open items' steps in the claims file: one step per kind
+    // of work, cheapest first (minutes, then hours in the order config < analysis < capture
+    // < ncu < ab, then days). A kind's runs and GPU-hours add up over the items that need it:
+    // capture 1 + 1 runs and 4 + 4 GPU-hours (rank-wait, flash-attention); A/B 6 + 6 + 6 runs
+    // and 24 + 24 + 24 GPU-hours (recompute, flash-attention, tp8-gemm). The budget is
+    // 2 + 1 + 18 = 21 runs and 8 + 2 + 72 = 82 GPU-hours.
+    assert!(page1.contains(
+        "**Decision requested**: Do not change TP or the fusion settings on the strength of this \
+         answer alone. Approve, cheapest first (budget: 21 runs, 82 GPU-hours):"
+    ), "{page1}");
+    let steps: Vec<&str> = page1
+        .lines()
+        .skip_while(|l| !l.starts_with("**Decision requested**"))
+        .take_while(|l| !l.starts_with("## "))
+        .filter(|l| l.starts_with(char::is_numeric))
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            "1. read a config (minutes): decides whether recompute is a candidate at all",
+            "2. another query of this trace (hours): decides whether to look for a straggler before tuning NCCL",
+            "3. fix or redo the capture (hours; 2 runs, 8 GPU-hours): decides whether to look for a straggler before tuning NCCL, whether fusion work is worth scheduling",
+            "4. an ncu run (hours; 1 run, 2 GPU-hours): decides whether to change the TP degree",
+            "5. A/B runs (days; 18 runs, 72 GPU-hours, 1 person): decides whether recompute is a candidate at all, whether fusion work is worth scheduling, whether to change the TP degree",
+        ]
+    );
+    // The next step is the first of them, not a list of its own.
+    assert!(page1.contains("**Next step**: read a config (minutes)."), "{page1}");
+    assert_eq!(page1.matches("**Next step**").count(), 1);
+    // Open items, cheapest first by their cheapest step: minutes (recompute), hours
+    // (rank-wait: analysis; then flash-attention: capture; then tp8-gemm: ncu).
+    let open = section(&md, "Open items, cheapest first");
+    let items: Vec<&str> = open.lines().filter(|l| l.starts_with(char::is_numeric)).collect();
+    let starts = [
+        "1. **full activation recompute",
+        "2. **the high NCCL share",
+        "3. **FlashAttention and fused operators",
+        "4. **TP8 splits too finely",
+    ];
+    assert_eq!(items.len(), 4, "{open}");
+    for (item, start) in items.iter().zip(starts) {
+        assert!(item.starts_with(start), "{item}");
+    }
+    assert!(
+        items[0]
+            .contains("read a config (minutes), A/B runs (days; 6 runs, 24 GPU-hours, 1 person)"),
+        "{}",
+        items[0]
+    );
+    assert!(items[3].contains("unblocks: whether to change the TP degree"), "{}", items[3]);
+    // Who claimed what (the source note the claims file gives) and how the audit was made.
+    let who = section(&md, "Who claimed what, and how the audit was made");
+    for needle in [
+        "**profile-blind answer**: one model, one prompt, one run, 5 claim(s)",
+        "reviewed by: the author of the Day 26 article",
+        "audit date: 2026-09-12",
+        &format!("tool: verdict {}", env!("CARGO_PKG_VERSION")),
+        // SOURCE_DATE_EPOCH 1789344000 is 2026-09-14 UTC (`date -u -d @1789344000`).
+        "rendered: 2026-09-14",
+    ] {
+        assert!(who.contains(needle), "no `{needle}` in:\n{who}");
+    }
+    // The trace says it is synthetic: page 1 says so, with the trace's own words.
+    let con = util::open_ro(&util::fixture("day26/megatron.sqlite"));
+    let derived: String = con
+        .query_row("SELECT value FROM META_DATA_EXPORT WHERE name = 'DERIVED_BY'", [], |r| r.get(0))
+        .unwrap();
+    assert!(page1.contains(&format!(
+        "**About the trace**: trace A is not a capture of the job: its metadata says it was \
+         derived by {derived}."
+    )));
+    // Every term is explained: the legend names the five kinds and the six gates.
+    let legend = section(&md, "Reading this report");
+    assert_eq!(legend.lines().filter(|l| l.starts_with("- **")).count(), 11, "{legend}");
+}
+
+#[test]
+fn every_headline_number_has_its_scope() {
+    let dir = tempfile::tempdir().unwrap();
+    render(dir.path());
+    let md = read(dir.path(), &format!("{ID}.en.md"));
+    let table = section(&md, "Verdict table");
+    let rows: Vec<&str> = table.lines().filter(|l| l.starts_with("| ")).skip(1).collect();
+    let numbers: Vec<&str> = rows.iter().map(|r| r.split(" | ").nth(1).unwrap()).collect();
+    assert_eq!(
+        numbers,
+        [
+            "17.8% (device 4, window 39.964–46.123 s; 13.1% to 20.7% across devices 1-7)",
+            "140 (summed over 7 devices (1-7), window 39.964–46.123 s)",
+            "no number measured",
+            "no number measured",
+            "28.3% (summed over 7 devices (1-7), stream 56, whole trace)",
+        ]
+    );
+    // "Missing devices" cannot read as "none missing": it names device 0.
+    assert!(md.contains("- missing devices: device 0: expected, but no kernel rows"), "{md}");
+    // The auditor's choices are the auditor's, not the claim's.
+    assert!(md.contains("devices 4, chosen by the auditor (the claim names none)"));
+    assert!(!md.contains("as the claim states"), "the day26 scopes are all the auditor's");
+}
+
+/// The per-claim section of the reports before they were shaped for their readers, in
+/// characters (commit 34878f4): its chart figures, now beside the claims, are not counted.
+const CLAIMS_SECTION_BEFORE: [(&str, usize); 2] = [("en", 10_278), ("zh-TW", 6_537)];
+
+#[test]
+fn each_piece_of_evidence_shows_once_and_formulas_show_their_fractions() {
+    let dir = tempfile::tempdir().unwrap();
+    render(dir.path());
+    for (lang, before) in CLAIMS_SECTION_BEFORE {
+        let md = read(dir.path(), &format!("{ID}.{lang}.md"));
+        let heading = if lang == "en" { "Claims" } else { "主張逐項稽核" };
+        let claims = section(&md, heading);
+        let text: String = claims
+            .split("\n\n")
+            .filter(|b| !b.starts_with("![") && (!b.starts_with('*') || b.starts_with("**")))
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        // The expected devices every rerun command states since issue 22 (without them a
+        // rerun gives other missing devices) are not counted against the shaping.
+        let n = text.chars().count() - text.matches("--expect-devices 0-7 ").count() * 21;
+        // Nor is the R1 finding beside each part whose formula uses the window in its own way
+        // (issue 38: a denominator, the value itself), which the shared finding used to blur.
+        let r1 = if lang == "en" { ". R1 window: " } else { "。R1 時間窗：" };
+        let n = n - text
+            .lines()
+            .filter_map(|l| l.split_once(r1))
+            .map(|(_, rest)| {
+                let end = [". R", "。R"].iter().filter_map(|m| rest.find(m)).min();
+                r1.chars().count() + rest[..end.unwrap_or(rest.len())].chars().count()
+            })
+            .sum::<usize>();
+        assert!(2 * n <= before, "{lang}: the claims section is {n} characters, over {before} / 2");
+        // One rerun command per query, not one per part: 3 queries.
+        assert_eq!(claims.matches("verdict query ").count(), 3, "{lang}");
+        // The window length shows where it is the denominator's reference, not per part.
+        assert!(md.matches("6,155.75").count() <= 5, "{lang}");
+        // R6 once, for the whole report.
+        assert_eq!(md.matches("R6").count(), 2, "{lang}: the legend and the note");
+    }
+    let md = read(dir.path(), &format!("{ID}.en.md"));
+    // Formulas: no step repeats the one before it (`count = 140 = 140`), and a ratio field
+    // shows its fraction: 21,078.72 / 74,483.12 ms (wait / NCCL kernel time of stream 56).
+    let mut formulas = 0;
+    for span in md.split('`').skip(1).step_by(2) {
+        let steps: Vec<&str> = span.split(" = ").collect();
+        if steps.len() > 1 {
+            formulas += 1;
+            assert!(steps.windows(2).all(|w| w[0] != w[1]), "x = x in `{span}`");
+        }
+    }
+    assert!(formulas >= 6, "{formulas} formulas");
+    assert!(md.contains("`count = 140`"));
+    assert!(md.contains("`wait_share = wait_ns / nccl_ns = 21,078.72 / 74,483.12 ms = 28.3%`"));
+    // Arithmetic is computed, never measured; the answer said "about 23%", and 30 / 130 =
+    // 23.08% agrees with it at the digits it gave.
+    assert!(md.contains("`30 / (100 + 30) = 23.1%`. profile-blind answer stated 23% ✓"), "{md}");
+    assert!(!md.contains("measured 23"));
+}
+
+#[test]
+fn provenance_names_the_claims_file_its_commit_and_the_ledger() {
+    let dir = tempfile::tempdir().unwrap();
+    render(dir.path());
+    let md = read(dir.path(), &format!("{ID}.en.md"));
+    let prov = section(&md, "Provenance");
+    let sha = util::sha256_file(&util::manifest_dir().join(CLAIMS));
+    assert!(prov.contains(&format!("- claims file sha256: `{sha}`")), "{prov}");
+    assert!(prov.contains(&format!("- evidence ledger: `{ID}.evidence.json`")), "{prov}");
+    assert!(prov.contains("- rendered: 2026-09-14"), "{prov}");
+    let git = Command::new("git")
+        .current_dir(util::manifest_dir())
+        .args(["log", "-1", "--format=%H", "--", CLAIMS])
+        .output();
+    match git {
+        Ok(o) if o.status.success() && !o.stdout.is_empty() => {
+            let commit = String::from_utf8_lossy(&o.stdout).trim().to_string();
+            assert!(prov.contains(&format!("- last commit of the claims file: `{commit}`")));
+        }
+        _ => eprintln!("skipping the commit check: not in a git checkout"),
+    }
+    // Definitions of NCCL and of every metric the audit reads, and how ranks are matched.
+    let defs = section(&md, "Definitions");
+    for term in ["NCCL", "exposed NCCL", "matching collectives across ranks", "wait share"] {
+        assert!(defs.contains(&format!("- **{term}**: ")), "{term}");
+    }
+    // Per-rank waits beside the cross-rank query: device 5 waited longest, device 6 most
+    // often arrived last (tests/suite/check.rs derives both from SQL).
+    assert!(prov.contains("5: 4,330.00 ms"), "{prov}");
+    assert!(prov.contains("6: 376"), "{prov}");
+}
+
+#[test]
+fn the_profiles_select_their_sections() {
+    let dir = tempfile::tempdir().unwrap();
+    render(dir.path());
+    let headings = |md: &str| -> Vec<String> {
+        md.lines().filter(|l| l.starts_with("## ")).map(|l| l[3..].to_string()).collect()
+    };
+    let brief = read(dir.path(), &format!("{ID}.en.brief.md"));
+    assert_eq!(
+        headings(&brief),
+        // Page 1 alone: the decision's steps stand for the open items, and the legend is
+        // the full report's.
+        ["Verdict table", "Who claimed what, and how the audit was made"]
+    );
+    let blog = read(dir.path(), &format!("{ID}.en.blog.md"));
+    assert_eq!(
+        headings(&blog),
+        [
+            "How the run was set up",
+            "What the model answered",
+            "Taking one sentence apart",
+            "How the evidence decides",
+            "What measuring changed",
+            "Why 17.8% and 39.3% are both right",
+            "Reading the upper bound",
+            "Six gates before a verdict",
+            "Common misreadings",
+            "Wrapping up"
+        ]
+    );
+    assert!(!blog.contains("verdict query "), "the blog leaves the ledger to the full report");
+    assert!(blog.contains("`verdict render claims/day26-profile-blind.yaml`"));
+    let full = read(dir.path(), &format!("{ID}.en.md"));
+    assert!(headings(&full).ends_with(&["Definitions".to_string(), "Provenance".to_string()]));
+}
+
+#[test]
+fn an_answer_may_only_quote_parts_with_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = std::fs::read_to_string(util::manifest_dir().join(CLAIMS)).unwrap();
+    let trace = util::fixture("day26/megatron.sqlite");
+    let bad = src
+        .replace("../fixtures/day26/megatron.sqlite", &trace.display().to_string())
+        .replace("{exposed-comm/share:spread}", "{exposed-comm/shar:spread}")
+        .replace("{exposed-comm/ideal-bound:value}", "{tp8-gemm/gemm-loss}");
+    let p = dir.path().join("bad.yaml");
+    std::fs::write(&p, bad).unwrap();
+    let o = util::verdict().args(["check"]).arg(&p).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("claim `exposed-comm` has no part `shar`"), "{err}");
+    assert!(err.contains("hint: did you mean `share`"), "{err}");
+    assert!(err.contains("`tp8-gemm/gemm-loss` has no number to show"), "{err}");
+    // Both point at the answer's texts: the line after `answer:`, column 5.
+    let line = src.lines().position(|l| l.trim_start().starts_with("answer:")).unwrap() + 2;
+    assert_eq!(err.matches(&format!("bad.yaml:{line}:5: `report.answer`")).count(), 2, "{err}");
+}
