@@ -333,6 +333,10 @@ pub enum QuantityKind {
     StepTimeReduction,
     /// Gain in throughput (a multiplier).
     ThroughputGain,
+    /// A number of bytes (moved or set), in `bytes`.
+    Bytes,
+    /// Bytes per unit of time (bytes over a copy or busy time), in `GB/s`.
+    Bandwidth,
 }
 
 /// What a claimed share is a share of.

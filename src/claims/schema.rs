@@ -133,7 +133,7 @@ pub fn claims_schema(languages: Option<&[String]>) -> Value {
                 "window": {"type": "string"},
                 "devices": {"type": "string"},
                 "per": {"enum": ["device", "sum"]},
-                "quantity": {"enum": ["wall-time", "kernel-time", "count", "step-time-reduction", "throughput-gain"]},
+                "quantity": {"enum": ["wall-time", "kernel-time", "count", "step-time-reduction", "throughput-gain", "bytes", "bandwidth"]},
                 "denominator": {"enum": ["window", "nccl-busy", "compute-busy", "nccl-kernel-time", "kernel-time", "idle"]},
                 "denominator_text": {"$ref": "#/$defs/text"},
                 "chosen_by": {"$ref": "#/$defs/who"},

@@ -202,11 +202,16 @@ pub fn r3(about: &About, measure: &Measure, reading: &Reading) -> Gate {
         _ => String::new(),
     };
     let formula = measure.value_text.clone();
+    // Bytes over a time is a bandwidth: its own quantity, not bytes and not a share of the
+    // time it divides by.
+    let bandwidth = reading.is_bandwidth();
     if let (Some(claimed), Some(n)) = (about.quantity, num) {
         let ok = match claimed {
             QuantityKind::WallTime => n.is_wall(),
             QuantityKind::KernelTime => n.is_kernel_time(),
             QuantityKind::Count => n == Q::Count,
+            QuantityKind::Bytes => n == Q::Bytes && !bandwidth,
+            QuantityKind::Bandwidth => bandwidth,
             QuantityKind::StepTimeReduction | QuantityKind::ThroughputGain => true,
         };
         if !ok {
@@ -223,11 +228,28 @@ pub fn r3(about: &About, measure: &Measure, reading: &Reading) -> Gate {
                 key,
                 &[
                     ("claim", quantity_key(claimed).into()),
-                    ("evidence", n.key().into()),
+                    ("evidence", reading.measured_key().unwrap_or(n.key()).into()),
                     ("formula", formula),
                 ],
             );
         }
+    }
+    if bandwidth {
+        let (key, status) = if about.quantity == Some(QuantityKind::Bandwidth) {
+            ("gate.r3.bandwidth", GateStatus::Pass)
+        } else {
+            ("gate.r3.bandwidth_unstated", GateStatus::Note)
+        };
+        let den = den.map_or("none", |d| d.quantity().key());
+        return gate(
+            "R3",
+            status,
+            key,
+            &[("denominator", den.into()), ("den_field", den_text), ("formula", formula)],
+        );
+    }
+    if about.quantity == Some(QuantityKind::Bytes) && den.is_none() {
+        return gate("R3", GateStatus::Pass, "gate.r3.bytes", &[("formula", formula)]);
     }
     if let Some(claimed) = about.denominator {
         let want = match claimed {
@@ -292,6 +314,8 @@ fn quantity_key(q: QuantityKind) -> &'static str {
         QuantityKind::Count => "count",
         QuantityKind::StepTimeReduction => "step_time_reduction",
         QuantityKind::ThroughputGain => "throughput_gain",
+        QuantityKind::Bytes => "bytes",
+        QuantityKind::Bandwidth => "bandwidth",
     }
 }
 
@@ -377,6 +401,24 @@ pub fn r4(
                 "gate.r4.throughput_as_step",
                 &[("formula", measure.value_text.clone())],
             );
+        }
+        // Bytes are counted in bytes and a bandwidth in GB/s: a value in another unit is not
+        // the number the claim states.
+        Some(q @ (QuantityKind::Bytes | QuantityKind::Bandwidth)) => {
+            let want =
+                if q == QuantityKind::Bytes { Unit::Bytes } else { Unit::GigabytesPerSecond };
+            if unit != want {
+                return gate(
+                    "R4",
+                    GateStatus::Fail,
+                    "gate.r4.quantity_unit",
+                    &[
+                        ("claim", quantity_key(q).into()),
+                        ("want", want.symbol().into()),
+                        ("unit", unit.symbol().into()),
+                    ],
+                );
+            }
         }
         _ => {}
     }

@@ -324,6 +324,26 @@ impl Reading {
         }
     }
 
+    /// Whether it is a bandwidth: bytes over a time (`bytes / memcpy_busy_ns`, or the
+    /// `bandwidth` field through its declared formula), neither bytes nor a share of time.
+    pub fn is_bandwidth(&self) -> bool {
+        matches!(
+            &self.shape,
+            Shape::Ratio { num: Some(n), den: Some(d), .. }
+                if n.quantity() == FieldKind::Bytes
+                    && (d.quantity().is_wall() || d.quantity().is_kernel_time())
+        )
+    }
+
+    /// What the value measures, as R3 names it: `bandwidth` for bytes over a time, else the
+    /// numerator's kind (None when the formula mixes kinds).
+    pub fn measured_key(&self) -> Option<&'static str> {
+        if self.is_bandwidth() {
+            return Some("bandwidth");
+        }
+        self.numerator().map(|n| n.quantity().key())
+    }
+
     /// Whether it is a ratio of two statistics (`max_ns / median_ns`).
     pub fn is_ratio_of_statistics(&self) -> bool {
         matches!(

@@ -365,8 +365,14 @@ fn check_r3(spec: &AnalysisSpec, shape: &Shape, g: &verdict::verdict::Gate, at: 
                 assert_eq!(g.finding.args["stat"], s, "R3: {at}");
             }
             None => {
-                assert_eq!(g.finding.key, "gate.r3.unstated", "R3: {at}");
-                assert_eq!(g.finding.args["denominator"], kind(spec, d).key(), "R3: {at}");
+                // Bytes over a time is a bandwidth, not a share of that time.
+                let dk = kind(spec, d);
+                let bandwidth = !shape.num.is_empty()
+                    && shape.num.iter().all(|n| kind(spec, n) == FieldKind::Bytes)
+                    && (dk.is_wall() || dk.is_kernel_time());
+                let key = if bandwidth { "gate.r3.bandwidth_unstated" } else { "gate.r3.unstated" };
+                assert_eq!(g.finding.key, key, "R3: {at}");
+                assert_eq!(g.finding.args["denominator"], dk.key(), "R3: {at}");
             }
         },
     }

@@ -7,7 +7,9 @@
 //!   selects whole instances, and the denominator is NCCL kernel time;
 //! - a comparison whose scopes are devices 0-1 on both sides names devices 0-1 on each side;
 //! - a part carrying `needs` or `work` keeps its claim's open item on page 1 and its step in
-//!   the decision, whatever its verdict.
+//!   the decision, whatever its verdict;
+//! - bytes and a bandwidth are quantities a claim can state (`quantity: bytes | bandwidth`),
+//!   each in its own unit: a bandwidth is no longer judged as wall time.
 
 use crate::util;
 
@@ -250,4 +252,116 @@ claims:
     let decision = decision.split("\n\n**").next().unwrap();
     assert!(decision.contains("(minutes)"), "{decision}");
     assert!(decision.contains("whether the fused path is the one configured"), "{decision}");
+}
+
+#[test]
+fn bytes_and_a_bandwidth_are_quantities_in_their_own_units() {
+    let trace = fixture("nsys-ai/h100_2gpu_1s.sqlite");
+    // The numbers, by SQL over the fixture: device 0's memcpy bytes and the union of its
+    // memcpy intervals (the whole trace: no window).
+    let db = open_ro(&trace);
+    let bytes: i64 = db
+        .query_row(
+            "SELECT sum(bytes) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE deviceId = 0",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let mut rows: Vec<(i64, i64)> = db
+        .prepare("SELECT start, \"end\" FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE deviceId = 0")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    rows.sort_unstable();
+    let mut busy = 0i64;
+    let mut open: Option<(i64, i64)> = None;
+    for (a, b) in rows {
+        open = match open {
+            Some((s, e)) if a <= e => Some((s, e.max(b))),
+            Some((s, e)) => {
+                busy += e - s;
+                Some((a, b))
+            }
+            None => Some((a, b)),
+        };
+    }
+    busy += open.map_or(0, |(s, e)| e - s);
+    let claim = |id: &str, quantity: &str, value: &str, unit: &str, cond: &str| {
+        format!(
+            r#"  - id: {id}
+    source: s
+    statement: {{ en: "{id}" }}
+    about: {{ devices: "0", per: device, quantity: {quantity} }}
+    principal: p
+    parts:
+      - id: p
+        kind: observation
+        text: {{ en: "{id}" }}
+        measure: {{ analysis: copies, scope: d0, value: {value}, unit: "{unit}" }}
+        condition: {{ above: "{cond}" }}
+"#
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let claims = write(
+        dir.path(),
+        "c.yaml",
+        &format!(
+            "{HEAD}traces:\n  H: {{ path: \"{}\", expect_devices: \"0-1\" }}\nscopes:\n  d0: {{ trace: H, devices: \"0\" }}\nclaims:\n{}{}{}{}{}",
+            s(&trace),
+            claim("bw", "bandwidth", "bandwidth", "GB/s", "10 GB/s"),
+            claim("bw-as-wall", "wall-time", "bandwidth", "GB/s", "10 GB/s"),
+            claim("bw-as-ratio", "bandwidth", "\"bytes / memcpy_busy_ns\"", "ratio", "10"),
+            claim("moved", "bytes", "bytes", "bytes", "1000000000 bytes"),
+            claim("bw-as-bytes", "bytes", "bandwidth", "GB/s", "10 GB/s"),
+        ),
+    );
+    let ledger = run_json_in(None, &["check", &claims, "--json"]);
+    // The bandwidth, exactly: bytes per ns, which is decimal GB/s.
+    let p = part(&ledger, "bw", "p");
+    let exact = &p["formula"]["exact"];
+    let (num, den): (i128, i128) =
+        (exact[0].as_str().unwrap().parse().unwrap(), exact[1].as_str().unwrap().parse().unwrap());
+    assert_eq!(num * i128::from(busy), den * i128::from(bytes), "the value is bytes / busy");
+    assert_eq!(p["outcome"], "supported", "{p}");
+    let r3 = &gate(p, "R3");
+    assert_eq!(r3["status"], "pass", "{r3}");
+    assert_eq!(r3["finding"]["key"], "gate.r3.bandwidth");
+    assert_eq!(r3["finding"]["args"]["denominator"], "copy_time");
+    assert_eq!(r3["finding"]["args"]["den_field"], "memcpy_busy_ns");
+    assert_eq!(gate(p, "R4")["status"], "pass");
+    // Before: a bandwidth could only be stated as wall time, and R3 said it measured bytes.
+    let r3 = &gate(part(&ledger, "bw-as-wall", "p"), "R3")["finding"];
+    assert_eq!(r3["key"], "gate.r3.quantity_differs");
+    assert_eq!(
+        (&r3["args"]["claim"], &r3["args"]["evidence"]),
+        (&"wall".into(), &"bandwidth".into())
+    );
+    // A bandwidth is stated in GB/s, bytes in bytes.
+    let r4 = &gate(part(&ledger, "bw-as-ratio", "p"), "R4");
+    assert_eq!(r4["status"], "fail", "{r4}");
+    assert_eq!(r4["finding"]["key"], "gate.r4.quantity_unit");
+    assert_eq!(r4["finding"]["args"]["want"], "GB/s");
+    assert_eq!(r4["finding"]["args"]["unit"], "ratio");
+    let p = part(&ledger, "moved", "p");
+    assert_eq!(p["formula"]["exact"][0], bytes.to_string(), "{p}");
+    assert_eq!(p["outcome"], "supported", "{p}");
+    assert_eq!(gate(p, "R3")["finding"]["key"], "gate.r3.bytes");
+    let r3 = &gate(part(&ledger, "bw-as-bytes", "p"), "R3")["finding"];
+    assert_eq!(r3["key"], "gate.r3.quantity_differs");
+    assert_eq!(r3["args"]["evidence"], "bandwidth");
+    // The words, as a reader sees them.
+    let out = run_in(None, &["check", &claims, "--lang", "en"]);
+    let text =
+        String::from_utf8_lossy(&out.stdout).split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        text.contains("`bandwidth` is a bandwidth: bytes over copy time (a union of copy intervals) (`memcpy_busy_ns`), as the claim states"),
+        "{text}"
+    );
+    assert!(
+        text.contains("the claim speaks of a bandwidth (bytes over a time), written in GB/s, but the value is in ratio"),
+        "{text}"
+    );
 }
