@@ -685,7 +685,29 @@ fn fill_answer(text: &str, t: &Strings, scoped: &Scoped) -> Result<String, Strin
         at = p.range.end;
     }
     out += &text[at..];
-    Ok(out)
+    Ok(without_spaces_at_full_width_punctuation(&out))
+}
+
+/// Drops a half-width space that the author's text leaves beside full-width punctuation once
+/// the placeholders are filled (`（device 0、整份 trace） 與運算`): a full-width mark carries
+/// its own spacing. Spaces between other characters stay.
+fn without_spaces_at_full_width_punctuation(s: &str) -> String {
+    const AFTER: &[char] = &['，', '。', '、', '；', '：', '！', '？', '）', '」', '』'];
+    const BEFORE: &[char] = &['（', '「', '『', '，', '。', '、', '；', '：', '）'];
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = String::with_capacity(s.len());
+    for (i, &c) in chars.iter().enumerate() {
+        let prev = i.checked_sub(1).map(|j| chars[j]);
+        let next = chars.get(i + 1).copied();
+        let drop = c == ' '
+            && (prev.is_some_and(|p| AFTER.contains(&p))
+                || (next.is_some_and(|n| BEFORE.contains(&n))
+                    && prev.is_some_and(|p| !p.is_ascii())));
+        if !drop {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Page 1: the answer, the bounds, the decision, the open items, sources and conditions.
@@ -1307,6 +1329,32 @@ fn spread_text(
     )?))
 }
 
+/// The spread of a value over a set of windows, in words: its lowest and highest window.
+fn windows_spread_text(
+    t: &Strings,
+    samples: &[[String; 2]],
+    unit: crate::claims::Unit,
+) -> Result<Option<String>, String> {
+    use crate::formula::Rational;
+    let values: Vec<Rational> = samples
+        .iter()
+        .filter_map(|[n, d]| Rational::new(n.parse().ok()?, d.parse().ok()?))
+        .collect();
+    let (Some(min), Some(max)) = (
+        values.iter().copied().min_by(|a, b| a.cmp_to(*b)),
+        values.iter().copied().max_by(|a, b| a.cmp_to(*b)),
+    ) else {
+        return Ok(None);
+    };
+    let (lo, hi) = (crate::verdict::show(min, unit), crate::verdict::show(max, unit));
+    let n = values.len().to_string();
+    Ok(Some(if lo == hi {
+        t.format("scope.spread_windows_same", &args([("value", lo), ("n", n)]))?
+    } else {
+        t.format("scope.spread_windows", &args([("min", lo), ("max", hi), ("n", n)]))?
+    }))
+}
+
 /// Whether two steps of a formula show the same number, one with its time unit and one
 /// without (`38.78` and `38.78 ms`).
 pub fn same_number(a: &str, b: &str) -> bool {
@@ -1440,6 +1488,8 @@ fn part_ctx(
         _ => None,
     };
     let spread = match (&part.measure, &p.formula) {
+        // Over a set of windows: the lowest and highest window.
+        (Some(m), Some(_)) if !p.samples.is_empty() => windows_spread_text(t, &p.samples, m.unit)?,
         (Some(m), Some(_)) if p.value.is_some() => spread_text(t, a, &claim.id, &part.id, m.unit)?,
         _ => None,
     };

@@ -193,7 +193,7 @@ pub struct PartResult {
     #[serde(skip)]
     pub value: Option<Rational>,
     /// Over a set of windows: the value on each, sorted, as exact `[num, den]`; the part is
-    /// judged on their lower median.
+    /// judged by the measure's quantifier (`over`, default the lower median).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub samples: Vec<[String; 2]>,
 }

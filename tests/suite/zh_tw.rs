@@ -489,3 +489,32 @@ fn the_blog_and_brief_zh_tw_reports_have_no_half_width_punctuation() {
         assert!(found.is_empty(), "{profile}: {found:#?}");
     }
 }
+
+/// A full-width mark carries its own spacing: no committed zh-TW report leaves a half-width
+/// space after one before prose (`（device 0、整份 trace） 與運算`, `設定。 請依成本`), whether
+/// the space came from the author's text around a placeholder or from a template's join. Table
+/// rows (`） |`) and code spans are Markdown, not prose.
+#[test]
+fn no_zh_tw_report_leaves_a_half_width_space_after_full_width_punctuation() {
+    let after = regex::Regex::new(r"[，。、；：！？」』）] [\p{Han}A-Za-z0-9]").unwrap();
+    let code = regex::Regex::new(r"`[^`]*`").unwrap();
+    let mut found = Vec::new();
+    let mut read = 0;
+    for entry in std::fs::read_dir(util::manifest_dir().join("out")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if !(name.contains(".zh-TW.") && name.ends_with(".md")) || name.starts_with("eval-") {
+            continue;
+        }
+        read += 1;
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            let prose = code.replace_all(line, "`code`");
+            if let Some(m) = after.find(&prose) {
+                found.push(format!("{name}:{}: {}", i + 1, m.as_str()));
+            }
+        }
+    }
+    assert!(read >= 10, "{read} reports read");
+    assert!(found.is_empty(), "{found:#?}");
+}
