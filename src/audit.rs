@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
 use rayon::prelude::*;
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::analysis::{self, Context, Evidence, Params, ToolRef};
@@ -19,7 +20,7 @@ use crate::trace::{KernelFilter, NO_ROWS, RowBox, Trace, union_rows};
 use crate::verdict::{self, ClaimResult, EvidenceMap, Summary, query_key};
 
 /// One query of the ledger.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct LedgerEntry {
     /// Key the parts refer to.
     pub key: String,
@@ -34,7 +35,7 @@ pub struct LedgerEntry {
 }
 
 /// A trace of the audit with its coverage.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct TraceEntry {
     /// Name in the claims file.
     pub name: String,
@@ -55,7 +56,7 @@ pub struct TraceEntry {
 }
 
 /// The evidence ledger: what `check --json` prints and `render` writes.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Audit {
     /// The producer.
     pub tool: ToolRef,
@@ -80,7 +81,7 @@ pub struct Audit {
 
 /// A part measured on one device, recomputed with the same formula on every device of the
 /// same window: where the device the claim looked at stands among the others.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Spread {
     /// Claim id.
     pub claim: String,
@@ -186,6 +187,33 @@ impl LedgerEntry {
         };
         LedgerEntry { key, command, argv, evidence, error }
     }
+}
+
+/// The JSON Schema (draft 2020-12) of the evidence ledger, `verdict schema evidence`: derived
+/// from [`Audit`] and the types it holds, as their `Serialize` writes them. A key that is
+/// always written is required, a key the types do not have is refused (every object with
+/// declared properties allows no others), and every enumerated value is listed.
+pub fn evidence_schema() -> serde_json::Value {
+    use schemars::transform::RecursiveTransform;
+    let deny_unknown = RecursiveTransform(|s: &mut schemars::Schema| {
+        if let Some(obj) = s.as_object_mut()
+            && obj.contains_key("properties")
+            && !obj.contains_key("additionalProperties")
+        {
+            obj.insert("additionalProperties".into(), false.into());
+        }
+    });
+    let generator = schemars::generate::SchemaSettings::draft2020_12()
+        .for_serialize()
+        .with_transform(deny_unknown)
+        .into_generator();
+    let mut schema = generator.into_root_schema_for::<Audit>();
+    schema.insert("$id".into(), "https://github.com/verdict/evidence.schema.json".into());
+    schema.insert(
+        "title".into(),
+        format!("verdict {} evidence ledger", env!("CARGO_PKG_VERSION")).into(),
+    );
+    schema.to_value()
 }
 
 impl Audit {

@@ -83,12 +83,15 @@ pub enum Command {
     /// draft reads no trace and judges nothing: `check` refuses it until each part is bound and
     /// its `unreviewed` block removed.
     Draft(DraftArgs),
-    /// Print the JSON Schema of the claims file, for editors and agents.
+    /// Print the JSON Schema of the claims file, for editors and agents, or of the evidence.
     ///
     /// With a YAML language server, a claims file that starts with
     /// `# yaml-language-server: $schema=claims.schema.json` is checked as it is typed; the
     /// schema covers structure, types, keys and enumerated values (and, with --languages, every
     /// text in each language); `verdict check` does the rest, at each problem's line and column.
+    /// `verdict schema evidence` describes the ledger of `check --json` (ID.evidence.json),
+    /// derived from the types that write it: required keys, types and enumerated values, and no
+    /// key besides them.
     Schema(SchemaArgs),
     /// Render the audit of a claims file as Markdown and PDF, in every language it has.
     ///
@@ -248,8 +251,9 @@ pub enum TemplatesCommand {
 /// Arguments of `schema`.
 #[derive(Debug, Args)]
 pub struct SchemaArgs {
-    /// What to describe: `claims` (claims files) or `eval` (eval files).
-    #[arg(value_name = "WHAT", value_parser = ["claims", "eval"])]
+    /// What to describe: `claims` (claims files), `eval` (eval files) or `evidence` (the
+    /// ledger of `check --json`, ID.evidence.json; --languages does not apply).
+    #[arg(value_name = "WHAT", value_parser = ["claims", "eval", "evidence"])]
     pub what: String,
     /// The report's languages (e.g. zh-TW,en): every text must then give exactly these.
     #[arg(long, value_name = "LIST", value_delimiter = ',')]

@@ -8,10 +8,11 @@
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 /// A reason or note, as an i18n key with named arguments.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Finding {
     /// Key in `templates/i18n/*.toml`.
     pub key: String,

@@ -5,6 +5,7 @@
 
 use std::fmt;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Errors in a window or device specification as a user wrote it.
@@ -41,7 +42,9 @@ impl ScopeError {
 }
 
 /// A closed-open time window `[start_ns, end_ns)` in integer nanoseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 pub struct Window {
     /// Inclusive start (ns).
     pub start_ns: i64,
@@ -129,7 +132,7 @@ pub fn format_seconds(ns: i64) -> String {
 }
 
 /// How a window selects kernels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 #[derive(clap::ValueEnum)]
 pub enum Semantics {

@@ -11,6 +11,7 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -332,7 +333,8 @@ fn name_deltas(a: &Evidence, b: &Evidence) -> NameDeltas {
 /// pooled rate of a count, and the per-name, per-device and per-run tables where there are
 /// any. A value that does not exist here (no interval over too few samples, no ratio over a
 /// zero median) is absent, and a note says why.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
+#[schemars(rename = "CompareValues")]
 pub struct Values {
     /// Samples of side A.
     pub n_a: i64,
@@ -404,7 +406,7 @@ pub struct Values {
 }
 
 /// One side of a comparison: its trace, window, devices and samples.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
 pub struct Side {
     /// The scope's (or the command's) label.
     pub label: String,
@@ -431,7 +433,7 @@ pub struct Side {
 }
 
 /// One sample of a side.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct SideSample {
     /// Its window.
     pub window_ns: [i64; 2],
@@ -442,7 +444,7 @@ pub struct SideSample {
 }
 
 /// The summary of a side's samples.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct SideSummary {
     /// Samples.
     pub n: usize,
@@ -461,7 +463,7 @@ pub struct SideSummary {
 }
 
 /// One run of a side over runs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct RunSample {
     /// Its trace.
     pub trace: String,
@@ -476,7 +478,7 @@ pub struct RunSample {
 }
 
 /// The bootstrap of the difference of medians, redone from its seed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Bootstrap {
     /// The seed of the SplitMix64 stream.
     pub seed: u64,
@@ -493,7 +495,7 @@ pub struct Bootstrap {
 }
 
 /// The rank test.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct RankTest {
     /// Which test.
     pub test: &'static str,
@@ -512,7 +514,7 @@ pub struct RankTest {
 }
 
 /// The Hodges-Lehmann shift and its exact interval.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Shift {
     /// The estimate, numerator and denominator as text.
     pub estimate: [String; 2],
@@ -529,7 +531,7 @@ pub struct Shift {
 }
 
 /// The interval of the ratio B / A: each end a pair (B's value, A's value).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct RatioInterval {
     /// The median ratio's pair.
     pub estimate: [i64; 2],
@@ -544,7 +546,7 @@ pub struct RatioInterval {
 }
 
 /// The per-name deltas of two sides.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct NameDeltas {
     /// A's total over every name.
     pub a_total_ns: i64,
@@ -555,7 +557,7 @@ pub struct NameDeltas {
 }
 
 /// One name's delta.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct NameDelta {
     /// The name.
     pub name: String,
@@ -580,7 +582,7 @@ pub struct NameDelta {
 }
 
 /// One device's comparison, over several devices.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct DeviceComparison {
     /// The device.
     pub device: i64,
@@ -591,7 +593,7 @@ pub struct DeviceComparison {
 }
 
 /// What each side's traces say about their runs.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Runs {
     /// Side A.
     pub a: crate::trace::SideRun,
@@ -651,7 +653,7 @@ pub struct Request<'a> {
 }
 
 /// How a side's samples were taken: the unit whose variation the interval describes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SampleUnit {
     /// One value per run (one trace per run): the variation between runs.

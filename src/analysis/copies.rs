@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::intervals::{intersection_length, union};
@@ -61,7 +62,7 @@ impl CopiesError {
 }
 
 /// Bytes over busy time, kept as the two integers (1 byte/ns = 1 GB/s, decimal).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Bandwidth {
     /// Numerator: bytes (B).
     pub bytes: i64,
@@ -83,7 +84,7 @@ impl Bandwidth {
 }
 
 /// Rows, bytes and busy time of a set of copies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, JsonSchema)]
 pub struct CopyStats {
     /// Rows kept.
     pub count: i64,
@@ -97,7 +98,7 @@ pub struct CopyStats {
 }
 
 /// The stats of one kind.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct KindStats {
     /// The kind.
     pub kind: CopyKind,
@@ -488,7 +489,8 @@ const fn f(name: &'static str, unit: Unit, kind: FieldKind, definition: &'static
 }
 
 /// The values of one device.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[schemars(rename = "CopiesValues")]
 pub struct Values {
     /// Memcpy and memset rows kept.
     pub copies: i64,
@@ -545,7 +547,8 @@ pub struct Values {
 }
 
 /// One device among several.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[schemars(rename = "CopiesRow")]
 pub struct Row {
     /// The device.
     pub device: i64,

@@ -3,6 +3,7 @@
 //! Devices, streams, processes and the kernel time range per device, GPUs listed without
 //! kernels, and the expected devices that ran nothing. Reads the scan's inventory only.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::{
@@ -82,7 +83,8 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
 };
 
 /// The values: who ran, who was expected, and the trace's extent.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(rename = "CoverageValues")]
 pub struct Values {
     /// Devices with at least one kernel.
     pub devices_present: i64,
@@ -113,7 +115,8 @@ pub struct Values {
 }
 
 /// One device: the inventory the trace scan took.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(rename = "CoverageRow")]
 pub struct Row {
     /// Its inventory.
     #[serde(flatten)]

@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -114,7 +115,7 @@ struct Group {
 }
 
 /// The statistics of a group of kernels: all that pass the filter, or those of one name.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Stats {
     /// Kernels counted.
     pub count: i64,
@@ -133,7 +134,8 @@ pub struct Stats {
 }
 
 /// The values of the scope: every kernel that passes the filter.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(rename = "KernelsValues")]
 pub struct Values {
     /// Their statistics.
     #[serde(flatten)]
@@ -145,7 +147,8 @@ pub struct Values {
 }
 
 /// One name, among the largest totals.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(rename = "KernelsRow")]
 pub struct Row {
     /// The name, in the chosen style.
     pub name: String,

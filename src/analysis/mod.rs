@@ -19,6 +19,7 @@ pub mod values;
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -1114,7 +1115,7 @@ pub const INSTANCE: Param = Param {
 };
 
 /// Where a trace's evidence comes from: identity of the file.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct TraceRef {
     /// The path as given.
     pub path: String,
@@ -1147,7 +1148,7 @@ pub struct TraceRef {
 /// Where the tables of a trace read from a columnar folder come from: the folder, its layout
 /// and, for an extract, the file it was made from as the extract records it (the trace's
 /// sha256 is the extract's manifest's).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct ColumnarRef {
     /// `verdict-extract` or `nsys-parquetdir`.
     pub layout: String,
@@ -1288,7 +1289,7 @@ impl Context {
 }
 
 /// The tool that produced a piece of evidence.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
 pub struct ToolRef {
     /// Always `verdict`.
     pub name: String,
@@ -1315,7 +1316,7 @@ impl ToolRef {
 pub const BUILD_COMMIT: Option<&str> = option_env!("VERDICT_BUILD_COMMIT");
 
 /// The window of a piece of evidence.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct WindowInfo {
     /// `[a, b]` as requested, or null for the whole trace.
     pub requested_ns: Option<[i64; 2]>,
@@ -1327,7 +1328,7 @@ pub struct WindowInfo {
 }
 
 /// The population of a piece of evidence.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct ScopeInfo {
     /// The devices the values cover.
     pub devices: Vec<i64>,
@@ -1340,7 +1341,7 @@ pub struct ScopeInfo {
 }
 
 /// One piece of evidence: the JSON contract of `verdict query`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Evidence {
     /// The analysis name.
     pub analysis: String,
@@ -1372,7 +1373,7 @@ pub struct Evidence {
 }
 
 /// The values of one window of a set.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Sample {
     /// The window, `[start, end)` in ns.
     pub window_ns: [i64; 2],
@@ -1381,7 +1382,7 @@ pub struct Sample {
 }
 
 /// A disclosure: its i18n key and arguments, and the English text.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Note {
     /// The finding, renderable in any language.
     #[serde(flatten)]
@@ -1399,7 +1400,7 @@ pub struct Note {
 
 /// Evidence that would give a null field a value: an i18n key with arguments, and the
 /// English text.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Need {
     /// The finding, renderable in any language.
     #[serde(flatten)]

@@ -15,6 +15,7 @@
 //! difference of the init ends is the part of the first term that communicator set-up
 //! explains. Across nodes, each difference carries the nodes' clock synchronisation error.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::nccl_skew::{self, Skew};
@@ -436,7 +437,8 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
 }
 
 /// The values: the decomposition of one instance's start skew.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(rename = "NcclCallsValues")]
 pub struct Values {
     /// Ranks compared.
     pub ranks: i64,
@@ -465,7 +467,8 @@ pub struct Values {
 }
 
 /// One rank's side of the decomposed instance.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(rename = "NcclCallsRow")]
 pub struct Row {
     /// The rank.
     pub device: i64,

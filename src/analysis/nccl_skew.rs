@@ -13,6 +13,7 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -1025,7 +1026,8 @@ fn choose_rule(
 }
 
 /// Order statistics of a sample of differences (ns).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(rename = "SkewSpread")]
 pub struct Spread {
     /// The smallest.
     pub min: i64,
@@ -1046,7 +1048,8 @@ impl From<super::Quantiles> for Spread {
 /// The values of the ranks in scope. The quantities that compare ranks are absent over fewer
 /// than two ranks, without a matched instance, or when the matching in the window does not
 /// hold; a note says which.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
+#[schemars(rename = "NcclSkewValues")]
 pub struct Values {
     /// Ranks compared.
     pub ranks: i64,
@@ -1101,7 +1104,8 @@ pub struct Values {
 }
 
 /// One rank: its arrivals, waits and offsets over the instances it is a member of.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[schemars(rename = "NcclSkewRow")]
 pub struct Row {
     /// The rank.
     pub device: i64,

@@ -12,6 +12,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
 use regex::Regex;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use serde_json::json;
@@ -917,7 +918,7 @@ pub fn attribute(
 }
 
 /// Which timeline an NVTX window is read on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Timeline {
     /// The range's own start and end, on the CPU thread that recorded it.
@@ -943,7 +944,7 @@ pub struct GpuSource {
 /// A scope's window taken from NVTX ranges: `{nvtx: "step 4"}`, `{nvtx: "ProfilerStep#*",
 /// index: 5, on: gpu}`. The ranges are those of the processes that launched the scope's
 /// kernels; with several processes, the window spans the chosen range of each.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct NvtxWindow {
     /// The range name: exact, or a pattern where `*` stands for any text.
     pub name: String,
@@ -1027,7 +1028,7 @@ impl NvtxWindow {
 }
 
 /// Which of the matching ranges a window takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum IndexSel {
     /// One, from 0 in start order.
@@ -1474,7 +1475,8 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
 
 /// The values of the scope: the ranges that pass the filters, pooled, and the kernels
 /// attributed to them.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[schemars(rename = "NvtxValues")]
 pub struct Values {
     /// Ranges counted.
     pub ranges: u64,
@@ -1513,7 +1515,8 @@ pub struct Values {
 }
 
 /// One range name: its ranges and the kernels attributed to it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(rename = "NvtxRow")]
 pub struct Row {
     /// The name, after the normalisation rule.
     pub name: String,

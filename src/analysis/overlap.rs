@@ -6,6 +6,7 @@
 //! Reads the kernel scan only (start, end, deviceId, streamId, shortName).
 
 use rayon::prelude::*;
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::intervals::{intersection_length, length, union};
@@ -246,7 +247,8 @@ fn on_engine(
 
 /// The values of one device: the breakdown, and how much of its idle time had a copy in
 /// flight (absent when the trace has no copy table).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(rename = "OverlapValues")]
 pub struct Values {
     /// |C| - overlap.
     pub compute_only_ns: i64,
@@ -277,7 +279,8 @@ pub struct Values {
 }
 
 /// The values of one device among several.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(rename = "OverlapRow")]
 pub struct Row {
     /// The device.
     pub device: i64,

@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::{Context, Inventory, NvtxData, Table, TraceRef};
@@ -89,7 +90,7 @@ impl SetError {
 }
 
 /// How one file of a set was put on the set's clock.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Alignment {
     /// Already on the UTC-epoch clock (`--ts-normalize`): shifted by minus the set's origin.
@@ -104,7 +105,7 @@ pub enum Alignment {
 }
 
 /// A file of a set.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct SetFile {
     /// The path as given.
     pub path: String,
@@ -132,7 +133,7 @@ pub struct SetFile {
 }
 
 /// A rank of a set: one device of one file, with the processes that ran on it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct RankRef {
     /// Its number in the set, from 0: the devices with kernels of the first file (sorted), then
     /// the second's...; devices with copies but no kernel after all of them.
@@ -150,7 +151,7 @@ pub struct RankRef {
 }
 
 /// What a context over a set knows of its files and ranks.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct SetInfo {
     /// The files, in set order (sorted paths).
     pub files: Vec<SetFile>,

@@ -7,6 +7,7 @@
 //! formula names a field by its text, is [`Values::to_map`] and [`Rows::to_maps`]; the
 //! registry test checks every struct against the fields its analysis declares.
 
+use schemars::JsonSchema;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
@@ -15,7 +16,7 @@ use super::{
 };
 
 /// The values of one scope, by analysis.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum Values {
     /// `overlap`.
@@ -36,7 +37,7 @@ pub enum Values {
     Compare(Box<compare::Values>),
     /// One rank's row as the JSON contract has it, viewed as values where a claim binds that
     /// rank.
-    Map(Map<String, Value>),
+    Map(#[schemars(with = "RowView")] Map<String, Value>),
     /// A set of windows: every declared field null, since no single window stands for the
     /// set; its samples hold the values.
     Unset(AllNull),
@@ -56,8 +57,69 @@ impl Serialize for AllNull {
     }
 }
 
+/// What [`AllNull`]'s `Serialize` writes: for one analysis of the registry, every declared
+/// field and nothing else, each null.
+impl schemars::JsonSchema for AllNull {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "AllNull".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let per_analysis: Vec<Value> = super::ANALYSES
+            .iter()
+            .chain(super::DERIVED)
+            .map(|a| {
+                let names: Vec<&str> = a.fields.iter().map(|f| f.name).collect();
+                let props: Map<String, Value> = names
+                    .iter()
+                    .map(|n| (n.to_string(), serde_json::json!({ "type": "null" })))
+                    .collect();
+                serde_json::json!({
+                    "type": "object",
+                    "properties": props,
+                    "required": names,
+                    "additionalProperties": false,
+                })
+            })
+            .collect();
+        schemars::json_schema!({
+            "description": "Every declared field of one analysis, null: a set of windows, whose samples hold the values.",
+            "anyOf": per_analysis,
+        })
+    }
+}
+
+/// The schema of [`Values::Map`]: one row of [`Rows`], as its `Serialize` writes it.
+struct RowView;
+
+impl schemars::JsonSchema for RowView {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "RowView".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let rows = [
+            generator.subschema_for::<overlap::Row>(),
+            generator.subschema_for::<kernels::Row>(),
+            generator.subschema_for::<copies::Row>(),
+            generator.subschema_for::<nvtx::Row>(),
+            generator.subschema_for::<coverage::Row>(),
+            generator.subschema_for::<nccl_skew::Row>(),
+            generator.subschema_for::<nccl_calls::Row>(),
+        ];
+        schemars::json_schema!({
+            "description": "One row of the evidence (a rank's), viewed as the values of a claim that binds that rank.",
+            "anyOf": rows,
+        })
+    }
+}
+
 /// The rows of one piece of evidence (one per device, rank or name), by analysis.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum Rows {
     /// `overlap`, one per device.

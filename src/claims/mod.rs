@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::formula::{Expr, Rational};
@@ -28,7 +29,9 @@ pub const LANGUAGES: &[&str] = &["zh-TW", "en"];
 pub type Text = BTreeMap<String, String>;
 
 /// The four kinds of content, plus arithmetic that is checked but is never evidence.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
     /// What the trace shows directly.
@@ -67,7 +70,7 @@ impl Kind {
 }
 
 /// The unit a value is stated and shown in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, JsonSchema)]
 pub enum Unit {
     /// A share, shown as a percentage with one decimal; stored as a fraction.
     Percent,
@@ -165,7 +168,7 @@ impl fmt::Display for Unit {
 }
 
 /// A number as the author wrote it, with its unit and precision.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Quantity {
     /// The text as written.
     pub text: String,
@@ -205,7 +208,7 @@ pub fn approx_bounds(value: &Quantity, tolerance: &Quantity) -> Option<(Rational
 }
 
 /// What a claim speaks about, for gates R1-R4.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
 pub struct About {
     /// The window the claim speaks of, if it names one.
     pub window: Option<Window>,
@@ -224,7 +227,7 @@ pub struct About {
 }
 
 /// Who stated a number or chose a scope.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Who {
     /// The claim's source (the answer being audited).
@@ -235,7 +238,9 @@ pub enum Who {
 }
 
 /// The kind of work that collects the evidence an open part needs, cheapest first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Work {
     /// Read a configuration or a log.
@@ -265,7 +270,7 @@ impl Work {
 
 /// A step of work an open part needs: its kind, effort and size, as the claims file states
 /// them (a kind given alone takes the part's `effort` and no size).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Step {
     /// The kind of work.
     pub kind: Work,
@@ -284,7 +289,9 @@ pub struct Step {
 }
 
 /// An effort class, as the claims file states it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Effort {
     /// Minutes.
@@ -310,7 +317,7 @@ impl Effort {
 }
 
 /// Per device or summed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Per {
     /// One device's number.
@@ -320,7 +327,7 @@ pub enum Per {
 }
 
 /// What a claimed number measures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum QuantityKind {
     /// Wall-clock time (interval unions) or a share of it.
@@ -340,7 +347,7 @@ pub enum QuantityKind {
 }
 
 /// What a claimed share is a share of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Denominator {
     /// The window (one step, say): wall time.
@@ -358,7 +365,7 @@ pub enum Denominator {
 }
 
 /// A named scope: trace, window, devices, semantics.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Scope {
     /// Its name in the file.
     pub name: String,
@@ -378,7 +385,7 @@ pub struct Scope {
 }
 
 /// A declared trace.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct TraceDecl {
     /// Its name in the file.
     pub name: String,
@@ -415,7 +422,7 @@ pub struct TraceDecl {
 }
 
 /// A measurement a part binds to.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Measure {
     /// The analysis.
     pub analysis: String,
@@ -448,7 +455,7 @@ pub struct Measure {
 }
 
 /// How the values of a set of windows decide a part (`over:`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Over {
     /// The condition holds on every window.
@@ -483,7 +490,7 @@ impl Over {
 }
 
 /// Which per-rank rows a measure reads.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RankSel {
     /// One rank: by number, or by its label over a trace set (`host:pid/devN`).
@@ -493,7 +500,7 @@ pub enum RankSel {
 }
 
 /// How the per-rank values of `over_ranks:` decide the part.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Reduce {
     /// The condition holds on every rank.
@@ -525,7 +532,7 @@ impl Reduce {
 
 /// A `compare` measure: side A (the measure's scope) against side B (`versus`), on one metric
 /// of another analysis.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Compare {
     /// The analysis each side runs.
     pub of: String,
@@ -576,7 +583,7 @@ impl Compare {
 
 /// What was changed between the two sides of a comparison, what was held fixed, and what
 /// the author expects: what lets a comparison decide a causal part.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Experiment {
     /// What was changed.
     pub changed: Option<Text>,
@@ -592,7 +599,7 @@ pub struct Experiment {
 }
 
 /// The direction of an expected change, B against A.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Direction {
     /// B below A.
@@ -619,7 +626,7 @@ pub const HELD: &[&str] = &[
 ];
 
 /// A condition on a measured value (in the unit's stored base).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub enum Condition {
     /// lo <= v <= hi.
     Between(Quantity, Quantity),
@@ -638,7 +645,7 @@ pub enum Condition {
 }
 
 /// One part of a claim.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Part {
     /// Id, unique within the claim.
     pub id: String,
@@ -691,7 +698,7 @@ pub struct Part {
 }
 
 /// A claim.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Claim {
     /// Id, unique in the file.
     pub id: String,
@@ -715,7 +722,7 @@ pub struct Claim {
 }
 
 /// A source of claims.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Source {
     /// Id.
     pub id: String,
@@ -726,7 +733,7 @@ pub struct Source {
 }
 
 /// Report metadata.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Report {
     /// Id, used in output file names.
     pub id: String,
@@ -747,7 +754,7 @@ pub struct Report {
 }
 
 /// The reviewer's R6 judgement for the whole audit.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
 pub struct Review {
     /// The R6 note.
     pub r6: Option<Text>,
@@ -760,7 +767,7 @@ pub struct Review {
 }
 
 /// A validated claims file.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct ClaimSet {
     /// The file, as given.
     pub file: String,

@@ -6,6 +6,7 @@
 //! `{claim/part:value}`, `{claim/part:spread}`), so that no number of the post is typed by
 //! hand; the prompt is verbatim and never filled. Paragraphs are separated by a blank line.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_saphyr::Spanned;
 
@@ -133,7 +134,7 @@ pub struct RawMisreading {
 }
 
 /// A validated `narrative:`.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
 pub struct Narrative {
     /// The opening.
     pub opening: Option<Text>,
@@ -174,7 +175,7 @@ pub struct Narrative {
 }
 
 /// The run's conditions.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
 pub struct Conditions {
     /// The source id.
     pub source: Option<String>,
@@ -199,7 +200,7 @@ pub struct Conditions {
 }
 
 /// One claim's prose.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct ClaimNarrative {
     /// The claim id.
     pub claim: String,
@@ -214,7 +215,7 @@ pub struct ClaimNarrative {
 }
 
 /// The two-denominators section.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Denominators {
     /// Heading.
     pub title: Option<Text>,
@@ -227,7 +228,7 @@ pub struct Denominators {
 }
 
 /// An author's misreading.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Misreading {
     /// Lead.
     pub title: Text,

@@ -30,6 +30,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let langs = (!args.languages.is_empty()).then_some(args.languages.as_slice());
             print_json(&match args.what.as_str() {
                 "eval" => crate::claims::schema::eval_schema(langs),
+                "evidence" => crate::audit::evidence_schema(),
                 _ => crate::claims::schema::claims_schema(langs),
             })?;
             Ok(std::process::ExitCode::SUCCESS)

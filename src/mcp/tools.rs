@@ -146,11 +146,11 @@ fn tools() -> &'static [Tool] {
             },
             Tool {
                 name: "schema",
-                title: "JSON Schema of claims or eval files",
-                description: "The JSON Schema of claims files (`what: claims`) or eval files (`what: eval`), as `verdict schema` prints it; with `languages`, every text must be given in each of them.".into(),
+                title: "JSON Schema of claims or eval files, or of the evidence",
+                description: "The JSON Schema of claims files (`what: claims`), eval files (`what: eval`) or the evidence ledger that `check` returns (`what: evidence`), as `verdict schema` prints it; with `languages`, every text of a claims or eval file must be given in each of them.".into(),
                 input: object(
                     &[
-                        ("what", json!({"type": "string", "enum": ["claims", "eval"], "description": "Which format"})),
+                        ("what", json!({"type": "string", "enum": ["claims", "eval", "evidence"], "description": "Which format"})),
                         ("languages", json!({"type": "array", "items": {"type": "string", "enum": crate::claims::LANGUAGES}, "description": "Languages every text must be given in"})),
                     ],
                     &["what"],
@@ -159,7 +159,7 @@ fn tools() -> &'static [Tool] {
                     "type": "object",
                     "required": ["what", "schema"],
                     "properties": {
-                        "what": {"type": "string", "enum": ["claims", "eval"]},
+                        "what": {"type": "string", "enum": ["claims", "eval", "evidence"]},
                         "schema": {"type": "object"},
                     },
                 }),
@@ -761,10 +761,16 @@ fn schema(a: &Map<String, Value>, _: &Roots) -> Result<Output, ToolError> {
     let langs = (!langs.is_empty()).then_some(langs.as_slice());
     let schema = match what {
         "eval" => crate::claims::schema::eval_schema(langs),
+        "evidence" => crate::audit::evidence_schema(),
         _ => crate::claims::schema::claims_schema(langs),
     };
+    let of = if what == "evidence" {
+        "the evidence ledger".to_string()
+    } else {
+        format!("{what} files")
+    };
     Ok(Output {
-        summary: format!("the JSON Schema of {what} files (`schema`)"),
+        summary: format!("the JSON Schema of {of} (`schema`)"),
         structured: json!({"what": what, "schema": schema}),
         failed: false,
     })

@@ -221,6 +221,32 @@ impl Serialize for CopyKind {
     }
 }
 
+/// What [`CopyKind`]'s `Serialize` writes: a named kind (`HtoD`, ..., `memset`), or
+/// `unknown_N` for an unnamed `copyKind` code N.
+impl schemars::JsonSchema for CopyKind {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "CopyKind".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        // Every named kind: the codes nsys names, then memset.
+        let named: Vec<&str> = BUILT_IN_LABELS
+            .iter()
+            .map(|(code, _)| CopyKind::from_code(*code))
+            .chain([CopyKind::Memset])
+            .filter(|k| !matches!(k, CopyKind::Unknown(_)))
+            .map(CopyKind::as_str)
+            .collect();
+        schemars::json_schema!({
+            "description": "The kind of copy: a named kind, or `unknown_N` for an unnamed `copyKind` code N.",
+            "anyOf": [
+                { "type": "string", "enum": named },
+                { "type": "string", "pattern": "^unknown_-?[0-9]+$" }
+            ]
+        })
+    }
+}
+
 /// Where the `copyKind` labels come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -27,6 +27,7 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags};
+use schemars::JsonSchema;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
@@ -751,7 +752,7 @@ impl Inventory {
 }
 
 /// One device's kernels.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct DeviceInventory {
     /// nsys `deviceId`.
     pub device: i64,
@@ -803,7 +804,7 @@ impl DeviceInventory {
 }
 
 /// A GPU row of `TARGET_INFO_GPU`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct ListedGpu {
     /// `id` (= activity `deviceId`).
     pub id: i64,

@@ -8,12 +8,13 @@
 
 use std::collections::BTreeSet;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{Kernels, NameStyle, Trace, TraceError, names, quote_ident};
 
 /// One GPU listed in `TARGET_INFO_GPU`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct RunGpu {
     /// `id` (= the activity tables' `deviceId`).
     pub id: i64,
@@ -24,7 +25,7 @@ pub struct RunGpu {
 }
 
 /// What one trace file's metadata says about the run it captured.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct RunInfo {
     /// `EXPORT_PRODUCT_VERSION` of the export metadata.
     pub nsys_version: Option<String>,
@@ -203,7 +204,7 @@ fn cuda_version(v: &str) -> String {
 
 /// One side of a comparison as the experiment check reads it: the run metadata of its
 /// file(s), and what its devices ran.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SideRun {
     /// The run metadata of each file of the side's trace (one, or one per file of a set);
     /// None for a file whose metadata could not be read.

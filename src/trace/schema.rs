@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use rusqlite::Connection;
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::TraceError;
@@ -152,7 +153,7 @@ impl Source {
 }
 
 /// Where a trace comes from, as its export metadata says.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, JsonSchema)]
 pub struct Origin {
     /// `DERIVED_BY`: set by tools that make synthetic or derived traces.
     #[serde(skip_serializing_if = "Option::is_none")]

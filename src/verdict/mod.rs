@@ -11,6 +11,7 @@ mod rules;
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::analysis::Evidence;
@@ -28,7 +29,7 @@ pub use rules::{compare_interval, judge, show};
 pub use crate::i18n::Finding;
 
 /// The outcome of one gate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum GateStatus {
     /// Comparable.
@@ -40,7 +41,7 @@ pub enum GateStatus {
 }
 
 /// One gate's result.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Gate {
     /// `R1`..`R4`.
     pub gate: &'static str,
@@ -51,7 +52,7 @@ pub struct Gate {
 }
 
 /// The verdict of a claim.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// Evidence of the claim's own kind, comparable scope, condition satisfied.
@@ -85,7 +86,7 @@ impl Verdict {
 }
 
 /// The outcome of one part.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PartOutcome {
     /// Gates pass and the condition holds.
@@ -127,7 +128,7 @@ impl PartOutcome {
 }
 
 /// A formula with its values.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct FormulaResult {
     /// As written.
     pub symbolic: String,
@@ -147,7 +148,7 @@ pub struct FormulaResult {
 }
 
 /// The author's stated number against the measured one.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct SaysCheck {
     /// As written.
     pub stated: String,
@@ -158,7 +159,7 @@ pub struct SaysCheck {
 }
 
 /// A condition and whether it held.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct ConditionResult {
     /// The condition, in words (i18n finding).
     pub finding: Finding,
@@ -167,7 +168,7 @@ pub struct ConditionResult {
 }
 
 /// One part's result.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct PartResult {
     /// Part id.
     pub id: String,
@@ -199,7 +200,7 @@ pub struct PartResult {
 }
 
 /// One claim's result.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct ClaimResult {
     /// Claim id.
     pub id: String,
@@ -219,7 +220,7 @@ pub struct ClaimResult {
 }
 
 /// The audit's summary.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Summary {
     /// Claims per verdict key.
     pub counts: BTreeMap<String, usize>,

@@ -136,7 +136,7 @@ async def main(mode, protocol):
         check(len(r.structured_content["results"]) == 5, "inline document")
 
         # schema: each one a valid JSON Schema; the day26 file is not checked by it (YAML).
-        for what in ["claims", "eval"]:
+        for what in ["claims", "eval", "evidence"]:
             r = await call("schema", {"what": what})
             jsonschema.Draft202012Validator.check_schema(r.structured_content["schema"])
 

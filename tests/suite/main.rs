@@ -25,6 +25,7 @@ mod engines;
 mod escaping;
 mod eval;
 mod evidence_contract;
+mod evidence_schema;
 mod experiment;
 mod extract;
 mod fuzz;
