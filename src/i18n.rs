@@ -179,6 +179,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_legend_line_never_repeats_its_label() {
+        // The legend prints `label: text`; a text opening with its label reads twice
+        // (「因果主張：因果主張；…」).
+        for lang in ["en", "zh-TW"] {
+            let t = Strings::load(lang).unwrap();
+            for kind in ["observation", "interpretation", "causal", "action", "arithmetic"] {
+                let label = t.get(&format!("kind.{kind}")).unwrap().to_lowercase();
+                let text = t.get(&format!("legend.{kind}")).unwrap().to_lowercase();
+                assert!(!text.starts_with(&label), "{lang} {kind}: {label} / {text}");
+                let article = ["a ", "an ", "the "].iter().find_map(|a| text.strip_prefix(a));
+                assert!(!article.is_some_and(|t| t.starts_with(&label)), "{lang} {kind}: {text}");
+            }
+        }
+    }
+
+    #[test]
     fn both_languages_have_the_same_keys() {
         let en = Strings::load("en").unwrap();
         let zh = Strings::load("zh-TW").unwrap();

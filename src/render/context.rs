@@ -2020,9 +2020,33 @@ fn provenance_ctx(s: &Inputs) -> Result<Vec<ProvenanceCtx>, String> {
                         .map(move |p| format!("{}/{}", r.id, p.id))
                 })
                 .collect();
+            // A comparison's side (or run, or device) query is read by the comparison's part.
+            let sides: Vec<String> = a
+                .claims
+                .claims
+                .iter()
+                .flat_map(|c| {
+                    c.parts
+                        .iter()
+                        .filter(|p| {
+                            p.measure.as_ref().and_then(|m| m.compare.as_ref()).is_some_and(|cm| {
+                                cm.queries()
+                                    .into_iter()
+                                    .any(|q| crate::verdict::query_key(&a.claims, q) == e.key)
+                            })
+                        })
+                        .map(move |p| format!("{}/{}", c.id, p.id))
+                })
+                .collect();
+            let parts = match (parts.is_empty(), sides.is_empty()) {
+                (false, _) | (true, true) => parts.join(", "),
+                (true, false) => {
+                    t.format("ui.parts_compare_side", &args([("parts", sides.join(", "))]))?
+                }
+            };
             Ok(ProvenanceCtx {
                 command: super::shell::layout(&e.argv, super::shell::REPORT_WIDTH),
-                parts: parts.join(", "),
+                parts,
                 details: e
                     .evidence
                     .as_ref()

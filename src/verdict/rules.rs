@@ -36,7 +36,7 @@ pub fn show_at(v: Rational, unit: Unit, places: u32) -> String {
         Unit::Ns => format!("{} ns", d(num, den)),
         Unit::S => format!("{} s", d(num, v.den.checked_mul(1_000_000_000))),
         Unit::Count => d(num, den),
-        Unit::Times => format!("{}x", d(num, den)),
+        Unit::Times => format!("{}×", d(num, den)),
         Unit::Ratio => d(num, den),
         Unit::Bytes => format!("{} B", d(num, den)),
         Unit::GigabytesPerSecond => format!("{} GB/s", d(num, den)),

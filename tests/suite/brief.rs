@@ -45,10 +45,10 @@ fn page_one_answers_with_scope_and_bound_and_names_its_sources() {
     assert!(page1.contains(
         "**Answer**: About a sixth, not a majority: exposed NCCL is 17.8% (device 4, window \
          39.964–46.123 s) of step time, 13.1% to 20.7% across devices 1-7, inside the answer's \
-         10-30%; removing all of it would make throughput at most 1.216x faster"
+         10-30%; removing all of it would make throughput at most 1.216× faster"
     ));
     // The bound with its formula and caveat: 1 / (1 - 1,094.74 / 6,155.75) = 1.216.
-    assert!(page1.contains("**The number to act on**: **1.216x**"), "{page1}");
+    assert!(page1.contains("**The number to act on**: **1.216×**"), "{page1}");
     assert!(page1.contains("Caveat: an upper bound only if all of it lies on the critical path"));
     // One decision, derived from the open items' steps in the claims file: one step per kind
     // of work, cheapest first (minutes, then hours in the order config < analysis < capture

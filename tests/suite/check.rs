@@ -330,7 +330,7 @@ fn day26_other_numbers_are_exact_against_sql() {
     let (sn, sd) = exact(part(&a, "exposed-comm", "share"));
     let bound = part(&a, "exposed-comm", "ideal-bound");
     assert_exact(bound, sd, sd - sn);
-    assert_eq!(bound["formula"]["display"], "1.216x");
+    assert_eq!(bound["formula"]["display"], "1.216×");
     assert_eq!(bound["outcome"], "holds");
 }
 
@@ -342,13 +342,15 @@ fn day26_states_the_articles_numbers_and_they_all_match() {
         ("exposed-comm", "share", "17.8%"),
         ("exposed-comm", "hidden", "39.3%"),
         ("exposed-comm", "identity", "6,155.75 ms"),
-        ("exposed-comm", "ideal-bound", "1.216x"),
+        ("exposed-comm", "ideal-bound", "1.216×"),
         ("flash-attention", "ran", "140"),
         ("rank-wait", "skew", "28.3%"),
     ] {
         let r = part(&a, c, p);
         assert_eq!(r["formula"]["display"], shown, "{c}/{p} display");
-        assert_eq!(r["says"]["stated"], shown, "{c}/{p} states the article's number");
+        // The article writes a multiplier with the letter x; the tool shows it with ×.
+        let stated = if shown.ends_with('×') { shown.replace('×', "x") } else { shown.into() };
+        assert_eq!(r["says"]["stated"], stated, "{c}/{p} states the article's number");
         assert_eq!(r["says"]["measured"], shown, "{c}/{p} measured at the stated precision");
         assert_eq!(r["says"]["matches"], true, "{c}/{p} matches");
     }
@@ -495,7 +497,7 @@ fn day26_human_output_has_the_verdict_table() {
     let evidence = |id: &str| &rows[expected.iter().position(|(i, _)| *i == id).unwrap()][1];
     assert!(evidence("exposed-comm").contains("share: 1,094.74 / 6,155.75 ms = 17.8%"));
     assert!(evidence("exposed-comm").contains("709.19 / (1,094.74 + 709.19) ms = 39.3%"));
-    assert!(evidence("exposed-comm").contains("= 1.216x (arithmetic)"));
+    assert!(evidence("exposed-comm").contains("= 1.216× (arithmetic)"));
     assert!(evidence("flash-attention").contains("ran: 140"));
     assert!(evidence("recompute").contains("30 / (100 + 30) = 23.1% (arithmetic)"));
     assert!(evidence("rank-wait").contains("skew: 21,078.72 / 74,483.12 ms = 28.3%"));

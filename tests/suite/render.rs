@@ -94,7 +94,7 @@ fn markdown_holds_the_article_s_table() {
         "28.3%",
         "30 / (100 + 30)",
         "23.1%",
-        "1.216x",
+        "1.216×",
     ] {
         assert!(zh.contains(needle) && en.contains(needle), "missing {needle}");
     }
@@ -326,7 +326,7 @@ fn pdf_holds_chinese_verdicts_and_numbers() {
         assert!(std::fs::read(&pdf).unwrap().starts_with(b"%PDF"));
         let text = Command::new("pdftotext").args(["-layout"]).arg(&pdf).arg("-").output().unwrap();
         let text = String::from_utf8_lossy(&text.stdout).to_string();
-        for n in ["17.8%", "1,094.74", "6,155.75", "39.3%", "28.3%", "23.1%", "1.216x"] {
+        for n in ["17.8%", "1,094.74", "6,155.75", "39.3%", "28.3%", "23.1%", "1.216×"] {
             assert!(text.contains(n), "{lang} PDF lacks {n}");
         }
         if lang == "zh-TW" {
@@ -368,7 +368,7 @@ fn pdf_page_one_is_the_decision_brief() {
                 "Answer",
                 "About a sixth, not a majority",
                 "The number to act on",
-                "1.216x",
+                "1.216×",
                 "Decision requested",
                 "Approve, cheapest first (budget: 21 runs, 82 GPU-hours)",
                 "1. read a config (minutes): decides whether recompute is a candidate at all",
@@ -384,7 +384,7 @@ fn pdf_page_one_is_the_decision_brief() {
                 "結論",
                 "約六分之一，不是多數",
                 "決策時該看的數字",
-                "1.216x",
+                "1.216×",
                 "需要拍板的事",
                 "請依成本由低到高核准（預算合計：21 次執行、82 GPU 小時）",
                 "讀設定檔（幾分鐘）：用來決定 recompute 是否值得當成候選原因",

@@ -382,3 +382,27 @@ fn origins_say_slice_synthetic_or_nothing_as_the_metadata_says() {
     );
     assert!(!notices.iter().any(|n| n.contains("trace plain")), "{notices:?}");
 }
+
+/// Every reproducing command in a committed report says which parts it gives numbers to: a
+/// comparison's side queries name the comparison that reads them, never an empty "parts:".
+#[test]
+fn every_reproducing_command_names_the_parts_that_read_it() {
+    let mut read = 0;
+    for entry in std::fs::read_dir(util::manifest_dir().join("out")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if !name.ends_with(".md") || name.contains(".blog.") || name.contains(".brief.") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            for label in ["parts:", "對應的部分："] {
+                if let Some(rest) = line.strip_prefix(label) {
+                    read += 1;
+                    assert!(!rest.trim().is_empty(), "{name}:{}: an empty `{label}` line", i + 1);
+                }
+            }
+        }
+    }
+    assert!(read > 50, "{read} command lines read");
+}

@@ -328,8 +328,8 @@ fn arithmetic_that_does_not_hold_refutes_nothing_but_fails_strict() {
     let a = case.json();
     let b = part(&a, "bound", "bound");
     assert_eq!(b["outcome"], "does_not_hold");
-    assert_eq!(b["says"]["measured"], "1.2x", "measured at the stated precision");
-    assert_eq!(b["formula"]["display"], "1.216x");
+    assert_eq!(b["says"]["measured"], "1.2×", "measured at the stated precision");
+    assert_eq!(b["formula"]["display"], "1.216×");
     assert_eq!(verdict(&a, "bound"), "supported");
     assert_eq!(a["summary"]["arithmetic_failures"], 1);
     assert_eq!(case.run(&["--strict"]).0, Some(1));

@@ -132,7 +132,7 @@ const B_FILL: &str = "#fd8d3c";
 /// read against the whole value, which is how a duration should be read, so that a 1% change
 /// does not look like a halving. Without it the axis spans only the values, which shows the
 /// spread of each side when the difference is small next to the values; the chart then says
-/// that its axis does not start at 0, and the caption must say so too: that is the caller's.
+/// that 0 is not on its axis, and the caption must say so too: that is the caller's.
 ///
 /// A side without samples means no comparison: the chart says "no data".
 pub fn ab_chart(a: &AbSide, b: &AbSide, unit: AbUnit, zero_based: bool, l: &AbLabels) -> String {
@@ -195,7 +195,10 @@ pub fn ab_chart_quoting(
         x = f2(PLOT_X + 14.0),
     );
     text(&mut out, PLOT_X + 22.0, baseline(13.0, 11.0), "start", 11.0, PLAIN, &l.encoding);
-    if span.lo != 0 {
+    // Said only when 0 is off the axis: an axis from below 0 (a negative difference) still
+    // reads every value against 0.
+    let hi = span.lo.saturating_add(span.step.saturating_mul(span.n));
+    if span.lo > 0 || hi < 0 {
         text(&mut out, PLOT_X + PLOT_W, baseline(13.0, 11.0), "end", 11.0, PLAIN, &l.zoomed);
     }
 
@@ -539,7 +542,7 @@ pub(super) mod tests {
             assert!(svg.contains(&format!(">{t}</text>")), "tick {t}");
         }
         assert!(svg.contains(">value of each sample (ms)</text>"));
-        assert!(!svg.contains("does not start at 0"));
+        assert!(!svg.contains("0 is not on the axis"));
         // The arrowhead points from A's median to B's: left.
         assert!(svg.contains("<polygon points=\"408.00,96.00 414.00,92.00 414.00,100.00\""));
     }
@@ -588,8 +591,19 @@ pub(super) mod tests {
         assert_eq!(Span::new((8 * MS).into(), (14 * MS).into(), 10_000).lo, (8 * MS).into());
         assert_eq!(attr_of(&svg, "class=\"median-a\"", "x1"), 418.67);
         assert_eq!(attr_of(&svg, "class=\"median-b\"", "x1"), 194.67);
-        assert!(svg.contains(">the axis does not start at 0</text>"));
+        assert!(svg.contains(">0 is not on the axis</text>"));
         assert!(svg.contains(">8</text>") && !svg.contains(">0</text>"));
+    }
+
+    #[test]
+    fn an_axis_from_below_0_still_holds_0_and_says_nothing_of_a_zoom() {
+        // B falls below 0 (a difference of shares, say): the axis runs from -4 to 14 ms, 0 on
+        // it, as the caption of a chart from 0 says.
+        let (a, b) = (side("A: before", &[10, 12, 14], 12), side("B: after", &[-4, -2, 0], -2));
+        let svg = ab_chart(&a, &b, AbUnit::Ns, true, &labels("en"));
+        parse(&svg);
+        assert!(svg.contains(">0</text>"), "{svg}");
+        assert!(!svg.contains("0 is not on the axis"), "{svg}");
     }
 
     #[test]
@@ -681,7 +695,7 @@ pub(super) mod tests {
         parse(&svg);
         for label in [
             "點＝一個樣本，直線＝中位數",
-            "座標軸不從 0 開始",
+            "座標軸上沒有 0",
             "中位數 12.00 ms",
             "-3.00 ms（0.75×）",
             "3 個樣本",
