@@ -111,6 +111,15 @@ pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
     if let Some(why) = &rendered.pdf_skipped {
         eprintln!("warning: {}\n  hint: {}", why.message, why.hint);
     }
+    // A blog built from the claims alone is written, and said to be one.
+    if args.profile.contains(&crate::render::report::Profile::Blog)
+        && audit.claims.narrative.is_none()
+    {
+        eprintln!(
+            "warning: report `{}` has no `narrative:` block: its blog opens on the question, the answer and the tally, and tells the claims without the author's paragraphs\n  hint: add a `narrative:` block to the claims file (docs/claims.md, section \"The narrative of a post\") for the post's own opening, setup and closing",
+            audit.claims.report.id
+        );
+    }
     // A signal during the moves is answered now that the set is whole.
     if let Some(sig) = opts.interrupt.signal() {
         return Ok(end_by(sig));

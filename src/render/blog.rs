@@ -30,6 +30,8 @@ pub struct BlogCtx {
     pub origins: Vec<String>,
     /// The prompt, verbatim.
     pub prompt: Option<String>,
+    /// The heading over the claims: what the model answered, or what its sources claimed.
+    pub answer_heading: String,
     /// Why the setup carries its name.
     pub naming: Vec<String>,
     /// What kind of study this is.
@@ -237,6 +239,14 @@ pub fn build(a: &Audit, t: &Strings, ctx: &RenderContext) -> Result<BlogCtx, Str
 
     let mut out = BlogCtx { opening: fill(&n.opening)?, ..BlogCtx::default() };
     if out.opening.is_empty() {
+        // Without the author's opening, a post still opens on its question and its answer,
+        // then the tally: never on the tally alone.
+        if let Some(q) = get(&a.claims.report.question) {
+            out.opening.push(q);
+        }
+        if !ctx.brief.answer.trim().is_empty() {
+            out.opening.push(forms(&ctx.brief.answer, lang));
+        }
         let mut s = ctx.summary.counts_line.clone();
         s += t.get("ui.sentence_end")?;
         if let Some(o) = &ctx.summary.open_line {
@@ -244,6 +254,15 @@ pub fn build(a: &Audit, t: &Strings, ctx: &RenderContext) -> Result<BlogCtx, Str
         }
         out.opening.push(s.trim().to_string());
     }
+    // Who answered: a model when the post quotes its prompt, else the claims' sources.
+    out.answer_heading = match (&n.prompt, a.claims.sources.as_slice()) {
+        (Some(_), _) => t.get("blog.h.answer")?.to_string(),
+        (None, [one]) => t.format(
+            "blog.h.claimed_by",
+            &args([("source", one.label.get(lang).cloned().unwrap_or_else(|| one.id.clone()))]),
+        )?,
+        (None, _) => t.get("blog.h.claimed")?.to_string(),
+    };
 
     // The conditions, and what the evidence covers.
     out.conditions = conditions(a, t, n, ctx)?;

@@ -580,3 +580,42 @@ fn narrative_faults_are_located_with_a_hint_and_exit_2() {
     assert_eq!(r.status.code(), Some(2));
     assert!(!out_dir.exists() || std::fs::read_dir(&out_dir).unwrap().next().is_none());
 }
+
+/// Without a `narrative:` block the blog is still a post: it opens on the report's question and
+/// its answer before the tally, its heading over the claims names who made them (the one
+/// source's label; a model only when a prompt is quoted), and `render` warns that the post is
+/// built from the claims alone.
+#[test]
+fn a_blog_without_a_narrative_opens_on_its_question_and_names_who_claimed() {
+    let claims = "claims/mfu-2gpu-ab.yaml";
+    let set = verdict::claims::load(&util::manifest_dir().join(claims)).unwrap();
+    assert!(set.narrative.is_none() && set.sources.len() == 1);
+    let dir = tempfile::tempdir().unwrap();
+    let o = util::verdict()
+        .current_dir(util::manifest_dir())
+        .args(["render", claims, "--profile", "blog", "--format", "md", "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("warning: report `mfu-2gpu-ab` has no `narrative:` block"), "{err}");
+    for lang in ["en", "zh-TW"] {
+        let md = std::fs::read_to_string(dir.path().join(format!("mfu-2gpu-ab.{lang}.blog.md")))
+            .unwrap();
+        let paragraphs: Vec<&str> =
+            md.split("\n\n").map(str::trim).filter(|p| !p.starts_with('#')).collect();
+        let question = set.report.question.as_ref().unwrap()[lang].clone();
+        assert_eq!(paragraphs[0], question, "{lang}: the post opens on its question");
+        // The answer, its placeholders filled: the author's words around them are there.
+        let answer = &set.report.answer.as_ref().unwrap()[lang];
+        let lead: String = answer.chars().take_while(|c| *c != '{').collect();
+        assert!(paragraphs[1].starts_with(lead.trim_end()), "{lang}: {}", paragraphs[1]);
+        let source = &set.sources[0].label[lang];
+        let heading = md.lines().find(|l| l.starts_with("## ")).unwrap();
+        assert!(heading.contains(source.as_str()), "{lang}: {heading}");
+        assert!(!md.contains("What the model answered") && !md.contains("模型怎麼回答"), "{lang}");
+    }
+    // The post that quotes a prompt keeps its model.
+    assert!(blog("en").contains("## What the model answered"));
+}
