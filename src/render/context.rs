@@ -1149,8 +1149,14 @@ fn what_would_decide<'a>(
         }
     }
     if out.is_empty() {
-        // Open parts that name no evidence still say why they are open.
-        out.push(t.finding(&r.reason)?);
+        // Open parts that name no evidence still say why they are open: a comparison says what
+        // it could not decide (one capture per side, too few samples, an undeclared control),
+        // which is more than the claim's "cannot be answered".
+        let principal = r.parts.iter().find(|p| p.id == r.principal);
+        match principal.filter(|p| p.reason.key.starts_with("part.compare_")) {
+            Some(p) => out.push(t.finding(&p.reason)?),
+            None => out.push(t.finding(&r.reason)?),
+        }
     }
     let mut seen = std::collections::BTreeSet::new();
     out.retain(|s| seen.insert(s.clone()));

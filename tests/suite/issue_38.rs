@@ -365,3 +365,50 @@ fn bytes_and_a_bandwidth_are_quantities_in_their_own_units() {
         "{text}"
     );
 }
+
+/// The mfu A/B example says what its comparisons can and cannot decide: each open item of a
+/// capped comparison is the comparison's own reason (an undeclared control rules a cause out
+/// no more than it shows one), and the refuting direction it quotes is the one that lies
+/// against the claim: for "exposed NCCL fell", an interval above 0 (device 1's rise), never
+/// device 0's fall, which agrees with the claim.
+#[test]
+fn the_mfu_example_says_what_its_comparisons_cannot_decide() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_in(
+        None,
+        &[
+            "render",
+            "claims/mfu-2gpu-ab.yaml",
+            "--format",
+            "md",
+            "--lang",
+            "en",
+            "--out",
+            s(dir.path()),
+        ],
+    );
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let md = std::fs::read_to_string(dir.path().join("mfu-2gpu-ab.en.md")).unwrap();
+    let open = md.split("## Open items").nth(1).unwrap().split("\n## ").next().unwrap();
+    let item = |lead: &str| -> String {
+        open.lines().find(|l| l.contains(lead)).unwrap_or_else(|| panic!("{lead}: {open}")).into()
+    };
+    for lead in ["the optimisation cut GPU idle time", "the optimisation reduced exposed NCCL"] {
+        let line = item(lead);
+        assert!(line.contains("(unverifiable)"), "{line}");
+        assert!(line.contains("cannot rule it out"), "{line}");
+        assert!(line.contains("an observation, not a verdict"), "{line}");
+        assert!(!line.contains("cannot be answered by this evidence"), "{line}");
+    }
+    // The interval quoted against "reduced" lies above 0 on both ends.
+    let line = item("the optimisation reduced exposed NCCL");
+    let interval = line.split("the interval of the difference (").nth(1).unwrap();
+    let interval = interval.split(';').next().unwrap();
+    let ends: Vec<f64> =
+        interval.split(" to ").map(|e| e.trim().trim_end_matches(" pp").parse().unwrap()).collect();
+    assert!(ends.len() == 2 && ends[0] > 0.0 && ends[1] > 0.0, "{interval}");
+    // The claim's section carries the same reason under its comparison.
+    let section = md.split("### the optimisation cut GPU idle time").nth(1).unwrap();
+    let section = section.split("\n### ").next().unwrap();
+    assert!(section.contains("an observation, not a verdict"), "{section}");
+}
