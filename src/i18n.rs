@@ -28,6 +28,15 @@ impl Finding {
         }
     }
 
+    /// Adds an author's text as an argument in every language it is given in: `name@LANG`,
+    /// shown as `{name}` in that language.
+    pub fn with_text(mut self, name: &str, text: &BTreeMap<String, String>) -> Finding {
+        for (lang, v) in text {
+            self.args.insert(format!("{name}@{lang}"), v.clone());
+        }
+        self
+    }
+
     /// The finding in English, for JSON and terminals.
     pub fn english(&self) -> String {
         self.in_language("en").unwrap_or_else(|| self.key.clone())
@@ -153,15 +162,22 @@ impl Strings {
 
     /// A finding in this language; quantity keys in arguments are translated too.
     pub fn finding(&self, f: &Finding) -> Result<String, String> {
-        let args: BTreeMap<String, String> = f
+        let mut args: BTreeMap<String, String> = f
             .args
             .iter()
             .map(|(k, v)| {
                 // Quantity and statistic names are keys themselves; everything else is shown
                 // as given.
                 let key = match k.as_str() {
-                    "claim" | "evidence" | "denominator" => Some(format!("q.{v}")),
+                    "claim" | "evidence" | "denominator" | "of_kind" | "to_kind" => {
+                        Some(format!("q.{v}"))
+                    }
                     "stat" => Some(format!("q.stat.{v}")),
+                    "over" | "of_over" | "to_over" => Some(format!("q.over.{v}")),
+                    // A side of a ratio with no window covers the whole trace.
+                    "window" | "of_window" | "to_window" if v == "whole_trace" => {
+                        Some("ui.whole_trace".to_string())
+                    }
                     _ => None,
                 };
                 let t =
@@ -169,6 +185,17 @@ impl Strings {
                 (k.clone(), t)
             })
             .collect();
+        // An author's text given per language (`reason@en`, `reason@zh-TW`, see
+        // [`Finding::with_text`]) is shown in this language as `reason`.
+        let own: Vec<(String, String)> = f
+            .args
+            .iter()
+            .filter_map(|(k, v)| {
+                let (name, lang) = k.split_once('@')?;
+                (lang == self.lang).then(|| (name.to_string(), v.clone()))
+            })
+            .collect();
+        args.extend(own);
         self.format(&f.key, &args)
     }
 }
