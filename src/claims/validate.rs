@@ -1010,8 +1010,8 @@ fn part(
         if rp.measure.is_none() && rp.ratio.is_none() {
             c.err(
                 at(cond),
-                format!("{what}: a condition needs a `measure` (or a `ratio`) to apply to"),
-                Some("add a `measure` to the part, or drop the condition".into()),
+                format!("{what}: a condition needs a `measure` to apply to"),
+                Some("add a `measure` (or a `ratio` of two measured parts) to the part, or drop the condition".into()),
             );
         }
         condition(c, cond, unit.unwrap_or(Unit::Count), &what)

@@ -239,15 +239,6 @@ fn ratio_part(
         r.reason = Finding::new("part.ratio_unmeasured", &[("parts", missing.join(", "))]);
         return r;
     };
-    // An operand whose own gates failed is not comparable with what the claim speaks of; nor
-    // is a ratio over it.
-    let blocked: Vec<&str> = [&ratio.of, &ratio.to]
-        .into_iter()
-        .filter(|id| {
-            result(id).is_some_and(|d| d.gates.iter().any(|g| g.status == GateStatus::Fail))
-        })
-        .map(String::as_str)
-        .collect();
     if den.num == 0 {
         r.formula = Some(formula);
         r.outcome = PartOutcome::Unverifiable;
@@ -270,12 +261,8 @@ fn ratio_part(
     formula.display = Some(show(value, unit));
     formula.exact = Some([value.num.to_string(), value.den.to_string()]);
     r.formula = Some(formula);
-    if !blocked.is_empty() {
-        r.value = Some(value);
-        r.outcome = PartOutcome::Unverifiable;
-        r.reason = Finding::new("part.ratio_operand_gate", &[("parts", blocked.join(", "))]);
-        return r;
-    }
+    // The ratio's own gates decide whether it is comparable with the claim: its operands'
+    // gates compare each with the claim's scope, which a declared difference sets aside.
     judge_value(r, p, unit, true, value)
 }
 
