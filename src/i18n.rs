@@ -205,6 +205,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_authors_text_argument_is_shown_in_each_language() {
+        let text: BTreeMap<String, String> =
+            [("en", "one step"), ("zh-TW", "同一步")].map(|(k, v)| (k.into(), v.into())).into();
+        let f = Finding::new("gate.r2.ratio_devices_differ_declared", &[("of", "a".into())])
+            .with_text("reason", &text);
+        assert!(f.in_language("en").unwrap().ends_with("the difference is declared: one step"));
+        assert!(f.in_language("zh-TW").unwrap().ends_with("差異已說明：同一步"));
+    }
+
+    #[test]
     fn both_languages_have_the_same_keys() {
         let en = Strings::load("en").unwrap();
         let zh = Strings::load("zh-TW").unwrap();
