@@ -906,189 +906,6 @@ pub fn held_gates(e: Option<&crate::claims::Experiment>, ev: &Evidence) -> Vec<G
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::analysis::{Context, Params};
-    use crate::formula::Expr;
-    use crate::scope::DeviceSel;
-    use crate::trace::Kernels;
-
-    fn about(devices: &[i64]) -> About {
-        About {
-            window: None,
-            devices: Some(devices.to_vec()),
-            per: None,
-            quantity: None,
-            denominator: None,
-            denominator_text: None,
-            chosen_by: Default::default(),
-        }
-    }
-
-    fn measure(value: &str) -> Measure {
-        Measure {
-            analysis: "nccl-skew".into(),
-            scope: "s".into(),
-            value_text: value.into(),
-            value: Expr::parse(value).unwrap(),
-            unit: Unit::Percent,
-            args: Vec::new(),
-            params: Params::new(DeviceSel::All),
-            compare: None,
-            ranks: None,
-            over: None,
-        }
-    }
-
-    /// NCCL kernels on devices 1 and 2, one instance each.
-    fn skew(devices: &[i64]) -> Evidence {
-        let ctx = Context::from_kernels(Kernels::from_rows(&[
-            (1, 56, 100, 1000, "ncclAG"),
-            (2, 56, 400, 1000, "ncclAG"),
-        ]));
-        crate::analysis::run("nccl-skew", &Params::new(DeviceSel::Set(devices.to_vec())), &ctx)
-            .unwrap()
-    }
-
-    #[test]
-    fn r2_fails_for_a_cross_rank_field_over_one_rank_with_the_evidences_reason() {
-        let ev = skew(&[1]);
-        for value in ["wait_share", "start_skew_max_ns", "wait_ns / nccl_ns"] {
-            let g = r2(&about(&[1]), &measure(value), &ev);
-            assert_eq!(g.status, GateStatus::Fail, "{value}");
-            assert_eq!(g.finding.key, "note.one_rank", "{value}");
-            assert_eq!(g.finding.args["devices"], "1");
-        }
-        // A quantity that exists for one rank passes as before.
-        let g = r2(&about(&[1]), &measure("nccl_ns"), &ev);
-        assert_eq!((g.status, g.finding.key.as_str()), (GateStatus::Pass, "gate.r2.same_devices"));
-        // Two ranks with a matched instance can be compared.
-        let g = r2(&about(&[1, 2]), &measure("wait_share"), &skew(&[1, 2]));
-        assert_eq!((g.status, g.finding.key.as_str()), (GateStatus::Pass, "gate.r2.same_devices"));
-    }
-
-    #[test]
-    fn r2_fails_with_no_matched_instance_even_without_a_note() {
-        let mut ev = skew(&[1, 2]);
-        // Evidence from elsewhere (another tool's ledger, an older version) may carry no note:
-        // the population alone decides, and the gate says so itself.
-        if let Some(crate::analysis::values::Values::NcclSkew(v)) = ev.values.as_mut() {
-            v.matched = 0;
-        }
-        let g = r2(&about(&[1, 2]), &measure("wait_share"), &ev);
-        assert_eq!(g.status, GateStatus::Fail);
-        assert_eq!(g.finding.key, "gate.r2.too_few_ranks");
-        assert_eq!(g.finding.args["field"], "wait_share");
-        assert_eq!(g.finding.args["ranks"], "2");
-        assert_eq!(g.finding.args["matched"], "0");
-    }
-
-    fn run(driver: Option<&str>, gpus: usize, names: &[&str]) -> crate::trace::SideRun {
-        crate::trace::SideRun {
-            files: vec![Some(crate::trace::RunInfo {
-                driver: driver.map(str::to_string),
-                ..Default::default()
-            })],
-            devices: vec![0],
-            job_devices: gpus,
-            pids: vec![1],
-            kernel_names: names.iter().map(|n| n.to_string()).collect(),
-            sampling: "windows".into(),
-            steps: None,
-        }
-    }
-
-    fn experiment(held: &[&str]) -> crate::claims::Experiment {
-        crate::claims::Experiment {
-            changed: None,
-            held: held.iter().map(|h| h.to_string()).collect(),
-            controlled: true,
-            expect: None,
-            within_run: None,
-        }
-    }
-
-    /// Comparison evidence whose sides ran `runs`.
-    fn with_runs(runs: [crate::trace::SideRun; 2]) -> Evidence {
-        let mut ev = skew(&[1]);
-        let [a, b] = runs;
-        let values = crate::analysis::compare::Values {
-            runs: Some(crate::analysis::compare::Runs { a, b }),
-            ..Default::default()
-        };
-        ev.values = Some(crate::analysis::values::Values::Compare(Box::new(values)));
-        ev
-    }
-
-    #[test]
-    fn a_held_item_fails_only_on_a_fact_both_sides_record_and_the_first_contradiction_fails() {
-        let keys = |gates: &[Gate]| -> Vec<(String, GateStatus)> {
-            gates.iter().map(|g| (g.finding.key.clone(), g.status)).collect()
-        };
-        // A driver recorded on one side only is no contradiction.
-        let ev = with_runs([run(Some("580.95.05"), 2, &["k"]), run(None, 2, &["k"])]);
-        let g = held_gates(Some(&experiment(&["hardware", "seed"])), &ev);
-        assert_eq!(keys(&g), [("gate.held.consistent".to_string(), GateStatus::Pass)]);
-        assert_eq!(g[0].finding.args["checked"], "hardware");
-        assert_eq!(g[0].finding.args["unchecked"], "seed");
-        // Two contradictions: the first fails the gate, the second is noted with it.
-        let ev = with_runs([run(Some("580"), 2, &["k"]), run(Some("570"), 8, &["k"])]);
-        let g = held_gates(Some(&experiment(&["hardware"])), &ev);
-        assert_eq!(
-            keys(&g),
-            [
-                ("gate.held.gpu_count".to_string(), GateStatus::Fail),
-                ("gate.held.driver".to_string(), GateStatus::Note)
-            ]
-        );
-        assert_eq!(
-            (g[1].finding.args["a"].as_str(), g[1].finding.args["b"].as_str()),
-            ("580", "570")
-        );
-        // Kernel names stand in for the model: a difference is a note, never a failure.
-        let ev = with_runs([run(None, 2, &["a", "b"]), run(None, 2, &["b", "c"])]);
-        let g = held_gates(Some(&experiment(&["model"])), &ev);
-        assert_eq!(keys(&g), [("gate.held.kernel_names".to_string(), GateStatus::Note)]);
-        assert_eq!(g[0].finding.args["only_a"], "a");
-        assert_eq!(g[0].finding.args["only_b"], "c");
-        // Nothing declared held: no gate. Evidence without runs: a note that nothing was read.
-        assert!(held_gates(Some(&experiment(&[])), &ev).is_empty());
-        assert!(held_gates(None, &ev).is_empty());
-        let g = held_gates(Some(&experiment(&["hardware"])), &skew(&[1]));
-        assert_eq!(keys(&g), [("gate.held.unread".to_string(), GateStatus::Note)]);
-    }
-
-    #[test]
-    fn every_visible_difference_is_listed_whatever_was_held() {
-        let mut a = run(Some("580"), 2, &["k"]);
-        let mut b = run(Some("580"), 2, &["k"]);
-        b.pids = vec![2];
-        a.files[0].as_mut().unwrap().capture_start_utc_ns = Some(1_000_000_000_000);
-        b.files[0].as_mut().unwrap().capture_start_utc_ns =
-            Some(1_000_000_000_000 + 3_700_000_000_000);
-        let check = check_experiment(&experiment(&["data"]), &[a, b]);
-        assert_eq!(check.uncheckable, ["data"]);
-        assert!(check.checked.is_empty());
-        let names: Vec<&str> = check.differs.iter().map(|f| f.name).collect();
-        assert_eq!(names, ["pids", "capture_start"]);
-        assert_eq!(check.differs[1].apart_ns, Some(3_700_000_000_000));
-        // 3,700 s = 1 h 1 min 40 s.
-        assert_eq!(gap_text(3_700_000_000_000), "1 h 1 min");
-        assert_eq!(gap_text(125_000_000_000), "2 min 5 s");
-        assert_eq!(gap_text(42_000_000_000), "42 s");
-    }
-
-    #[test]
-    fn r2_reports_differing_devices_before_the_rank_count() {
-        let g = r2(&about(&[1, 2]), &measure("wait_share"), &skew(&[1]));
-        assert_eq!(
-            (g.status, g.finding.key.as_str()),
-            (GateStatus::Fail, "gate.r2.devices_differ")
-        );
-    }
-}
-
 /// One operand of a judged ratio: its part, what it binds and reads, and its formula read.
 pub struct RatioSide<'a> {
     /// The operand's part id.
@@ -1422,5 +1239,188 @@ fn ratio_r4(
                 ("unit", unit.symbol().to_string()),
             ],
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::{Context, Params};
+    use crate::formula::Expr;
+    use crate::scope::DeviceSel;
+    use crate::trace::Kernels;
+
+    fn about(devices: &[i64]) -> About {
+        About {
+            window: None,
+            devices: Some(devices.to_vec()),
+            per: None,
+            quantity: None,
+            denominator: None,
+            denominator_text: None,
+            chosen_by: Default::default(),
+        }
+    }
+
+    fn measure(value: &str) -> Measure {
+        Measure {
+            analysis: "nccl-skew".into(),
+            scope: "s".into(),
+            value_text: value.into(),
+            value: Expr::parse(value).unwrap(),
+            unit: Unit::Percent,
+            args: Vec::new(),
+            params: Params::new(DeviceSel::All),
+            compare: None,
+            ranks: None,
+            over: None,
+        }
+    }
+
+    /// NCCL kernels on devices 1 and 2, one instance each.
+    fn skew(devices: &[i64]) -> Evidence {
+        let ctx = Context::from_kernels(Kernels::from_rows(&[
+            (1, 56, 100, 1000, "ncclAG"),
+            (2, 56, 400, 1000, "ncclAG"),
+        ]));
+        crate::analysis::run("nccl-skew", &Params::new(DeviceSel::Set(devices.to_vec())), &ctx)
+            .unwrap()
+    }
+
+    #[test]
+    fn r2_fails_for_a_cross_rank_field_over_one_rank_with_the_evidences_reason() {
+        let ev = skew(&[1]);
+        for value in ["wait_share", "start_skew_max_ns", "wait_ns / nccl_ns"] {
+            let g = r2(&about(&[1]), &measure(value), &ev);
+            assert_eq!(g.status, GateStatus::Fail, "{value}");
+            assert_eq!(g.finding.key, "note.one_rank", "{value}");
+            assert_eq!(g.finding.args["devices"], "1");
+        }
+        // A quantity that exists for one rank passes as before.
+        let g = r2(&about(&[1]), &measure("nccl_ns"), &ev);
+        assert_eq!((g.status, g.finding.key.as_str()), (GateStatus::Pass, "gate.r2.same_devices"));
+        // Two ranks with a matched instance can be compared.
+        let g = r2(&about(&[1, 2]), &measure("wait_share"), &skew(&[1, 2]));
+        assert_eq!((g.status, g.finding.key.as_str()), (GateStatus::Pass, "gate.r2.same_devices"));
+    }
+
+    #[test]
+    fn r2_fails_with_no_matched_instance_even_without_a_note() {
+        let mut ev = skew(&[1, 2]);
+        // Evidence from elsewhere (another tool's ledger, an older version) may carry no note:
+        // the population alone decides, and the gate says so itself.
+        if let Some(crate::analysis::values::Values::NcclSkew(v)) = ev.values.as_mut() {
+            v.matched = 0;
+        }
+        let g = r2(&about(&[1, 2]), &measure("wait_share"), &ev);
+        assert_eq!(g.status, GateStatus::Fail);
+        assert_eq!(g.finding.key, "gate.r2.too_few_ranks");
+        assert_eq!(g.finding.args["field"], "wait_share");
+        assert_eq!(g.finding.args["ranks"], "2");
+        assert_eq!(g.finding.args["matched"], "0");
+    }
+
+    fn run(driver: Option<&str>, gpus: usize, names: &[&str]) -> crate::trace::SideRun {
+        crate::trace::SideRun {
+            files: vec![Some(crate::trace::RunInfo {
+                driver: driver.map(str::to_string),
+                ..Default::default()
+            })],
+            devices: vec![0],
+            job_devices: gpus,
+            pids: vec![1],
+            kernel_names: names.iter().map(|n| n.to_string()).collect(),
+            sampling: "windows".into(),
+            steps: None,
+        }
+    }
+
+    fn experiment(held: &[&str]) -> crate::claims::Experiment {
+        crate::claims::Experiment {
+            changed: None,
+            held: held.iter().map(|h| h.to_string()).collect(),
+            controlled: true,
+            expect: None,
+            within_run: None,
+        }
+    }
+
+    /// Comparison evidence whose sides ran `runs`.
+    fn with_runs(runs: [crate::trace::SideRun; 2]) -> Evidence {
+        let mut ev = skew(&[1]);
+        let [a, b] = runs;
+        let values = crate::analysis::compare::Values {
+            runs: Some(crate::analysis::compare::Runs { a, b }),
+            ..Default::default()
+        };
+        ev.values = Some(crate::analysis::values::Values::Compare(Box::new(values)));
+        ev
+    }
+
+    #[test]
+    fn a_held_item_fails_only_on_a_fact_both_sides_record_and_the_first_contradiction_fails() {
+        let keys = |gates: &[Gate]| -> Vec<(String, GateStatus)> {
+            gates.iter().map(|g| (g.finding.key.clone(), g.status)).collect()
+        };
+        // A driver recorded on one side only is no contradiction.
+        let ev = with_runs([run(Some("580.95.05"), 2, &["k"]), run(None, 2, &["k"])]);
+        let g = held_gates(Some(&experiment(&["hardware", "seed"])), &ev);
+        assert_eq!(keys(&g), [("gate.held.consistent".to_string(), GateStatus::Pass)]);
+        assert_eq!(g[0].finding.args["checked"], "hardware");
+        assert_eq!(g[0].finding.args["unchecked"], "seed");
+        // Two contradictions: the first fails the gate, the second is noted with it.
+        let ev = with_runs([run(Some("580"), 2, &["k"]), run(Some("570"), 8, &["k"])]);
+        let g = held_gates(Some(&experiment(&["hardware"])), &ev);
+        assert_eq!(
+            keys(&g),
+            [
+                ("gate.held.gpu_count".to_string(), GateStatus::Fail),
+                ("gate.held.driver".to_string(), GateStatus::Note)
+            ]
+        );
+        assert_eq!(
+            (g[1].finding.args["a"].as_str(), g[1].finding.args["b"].as_str()),
+            ("580", "570")
+        );
+        // Kernel names stand in for the model: a difference is a note, never a failure.
+        let ev = with_runs([run(None, 2, &["a", "b"]), run(None, 2, &["b", "c"])]);
+        let g = held_gates(Some(&experiment(&["model"])), &ev);
+        assert_eq!(keys(&g), [("gate.held.kernel_names".to_string(), GateStatus::Note)]);
+        assert_eq!(g[0].finding.args["only_a"], "a");
+        assert_eq!(g[0].finding.args["only_b"], "c");
+        // Nothing declared held: no gate. Evidence without runs: a note that nothing was read.
+        assert!(held_gates(Some(&experiment(&[])), &ev).is_empty());
+        assert!(held_gates(None, &ev).is_empty());
+        let g = held_gates(Some(&experiment(&["hardware"])), &skew(&[1]));
+        assert_eq!(keys(&g), [("gate.held.unread".to_string(), GateStatus::Note)]);
+    }
+
+    #[test]
+    fn every_visible_difference_is_listed_whatever_was_held() {
+        let mut a = run(Some("580"), 2, &["k"]);
+        let mut b = run(Some("580"), 2, &["k"]);
+        b.pids = vec![2];
+        a.files[0].as_mut().unwrap().capture_start_utc_ns = Some(1_000_000_000_000);
+        b.files[0].as_mut().unwrap().capture_start_utc_ns =
+            Some(1_000_000_000_000 + 3_700_000_000_000);
+        let check = check_experiment(&experiment(&["data"]), &[a, b]);
+        assert_eq!(check.uncheckable, ["data"]);
+        assert!(check.checked.is_empty());
+        let names: Vec<&str> = check.differs.iter().map(|f| f.name).collect();
+        assert_eq!(names, ["pids", "capture_start"]);
+        assert_eq!(check.differs[1].apart_ns, Some(3_700_000_000_000));
+        // 3,700 s = 1 h 1 min 40 s.
+        assert_eq!(gap_text(3_700_000_000_000), "1 h 1 min");
+        assert_eq!(gap_text(125_000_000_000), "2 min 5 s");
+        assert_eq!(gap_text(42_000_000_000), "42 s");
+    }
+
+    #[test]
+    fn r2_reports_differing_devices_before_the_rank_count() {
+        let g = r2(&about(&[1, 2]), &measure("wait_share"), &skew(&[1]));
+        assert_eq!(
+            (g.status, g.finding.key.as_str()),
+            (GateStatus::Fail, "gate.r2.devices_differ")
+        );
     }
 }
