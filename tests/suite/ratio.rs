@@ -313,6 +313,48 @@ fn a_zero_denominator_leaves_the_ratio_unverifiable_never_zero() {
 }
 
 #[test]
+fn an_operand_without_a_value_leaves_the_ratio_unverifiable_naming_it() {
+    let trace = fixture("nsys-ai/h100_2gpu_1s.sqlite");
+    // The fixture has no NCCL kernel, by SQL: the wait a rank spends in NCCL does not exist.
+    let db = open_ro(&trace);
+    let nccl: i64 = db
+        .query_row(
+            "SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds n \
+             ON n.id = k.shortName WHERE n.value LIKE '%nccl%'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(nccl, 0);
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = head(&trace)
+        + r#"  - id: waits
+    source: s
+    statement: { en: "waiting is a share of kernel time", zh-TW: "等待佔 kernel time 的比例" }
+    principal: share
+    parts:
+      - id: wait
+        kind: observation
+        measure: { analysis: nccl-skew, scope: both, value: wait_ns, unit: ms }
+      - id: all
+        kind: observation
+        measure: { analysis: kernels, scope: both, value: total_ns, unit: ms }
+      - id: share
+        kind: observation
+        ratio: { of: wait, to: all }
+        condition: { above: "1%" }
+"#;
+    let ledger = check(dir.path(), &yaml);
+    let p = part(&ledger, "waits", "share");
+    assert_eq!(p["outcome"], "unverifiable");
+    assert_eq!(p["reason"]["key"], "part.ratio_unmeasured");
+    assert_eq!(p["reason"]["args"]["parts"], "wait");
+    assert!(p["formula"]["substituted"].as_str().unwrap().starts_with("n/a / "));
+    assert!(p["ratio"]["of"]["exact"].is_null());
+    assert_eq!(claim(&ledger, "waits")["verdict"], "unverifiable");
+}
+
+#[test]
 fn mixed_kinds_fail_r3_and_a_statistic_fails_r4() {
     let trace = fixture("nsys-ai/h100_2gpu_1s.sqlite");
     let dir = tempfile::tempdir().unwrap();
@@ -385,12 +427,19 @@ fn ratio_errors_are_reported_at_their_line_and_column() {
       - id: half-reason
         kind: observation
         ratio: { of: gemm, to: unknown, differs: { en: "only English" } }
+      - id: in-ms
+        kind: observation
+        ratio: { of: gemm, to: all-kernels }
+        unit: ms
+      - id: all-kernels
+        kind: observation
+        measure: { analysis: kernels, scope: both, value: total_ns, unit: ms }
 "#;
     let file = write(dir.path(), "c.yaml", &yaml);
     let out = run_in(None, &["check", &file]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    // The claims start on line 15 of the file (the head's 14 lines).
+    // Each position is found in the text written.
     let lines: Vec<&str> = yaml.lines().collect();
     let line_of = |needle: &str| lines.iter().position(|l| l.contains(needle)).unwrap() + 1;
     let col_of = |needle: &str, key: &str| {
@@ -439,6 +488,12 @@ fn ratio_errors_are_reported_at_their_line_and_column() {
             col_of("only English", "{ en"),
             "`ratio.differs` has no `zh-TW` text",
             "every language",
+        ),
+        (
+            lines.iter().position(|l| l.trim() == "unit: ms").unwrap() + 1,
+            lines.iter().find(|l| l.trim() == "unit: ms").unwrap().find("ms").unwrap() + 1,
+            "a ratio is shown in `%`, `ratio` or `x`, not `ms`",
+            "unit: ratio",
         ),
     ];
     for (line, col, msg, hint) in expect {
