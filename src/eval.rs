@@ -396,13 +396,16 @@ pub fn score(decl: &AnswerDecl, audit: &Audit, key: &BTreeMap<String, Verdict>) 
         }
         for (part, p) in claim.parts.iter().zip(&r.parts) {
             let at = format!("{}/{}", claim.id, part.id);
-            if let Some(m) = &part.measure {
+            // A judged ratio of two measures is measured as a measure is.
+            if part.is_measured() {
                 add("measurable_parts", at.clone());
                 let failed = p.gates.iter().any(|g| g.status == GateStatus::Fail);
                 if p.value.is_some() && !failed {
                     add("met_evidence", at.clone());
                 }
-                if part.kind == Kind::Causal && m.compare.is_none() {
+                if part.kind == Kind::Causal
+                    && part.measure.as_ref().is_none_or(|m| m.compare.is_none())
+                {
                     add("causal_without_ab", at.clone());
                     add("causal_on_one_trace", at.clone());
                 }

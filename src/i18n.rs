@@ -29,6 +29,15 @@ impl Finding {
         }
     }
 
+    /// Adds an author's text as an argument in every language it is given in: `name@LANG`,
+    /// shown as `{name}` in that language.
+    pub fn with_text(mut self, name: &str, text: &BTreeMap<String, String>) -> Finding {
+        for (lang, v) in text {
+            self.args.insert(format!("{name}@{lang}"), v.clone());
+        }
+        self
+    }
+
     /// The finding in English, for JSON and terminals.
     pub fn english(&self) -> String {
         self.in_language("en").unwrap_or_else(|| self.key.clone())
@@ -154,15 +163,22 @@ impl Strings {
 
     /// A finding in this language; quantity keys in arguments are translated too.
     pub fn finding(&self, f: &Finding) -> Result<String, String> {
-        let args: BTreeMap<String, String> = f
+        let mut args: BTreeMap<String, String> = f
             .args
             .iter()
             .map(|(k, v)| {
                 // Quantity and statistic names are keys themselves; everything else is shown
                 // as given.
                 let key = match k.as_str() {
-                    "claim" | "evidence" | "denominator" => Some(format!("q.{v}")),
+                    "claim" | "evidence" | "denominator" | "of_kind" | "to_kind" => {
+                        Some(format!("q.{v}"))
+                    }
                     "stat" => Some(format!("q.stat.{v}")),
+                    "over" | "of_over" | "to_over" => Some(format!("q.over.{v}")),
+                    // A side of a ratio with no window covers the whole trace.
+                    "window" | "of_window" | "to_window" if v == "whole_trace" => {
+                        Some("ui.whole_trace".to_string())
+                    }
                     _ => None,
                 };
                 let t =
@@ -170,6 +186,17 @@ impl Strings {
                 (k.clone(), t)
             })
             .collect();
+        // An author's text given per language (`reason@en`, `reason@zh-TW`, see
+        // [`Finding::with_text`]) is shown in this language as `reason`.
+        let own: Vec<(String, String)> = f
+            .args
+            .iter()
+            .filter_map(|(k, v)| {
+                let (name, lang) = k.split_once('@')?;
+                (lang == self.lang).then(|| (name.to_string(), v.clone()))
+            })
+            .collect();
+        args.extend(own);
         self.format(&f.key, &args)
     }
 }
@@ -192,6 +219,16 @@ mod tests {
                 assert!(!article.is_some_and(|t| t.starts_with(&label)), "{lang} {kind}: {text}");
             }
         }
+    }
+
+    #[test]
+    fn an_authors_text_argument_is_shown_in_each_language() {
+        let text: BTreeMap<String, String> =
+            [("en", "one step"), ("zh-TW", "同一步")].map(|(k, v)| (k.into(), v.into())).into();
+        let f = Finding::new("gate.r2.ratio_devices_differ_declared", &[("of", "a".into())])
+            .with_text("reason", &text);
+        assert!(f.in_language("en").unwrap().ends_with("the difference is declared: one step"));
+        assert!(f.in_language("zh-TW").unwrap().ends_with("差異已說明：同一步"));
     }
 
     #[test]

@@ -644,6 +644,27 @@ pub enum Condition {
     Exists,
 }
 
+/// A judged ratio: the measured value of part `of` over that of part `to`, both parts of the
+/// same claim that bind a `measure` (docs/claims.md, "A ratio of two measures").
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Ratio {
+    /// The numerator's part id.
+    pub of: String,
+    /// The denominator's part id.
+    pub to: String,
+    /// Why the two parts may measure different traces, windows, semantics or devices: with
+    /// it, gates R1 and R2 note the difference instead of failing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub differs: Option<Text>,
+}
+
+impl Part {
+    /// Whether the part is judged on a measured value: it binds a `measure` or a `ratio`.
+    pub fn is_measured(&self) -> bool {
+        self.measure.is_some() || self.ratio.is_some()
+    }
+}
+
 /// One part of a claim.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Part {
@@ -655,6 +676,9 @@ pub struct Part {
     pub text: Option<Text>,
     /// The measurement, for a measurable part.
     pub measure: Option<Measure>,
+    /// A judged ratio of two measured parts of the claim, instead of a measure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratio: Option<Ratio>,
     /// The condition that decides it.
     pub condition: Option<Condition>,
     /// The number the author states in prose.

@@ -459,18 +459,21 @@ fn check_part(
         );
         return false;
     };
-    if p.measure.is_none() && p.formula.is_none() {
+    if !p.is_measured() && p.formula.is_none() {
         c.err(
             pos,
             format!("{what}: `{claim}/{part}` has no number to show"),
-            Some("point at a part with `measure` or an arithmetic `formula`".into()),
+            Some("point at a part with `measure`, `ratio` or an arithmetic `formula`".into()),
         );
         return false;
     }
     if show == Show::Spread && p.measure.is_none() {
         c.err(
             pos,
-            format!("{what}: `{claim}/{part}` is arithmetic: it has no spread across devices"),
+            format!(
+                "{what}: `{claim}/{part}` is {}: it has no spread across devices",
+                if p.ratio.is_some() { "a ratio of two parts" } else { "arithmetic" }
+            ),
             Some("use `:spread` on a measured part".into()),
         );
         return false;

@@ -231,6 +231,8 @@ pub struct RawPart {
     pub text: Option<RawText>,
     /// Measurement.
     pub measure: Option<Spanned<RawMeasure>>,
+    /// A judged ratio of two measured parts of the claim, instead of a `measure`.
+    pub ratio: Option<Spanned<RawRatio>>,
     /// Condition.
     pub condition: Option<Spanned<RawCondition>>,
     /// The number stated in prose.
@@ -268,6 +270,19 @@ pub struct RawPart {
     /// The proposals `verdict draft` made for this part, not yet reviewed: while the block is
     /// there, validation refuses the file (see [`RawUnreviewed`]).
     pub unreviewed: Option<Spanned<RawUnreviewed>>,
+}
+
+/// `ratio:` of a part: the measured value of part `of` over that of part `to`, and the
+/// reason their scopes may differ.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRatio {
+    /// The numerator: a measured part of the same claim.
+    pub of: Spanned<String>,
+    /// The denominator: a measured part of the same claim.
+    pub to: Spanned<String>,
+    /// Why the two parts may measure different traces, windows, semantics or devices.
+    pub differs: Option<RawText>,
 }
 
 /// A name that reads the same in every language (`Lin`), or a description per language

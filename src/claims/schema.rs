@@ -87,6 +87,15 @@ pub fn claims_schema(languages: Option<&[String]>) -> Value {
     };
     let scalar = json!({"type": ["string", "number", "boolean"]});
     let strict = |props: Value, required: &[&str]| json!({"type": "object", "properties": props, "required": required, "additionalProperties": false});
+    // A judged ratio of two measured parts (`ratio: {of, to, differs}`).
+    let ratio = strict(
+        json!({
+            "of": {"type": "string"},
+            "to": {"type": "string"},
+            "differs": {"$ref": "#/$defs/text"},
+        }),
+        &["of", "to"],
+    );
     // A step of work with its own effort and size (`work: [{kind: ab, effort: days, runs: 6}]`).
     let work_step = strict(
         json!({
@@ -117,7 +126,7 @@ pub fn claims_schema(languages: Option<&[String]>) -> Value {
         }),
         &[],
     );
-    json!({
+    let mut schema = json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "https://github.com/verdict/claims.schema.json",
         "title": "verdict claims file",
@@ -176,7 +185,10 @@ pub fn claims_schema(languages: Option<&[String]>) -> Value {
                 "within_run": {"$ref": "#/$defs/text"},
             }), &[]),
             "unreviewed": unreviewed,
+            "ratio": ratio,
             "part": json!({"allOf": [{"$ref": "#/$defs/part_keys"}, {
+                "not": {"required": ["measure", "ratio"]},
+            }, {
                 "if": {"properties": {"kind": {"const": "interpretation"}}, "required": ["kind"]},
                 "then": {"required": ["mapping", "from"]},
             }, {
@@ -287,7 +299,10 @@ pub fn claims_schema(languages: Option<&[String]>) -> Value {
         },
         "required": ["report", "traces", "claims"],
         "additionalProperties": false,
-    })
+    });
+    // Added apart: one more key in the `json!` above passes the macro's recursion limit.
+    schema["$defs"]["part_keys"]["properties"]["ratio"] = json!({"$ref": "#/$defs/ratio"});
+    schema
 }
 
 /// `narrative:`: the author's prose of a post, slot by slot (src/claims/narrative.rs).

@@ -622,7 +622,7 @@ fn claims(
         }
         let part_names: Vec<&str> = rc.parts.iter().map(|p| p.id.value.as_str()).collect();
         for rp in &rc.parts {
-            parts.push(part(c, rp, &rc.id.value, &part_names, scopes, raw_scopes));
+            parts.push(part(c, rp, &rc.id.value, &rc.parts, scopes, raw_scopes));
         }
         if let Some((cycle, pos)) = from_cycle(&rc.parts) {
             c.err(
@@ -758,16 +758,20 @@ fn answer_placeholders(c: &mut Checker, answer: &RawText, claims: &[Claim]) {
                     format!("`report.answer`: claim `{}` has no part `{}`", p.claim, p.part),
                     Some(suggestion(&p.part, claim.parts.iter().map(|x| x.id.as_str()))),
                 ),
-                Some(x) if x.measure.is_none() && x.formula.is_none() => c.err(
+                Some(x) if !x.is_measured() && x.formula.is_none() => c.err(
                     at(answer),
                     format!("`report.answer`: `{}/{}` has no number to show", p.claim, p.part),
-                    Some("point at a part with `measure` or an arithmetic `formula`".into()),
+                    Some(
+                        "point at a part with `measure`, `ratio` or an arithmetic `formula`".into(),
+                    ),
                 ),
                 Some(x) if p.show == super::Show::Spread && x.measure.is_none() => c.err(
                     at(answer),
                     format!(
-                        "`report.answer`: `{}/{}` is arithmetic: it has no spread across devices",
-                        p.claim, p.part
+                        "`report.answer`: `{}/{}` is {}: it has no spread across devices",
+                        p.claim,
+                        p.part,
+                        if x.ratio.is_some() { "a ratio of two parts" } else { "arithmetic" }
                     ),
                     Some("use `:spread` on a measured part".into()),
                 ),
@@ -799,17 +803,126 @@ fn about(c: &mut Checker, a: &RawAbout) -> About {
     }
 }
 
+/// A part's `ratio`: two other measured parts of the claim, each named once, and the reason
+/// their scopes differ in every language; with its unit (`%` unless it says `ratio` or `x`).
+fn ratio(
+    c: &mut Checker,
+    rp: &RawPart,
+    r: &Spanned<RawRatio>,
+    what: &str,
+    siblings: &[RawPart],
+) -> (Ratio, Unit) {
+    let kind = rp.kind.value;
+    let pid = &rp.id.value;
+    if matches!(kind, Kind::Action | Kind::Arithmetic) {
+        c.err(
+            at(r),
+            format!("{what}: a{} part cannot be a judged ratio", if kind == Kind::Action { "n action" } else { "n arithmetic" }),
+            Some("make it an observation (a ratio of two measures), or compute `formula: \"a / b\"` as arithmetic, which is never evidence".into()),
+        );
+    }
+    if let Some(m) = &rp.measure {
+        c.err(
+            at(r),
+            format!("{what}: the part has both `measure` and `ratio`"),
+            Some(format!(
+                "a part is one measure or the ratio of two: move the measure to a part of its own (line {}) and name it in `ratio`",
+                at(m).0
+            )),
+        );
+    }
+    if rp.formula.is_some() {
+        c.err(
+            at(r),
+            format!("{what}: the part has both `formula` and `ratio`"),
+            Some("a judged ratio takes no formula: its value is `of` over `to`".into()),
+        );
+    }
+    let names: Vec<&str> = siblings.iter().map(|p| p.id.value.as_str()).collect();
+    for (key, side) in [("of", &r.value.of), ("to", &r.value.to)] {
+        let name = side.value.as_str();
+        if name == pid {
+            c.err(
+                at(side),
+                format!("{what}: `ratio.{key}` names the part itself"),
+                Some("a ratio divides two other parts of the claim, each with a `measure`".into()),
+            );
+            continue;
+        }
+        let Some(target) = siblings.iter().find(|p| p.id.value == name) else {
+            c.err(
+                at(side),
+                format!("{what}: `ratio.{key}` names `{name}`, which is not a part of this claim"),
+                Some(suggestion(name, names.iter().copied())),
+            );
+            continue;
+        };
+        let why = match (&target.measure, &target.ratio) {
+            (_, Some(_)) => Some("is itself a ratio"),
+            (None, None) => Some(match target.kind.value {
+                Kind::Arithmetic => "is arithmetic",
+                Kind::Action => "is an action",
+                _ => "has no `measure`",
+            }),
+            (Some(m), None) if m.value.analysis.as_ref().is_some_and(|a| a.value == "compare") => {
+                Some("binds a comparison of two sides")
+            }
+            (Some(_), None) if target.kind.value == Kind::Interpretation => {
+                Some("is an interpretation, judged from the parts it reads")
+            }
+            _ => None,
+        };
+        if let Some(why) = why {
+            c.err(
+                at(side),
+                format!("{what}: `ratio.{key}` names `{name}`, which {why}: not a measured part"),
+                Some("name a part that binds a `measure` of one scope (an observation or causal part)".into()),
+            );
+        }
+    }
+    if r.value.of.value == r.value.to.value && r.value.of.value != *pid {
+        c.err(
+            at(&r.value.to),
+            format!("{what}: `ratio` divides `{}` by itself", r.value.of.value),
+            Some("name two different measured parts in `of` and `to`".into()),
+        );
+    }
+    let unit = match &rp.unit {
+        None => Unit::Percent,
+        Some(u) => match Unit::parse(&u.value) {
+            Some(x @ (Unit::Percent | Unit::Ratio | Unit::Times)) => x,
+            Some(x) => {
+                c.err(
+                    at(u),
+                    format!(
+                        "{what}: a ratio is shown in `%`, `ratio` or `x`, not `{}`",
+                        x.symbol()
+                    ),
+                    Some("drop `unit` (a share in %), or write `unit: ratio` or `unit: x`".into()),
+                );
+                Unit::Percent
+            }
+            // Reported with the other units below.
+            None => Unit::Percent,
+        },
+    };
+    let differs = r.value.differs.as_ref().map(|t| c.text(t, &format!("{what}: `ratio.differs`")));
+    (Ratio { of: r.value.of.value.clone(), to: r.value.to.value.clone(), differs }, unit)
+}
+
 fn part(
     c: &mut Checker,
     rp: &RawPart,
     claim: &str,
-    part_names: &[&str],
+    siblings: &[RawPart],
     scopes: &BTreeMap<String, Scope>,
     raw_scopes: &BTreeMap<String, RawScope>,
 ) -> Part {
     let kind = rp.kind.value;
     let pid = &rp.id.value;
     let what = format!("claim `{claim}` part `{pid}`");
+    let part_names: Vec<&str> = siblings.iter().map(|p| p.id.value.as_str()).collect();
+    let part_names = part_names.as_slice();
     if let Some(u) = &rp.unreviewed {
         unreviewed(c, u, at(&rp.id), &what);
     }
@@ -829,6 +942,11 @@ fn part(
         measure = measurement(c, m, &what, scopes, raw_scopes);
         unit = measure.as_ref().map(|m: &Measure| m.unit);
     }
+    let ratio = rp.ratio.as_ref().map(|r| {
+        let (r, u) = ratio(c, rp, r, &what, siblings);
+        unit = Some(u);
+        r
+    });
     let mut formula = None;
     if let Some(f) = &rp.formula {
         if kind != Kind::Arithmetic {
@@ -867,6 +985,8 @@ fn part(
     }
     if let Some(u) = &rp.unit {
         match Unit::parse(&u.value) {
+            // A ratio's unit is checked with the ratio.
+            Some(_) if ratio.is_some() => {}
             Some(x) => unit = Some(x),
             None => c.err(
                 at(u),
@@ -887,11 +1007,11 @@ fn part(
         unit = Some(Unit::Ratio);
     }
     let condition = rp.condition.as_ref().and_then(|cond| {
-        if rp.measure.is_none() {
+        if rp.measure.is_none() && rp.ratio.is_none() {
             c.err(
                 at(cond),
                 format!("{what}: a condition needs a `measure` to apply to"),
-                Some("add a `measure` to the part, or drop the condition".into()),
+                Some("add a `measure` (or a `ratio` of two measured parts) to the part, or drop the condition".into()),
             );
         }
         condition(c, cond, unit.unwrap_or(Unit::Count), &what)
@@ -930,7 +1050,7 @@ fn part(
             Some("e.g. from: [share], the observations the interpretation rests on".into()),
         );
     }
-    if kind == Kind::Causal && rp.measure.is_none() && rp.needs.is_empty() {
+    if kind == Kind::Causal && rp.measure.is_none() && rp.ratio.is_none() && rp.needs.is_empty() {
         c.err(at(&rp.id), format!("{what}: an unmeasured causal part must list the evidence that would decide it in `needs`"), Some("e.g. needs: [{en: \"a fusion on/off A/B run\"}]".to_string()));
     }
     if kind == Kind::Action && rp.text.is_none() {
@@ -988,6 +1108,7 @@ fn part(
         line: at(&rp.id).0,
         column: at(&rp.id).1,
         measure,
+        ratio,
     }
 }
 

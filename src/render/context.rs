@@ -1491,7 +1491,25 @@ fn part_ctx(
     };
     let scope_short = match (ev, &part.measure) {
         (Some(ev), Some(m)) => Some(short_scope(t, ev, m)?),
-        _ => None,
+        // A ratio's scope is its numerator's (gates R1 and R2 say whether the denominator's is
+        // the same, or why it differs).
+        _ => match (&part.ratio, &p.ratio) {
+            (Some(ratio), Some(res)) => {
+                let m =
+                    claim.parts.iter().find(|q| q.id == ratio.of).and_then(|q| q.measure.as_ref());
+                let ev = res
+                    .of
+                    .evidence
+                    .as_deref()
+                    .and_then(|k| s.evidence(k))
+                    .and_then(|e| e.evidence.as_ref());
+                match (ev, m) {
+                    (Some(ev), Some(m)) => Some(short_scope(t, ev, m)?),
+                    _ => None,
+                }
+            }
+            _ => None,
+        },
     };
     let spread = match (&part.measure, &p.formula) {
         // Over a set of windows: the lowest and highest window.

@@ -329,6 +329,19 @@ pub fn r4(
     ev: &Evidence,
 ) -> Gate {
     let unit = measure.unit;
+    if let Some(g) = stated_units(unit, condition, says) {
+        return g;
+    }
+    r4_aggregation(about, measure, reading, ev)
+}
+
+/// R4's check of the stated numbers (the condition's bounds and `says`) against the unit the
+/// value is shown in: percent against percentage points, and units that do not convert.
+fn stated_units(
+    unit: Unit,
+    condition: Option<&Condition>,
+    says: Option<&Quantity>,
+) -> Option<Gate> {
     let mut stated: Vec<&Quantity> = says.into_iter().collect();
     match condition {
         Some(Condition::Between(a, b)) => stated.extend([a, b]),
@@ -346,12 +359,12 @@ pub fn r4(
                 } else {
                     "gate.r4.unit_mismatch"
                 };
-                return gate(
+                return Some(gate(
                     "R4",
                     GateStatus::Fail,
                     key,
                     &[("stated", tol.text.clone()), ("unit", unit.symbol().into())],
-                );
+                ));
             }
         }
         Some(
@@ -368,22 +381,29 @@ pub fn r4(
                 || unit == Unit::Percent
                 || q.unit == Unit::PercentagePoints)
         {
-            return gate(
+            return Some(gate(
                 "R4",
                 GateStatus::Fail,
                 "gate.r4.pp_vs_percent",
                 &[("stated", q.text.clone()), ("unit", unit.symbol().into())],
-            );
+            ));
         }
         if !q.unit.compatible(unit) {
-            return gate(
+            return Some(gate(
                 "R4",
                 GateStatus::Fail,
                 "gate.r4.unit_mismatch",
                 &[("stated", q.text.clone()), ("unit", unit.symbol().into())],
-            );
+            ));
         }
     }
+    None
+}
+
+/// R4 after the units: a share read as a throughput gain (or the reverse), and how the value
+/// combines its devices against the claim's `per`.
+fn r4_aggregation(about: &About, measure: &Measure, reading: &Reading, ev: &Evidence) -> Gate {
+    let unit = measure.unit;
     let is_share = measure.value.as_ratio().is_some() || unit == Unit::Percent;
     match about.quantity {
         Some(QuantityKind::ThroughputGain) if is_share => {
@@ -926,6 +946,346 @@ pub fn held_gates(e: Option<&crate::claims::Experiment>, ev: &Evidence) -> Vec<G
         ));
     }
     out
+}
+
+/// One operand of a judged ratio: its part, what it binds and reads, and its formula read.
+pub struct RatioSide<'a> {
+    /// The operand's part id.
+    pub id: &'a str,
+    /// Its measure.
+    pub measure: &'a Measure,
+    /// Its evidence.
+    pub ev: &'a Evidence,
+    /// Its scope.
+    pub scope: &'a Scope,
+    /// Its formula, as read over its evidence.
+    pub reading: Reading,
+}
+
+impl RatioSide<'_> {
+    /// The window it covers: the requested one, or `whole_trace` (a key the finding
+    /// translates).
+    fn window(&self) -> String {
+        self.ev.window.requested_ns.map_or_else(|| "whole_trace".into(), span_text)
+    }
+
+    /// How it combines its devices, as a word the finding translates (`q.over.*`).
+    fn over(&self) -> &'static str {
+        match self.reading.over {
+            Over::Device => "device",
+            Over::Summed => "summed",
+            Over::Pooled => "pooled",
+            Over::AcrossRanks => "across",
+            Over::Rank(_) => "rank",
+            Over::EachRank(_) => "each_rank",
+            Over::Whole => "whole",
+        }
+    }
+}
+
+/// Gates R1-R4 of a judged ratio (`ratio: {of, to}`): R1 and R2 ask that both operands read
+/// one trace, window, semantics and set of devices, or that the part declares why they differ
+/// (`ratio.differs`, quoted in a note); R3 states what is divided by what, from the operands'
+/// readings, against the claim's quantity and denominator; R4 checks the stated units and
+/// that both operands are one total each, combined over their devices the same way.
+pub fn ratio_gates(
+    about: &About,
+    ratio: &crate::claims::Ratio,
+    sides: [&RatioSide; 2],
+    unit: Unit,
+    condition: Option<&Condition>,
+    says: Option<&Quantity>,
+) -> Vec<Gate> {
+    vec![
+        ratio_r1(about, ratio, sides),
+        ratio_r2(about, ratio, sides),
+        ratio_r3(about, sides),
+        ratio_r4(about, sides, unit, condition, says),
+    ]
+}
+
+fn with_reason(mut g: Gate, differs: &crate::claims::Text) -> Gate {
+    g.finding = g.finding.with_text("reason", differs);
+    g
+}
+
+fn ratio_r1(about: &About, ratio: &crate::claims::Ratio, [a, b]: [&RatioSide; 2]) -> Gate {
+    let same = a.scope.trace == b.scope.trace
+        && a.ev.window.requested_ns == b.ev.window.requested_ns
+        && a.scope.semantics == b.scope.semantics;
+    if !same {
+        let args = [
+            ("of", a.id.to_string()),
+            ("to", b.id.to_string()),
+            ("of_trace", a.scope.trace.clone()),
+            ("to_trace", b.scope.trace.clone()),
+            ("of_window", a.window()),
+            ("to_window", b.window()),
+            ("of_semantics", a.scope.semantics.to_string()),
+            ("to_semantics", b.scope.semantics.to_string()),
+        ];
+        return match &ratio.differs {
+            Some(t) => with_reason(
+                gate("R1", GateStatus::Note, "gate.r1.ratio_differs_declared", &args),
+                t,
+            ),
+            None => gate("R1", GateStatus::Fail, "gate.r1.ratio_windows_differ", &args),
+        };
+    }
+    // One window for both: the claim's window, as R1 compares it for any measured part.
+    let covered =
+        a.ev.window.requested_ns.map(|[s, e]| crate::scope::Window { start_ns: s, end_ns: e });
+    if let Some(cw) = about.window
+        && covered != Some(cw)
+    {
+        return gate(
+            "R1",
+            GateStatus::Fail,
+            "gate.r1.window_differs",
+            &[
+                ("claim", cw.to_string()),
+                ("evidence", covered.map_or("whole trace".into(), |w| w.to_string())),
+            ],
+        );
+    }
+    let mut args = vec![
+        ("of", a.id.to_string()),
+        ("to", b.id.to_string()),
+        ("trace", a.scope.trace.clone()),
+        ("window", a.window()),
+        ("semantics", a.scope.semantics.to_string()),
+    ];
+    if covered.is_none() {
+        args.push(("span", a.ev.window.effective_ns.map_or("-".into(), span_text)));
+        // As for any measured part, a number over the whole trace is noted: the claim may
+        // speak of a step.
+        return gate("R1", GateStatus::Note, "gate.r1.ratio_same_trace", &args);
+    }
+    gate("R1", GateStatus::Pass, "gate.r1.ratio_same_window", &args)
+}
+
+fn ratio_r2(about: &About, ratio: &crate::claims::Ratio, [a, b]: [&RatioSide; 2]) -> Gate {
+    let streams = |s: &RatioSide| {
+        (crate::analysis::STREAM.get)(&s.measure.params).unwrap_or_else(|| "all".into())
+    };
+    if a.ev.scope.devices != b.ev.scope.devices || streams(a) != streams(b) {
+        let args = [
+            ("of", a.id.to_string()),
+            ("to", b.id.to_string()),
+            ("of_devices", format_device_list(&a.ev.scope.devices)),
+            ("to_devices", format_device_list(&b.ev.scope.devices)),
+            ("of_streams", streams(a)),
+            ("to_streams", streams(b)),
+        ];
+        return match &ratio.differs {
+            Some(t) => with_reason(
+                gate("R2", GateStatus::Note, "gate.r2.ratio_devices_differ_declared", &args),
+                t,
+            ),
+            None => gate("R2", GateStatus::Fail, "gate.r2.ratio_devices_differ", &args),
+        };
+    }
+    // One population for both: the claim's devices, as R2 compares them for any measured
+    // part (a failure or a note about missing devices is that gate's own).
+    let own = r2(about, a.measure, a.ev);
+    if own.status != GateStatus::Pass {
+        return own;
+    }
+    gate(
+        "R2",
+        GateStatus::Pass,
+        &by(about, "gate.r2.ratio_same_devices"),
+        &[
+            ("of", a.id.to_string()),
+            ("to", b.id.to_string()),
+            ("devices", format_device_list(&a.ev.scope.devices)),
+            ("streams", streams(a)),
+        ],
+    )
+}
+
+fn ratio_r3(about: &About, [a, b]: [&RatioSide; 2]) -> Gate {
+    let formula = format!("{} / {}", a.id, b.id);
+    // Each operand is one quantity: a field, or a sum its analysis declares as one.
+    let mut kinds = Vec::new();
+    for s in [a, b] {
+        match &s.reading.shape {
+            Shape::One(o) => kinds.push(o.quantity()),
+            _ => {
+                return gate(
+                    "R3",
+                    GateStatus::Fail,
+                    "gate.r3.ratio_operand_not_one",
+                    &[
+                        ("part", s.id.to_string()),
+                        ("value", s.measure.value_text.clone()),
+                        ("formula", formula),
+                    ],
+                );
+            }
+        }
+    }
+    let (n, d) = (kinds[0], kinds[1]);
+    let args = |extra: &[(&'static str, String)]| {
+        let mut v = vec![
+            ("of", a.id.to_string()),
+            ("to", b.id.to_string()),
+            ("of_kind", n.key().to_string()),
+            ("to_kind", d.key().to_string()),
+            ("formula", formula.clone()),
+        ];
+        v.extend(extra.iter().cloned());
+        v
+    };
+    let family = |k: Q| {
+        if k.is_wall() {
+            1
+        } else if k.is_kernel_time() {
+            2
+        } else {
+            0
+        }
+    };
+    // Bytes over a time is a bandwidth, no share: its kinds differ by definition.
+    let bandwidth = n == Q::Bytes && family(d) != 0;
+    if n != d && !bandwidth && (family(n) == 0 || family(n) != family(d)) {
+        return gate("R3", GateStatus::Fail, "gate.r3.ratio_mixes_kinds", &args(&[]));
+    }
+    if let Some(claimed) = about.quantity {
+        let ok = match claimed {
+            QuantityKind::WallTime => n.is_wall(),
+            QuantityKind::KernelTime => n.is_kernel_time(),
+            QuantityKind::Count => n == Q::Count,
+            QuantityKind::Bytes => n == Q::Bytes && !bandwidth,
+            QuantityKind::Bandwidth => bandwidth,
+            QuantityKind::StepTimeReduction | QuantityKind::ThroughputGain => true,
+        };
+        if !ok {
+            return gate(
+                "R3",
+                GateStatus::Fail,
+                "gate.r3.quantity_differs",
+                &[
+                    ("claim", quantity_key(claimed).into()),
+                    ("evidence", n.key().into()),
+                    ("formula", formula),
+                ],
+            );
+        }
+    }
+    let Some(claimed) = about.denominator else {
+        return gate("R3", GateStatus::Note, "gate.r3.ratio_unstated", &args(&[]));
+    };
+    let want = match claimed {
+        Denominator::Window => Q::Window,
+        Denominator::NcclBusy => Q::NcclBusy,
+        Denominator::ComputeBusy => Q::ComputeBusy,
+        Denominator::NcclKernelTime => Q::NcclKernelTime,
+        Denominator::KernelTime => Q::KernelTime,
+        Denominator::Idle => Q::Idle,
+    };
+    if d == want {
+        gate("R3", GateStatus::Pass, "gate.r3.ratio_share", &args(&[]))
+    } else {
+        gate(
+            "R3",
+            GateStatus::Fail,
+            "gate.r3.denominator_differs",
+            &[("claim", want.key().into()), ("evidence", d.key().into()), ("formula", formula)],
+        )
+    }
+}
+
+fn ratio_r4(
+    about: &About,
+    [a, b]: [&RatioSide; 2],
+    unit: Unit,
+    condition: Option<&Condition>,
+    says: Option<&Quantity>,
+) -> Gate {
+    if let Some(g) = stated_units(unit, condition, says) {
+        return g;
+    }
+    // Each operand is one total: not a statistic, not one value per window or per rank.
+    for s in [a, b] {
+        if let Shape::One(Operand::Statistic(stat, _)) = s.reading.shape {
+            return gate(
+                "R4",
+                GateStatus::Fail,
+                "gate.r4.ratio_statistic",
+                &[
+                    ("part", s.id.to_string()),
+                    ("value", s.measure.value_text.clone()),
+                    ("stat", stat.key().to_string()),
+                ],
+            );
+        }
+        if !s.ev.samples.is_empty() {
+            return gate(
+                "R4",
+                GateStatus::Fail,
+                "gate.r4.ratio_windows",
+                &[("part", s.id.to_string()), ("n", s.ev.samples.len().to_string())],
+            );
+        }
+        if matches!(s.reading.over, Over::EachRank(_)) {
+            return gate(
+                "R4",
+                GateStatus::Fail,
+                "gate.r4.ratio_ranks",
+                &[("part", s.id.to_string()), ("n", s.ev.scope.devices.len().to_string())],
+            );
+        }
+    }
+    if a.over() != b.over() {
+        return gate(
+            "R4",
+            GateStatus::Fail,
+            "gate.r4.ratio_aggregation_differs",
+            &[
+                ("of", a.id.to_string()),
+                ("to", b.id.to_string()),
+                ("of_over", a.over().to_string()),
+                ("to_over", b.over().to_string()),
+            ],
+        );
+    }
+    let devices = &a.ev.scope.devices;
+    let args = [
+        ("of", a.id.to_string()),
+        ("to", b.id.to_string()),
+        ("devices", format_device_list(devices)),
+        ("n", devices.len().to_string()),
+        ("unit", unit.symbol().to_string()),
+    ];
+    match a.reading.over {
+        Over::Summed if about.per == Some(Per::Device) => {
+            gate("R4", GateStatus::Fail, "gate.r4.sum_as_per_device", &args)
+        }
+        Over::Summed if about.per == Some(Per::Sum) => {
+            gate("R4", GateStatus::Pass, "gate.r4.ratio_summed", &args)
+        }
+        Over::Summed => gate("R4", GateStatus::Note, "gate.r4.ratio_summed_unstated", &args),
+        Over::Device
+            if about.per == Some(Per::Sum)
+                && devices.len() == 1
+                && about.devices.as_ref().is_some_and(|d| d.len() > 1) =>
+        {
+            gate("R4", GateStatus::Fail, "gate.r4.device_as_sum", &args)
+        }
+        Over::Device => gate("R4", GateStatus::Pass, "gate.r4.ratio_one_device", &args),
+        _ => gate(
+            "R4",
+            GateStatus::Pass,
+            "gate.r4.ratio_same_aggregation",
+            &[
+                ("of", a.id.to_string()),
+                ("to", b.id.to_string()),
+                ("over", a.over().to_string()),
+                ("unit", unit.symbol().to_string()),
+            ],
+        ),
+    }
 }
 
 #[cfg(test)]

@@ -197,6 +197,34 @@ pub struct PartResult {
     /// judged by the measure's quantifier (`over`, default the lower median).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub samples: Vec<[String; 2]>,
+    /// A judged ratio: its two operands with their measured values.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratio: Option<RatioResult>,
+}
+
+/// The operands of a judged ratio (`ratio: {of, to}`), as the ledger records them.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RatioResult {
+    /// The numerator.
+    pub of: RatioOperand,
+    /// The denominator.
+    pub to: RatioOperand,
+    /// The author's reason why the operands' scopes differ, when declared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub differs: Option<Text>,
+}
+
+/// One operand of a judged ratio.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RatioOperand {
+    /// Its part id.
+    pub part: String,
+    /// The evidence it reads (key into the ledger).
+    pub evidence: Option<String>,
+    /// Its measured value in display form (`41.30 ms`), when it has one.
+    pub display: Option<String>,
+    /// Its exact measured value in the unit's base, `[num, den]`.
+    pub exact: Option<[String; 2]>,
 }
 
 /// One claim's result.

@@ -140,7 +140,130 @@ fn blank(p: &Part, outcome: PartOutcome, reason: Finding) -> PartResult {
         needs: p.needs.clone(),
         value: None,
         samples: Vec::new(),
+        ratio: None,
     }
+}
+
+/// What a measured part speaks of: the claim's `about` describes its principal assertion; a
+/// supporting part keeps the claim's window and devices but states its own metric (or none).
+fn about_of(claim: &Claim, p: &Part) -> crate::claims::About {
+    match &p.about {
+        Some(a) => a.clone(),
+        None if p.id == claim.principal => claim.about.clone(),
+        None => crate::claims::About {
+            quantity: None,
+            denominator: None,
+            denominator_text: None,
+            ..claim.about.clone()
+        },
+    }
+}
+
+/// A judged ratio: the measured value of part `of` over that of part `to`, exactly, after the
+/// ratio's own gates (both operands over one scope, or a declared difference; one quantity
+/// over another; one total each), judged by the part's condition like any measured value.
+fn ratio_part(
+    set: &ClaimSet,
+    claim: &Claim,
+    p: &Part,
+    done: &[PartResult],
+    evidence: &EvidenceMap,
+) -> PartResult {
+    let Some(ratio) = &p.ratio else { unreachable!("called for ratio parts") };
+    let unit = p.unit.unwrap_or(Unit::Percent);
+    let mut r = blank(p, PartOutcome::NotEvaluated, Finding::new("part.not_evaluated", &[]));
+    let part = |id: &str| claim.parts.iter().find(|q| q.id == id);
+    let result = |id: &str| done.iter().find(|d| d.id == id);
+    let operand_unit =
+        |id: &str| part(id).and_then(|q| q.measure.as_ref()).map_or(Unit::Ratio, |m| m.unit);
+    let operand = |id: &str| {
+        let v = result(id).and_then(|d| d.value);
+        RatioOperand {
+            part: id.to_string(),
+            evidence: result(id).and_then(|d| d.evidence.clone()),
+            display: v.map(|v| show(v, operand_unit(id))),
+            exact: v.map(|v| [v.num.to_string(), v.den.to_string()]),
+        }
+    };
+    r.ratio = Some(RatioResult {
+        of: operand(&ratio.of),
+        to: operand(&ratio.to),
+        differs: ratio.differs.clone(),
+    });
+    let side = |id: &str| {
+        let q = part(id)?;
+        let m = q.measure.as_ref()?;
+        let ev = evidence.get(&query_key(set, m))?.as_ref().ok()?;
+        let scope = set.scopes.get(&m.scope)?;
+        Some(super::gates::RatioSide {
+            id: &q.id,
+            measure: m,
+            ev,
+            scope,
+            reading: Reading::of(m, ev, scope.semantics),
+        })
+    };
+    if let (Some(a), Some(b)) = (side(&ratio.of), side(&ratio.to)) {
+        r.gates = super::gates::ratio_gates(
+            &about_of(claim, p),
+            ratio,
+            [&a, &b],
+            unit,
+            p.condition.as_ref(),
+            p.says.as_ref(),
+        );
+    }
+    let symbolic = format!("{} / {}", ratio.of, ratio.to);
+    let values = [&ratio.of, &ratio.to].map(|id| result(id).and_then(|d| d.value));
+    let shown =
+        |i: usize, id: &str| values[i].map_or_else(|| "n/a".into(), |v| show(v, operand_unit(id)));
+    let substituted = format!("{} / {}", shown(0, &ratio.of), shown(1, &ratio.to));
+    let mut formula = FormulaResult {
+        symbolic,
+        definition: None,
+        substituted,
+        display: None,
+        exact: None,
+        unit,
+        error: None,
+    };
+    let [Some(num), Some(den)] = values else {
+        let missing: Vec<String> = [&ratio.of, &ratio.to]
+            .into_iter()
+            .zip(values)
+            .filter(|(_, v)| v.is_none())
+            .map(|(id, _)| id.clone())
+            .collect();
+        r.formula = Some(formula);
+        r.outcome = PartOutcome::Unverifiable;
+        r.reason = Finding::new("part.ratio_unmeasured", &[("parts", missing.join(", "))]);
+        return r;
+    };
+    if den.num == 0 {
+        r.formula = Some(formula);
+        r.outcome = PartOutcome::Unverifiable;
+        r.reason = Finding::new(
+            "part.ratio_zero_denominator",
+            &[("to", ratio.to.clone()), ("value", show(den, operand_unit(&ratio.to)))],
+        );
+        return r;
+    }
+    let Some(value) = num.checked_div(den) else {
+        formula.error = Some("the ratio does not fit exact arithmetic".into());
+        r.formula = Some(formula);
+        r.outcome = PartOutcome::Unverifiable;
+        r.reason = Finding::new(
+            "part.formula_failed",
+            &[("error", "the ratio does not fit exact arithmetic".to_string())],
+        );
+        return r;
+    };
+    formula.display = Some(show(value, unit));
+    formula.exact = Some([value.num.to_string(), value.den.to_string()]);
+    r.formula = Some(formula);
+    // The ratio's own gates decide whether it is comparable with the claim: its operands'
+    // gates compare each with the claim's scope, which a declared difference sets aside.
+    judge_value(r, p, unit, true, value)
 }
 
 fn measured(set: &ClaimSet, claim: &Claim, p: &Part, evidence: &EvidenceMap) -> PartResult {
@@ -157,18 +280,7 @@ fn measured(set: &ClaimSet, claim: &Claim, p: &Part, evidence: &EvidenceMap) -> 
         None => return r,
     };
     let Some(scope) = set.scopes.get(&m.scope) else { return r };
-    // The claim's `about` describes its principal assertion; a supporting part keeps the
-    // claim's window and devices but states its own metric (or none).
-    let about = match &p.about {
-        Some(a) => a.clone(),
-        None if p.id == claim.principal => claim.about.clone(),
-        None => crate::claims::About {
-            quantity: None,
-            denominator: None,
-            denominator_text: None,
-            ..claim.about.clone()
-        },
-    };
+    let about = about_of(claim, p);
     if let Some(c) = &m.compare {
         let scopes = [set.scopes.get(&c.sides[0].scope), set.scopes.get(&c.sides[1].scope)];
         r.gates = super::gates::compare_gates(&about, m, c, scopes, p, ev);
@@ -310,7 +422,7 @@ fn per_rank(
                 unit: m.unit,
                 error: None,
             });
-            judge_value(r, p, m, v)
+            judge_value(r, p, m.unit, divides(m), v)
         }
         Reduce::All | Reduce::Any => each_member(
             r,
@@ -509,7 +621,7 @@ fn single(
             return r;
         }
     };
-    judge_value(r, p, m, value)
+    judge_value(r, p, m.unit, divides(m), value)
 }
 
 /// A measure over a set of windows (NVTX steps or equal splits): the formula on each window,
@@ -592,7 +704,7 @@ fn samples(mut r: PartResult, p: &Part, m: &crate::claims::Measure, ev: &Evidenc
         unit: m.unit,
         error: None,
     });
-    judge_value(r, p, m, median)
+    judge_value(r, p, m.unit, divides(m), median)
 }
 
 /// The interval of a comparison's value, when the value is one of the fields that has one:
@@ -861,7 +973,7 @@ fn compare_one(
         return r;
     }
     if p.kind != Kind::Causal {
-        return judge_value(r, p, m, value);
+        return judge_value(r, p, m.unit, divides(m), value);
     }
     if n_a < crate::stats::MIN_SAMPLES as i64 || n_b < crate::stats::MIN_SAMPLES as i64 {
         r.outcome = PartOutcome::Unverifiable;
@@ -1002,11 +1114,20 @@ fn compare_one(
     r
 }
 
-/// Judges a measured value: the stated number, the condition, the gates and the kind.
+/// Whether a measure's formula divides (as it is read): a value reported without a condition
+/// is then said to be "with its denominator".
+fn divides(m: &crate::claims::Measure) -> bool {
+    let reading = Reading::from_parts(m, 1, false, crate::scope::Semantics::Clip);
+    matches!(reading.shape, super::reading::Shape::Ratio { .. })
+}
+
+/// Judges a measured value, shown in `unit`: the stated number, the condition, the gates and
+/// the kind.
 fn judge_value(
     mut r: PartResult,
     p: &Part,
-    m: &crate::claims::Measure,
+    unit: Unit,
+    divides: bool,
     value: Rational,
 ) -> PartResult {
     r.value = Some(value);
@@ -1021,11 +1142,11 @@ fn judge_value(
         };
         r.condition = Some(ConditionResult { finding, satisfied: ok });
     }
-    if blocked(&mut r, p, show(value, m.unit)) {
+    if blocked(&mut r, p, show(value, unit)) {
         return r;
     }
     let shown =
-        p.condition.as_ref().map_or_else(|| show(value, m.unit), |c| show_beside(value, m.unit, c));
+        p.condition.as_ref().map_or_else(|| show(value, unit), |c| show_beside(value, unit, c));
     match &r.condition {
         Some(c) if c.satisfied => {
             r.outcome = PartOutcome::Supported;
@@ -1038,13 +1159,8 @@ fn judge_value(
         None => {
             r.outcome = PartOutcome::Reported;
             // "with its denominator" only where the formula divides (as it was read).
-            let reading = Reading::from_parts(m, 1, false, crate::scope::Semantics::Clip);
-            let key = if matches!(reading.shape, super::reading::Shape::Ratio { .. }) {
-                "part.reported"
-            } else {
-                "part.reported_plain"
-            };
-            r.reason = Finding::new(key, &[("value", show(value, m.unit))]);
+            let key = if divides { "part.reported" } else { "part.reported_plain" };
+            r.reason = Finding::new(key, &[("value", show(value, unit))]);
         }
     }
     r
@@ -1062,12 +1178,12 @@ fn arithmetic(p: &Part, done: &[PartResult], claim: &Claim) -> PartResult {
         // A measured part enters with its measured value only: its stated number is what the
         // measurement checks, never a stand-in when the measurement is missing.
         let from_says =
-            part.filter(|q| q.measure.is_none()).and_then(|q| q.says.as_ref()).map(|s| s.value);
+            part.filter(|q| !q.is_measured()).and_then(|q| q.says.as_ref()).map(|s| s.value);
         match from_result.or(from_says) {
             Some(x) => {
                 vars.insert(v, x);
             }
-            None if part.is_some_and(|q| q.measure.is_some()) => unmeasured.push(v),
+            None if part.is_some_and(Part::is_measured) => unmeasured.push(v),
             None => {}
         }
     }
@@ -1114,8 +1230,11 @@ fn arithmetic(p: &Part, done: &[PartResult], claim: &Claim) -> PartResult {
 /// Judges one claim.
 pub fn judge(set: &ClaimSet, claim: &Claim, evidence: &EvidenceMap) -> ClaimResult {
     let mut results: Vec<PartResult> = Vec::new();
-    for p in
-        claim.parts.iter().filter(|p| p.kind != Kind::Arithmetic && p.kind != Kind::Interpretation)
+    for p in claim
+        .parts
+        .iter()
+        .filter(|p| p.kind != Kind::Arithmetic && p.kind != Kind::Interpretation)
+        .filter(|p| p.ratio.is_none())
     {
         results.push(match (p.kind, &p.measure) {
             (Kind::Action, _) => blank(p, PartOutcome::NotJudged, Finding::new("part.action", &[])),
@@ -1124,6 +1243,11 @@ pub fn judge(set: &ClaimSet, claim: &Claim, evidence: &EvidenceMap) -> ClaimResu
                 blank(p, PartOutcome::Unverifiable, Finding::new("part.needs_evidence", &[]))
             }
         });
+    }
+    // A ratio reads the values of the measured parts it divides.
+    for p in claim.parts.iter().filter(|p| p.ratio.is_some() && p.kind != Kind::Interpretation) {
+        let r = ratio_part(set, claim, p, &results, evidence);
+        results.push(r);
     }
     for p in claim.parts.iter().filter(|p| p.kind == Kind::Interpretation) {
         let from: Vec<PartOutcome> = p

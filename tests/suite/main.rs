@@ -42,6 +42,7 @@ mod nvtx_tables;
 mod nvtx_windows;
 mod plan;
 mod provenance;
+mod ratio;
 mod real_traces;
 mod render;
 mod report_honesty;
