@@ -19,7 +19,30 @@ use crate::units::{decimal, thousands};
 
 /// Shows a base-unit value in a unit: `17.8%`, `1,094.74 ms`, `140`, `1.216x`.
 pub fn show(v: Rational, unit: Unit) -> String {
-    show_at(v, unit, unit.decimals())
+    show_at(v, unit, places_for(v, unit, unit.decimals()))
+}
+
+/// The decimals that keep a time that is not zero from showing as zero: its unit's own, or as
+/// many more as give it two significant digits (a 2,976 ns median is `0.0030 ms`, not
+/// `0.00 ms`), down to the nanosecond at most.
+fn places_for(v: Rational, unit: Unit, places: u32) -> u32 {
+    let per_unit: i128 = match unit {
+        Unit::Ms => 1_000_000,
+        Unit::S => 1_000_000_000,
+        _ => return places,
+    };
+    let max = per_unit.ilog10();
+    let ns = (v.num / v.den).unsigned_abs();
+    if v.num == 0 || places >= max {
+        return places;
+    }
+    // Digits after the point before the first significant one, plus one more.
+    let tiny = |p: u32| ns.checked_mul(10u128.pow(p)).is_some_and(|x| x < per_unit.unsigned_abs());
+    let mut p = places;
+    while p < max && tiny(p) {
+        p += 1;
+    }
+    if p > places { (p + 1).min(max) } else { places }
 }
 
 /// Shows a base-unit value in a unit with a given number of decimals.
@@ -46,7 +69,7 @@ pub fn show_at(v: Rational, unit: Unit, places: u32) -> String {
 /// Shows a field value for substitution into a formula (ns as ms, counts as integers).
 fn show_field(field: &str, v: Rational) -> String {
     if field.ends_with("_ns") {
-        show_at(v, Unit::Ms, 2).trim_end_matches(" ms").to_string()
+        show_at(v, Unit::Ms, places_for(v, Unit::Ms, 2)).trim_end_matches(" ms").to_string()
     } else if field == "wait_share" {
         show(v, Unit::Percent)
     } else if v.den == 1 {
@@ -1404,6 +1427,22 @@ mod tests {
 
     fn q(text: &str) -> Quantity {
         Quantity::parse(text, Unit::Ratio).unwrap()
+    }
+
+    #[test]
+    fn a_time_that_is_not_zero_never_shows_as_zero() {
+        let ns = |n: i128| Rational::int(n);
+        // Two significant digits once the unit's decimals would show 0.
+        assert_eq!(show(ns(2_976), Unit::Ms), "0.0030 ms");
+        assert_eq!(show(ns(300), Unit::Ms), "0.00030 ms");
+        assert_eq!(show(ns(-2_976), Unit::Ms), "-0.0030 ms");
+        assert_eq!(show(ns(7), Unit::Ms), "0.000007 ms");
+        // A value the unit's decimals already show, and zero, as before.
+        assert_eq!(show(ns(1_234_567), Unit::Ms), "1.23 ms");
+        assert_eq!(show(ns(12_000), Unit::Ms), "0.01 ms");
+        assert_eq!(show(ns(0), Unit::Ms), "0.00 ms");
+        // A substituted field: `max_ns / median_ns` over µs kernels.
+        assert_eq!(show_field("median_ns", ns(2_976)), "0.0030");
     }
 
     #[test]
