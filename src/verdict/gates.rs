@@ -42,18 +42,14 @@ fn span_text(w: [i64; 2]) -> String {
     format!("{}–{} s", crate::scope::format_seconds(w[0]), crate::scope::format_seconds(w[1]))
 }
 
-/// R1: the same time window, and what the window does to the value: its length (or the span
-/// of the kernels kept inside it) as the formula's denominator, a selection of what is
-/// counted, or a selection of whole collective instances, as the formula read says.
-pub fn r1(about: &About, reading: &Reading, ev: &Evidence) -> Gate {
-    // Compare with the window the evidence discloses, not the one the scope asked for: an
-    // analysis that covers the whole trace must not pass as windowed.
+/// The window the evidence covers, or R1's failure when the claim names another. Compared
+/// with the window the evidence discloses, not the one the scope asked for: an analysis that
+/// covers the whole trace must not pass as windowed.
+fn claim_window(about: &About, ev: &Evidence) -> Result<Option<crate::scope::Window>, Gate> {
     let covered =
         ev.window.requested_ns.map(|[a, b]| crate::scope::Window { start_ns: a, end_ns: b });
-    if let Some(cw) = about.window
-        && covered != Some(cw)
-    {
-        return gate(
+    match about.window {
+        Some(cw) if covered != Some(cw) => Err(gate(
             "R1",
             GateStatus::Fail,
             "gate.r1.window_differs",
@@ -61,8 +57,19 @@ pub fn r1(about: &About, reading: &Reading, ev: &Evidence) -> Gate {
                 ("claim", cw.to_string()),
                 ("evidence", covered.map_or("whole trace".into(), |w| w.to_string())),
             ],
-        );
+        )),
+        _ => Ok(covered),
     }
+}
+
+/// R1: the same time window, and what the window does to the value: its length (or the span
+/// of the kernels kept inside it) as the formula's denominator, a selection of what is
+/// counted, or a selection of whole collective instances, as the formula read says.
+pub fn r1(about: &About, reading: &Reading, ev: &Evidence) -> Gate {
+    let covered = match claim_window(about, ev) {
+        Ok(w) => w,
+        Err(g) => return g,
+    };
     let Some(w) = covered else {
         return gate(
             "R1",
@@ -1033,21 +1040,10 @@ fn ratio_r1(about: &About, ratio: &crate::claims::Ratio, [a, b]: [&RatioSide; 2]
         };
     }
     // One window for both: the claim's window, as R1 compares it for any measured part.
-    let covered =
-        a.ev.window.requested_ns.map(|[s, e]| crate::scope::Window { start_ns: s, end_ns: e });
-    if let Some(cw) = about.window
-        && covered != Some(cw)
-    {
-        return gate(
-            "R1",
-            GateStatus::Fail,
-            "gate.r1.window_differs",
-            &[
-                ("claim", cw.to_string()),
-                ("evidence", covered.map_or("whole trace".into(), |w| w.to_string())),
-            ],
-        );
-    }
+    let covered = match claim_window(about, a.ev) {
+        Ok(w) => w,
+        Err(g) => return g,
+    };
     let mut args = vec![
         ("of", a.id.to_string()),
         ("to", b.id.to_string()),

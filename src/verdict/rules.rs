@@ -1518,29 +1518,33 @@ claims:
         judge(set, &set.claims[0], &map)
     }
 
+    /// Overlap evidence over a set of windows of `len_ns` each, one after another: exposed
+    /// NCCL `n` of a total of 10 in window k for the k-th share.
+    fn windows_of(shares: &[i64], len_ns: i64) -> Evidence {
+        let mut ev = evidence("overlap", &[1]);
+        ev.samples = shares
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let values = ev.values.as_ref().unwrap().edited(|v| {
+                    v.insert("nccl_only_ns".into(), (*n).into());
+                    v.insert("total_ns".into(), 10.into());
+                });
+                crate::analysis::Sample {
+                    window_ns: [i as i64 * len_ns, (i as i64 + 1) * len_ns],
+                    values,
+                }
+            })
+            .collect();
+        ev
+    }
+
     /// A set of windows by hand: shares 1/10, 3/10, 2/10 and 0/10; the lower median of the
     /// four is 1/10, judged against `above 0%`; with every share 0 it fails.
     #[test]
     fn a_set_of_windows_is_judged_on_the_lower_median_of_its_samples() {
         let set = set("overlap", "nccl_only_ns / total_ns", "%", "1");
-        let with = |shares: &[i64]| {
-            let mut ev = evidence("overlap", &[1]);
-            ev.samples = shares
-                .iter()
-                .enumerate()
-                .map(|(i, n)| {
-                    let values = ev.values.as_ref().unwrap().edited(|v| {
-                        v.insert("nccl_only_ns".into(), (*n).into());
-                        v.insert("total_ns".into(), 10.into());
-                    });
-                    crate::analysis::Sample {
-                        window_ns: [i as i64 * 10, i as i64 * 10 + 10],
-                        values,
-                    }
-                })
-                .collect();
-            judge_with(&set, ev)
-        };
+        let with = |shares: &[i64]| judge_with(&set, windows_of(shares, 10));
         let r = with(&[1, 3, 2, 0]);
         let p = &r.parts[0];
         assert_eq!(p.value, Rational::new(1, 10));
@@ -1561,22 +1565,7 @@ claims:
         let with = |over: Over, shares: &[i64]| {
             let mut set = set("overlap", "nccl_only_ns / total_ns", "%", "1");
             set.claims[0].parts[0].measure.as_mut().unwrap().over = Some(over);
-            let mut ev = evidence("overlap", &[1]);
-            ev.samples = shares
-                .iter()
-                .enumerate()
-                .map(|(i, n)| {
-                    let values = ev.values.as_ref().unwrap().edited(|v| {
-                        v.insert("nccl_only_ns".into(), (*n).into());
-                        v.insert("total_ns".into(), 10.into());
-                    });
-                    crate::analysis::Sample {
-                        window_ns: [i as i64 * 1_000_000_000, (i as i64 + 1) * 1_000_000_000],
-                        values,
-                    }
-                })
-                .collect();
-            judge_with(&set, ev).parts.remove(0)
+            judge_with(&set, windows_of(shares, 1_000_000_000)).parts.remove(0)
         };
         let p = with(Over::Median, &[1, 3, 2, 0]);
         assert_eq!(p.value, Rational::new(3, 20));
