@@ -141,7 +141,7 @@ fn tools() -> &'static [Tool] {
                 title: "Judge a claims document",
                 description: "Judge a claims document against its traces: gates R1-R4 per part (window, population, metric and denominator, aggregation and units) and a verdict per claim. Give `claims` (a path) or `yaml` (the document's text; its relative trace paths are read from `dir`, default the first root). Returns the evidence ledger of `verdict check --json`; a document with problems is an error naming each problem's line and column.".into(),
                 input: check_input(),
-                output: with_truncation(audit_schema()),
+                output: with_truncation(crate::audit::evidence_schema()),
                 run: check,
             },
             Tool {
@@ -1052,17 +1052,6 @@ fn with_truncation(mut schema: Value) -> Value {
     schema
 }
 
-fn finding_schema() -> Value {
-    json!({
-        "type": "object",
-        "required": ["key", "args"],
-        "properties": {
-            "key": {"type": "string"},
-            "args": {"type": "object", "additionalProperties": {"type": "string"}},
-        },
-    })
-}
-
 fn devices_schema() -> Value {
     json!({"type": "array", "items": {"type": "integer"}})
 }
@@ -1143,88 +1132,5 @@ fn evidence_schema() -> Value {
             }},
         },
         "allOf": per_analysis,
-    })
-}
-
-/// The JSON contract of the ledger (`verdict check --json`).
-fn audit_schema() -> Value {
-    let entry = json!({
-        "type": "object",
-        "required": ["key", "command", "argv", "evidence", "error"],
-        "properties": {
-            "key": {"type": "string"},
-            "command": {"type": "string"},
-            "argv": {"type": "array", "items": {"type": "string"}},
-            "evidence": {"anyOf": [{"type": "null"}, evidence_schema()]},
-            "error": {"type": ["string", "null"]},
-        },
-    });
-    let gate = json!({
-        "type": "object",
-        "required": ["gate", "status", "finding"],
-        "properties": {
-            "gate": {"type": "string"},
-            "status": {"type": "string", "enum": ["pass", "note", "fail"]},
-            "finding": finding_schema(),
-        },
-    });
-    let part = json!({
-        "type": "object",
-        "required": ["id", "kind", "gates", "outcome", "reason"],
-        "properties": {
-            "id": {"type": "string"},
-            "kind": {"type": "string", "enum": ["observation", "interpretation", "causal", "action", "arithmetic"]},
-            "evidence": {"type": ["string", "null"]},
-            "gates": {"type": "array", "items": gate},
-            "outcome": {"type": "string"},
-            "reason": finding_schema(),
-        },
-    });
-    let verdicts = ["supported", "partially_supported", "unverifiable", "not_supported"];
-    json!({
-        "type": "object",
-        "required": ["tool", "claims", "traces", "ledger", "context", "results", "summary", "misreadings", "spreads"],
-        "properties": {
-            "tool": {"type": "object", "required": ["name", "version"]},
-            "claims": {"type": "object", "required": ["file", "report", "traces", "scopes", "claims"]},
-            "traces": {"type": "array", "items": {
-                "type": "object",
-                "required": ["name", "path", "coverage", "error"],
-                "properties": {
-                    "name": {"type": "string"},
-                    "path": {"type": "string"},
-                    "coverage": {"anyOf": [{"type": "null"}, evidence_schema()]},
-                    "error": {"type": ["string", "null"]},
-                },
-            }},
-            "ledger": {"type": "array", "items": entry},
-            "context": {"type": "array", "items": entry},
-            "results": {"type": "array", "items": {
-                "type": "object",
-                "required": ["id", "verdict", "reason", "principal", "parts"],
-                "properties": {
-                    "id": {"type": "string"},
-                    "verdict": {"type": "string", "enum": verdicts},
-                    "reason": finding_schema(),
-                    "principal": {"type": "string"},
-                    "parts": {"type": "array", "items": part},
-                },
-            }},
-            "summary": {
-                "type": "object",
-                "required": ["counts", "claims", "open", "gate_failures", "says_mismatches", "arithmetic_failures", "not_evaluated"],
-                "properties": {
-                    "counts": {"type": "object", "required": verdicts, "additionalProperties": {"type": "integer"}},
-                    "claims": {"type": "integer"},
-                    "open": {"type": "array", "items": {"type": "string"}},
-                    "gate_failures": {"type": "integer"},
-                    "says_mismatches": {"type": "integer"},
-                    "arithmetic_failures": {"type": "integer"},
-                    "not_evaluated": {"type": "integer"},
-                },
-            },
-            "misreadings": {"type": "array", "items": finding_schema()},
-            "spreads": {"type": "array"},
-        },
     })
 }
