@@ -200,6 +200,10 @@ pub struct PartResult {
     /// A judged ratio: its two operands with their measured values.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ratio: Option<RatioResult>,
+    /// A comparison judged on each device: the device whose comparison speaks for the part
+    /// (its value, formula and reason), when it is not the first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<i64>,
 }
 
 /// The operands of a judged ratio (`ratio: {of, to}`), as the ledger records them.

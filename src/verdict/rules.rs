@@ -164,6 +164,7 @@ fn blank(p: &Part, outcome: PartOutcome, reason: Finding) -> PartResult {
         value: None,
         samples: Vec::new(),
         ratio: None,
+        device: None,
     }
 }
 
@@ -833,11 +834,23 @@ fn compare_part(r: PartResult, p: &Part, m: &crate::claims::Measure, ev: &Eviden
         })
         .collect::<Vec<_>>()
         .join("; ");
-    let (_, first) = &judged[0];
-    let mut out = first.clone();
-    if let Some(f) = out.formula.as_mut() {
-        f.substituted = format!("by device: {spread}; device {}: {}", judged[0].0, f.substituted);
-    }
+    // The part is the first device's, unless another device reverses it or decides less:
+    // then that device's value, formula and reason speak for it, so that the number shown
+    // beside the verdict is the one that decided it.
+    let speaks = |d: i64, j: &PartResult, outcome: PartOutcome, key: &str, named: bool| {
+        let mut out = j.clone();
+        out.outcome = outcome;
+        if let Some(f) = out.formula.as_mut() {
+            f.substituted = format!("by device: {spread}; device {d}: {}", f.substituted);
+        }
+        let mut args = j.reason.args.clone();
+        if named {
+            args.insert("device".into(), d.to_string());
+            out.device = Some(d);
+        }
+        out.reason = Finding { key: key.to_string(), args };
+        out
+    };
     let against = |j: &PartResult| j.reason.key == "part.compare_against";
     let holds = |j: &PartResult| {
         matches!(j.outcome, PartOutcome::Supported | PartOutcome::PartiallySupported)
@@ -846,14 +859,8 @@ fn compare_part(r: PartResult, p: &Part, m: &crate::claims::Measure, ev: &Eviden
         && let Some((d, j)) = judged.iter().find(|(_, j)| against(j))
     {
         // One device shows the claimed direction, another the opposite one.
-        out.outcome = PartOutcome::NotSupported;
-        let mut args: Vec<(&str, String)> =
-            j.reason.args.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
-        args.push(("device", d.to_string()));
-        out.reason = Finding::new("part.compare_device_reversal", &args);
-        return out;
+        return speaks(*d, j, PartOutcome::NotSupported, "part.compare_device_reversal", true);
     }
-    // Otherwise the device that decides least speaks for the part.
     let rank = |o: PartOutcome| match o {
         PartOutcome::Supported => 4,
         PartOutcome::PartiallySupported => 3,
@@ -861,19 +868,13 @@ fn compare_part(r: PartResult, p: &Part, m: &crate::claims::Measure, ev: &Eviden
         PartOutcome::NotSupported => 1,
         _ => 0,
     };
-    if let Some((d, worst)) = judged.iter().min_by_key(|(_, j)| rank(j.outcome))
-        && rank(worst.outcome) < rank(out.outcome)
-    {
-        out.outcome = worst.outcome;
-        let mut args: Vec<(&str, String)> =
-            worst.reason.args.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
-        args.push(("device", d.to_string()));
-        out.reason = Finding {
-            key: worst.reason.key.clone(),
-            args: args.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
-        };
+    let (d0, first) = &judged[0];
+    match judged.iter().min_by_key(|(_, j)| rank(j.outcome)) {
+        Some((d, worst)) if rank(worst.outcome) < rank(first.outcome) => {
+            speaks(*d, worst, worst.outcome, &worst.reason.key, true)
+        }
+        _ => speaks(*d0, first, first.outcome, &first.reason.key, false),
     }
-    out
 }
 
 /// The effect a part claims, as a positive share of A's median: the stated number (`says`)
