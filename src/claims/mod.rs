@@ -663,6 +663,19 @@ impl Part {
     pub fn is_measured(&self) -> bool {
         self.measure.is_some() || self.ratio.is_some()
     }
+
+    /// Whether its value is a change with a direction: a comparison's `delta`, `change` or
+    /// `pooled_change` (after against before), or arithmetic whose last step is a difference.
+    pub fn is_change(&self) -> bool {
+        match (&self.measure, &self.formula) {
+            (Some(m), _) => {
+                m.compare.is_some()
+                    && matches!(m.value_text.trim(), "delta" | "change" | "pooled_change")
+            }
+            (None, Some(crate::formula::Expr::Bin(_, crate::formula::Op::Sub, _))) => true,
+            _ => false,
+        }
+    }
 }
 
 /// One part of a claim.
@@ -889,9 +902,12 @@ pub enum Show {
     Value,
     /// The same quantity on every device of the window: `13.1–20.7% across devices 1-7`.
     Spread,
+    /// A change in words with its size: `fell by 1.6 pp`, `rose by 11.4 pp`.
+    Change,
 }
 
-/// A `{claim/part}`, `{claim/part:value}` or `{claim/part:spread}` in an answer text.
+/// A `{claim/part}`, `{claim/part:value}`, `{claim/part:spread}` or `{claim/part:change}` in an
+/// answer text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Placeholder {
     /// Byte range in the text, braces included.
@@ -917,8 +933,11 @@ pub fn placeholders(text: &str) -> Result<Vec<Placeholder>, String> {
             None => (inner, Show::Scoped),
             Some((p, "value")) => (p, Show::Value),
             Some((p, "spread")) => (p, Show::Spread),
+            Some((p, "change")) => (p, Show::Change),
             Some((_, other)) => {
-                return Err(format!("`{{{inner}}}`: `{other}` is not `value` or `spread`"));
+                return Err(format!(
+                    "`{{{inner}}}`: `{other}` is not `value`, `spread` or `change`"
+                ));
             }
         };
         let Some((claim, part)) = path.split_once('/') else {

@@ -55,6 +55,19 @@ pub struct RawNarrative {
     pub closing: Option<RawText>,
     /// What comes next (the next day, the next study).
     pub next: Option<RawText>,
+    /// The works the post cites, each a text with a link, listed at its end.
+    #[serde(default)]
+    pub references: Vec<RawReference>,
+}
+
+/// One entry of `narrative.references:`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawReference {
+    /// What is cited, in every language of the report.
+    pub text: RawText,
+    /// Its address: `https://` or `http://`.
+    pub url: Spanned<String>,
 }
 
 /// `narrative.conditions:`.
@@ -172,6 +185,17 @@ pub struct Narrative {
     pub closing: Option<Text>,
     /// What comes next.
     pub next: Option<Text>,
+    /// The works the post cites.
+    pub references: Vec<Reference>,
+}
+
+/// A cited work.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Reference {
+    /// What is cited.
+    pub text: Text,
+    /// Its address.
+    pub url: String,
 }
 
 /// The run's conditions.
@@ -396,6 +420,42 @@ pub(super) fn validate(
             .collect(),
         closing: text(c, &raw.closing, "closing", true),
         next: text(c, &raw.next, "next", true),
+        references: raw
+            .references
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let url = r.url.value.trim();
+                let scheme = url.strip_prefix("https://").or_else(|| url.strip_prefix("http://"));
+                let bad =
+                    |ch: char| ch.is_whitespace() || ch.is_control() || "<>\"()[]`".contains(ch);
+                if scheme.is_none_or(|rest| rest.is_empty() || rest.contains(bad)) {
+                    c.err(
+                        at(&r.url),
+                        format!(
+                            "`narrative.references[{}].url`: `{}` is not a web address",
+                            i + 1,
+                            r.url.value
+                        ),
+                        Some(
+                            "give an address that starts with `https://` or `http://`, without \
+                             spaces, quotes, brackets or parentheses"
+                                .into(),
+                        ),
+                    );
+                }
+                Reference {
+                    text: text(
+                        c,
+                        &Some(r.text.clone()),
+                        &format!("references[{}].text", i + 1),
+                        false,
+                    )
+                    .unwrap_or_default(),
+                    url: url.to_string(),
+                }
+            })
+            .collect(),
     }
 }
 
@@ -434,7 +494,7 @@ fn numbered_part(
 }
 
 /// Whether `claim/part` exists and has a number to show in the form asked; else a problem.
-fn check_part(
+pub(super) fn check_part(
     c: &mut Checker,
     pos: (u32, u32),
     what: &str,
@@ -464,6 +524,18 @@ fn check_part(
             pos,
             format!("{what}: `{claim}/{part}` has no number to show"),
             Some("point at a part with `measure`, `ratio` or an arithmetic `formula`".into()),
+        );
+        return false;
+    }
+    if show == Show::Change && !p.is_change() {
+        c.err(
+            pos,
+            format!("{what}: `{claim}/{part}` is not a change: it has no direction to say"),
+            Some(
+                "use `:change` on a part comparing two sides (`compare` with `value: delta`, \
+                 `change` or `ratio`) or on an arithmetic difference"
+                    .into(),
+            ),
         );
         return false;
     }

@@ -357,6 +357,10 @@ fn narrative_schema() -> Value {
             }), &["title", "text"])},
             "closing": text,
             "next": text,
+            "references": {"type": "array", "items": strict(json!({
+                "text": text,
+                "url": {"type": "string", "pattern": "^https?://[^\\s<>\"()\\[\\]`]+$"},
+            }), &["text", "url"])},
         }),
         &[],
     )

@@ -736,7 +736,7 @@ fn answer_placeholders(c: &mut Checker, answer: &RawText, claims: &[Claim]) {
                     at(answer),
                     format!("`report.answer`: {e}"),
                     Some(
-                        "write `{claim/part}`, `{claim/part:value}` or `{claim/part:spread}`"
+                        "write `{claim/part}`, `{claim/part:value}`, `{claim/part:spread}` or `{claim/part:change}`"
                             .into(),
                     ),
                 );
@@ -744,39 +744,15 @@ fn answer_placeholders(c: &mut Checker, answer: &RawText, claims: &[Claim]) {
             }
         };
         for p in found {
-            let Some(claim) = claims.iter().find(|x| x.id == p.claim) else {
-                c.err(
-                    at(answer),
-                    format!("`report.answer`: no claim `{}`", p.claim),
-                    Some(suggestion(&p.claim, claims.iter().map(|x| x.id.as_str()))),
-                );
-                continue;
-            };
-            match claim.parts.iter().find(|x| x.id == p.part) {
-                None => c.err(
-                    at(answer),
-                    format!("`report.answer`: claim `{}` has no part `{}`", p.claim, p.part),
-                    Some(suggestion(&p.part, claim.parts.iter().map(|x| x.id.as_str()))),
-                ),
-                Some(x) if !x.is_measured() && x.formula.is_none() => c.err(
-                    at(answer),
-                    format!("`report.answer`: `{}/{}` has no number to show", p.claim, p.part),
-                    Some(
-                        "point at a part with `measure`, `ratio` or an arithmetic `formula`".into(),
-                    ),
-                ),
-                Some(x) if p.show == super::Show::Spread && x.measure.is_none() => c.err(
-                    at(answer),
-                    format!(
-                        "`report.answer`: `{}/{}` is {}: it has no spread across devices",
-                        p.claim,
-                        p.part,
-                        if x.ratio.is_some() { "a ratio of two parts" } else { "arithmetic" }
-                    ),
-                    Some("use `:spread` on a measured part".into()),
-                ),
-                Some(_) => {}
-            }
+            super::narrative::check_part(
+                c,
+                at(answer),
+                "`report.answer`",
+                &p.claim,
+                &p.part,
+                p.show,
+                claims,
+            );
         }
     }
     // Each language's text may repeat a placeholder: report it once.
