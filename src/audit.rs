@@ -80,14 +80,16 @@ pub struct Audit {
 }
 
 /// A part measured on one device, recomputed with the same formula on every device of the
-/// same window: where the device the claim looked at stands among the others.
+/// same window: where the device the claim looked at stands among the others; or a total over
+/// several devices split into each device's part.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Spread {
     /// Claim id.
     pub claim: String,
     /// Part id.
     pub part: String,
-    /// The context query the rows come from.
+    /// The query the rows come from: the every-device context query, or for a split total the
+    /// part's own.
     pub context: String,
     /// Per device, the value as an exact fraction `[numerator, denominator]`.
     pub per_device: BTreeMap<i64, [String; 2]>,
@@ -108,7 +110,9 @@ impl Spread {
 }
 
 /// The spreads of every one-device overlap part whose window has an every-device context
-/// query: the part's own formula over each device's row.
+/// query (the part's own formula over each device's row), and the per-device split of every
+/// total over several devices that its evidence splits per device (`context` is then the
+/// part's own query).
 fn spreads(set: &ClaimSet, ledger: &[LedgerEntry], context: &[LedgerEntry]) -> Vec<Spread> {
     let mut out = Vec::new();
     for claim in &set.claims {
@@ -119,6 +123,21 @@ fn spreads(set: &ClaimSet, ledger: &[LedgerEntry], context: &[LedgerEntry]) -> V
             else {
                 continue;
             };
+            // A total over several devices that the evidence splits per device: each device's
+            // part, kept only when the parts add up to the total (rows cut short would not).
+            if let Some(split) = device_split(m, ev) {
+                out.push(Spread {
+                    claim: claim.id.clone(),
+                    part: part.id.clone(),
+                    context: key.clone(),
+                    per_device: split
+                        .iter()
+                        .map(|(d, v)| (*d, [v.num.to_string(), v.den.to_string()]))
+                        .collect(),
+                    values: split,
+                });
+                continue;
+            }
             // Shares only: a spread of totals (the identity, ~6,156 ms everywhere) says nothing.
             let share = matches!(m.unit, crate::claims::Unit::Percent | crate::claims::Unit::Ratio);
             let per_device = analysis::spec(&ev.analysis)
@@ -170,6 +189,34 @@ fn spreads(set: &ClaimSet, ledger: &[LedgerEntry], context: &[LedgerEntry]) -> V
         }
     }
     out
+}
+
+/// A part's total split per device: the measure is one field its analysis splits per device
+/// (`count`, from each row's `per_device`), over two devices or more, and the devices' parts
+/// add up to the total exactly.
+fn device_split(
+    m: &crate::claims::Measure,
+    ev: &analysis::Evidence,
+) -> Option<Vec<(i64, crate::formula::Rational)>> {
+    let crate::formula::Expr::Var(field) = &m.value else { return None };
+    let spec = analysis::spec(&ev.analysis)?;
+    let column = spec.per_device.iter().find(|(f, _)| f == field)?.1;
+    if ev.scope.devices.len() < 2 {
+        return None;
+    }
+    let total = ev.values.as_ref()?.to_map().get(field.as_str())?.as_i64()?;
+    let mut parts: BTreeMap<i64, i64> = BTreeMap::new();
+    for row in ev.rows.as_ref()?.to_maps() {
+        for (d, v) in row.get(column)?.as_object()? {
+            *parts.entry(d.parse().ok()?).or_default() += v.as_i64()?;
+        }
+    }
+    for d in &ev.scope.devices {
+        parts.entry(*d).or_default();
+    }
+    (parts.len() >= 2 && parts.values().sum::<i64>() == total).then(|| {
+        parts.into_iter().map(|(d, v)| (d, crate::formula::Rational::int(v.into()))).collect()
+    })
 }
 
 impl LedgerEntry {

@@ -166,6 +166,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
         ("pooled_change", "(b_total / b_span_ns) / (a_total / a_span_ns) - 1"),
     ],
     per_name: false,
+    per_device: &[],
     rank_rows: None,
     across: &[],
     stats: &[],

@@ -475,6 +475,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     cross_rank: &[],
     ratios: &[("bandwidth", "bytes / memcpy_busy_ns")],
     per_name: true,
+    per_device: &[],
     rank_rows: None,
     across: &[],
     stats: &[],

@@ -79,6 +79,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     cross_rank: &[],
     ratios: &[],
     per_name: true,
+    per_device: &[("count", "per_device")],
     rank_rows: None,
     across: &[],
     stats: &[

@@ -551,6 +551,10 @@ pub struct AnalysisSpec {
     /// Whether its evidence has a per-name table (`rows` by kernel, range or copy name), which
     /// a comparison over it breaks down per name.
     pub per_name: bool,
+    /// Fields summed over devices that its rows split per device: (field, the rows' column
+    /// holding each device's part, `{device: value}`). A total over several devices is shown
+    /// with its split (`140: 20 on each of devices 1-7`).
+    pub per_device: &'static [(&'static str, &'static str)],
     /// The fields of its per-rank rows where they are not its `values`' own (nccl-skew's
     /// arrivals and waits per rank); an analysis whose rule is `PerDevice` has rows of its own
     /// fields. A claim binds a row with `rank:` or `over_ranks:`.

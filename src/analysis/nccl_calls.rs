@@ -112,6 +112,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     cross_rank: CROSS_RANK,
     ratios: &[],
     per_name: false,
+    per_device: &[],
     rank_rows: Some(RankRows { fields: RANK_FIELDS, ratios: &[] }),
     across: &[
         ("start_skew_ns", super::Across::Spread),

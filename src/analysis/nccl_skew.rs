@@ -137,6 +137,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     cross_rank: CROSS_RANK,
     ratios: &[("wait_share", "wait_ns / nccl_ns"), ("straggler_share", "straggler_last / matched")],
     per_name: false,
+    per_device: &[],
     rank_rows: Some(RankRows { fields: RANK_FIELDS, ratios: RANK_RATIOS }),
     across: &[
         ("nccl_ns", Across::Sum),

@@ -1458,6 +1458,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     cross_rank: &[],
     ratios: &[("kernel_share", "kernel_ns / selected_kernel_ns")],
     per_name: true,
+    per_device: &[],
     rank_rows: None,
     across: &[],
     stats: &[

@@ -113,6 +113,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
     cross_rank: &[],
     ratios: &[],
     per_name: false,
+    per_device: &[],
     rank_rows: None,
     across: &[],
     stats: &[],
