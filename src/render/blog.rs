@@ -78,6 +78,17 @@ pub struct BlogCtx {
     pub closing: Vec<String>,
     /// What comes next.
     pub next: Option<String>,
+    /// The works the post cites, each with its address.
+    pub references: Vec<ReferenceCtx>,
+}
+
+/// A cited work.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReferenceCtx {
+    /// What is cited (plain).
+    pub text: String,
+    /// Its address.
+    pub url: String,
 }
 
 /// One claim as the answer proposed it.
@@ -154,8 +165,8 @@ pub struct PairCtx {
     pub text: String,
 }
 
-/// Values by (claim, part): the value, its scope, its spread, each in running-text forms.
-type Values = BTreeMap<(String, String), (String, Option<String>, Option<String>)>;
+/// Values by (claim, part), each form in running-text forms.
+type Values = super::context::Scoped;
 
 /// Running-text forms of a value or scope the tool wrote: `×` for a factor, an en dash
 /// between the numbers of a range, and in zh-TW `秒` after seconds. Never applied to the
@@ -215,11 +226,12 @@ pub fn build(a: &Audit, t: &Strings, ctx: &RenderContext) -> Result<BlogCtx, Str
             if let Some(f) = &p.formula {
                 values.insert(
                     (c.id.clone(), p.id.clone()),
-                    (
-                        forms(&f.result, lang),
-                        p.scope.as_deref().map(|s| forms(s, lang)),
-                        p.spread.as_deref().map(|s| forms(s, lang)),
-                    ),
+                    super::context::Shown {
+                        value: forms(&f.result, lang),
+                        scope: p.scope.as_deref().map(|s| forms(s, lang)),
+                        spread: p.spread.as_deref().map(|s| forms(s, lang)),
+                        change: p.change.as_deref().map(|s| forms(s, lang)),
+                    },
                 );
             }
         }
@@ -334,7 +346,7 @@ pub fn build(a: &Audit, t: &Strings, ctx: &RenderContext) -> Result<BlogCtx, Str
                 Some(format!(
                     "{}{colon}{}",
                     p.text.clone().unwrap_or_else(|| c.statement.clone()),
-                    v.0
+                    v.value
                 ))
             })
             .collect();
@@ -432,8 +444,11 @@ pub fn build(a: &Audit, t: &Strings, ctx: &RenderContext) -> Result<BlogCtx, Str
             .map(|(c, p)| {
                 let text = p.text.clone().unwrap_or_default();
                 match values.get(&(c.id.clone(), p.id.clone())) {
-                    Some((v, _, _)) => t
-                        .format("blog.example_value", &args([("text", text), ("value", v.clone())]))
+                    Some(v) => t
+                        .format(
+                            "blog.example_value",
+                            &args([("text", text), ("value", v.value.clone())]),
+                        )
                         .map(|s| spaced(&s, lang)),
                     None => Ok(text),
                 }
@@ -454,8 +469,16 @@ pub fn build(a: &Audit, t: &Strings, ctx: &RenderContext) -> Result<BlogCtx, Str
     // Charts: every one, numbered, linked only when its PNG was written.
     let all = ctx.claims.iter().flat_map(|c| &c.charts).chain(&ctx.charts);
     for (i, ch) in all.enumerate() {
+        // A post names its traces, not their files: the files of the audit's traces (and of
+        // each set's members) leave the caption with their parentheses.
+        let mut caption = ch.caption.clone();
+        for file in ctx_trace_files(a) {
+            for (open, close) in [(" (", ")"), ("（", "）")] {
+                caption = caption.replace(&format!("{open}{file}{close}"), "");
+            }
+        }
         // An analysis by its name in words, as in the scopes above.
-        let mut caption = forms(&ch.caption, lang);
+        let mut caption = forms(&caption, lang);
         for spec in crate::analysis::ANALYSES {
             if let Ok(name) = t.get(&format!("blog.analysis.{}", spec.name)) {
                 caption = caption.replace(&format!("`{}`", spec.name), name);
@@ -551,6 +574,14 @@ pub fn build(a: &Audit, t: &Strings, ctx: &RenderContext) -> Result<BlogCtx, Str
         out.closing.push(r6.clone());
     }
     out.next = fill_one(&n.next)?.or_else(|| ctx.next.clone());
+    out.references = n
+        .references
+        .iter()
+        .map(|r| ReferenceCtx {
+            text: get(&Some(r.text.clone())).unwrap_or_default(),
+            url: r.url.clone(),
+        })
+        .collect();
     Ok(out)
 }
 
@@ -583,16 +614,18 @@ fn generated_after(
             "blog.after_says",
             &args([
                 ("stated", stated.unwrap_or_default()),
-                ("value", v.0.clone()),
+                ("value", v.value.clone()),
                 ("what", text_of(p)),
             ]),
         ),
-        ("supported", Some(p), Some(v)) => {
-            t.format("blog.after_supported", &args([("value", v.0.clone()), ("what", text_of(p))]))
-        }
-        ("not_supported", Some(p), Some(v)) => {
-            t.format("blog.after_refuted", &args([("value", v.0.clone()), ("what", text_of(p))]))
-        }
+        ("supported", Some(p), Some(v)) => t.format(
+            "blog.after_supported",
+            &args([("value", v.value.clone()), ("what", text_of(p))]),
+        ),
+        ("not_supported", Some(p), Some(v)) => t.format(
+            "blog.after_refuted",
+            &args([("value", v.value.clone()), ("what", text_of(p))]),
+        ),
         ("partially_supported", Some(p), _) => {
             let reached = c
                 .parts
@@ -739,29 +772,35 @@ fn coverage(a: &Audit, t: &Strings) -> Result<Option<String>, String> {
     Ok((!bits.is_empty()).then(|| bits.join(t.get("blog.comma").unwrap_or(", "))))
 }
 
-/// Fills `{claim/part}` placeholders with the values in running-text forms.
-fn fill_values(text: &str, t: &Strings, values: &Values) -> Result<String, String> {
-    let found = crate::claims::placeholders(text)?;
-    let mut out = String::new();
-    let mut at = 0;
-    for p in found {
-        out += &text[at..p.range.start];
-        let v = values.get(&(p.claim.clone(), p.part.clone()));
-        out += &match (v, p.show) {
-            (None, _) => t.get("ui.no_number")?.to_string(),
-            (Some((v, _, _)), crate::claims::Show::Value) => v.clone(),
-            (Some((v, Some(sc), _)), crate::claims::Show::Scoped) => {
-                format!("{v}{}{sc}{}", t.get("ui.paren_open")?, t.get("ui.paren_close")?)
-            }
-            (Some((v, None, _)), crate::claims::Show::Scoped) => v.clone(),
-            (Some((v, sc, sp)), crate::claims::Show::Spread) => {
-                sp.clone().or_else(|| sc.clone()).unwrap_or_else(|| v.clone())
+/// Every file the audit read, as its evidence names them: each trace's path and, for a set,
+/// each member's.
+fn ctx_trace_files(a: &Audit) -> Vec<String> {
+    let mut files: Vec<String> = Vec::new();
+    for e in a.ledger.iter().chain(&a.context).filter_map(|e| e.evidence.as_ref()) {
+        let mut add = |f: &str| {
+            if !f.is_empty() && !files.iter().any(|x| x == f) {
+                files.push(f.to_string());
             }
         };
-        at = p.range.end;
+        add(&e.trace.path);
+        if let Some(set) = &e.trace.set {
+            for f in &set.files {
+                add(&f.path);
+            }
+        }
+        if let Some(v) = crate::analysis::compare::Values::of(e) {
+            add(&v.a.trace);
+            add(&v.b.trace);
+        }
     }
-    out += &text[at..];
-    Ok(out)
+    // The longest first, so that no path is cut inside a longer one.
+    files.sort_by_key(|f| std::cmp::Reverse(f.len()));
+    files
+}
+
+/// Fills `{claim/part}` placeholders with the values in running-text forms.
+fn fill_values(text: &str, t: &Strings, values: &Values) -> Result<String, String> {
+    super::context::fill_placeholders(text, t, values)
 }
 
 /// A fenced `text` block of plain lines (formulas): a fence longer than any backtick run in

@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::i18n::Strings;
 use crate::audit::Audit;
 use crate::claims::{Kind, Measure, Text};
+use crate::formula::Rational;
 use crate::scope::{format_device_list, format_seconds};
 use crate::units::{ms, thousands};
 use crate::verdict::reading::{Over, Reading};
@@ -101,6 +102,8 @@ pub struct BriefCtx {
     pub steps: Vec<DecisionStepCtx>,
     /// The runs and GPU-hours the steps add up to, in words (none stated: None).
     pub budget: Option<String>,
+    /// Some step runs only if an earlier one leaves its question open: the budget is a most.
+    pub gated: bool,
     /// The next step: the cheapest step, in words.
     pub next: Option<String>,
     /// Open items, cheapest first.
@@ -227,6 +230,8 @@ pub struct KeyNumberCtx {
     pub scope: Option<String>,
     /// The same quantity on every device, when the value is one device's.
     pub spread: Option<String>,
+    /// What a share is a share of, as R3 read it from the formula (`the window`).
+    pub denominator: Option<String>,
     /// The claim's verdict key.
     pub verdict_key: String,
     /// The claim's verdict label.
@@ -419,6 +424,8 @@ pub struct PartCtx {
     pub formula_line: Option<String>,
     /// The same quantity on every device, when the value is one device's.
     pub spread: Option<String>,
+    /// Its value as a change in words with its size (`fell by 1.6 pp`), when it is a change.
+    pub change: Option<String>,
     /// Whether page 1 shows it (a bound) with its note.
     pub in_brief: bool,
     /// The scope line (analysis, window, devices).
@@ -530,7 +537,7 @@ fn key_number(
         |id: &str| claim.parts.iter().find(|p| p.id == id).and_then(|p| tr(&p.text, lang));
     let (label, value, scope, spread) = match chosen {
         Some(p) => {
-            let (value, scope, spread) =
+            let Shown { value, scope, spread, .. } =
                 scoped.get(&(claim.id.clone(), p.id.clone())).cloned().unwrap_or_default();
             (text_of(&p.id).unwrap_or_else(|| p.id.clone()), value, scope, spread)
         }
@@ -541,19 +548,44 @@ fn key_number(
             None,
         ),
     };
+    // A share's denominator, as R3 names it from the formula's denominator field.
+    let denominator = chosen
+        .filter(|p| {
+            p.formula.as_ref().is_some_and(|f| {
+                matches!(f.unit, crate::claims::Unit::Percent | crate::claims::Unit::Ratio)
+            })
+        })
+        .and_then(|p| p.gates.iter().find(|g| g.gate == "R3"))
+        .and_then(|g| g.finding.args.get("denominator"))
+        .and_then(|d| t.get(&format!("q.of.{d}")).ok())
+        .map(str::to_string);
     Ok(KeyNumberCtx {
         claim: claim.id.clone(),
         label,
         value,
         scope,
         spread,
+        denominator,
         verdict_key: r.verdict.key().into(),
         verdict: verdict.to_string(),
     })
 }
 
-/// Measured values by (claim, part): the value, its scope, its spread over devices.
-type Scoped = BTreeMap<(String, String), (String, Option<String>, Option<String>)>;
+/// Each part's value in the forms a text may ask for, by (claim, part).
+pub(super) type Scoped = BTreeMap<(String, String), Shown>;
+
+/// A value in the forms a placeholder may ask for.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Shown {
+    /// The value: `17.8%`.
+    pub value: String,
+    /// Where it holds: `device 4, window …`.
+    pub scope: Option<String>,
+    /// The same quantity on every device or window: `13.1% to 20.7% across devices 1-7`.
+    pub spread: Option<String>,
+    /// A change in words with its size: `fell by 1.6 pp`.
+    pub change: Option<String>,
+}
 
 /// The analysis a chart draws, from its file name (`ID.LANG.KIND.svg`, `ID.LANG.KIND-2.svg`).
 fn chart_kind(file: &str) -> String {
@@ -662,30 +694,66 @@ fn origin_text(t: &Strings, r: &crate::analysis::TraceRef) -> Result<Option<Stri
 
 /// Fills `{claim/part}` placeholders of the answer with measured values and their scope.
 fn fill_answer(text: &str, t: &Strings, scoped: &Scoped) -> Result<String, String> {
+    fill_placeholders(text, t, scoped)
+}
+
+/// Fills `{claim/part}` placeholders with the values they ask for: with the scope (stated once:
+/// a value in the scope stated just before it is shown alone), alone, as a spread, or as a
+/// change in words; then drops the half-width spaces the filled values
+/// leave beside full-width punctuation.
+pub(super) fn fill_placeholders(
+    text: &str,
+    t: &Strings,
+    values: &Scoped,
+) -> Result<String, String> {
+    use crate::claims::Show;
     let found = crate::claims::placeholders(text)?;
     let mut out = String::new();
     let mut at = 0;
+    // A scope is stated once: a value in the scope stated last is shown alone.
+    let mut last_scope: Option<&str> = None;
     for p in found {
         out += &text[at..p.range.start];
-        let v = scoped.get(&(p.claim.clone(), p.part.clone()));
-        let shown = match (v, p.show) {
-            (None, _) => t.get("ui.no_number")?.to_string(),
-            (Some((v, _, _)), crate::claims::Show::Value) => v.clone(),
-            (Some((v, sc, _)), crate::claims::Show::Scoped) => match sc {
-                Some(sc) => {
-                    format!("{v}{}{sc}{}", t.get("ui.paren_open")?, t.get("ui.paren_close")?)
+        let shown = match values.get(&(p.claim.clone(), p.part.clone())) {
+            None => t.get("ui.no_number")?.to_string(),
+            Some(v) => match (p.show, &v.scope) {
+                (Show::Value, _) | (Show::Scoped, None) => v.value.clone(),
+                (Show::Scoped, Some(sc)) if last_scope == Some(sc.as_str()) => v.value.clone(),
+                (Show::Scoped, Some(sc)) => {
+                    last_scope = Some(sc.as_str());
+                    format!(
+                        "{}{}{sc}{}",
+                        v.value,
+                        t.get("ui.paren_open")?,
+                        t.get("ui.paren_close")?
+                    )
                 }
-                None => v.clone(),
+                (Show::Spread, _) => {
+                    v.spread.clone().or_else(|| v.scope.clone()).unwrap_or_else(|| v.value.clone())
+                }
+                (Show::Change, _) => v.change.clone().unwrap_or_else(|| v.value.clone()),
             },
-            (Some((v, sc, sp)), crate::claims::Show::Spread) => {
-                sp.clone().or_else(|| sc.clone()).unwrap_or_else(|| v.clone())
-            }
         };
         out += &shown;
         at = p.range.end;
     }
     out += &text[at..];
     Ok(without_spaces_at_full_width_punctuation(&out))
+}
+
+/// A signed change in words with its size: `fell by 1.6 pp`, `rose by 11.4 pp`, `did not
+/// change`.
+fn change_text(t: &Strings, v: Rational, unit: crate::claims::Unit) -> Result<String, String> {
+    use std::cmp::Ordering::*;
+    let size = |v: Rational| crate::verdict::show(v, unit);
+    match v.cmp_to(Rational::int(0)) {
+        Less => t.format(
+            "ui.change_fell",
+            &args([("size", size(Rational { num: -v.num, den: v.den }))]),
+        ),
+        Greater => t.format("ui.change_rose", &args([("size", size(v))])),
+        Equal => Ok(t.get("ui.change_none")?.to_string()),
+    }
 }
 
 /// Drops a half-width space that the author's text leaves beside full-width punctuation once
@@ -738,7 +806,9 @@ fn brief(
             let mut s = t.format("ui.counts", &counts)?;
             s.push_str(t.get("ui.sentence_end")?);
             for (c, r) in set.claims.iter().zip(&a.results) {
-                if let Some((v, Some(sc), _)) = scoped.get(&(c.id.clone(), r.principal.clone())) {
+                if let Some(Shown { value: v, scope: Some(sc), .. }) =
+                    scoped.get(&(c.id.clone(), r.principal.clone()))
+                {
                     s += &t.format(
                         "ui.default_answer",
                         &args([
@@ -870,7 +940,7 @@ fn brief(
         };
         origin_warnings.push(t.format(key, &a)?);
     }
-    let (steps, budget) = decision_steps(t, &open_items)?;
+    let (steps, budget, gated) = decision_steps(t, &open_items)?;
     let next = steps.first().map(|st| st.text.clone());
     Ok(BriefCtx {
         answer,
@@ -878,6 +948,7 @@ fn brief(
         decision: tr(&set.report.decision, lang),
         steps,
         budget,
+        gated,
         next,
         open_items: open_items.into_iter().map(|(_, o)| o).collect(),
         sources,
@@ -939,12 +1010,15 @@ fn size_text(
 
 /// The decision page 1 asks for: the open items' steps gathered by kind of work, cheapest
 /// first. A kind's effort is the largest its items state; runs and GPU-hours add up (each
-/// item's runs are its own experiment), people is the most any item needs at once. Also the
-/// budget the steps add up to.
+/// item's runs are its own experiment), people is the most any item needs at once. Each
+/// decision (an item's `unblocks`) is decided by the first step that serves it; a later step
+/// serving it too is gated on that one ("if step 2 leaves it open, ..."), so no two steps
+/// decide the same thing. Also the budget the steps add up to, and whether any step is gated
+/// (the budget is then a most).
 fn decision_steps(
     t: &Strings,
     open_items: &[(Vec<crate::claims::Step>, OpenItemCtx)],
-) -> Result<(Vec<DecisionStepCtx>, Option<String>), String> {
+) -> Result<(Vec<DecisionStepCtx>, Option<String>, bool), String> {
     use crate::claims::{Effort, Work};
     struct Group {
         kind: Work,
@@ -953,14 +1027,13 @@ fn decision_steps(
         gpu_hours: Option<u32>,
         people: Option<u32>,
         items: Vec<usize>,
-        unblocks: Vec<String>,
     }
     let add = |a: Option<u32>, b: Option<u32>| match (a, b) {
         (None, None) => None,
         (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
     };
     let mut groups: Vec<Group> = Vec::new();
-    for (i, (steps, item)) in open_items.iter().enumerate() {
+    for (i, (steps, _)) in open_items.iter().enumerate() {
         for st in steps {
             let g = match groups.iter_mut().position(|g| g.kind == st.kind) {
                 Some(at) => &mut groups[at],
@@ -972,7 +1045,6 @@ fn decision_steps(
                         gpu_hours: None,
                         people: None,
                         items: Vec::new(),
-                        unblocks: Vec::new(),
                     });
                     groups.last_mut().expect("just pushed")
                 }
@@ -983,39 +1055,71 @@ fn decision_steps(
             g.people = g.people.max(st.people);
             if !g.items.contains(&(i + 1)) {
                 g.items.push(i + 1);
-                if let Some(u) = &item.unblocks {
-                    g.unblocks.push(u.clone());
-                }
             }
         }
     }
     groups.sort_by_key(|g| (g.effort.is_none(), g.effort, g.kind));
-    let (mut runs, mut gpu_hours) = (None, None);
-    let steps = groups
-        .into_iter()
-        .map(|g| {
-            runs = add(runs, g.runs);
-            gpu_hours = add(gpu_hours, g.gpu_hours);
-            let st = crate::claims::Step {
-                kind: g.kind,
-                effort: g.effort,
-                runs: g.runs,
-                gpu_hours: g.gpu_hours,
-                people: g.people,
-            };
-            let decides = (!g.unblocks.is_empty())
-                .then(|| {
-                    t.format(
-                        "ui.decides",
-                        &args([("list", g.unblocks.join(t.get("ui.list_sep")?))]),
-                    )
-                })
-                .transpose()?;
-            Ok(DecisionStepCtx { text: step_text(t, &st)?, items: g.items, decides })
-        })
-        .collect::<Result<Vec<_>, String>>()?;
+    // Each decision, in the order of the first step that serves it: that step decides it.
+    let mut first: Vec<(&str, usize)> = Vec::new();
+    for (at, g) in groups.iter().enumerate() {
+        for &i in &g.items {
+            if let Some(u) = &open_items[i - 1].1.unblocks
+                && !first.iter().any(|(d, _)| *d == u.as_str())
+            {
+                first.push((u.as_str(), at));
+            }
+        }
+    }
+    let sep = t.get("ui.list_sep")?;
+    let (mut runs, mut gpu_hours, mut gated) = (None, None, false);
+    let mut out = Vec::new();
+    for (at, g) in groups.into_iter().enumerate() {
+        runs = add(runs, g.runs);
+        gpu_hours = add(gpu_hours, g.gpu_hours);
+        // This step's decisions: its own, then those gated on each earlier step, by step.
+        let mut own: Vec<&str> = Vec::new();
+        let mut on: Vec<(usize, Vec<&str>)> = Vec::new();
+        for &i in &g.items {
+            let Some(u) = open_items[i - 1].1.unblocks.as_deref() else { continue };
+            let from = first.iter().find(|(d, _)| *d == u).map(|(_, s)| *s).unwrap_or(at);
+            if from == at {
+                if !own.contains(&u) {
+                    own.push(u);
+                }
+            } else {
+                match on.iter_mut().find(|(s, _)| *s == from) {
+                    Some((_, list)) if !list.contains(&u) => list.push(u),
+                    Some(_) => {}
+                    None => on.push((from, vec![u])),
+                }
+            }
+        }
+        on.sort_by_key(|(s, _)| *s);
+        let mut bits = Vec::new();
+        if !own.is_empty() {
+            bits.push(t.format("ui.decides", &args([("list", own.join(sep))]))?);
+        }
+        for (from, list) in &on {
+            gated = true;
+            let key = if list.len() > 1 { "ui.decides_if_open_many" } else { "ui.decides_if_open" };
+            bits.push(t.format(
+                key,
+                &args([("step", (from + 1).to_string()), ("list", list.join(sep))]),
+            )?);
+        }
+        let st = crate::claims::Step {
+            kind: g.kind,
+            effort: g.effort,
+            runs: g.runs,
+            gpu_hours: g.gpu_hours,
+            people: g.people,
+        };
+        let semicolon = t.get("ui.semicolon")?;
+        let decides = (!bits.is_empty()).then(|| bits.join(semicolon));
+        out.push(DecisionStepCtx { text: step_text(t, &st)?, items: g.items, decides });
+    }
     let budget = size_text(t, runs, gpu_hours, None)?;
-    Ok((steps, budget))
+    Ok((out, budget, gated))
 }
 
 /// The tool and its build in one line: `verdict 0.1.0 (build 1a2b3c4d5e6f)`.
@@ -1490,6 +1594,17 @@ fn part_ctx(
         _ => (None, None),
     };
     let scope_short = match (ev, &part.measure) {
+        // A comparison judged on each device, spoken for by one of them: that device's.
+        (Some(ev), Some(m)) if p.device.is_some() => {
+            let d = p.device.expect("guarded");
+            let one = crate::analysis::compare::device_evidences(ev).into_iter().find(|x| x.0 == d);
+            let scope = short_scope(t, one.as_ref().map_or(ev, |x| &x.1), m)?;
+            Some(format!(
+                "{}{}{scope}",
+                t.format("scope.device", &args([("device", d.to_string())]))?,
+                t.get("ui.colon")?
+            ))
+        }
         (Some(ev), Some(m)) => Some(short_scope(t, ev, m)?),
         // A ratio's scope is its numerator's (gates R1 and R2 say whether the denominator's is
         // the same, or why it differs).
@@ -1517,10 +1632,19 @@ fn part_ctx(
         (Some(m), Some(_)) if p.value.is_some() => spread_text(t, a, &claim.id, &part.id, m.unit)?,
         _ => None,
     };
+    let change = match (p.value, &p.formula) {
+        (Some(v), Some(f)) if part.is_change() => Some(change_text(t, v, f.unit)?),
+        _ => None,
+    };
     if let Some(f) = &formula {
         out.scoped.insert(
             (claim.id.clone(), part.id.clone()),
-            (f.result.clone(), scope_short.clone(), spread.clone()),
+            Shown {
+                value: f.result.clone(),
+                scope: scope_short.clone(),
+                spread: spread.clone(),
+                change: change.clone(),
+            },
         );
         // The terminal table shows each value with its fraction.
         if part.kind == Kind::Arithmetic {
@@ -1663,6 +1787,7 @@ fn part_ctx(
         evidence_ref,
         formula_line: line,
         spread,
+        change,
         scope: scope_short,
         command: entry.map(|e| e.command.clone()),
         command_block: entry.map(|e| super::shell::layout(&e.argv, super::shell::REPORT_WIDTH)),
@@ -1743,12 +1868,20 @@ fn claim_ctx(
     }
     let key = key_number(claim, r, lang, &verdict, t, &out.scoped)?;
     let (po, pc) = (t.get("ui.paren_open")?, t.get("ui.paren_close")?);
+    // A share says what it is a share of, as R3 read it from the formula.
+    let value = match &key.denominator {
+        Some(d) => t.format(
+            "ui.share_of",
+            &args([("value", key.value.clone()), ("denominator", d.clone())]),
+        )?,
+        None => key.value.clone(),
+    };
     let number = match (&key.scope, &key.spread) {
         (Some(sc), Some(sp)) => {
-            format!("{}{po}{sc}{}{sp}{pc}", key.value, t.get("ui.semicolon")?)
+            format!("{value}{po}{sc}{}{sp}{pc}", t.get("ui.semicolon")?)
         }
-        (Some(sc), None) => format!("{}{po}{sc}{pc}", key.value),
-        _ => key.value.clone(),
+        (Some(sc), None) => format!("{value}{po}{sc}{pc}"),
+        _ => value,
     };
     out.key_numbers.push(key);
     if a.summary.open.contains(&r.id) {

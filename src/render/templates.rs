@@ -74,6 +74,24 @@ impl Filter<String, tera::TeraResult<String>> for Code {
     }
 }
 
+/// The `md_url` filter: an address as a Markdown link destination, `<...>`, with what would
+/// end it (angle brackets, white space, control characters) percent-encoded.
+fn markdown_url(s: &str) -> String {
+    let mut out = String::from("<");
+    for c in s.chars() {
+        if c == '<' || c == '>' || c == '\\' || c.is_whitespace() || c.is_control() {
+            let mut buf = [0u8; 4];
+            for b in c.encode_utf8(&mut buf).bytes() {
+                out += &format!("%{b:02X}");
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out.push('>');
+    out
+}
+
 fn escape_md(s: &str, w: &mut dyn std::io::Write) -> std::io::Result<()> {
     w.write_all(markup::markdown_text(s, true).as_bytes())
 }
@@ -110,6 +128,7 @@ pub fn tera(format: Format, overrides: Option<&Path>) -> Result<Tera, String> {
             tera.register_filter("code", Code);
             tera.register_filter("shell_block", Safe(markup::markdown_code_block));
             tera.register_filter("text_block", Safe(super::blog::markdown_text_block));
+            tera.register_filter("md_url", Safe(markdown_url));
         }
         Format::Typst => {
             tera.set_escape_fn(escape_typ);
