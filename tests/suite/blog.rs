@@ -55,11 +55,16 @@ fn blog_of(claims: &str, lang: &str) -> String {
 }
 
 /// The examples without a narrative: their blogs fall back on what the audit says.
-const PLAIN: [&str; 4] = [
+const PLAIN: [&str; 9] = [
     "claims/h100-2gpu-no-nccl.yaml",
     "claims/mfu-2gpu-ab.yaml",
     "claims/tp-ab.yaml",
     "claims/day26-op-attribution.yaml",
+    "claims/dsl-fs24-ring.yaml",
+    "claims/dsl-fs24-tree.yaml",
+    "claims/tp-runs-ab.yaml",
+    "claims/kineto-ddp-overlap.yaml",
+    "claims/mfu-2gpu-same-stream.yaml",
 ];
 
 /// A Han character (the unified ideographs, extension A and the compatibility block).
@@ -175,6 +180,18 @@ fn no_ids(claims: &str) {
             }
         }
         assert!(shown.is_empty(), "{claims} ({lang}): ids shown to a blog reader: {shown:?}");
+        // Nor the files' paths: a trace is named by its label, its file in the audit.
+        for t in &set.traces {
+            assert!(!md.contains(&t.path), "{claims} ({lang}): `{}` in the post", t.path);
+        }
+        // Nor a trace file by the path the audit read it at (`fixtures/…/x.sqlite`).
+        let trace_file = md.split_whitespace().find(|w| {
+            w.contains("fixtures/")
+                && [".sqlite", ".json", ".gz", ".sqlite)", ".sqlite）"]
+                    .iter()
+                    .any(|e| w.contains(e))
+        });
+        assert!(trace_file.is_none(), "{claims} ({lang}): {trace_file:?} in the post");
     }
 }
 
@@ -192,7 +209,16 @@ fn the_zh_tw_blog_is_at_least_as_chinese_as_the_article() {
         }
     };
     let md = blog("zh-TW");
-    // The whole Markdown, tables, links and code included.
+    // The whole Markdown, tables, links and code included; a link's address is left out, as
+    // the article's text, which names its references without their addresses, has none.
+    let md: String = md
+        .split("](<")
+        .enumerate()
+        .map(
+            |(i, piece)| if i == 0 { piece } else { piece.split_once(">)").map_or(piece, |x| x.1) },
+        )
+        .collect::<Vec<_>>()
+        .join("](");
     let (b_han, b_all) = cjk_share(&md);
     assert!(
         b_han * a_all >= a_han * b_all,
@@ -270,6 +296,7 @@ fn the_zh_tw_blog_holds_every_paragraph_type_of_the_article() {
         "narrative.misreadings",
         "narrative.closing",
         "narrative.next",
+        "narrative.references",
     ]
     .into();
     let documented: BTreeSet<&str> = slots.iter().map(String::as_str).collect();
@@ -328,8 +355,8 @@ fn the_zh_tw_blog_holds_every_paragraph_type_of_the_article() {
             "narrative.kinds" => has(slot, &lead(&zh(&n.kinds))),
             "scopes" => {
                 has(slot, "device 4、時間窗 39.964–46.123 秒");
-                has(slot, "7 張卡（device 1–7）合計、時間窗 39.964–46.123 秒");
-                has(slot, "7 張卡（device 1–7）合計、stream 56、整份 trace");
+                has(slot, "device 1–7 共 7 張卡合計、時間窗 39.964–46.123 秒");
+                has(slot, "device 1–7 共 7 張卡合計、stream 56、整份 trace");
             }
             "verdicts" => {
                 // The article's verdicts, each item led by its verdict: a list, which a phone
@@ -415,6 +442,12 @@ fn the_zh_tw_blog_holds_every_paragraph_type_of_the_article() {
                 assert!(!closing.contains("支持 1、"), "{closing}");
             }
             "narrative.next" => has(slot, &lead(&zh(&n.next))),
+            "narrative.references" => {
+                for r in &n.references {
+                    has(slot, &r.text["zh-TW"]);
+                    has(slot, &r.url);
+                }
+            }
             other => panic!("no check for slot `{other}`"),
         }
     }
@@ -528,7 +561,12 @@ fn narrative_faults_are_located_with_a_hint_and_exit_2() {
             "      en: \"This is one case checked, not a model leaderboard, and nothing here generalises to AI agents at large.\"\n",
             "",
         )
-        .replace("是 30 ÷ 130 ≈ {recompute/arithmetic:value}，", "是 30 ÷ 130 ≈ {recompute/arithmetic:value，");
+        .replace("是 30 ÷ 130 ≈ {recompute/arithmetic:value}，", "是 30 ÷ 130 ≈ {recompute/arithmetic:value，")
+        .replace(
+            "      url: \"https://github.com/facebookresearch/HolisticTraceAnalysis\"",
+            "      url: \"github.com/facebookresearch/HolisticTraceAnalysis\"",
+        )
+        .replace("{exposed-comm/share:spread}", "{exposed-comm/share:change}");
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("bad.yaml");
     std::fs::write(&file, &bad).unwrap();
@@ -555,6 +593,11 @@ fn narrative_faults_are_located_with_a_hint_and_exit_2() {
             "`narrative.conditions.note` has no `en` text",
             "every language",
         ),
+        (
+            at("      url: \"github.com/", "\"github"),
+            "`narrative.references[3].url`: `github.com/facebookresearch/HolisticTraceAnalysis` is not a web address",
+            "`https://`",
+        ),
     ];
     let out = util::verdict().args(["check"]).arg(&file).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -568,6 +611,11 @@ fn narrative_faults_are_located_with_a_hint_and_exit_2() {
         assert!(next.contains("hint:") && next.contains(hint), "{message}: hint `{next}`");
     }
     assert!(err.contains("has no closing `}`"), "{err}");
+    // A share has no direction to say.
+    assert!(
+        err.contains("`exposed-comm/share` is not a change: it has no direction to say"),
+        "{err}"
+    );
     // `render` refuses the file the same way and writes nothing.
     let out_dir = dir.path().join("out");
     let r = util::verdict()
@@ -618,4 +666,29 @@ fn a_blog_without_a_narrative_opens_on_its_question_and_names_who_claimed() {
     }
     // The post that quotes a prompt keeps its model.
     assert!(blog("en").contains("## What the model answered"));
+}
+
+/// The post cites the works its author lists (`narrative.references`, each linked) and ends on
+/// them, not on a command: the line that says how to rerun every number stays, after the
+/// gates it reruns.
+#[test]
+fn a_post_ends_on_its_references_not_on_a_command() {
+    let set = verdict::claims::load(&util::manifest_dir().join(CLAIMS)).unwrap();
+    let refs = &set.narrative.as_ref().unwrap().references;
+    assert_eq!(refs.len(), 3);
+    for (lang, heading) in [("en", "## References"), ("zh-TW", "## 參考資料")] {
+        let md = blog(lang);
+        let at = md.find(heading).unwrap_or_else(|| panic!("{lang}: no references"));
+        let tail = md[at + heading.len()..].trim();
+        let items: Vec<&str> = tail.lines().filter(|l| !l.trim().is_empty()).collect();
+        let want: Vec<String> =
+            refs.iter().map(|r| format!("- [{}](<{}>)", r.text[lang], r.url)).collect();
+        assert_eq!(items, want, "{lang}: the post ends on its references");
+        let rerun = md.find("verdict render claims/day26-profile-blind.yaml").unwrap();
+        assert!(rerun < at, "{lang}: the rerun line comes before the end");
+    }
+    // A post without references ends on its closing, never on the command.
+    let plain = blog_of("claims/tp-ab.yaml", "en");
+    let last = plain.trim_end().lines().last().unwrap();
+    assert!(!last.contains("verdict render"), "{last}");
 }

@@ -48,17 +48,21 @@ fn page_one_answers_with_scope_and_bound_and_names_its_sources() {
          10-30%; removing all of it would make throughput at most 1.216× faster"
     ));
     // The bound with its formula and caveat: 1 / (1 - 1,094.74 / 6,155.75) = 1.216.
-    assert!(page1.contains("**The number to act on**: **1.216×**"), "{page1}");
+    // It bounds a gain; no step of the ladder would realise it, so it is a ceiling, not "the
+    // number to act on".
+    assert!(page1.contains("**The ceiling**: **1.216×**"), "{page1}");
     assert!(page1.contains("Caveat: an upper bound only if all of it lies on the critical path"));
     // One decision, derived from the open items' steps in the claims file: one step per kind
     // of work, cheapest first (minutes, then hours in the order config < analysis < capture
     // < ncu < ab, then days). A kind's runs and GPU-hours add up over the items that need it:
     // capture 1 + 1 runs and 4 + 4 GPU-hours (rank-wait, flash-attention); A/B 6 + 6 + 6 runs
     // and 24 + 24 + 24 GPU-hours (recompute, flash-attention, tp8-gemm). The budget is
-    // 2 + 1 + 18 = 21 runs and 8 + 2 + 72 = 82 GPU-hours.
+    // 2 + 1 + 18 = 21 runs and 8 + 2 + 72 = 82 GPU-hours, a most: each item's later steps run
+    // only if its first one leaves the question open.
     assert!(page1.contains(
         "**Decision requested**: Do not change TP or the fusion settings on the strength of this \
-         answer alone. Approve, cheapest first (budget: 21 runs, 82 GPU-hours):"
+         answer alone. Approve, cheapest first; a later step runs only if an earlier one leaves \
+         its question open (budget at most: 21 runs, 82 GPU-hours):"
     ), "{page1}");
     let steps: Vec<&str> = page1
         .lines()
@@ -66,14 +70,17 @@ fn page_one_answers_with_scope_and_bound_and_names_its_sources() {
         .take_while(|l| !l.starts_with("## "))
         .filter(|l| l.starts_with(char::is_numeric))
         .collect();
+    // Each decision is decided by the first step that serves it: rank-wait's query (step 2)
+    // before its capture (step 3); recompute's config (1), fusion's capture (3) and TP's ncu
+    // run (4) before their A/B runs (5).
     assert_eq!(
         steps,
         [
             "1. read a config (minutes): decides whether recompute is a candidate at all",
             "2. another query of this trace (hours): decides whether to look for a straggler before tuning NCCL",
-            "3. fix or redo the capture (hours; 2 runs, 8 GPU-hours): decides whether to look for a straggler before tuning NCCL, whether fusion work is worth scheduling",
+            "3. fix or redo the capture (hours; 2 runs, 8 GPU-hours): decides whether fusion work is worth scheduling; if step 2 leaves it open, whether to look for a straggler before tuning NCCL",
             "4. an ncu run (hours; 1 run, 2 GPU-hours): decides whether to change the TP degree",
-            "5. A/B runs (days; 18 runs, 72 GPU-hours, 1 person): decides whether recompute is a candidate at all, whether fusion work is worth scheduling, whether to change the TP degree",
+            "5. A/B runs (days; 18 runs, 72 GPU-hours, 1 person): if step 1 leaves it open, whether recompute is a candidate at all; if step 3 leaves it open, whether fusion work is worth scheduling; if step 4 leaves it open, whether to change the TP degree",
         ]
     );
     // The next step is the first of them, not a list of its own.
@@ -134,14 +141,17 @@ fn every_headline_number_has_its_scope() {
     let table = section(&md, "Verdict table");
     let rows: Vec<&str> = table.lines().filter(|l| l.starts_with("| ")).skip(1).collect();
     let numbers: Vec<&str> = rows.iter().map(|r| r.split(" | ").nth(1).unwrap()).collect();
+    // Each share with what it is a share of (R3's denominator: `total_ns`, the window, and
+    // `nccl_ns`, summed NCCL kernel time); the total over devices with its split (20 on each
+    // device, by SQL in tests/suite/check.rs).
     assert_eq!(
         numbers,
         [
-            "17.8% (device 4, window 39.964–46.123 s; 13.1% to 20.7% across devices 1-7)",
-            "140 (summed over 7 devices (1-7), window 39.964–46.123 s)",
+            "17.8% of the window (device 4, window 39.964–46.123 s; 13.1% to 20.7% across devices 1-7)",
+            "140 (summed over the 7 devices 1-7, window 39.964–46.123 s; 20 on each of devices 1-7)",
             "no number measured",
             "no number measured",
-            "28.3% (summed over 7 devices (1-7), stream 56, whole trace)",
+            "28.3% of summed NCCL kernel time (summed over the 7 devices 1-7, stream 56, whole trace)",
         ]
     );
     // "Missing devices" cannot read as "none missing": it names device 0.
@@ -269,7 +279,8 @@ fn the_profiles_select_their_sections() {
             "Reading the upper bound",
             "Six gates before a verdict",
             "Common misreadings",
-            "Wrapping up"
+            "Wrapping up",
+            "References"
         ]
     );
     assert!(!blog.contains("verdict query "), "the blog leaves the ledger to the full report");
@@ -298,4 +309,157 @@ fn an_answer_may_only_quote_parts_with_numbers() {
     // Both point at the answer's texts: the line after `answer:`, column 5.
     let line = src.lines().position(|l| l.trim_start().starts_with("answer:")).unwrap() + 2;
     assert_eq!(err.matches(&format!("bad.yaml:{line}:5: `report.answer`")).count(), 2, "{err}");
+}
+
+/// Page 1 of every example adds up: no decision is decided by two steps (a later step that
+/// serves it again says which earlier step it waits on), every open item's decision is on the
+/// ladder, and a bound is never called the number to act on. Read from the examples in `out/`
+/// (kept equal to a fresh render by `render::examples_are_current`), with the decisions
+/// taken from each claims file's `unblocks`.
+#[test]
+fn every_example_page_one_decides_each_question_once() {
+    let root = util::manifest_dir();
+    let mut checked = 0;
+    for entry in std::fs::read_dir(root.join("claims")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "yaml") {
+            continue;
+        }
+        let Ok(set) = verdict::claims::load(&path) else { continue };
+        let id = path.file_stem().unwrap().to_str().unwrap();
+        let md = root.join("out").join(format!("{id}.en.md"));
+        let Ok(md) = std::fs::read_to_string(&md) else { continue };
+        let page1 = &md[..md.find("\n## Verdict table").unwrap_or(md.len())];
+        assert!(!page1.contains("number to act on"), "{id}");
+        let steps: Vec<&str> = page1
+            .lines()
+            .skip_while(|l| !l.starts_with("**Decision requested**"))
+            .take_while(|l| !l.starts_with("**Next step**") && !l.starts_with("## "))
+            .filter(|l| l.starts_with(char::is_numeric))
+            .collect();
+        let decisions: Vec<String> = set
+            .claims
+            .iter()
+            .flat_map(|c| &c.parts)
+            .filter(|p| !p.work.is_empty())
+            .filter_map(|p| p.unblocks.as_ref().map(|u| u["en"].clone()))
+            .collect();
+        for d in &decisions {
+            // A step decides it when it is in the step's own list, before any gated clause.
+            let own = |l: &&&str| {
+                let l = l.split("; if step").next().unwrap();
+                l.split_once(": decides ").is_some_and(|(_, list)| list.contains(d.as_str()))
+            };
+            assert_eq!(steps.iter().filter(own).count(), 1, "{id}: `{d}` in {steps:#?}");
+        }
+        checked += 1;
+    }
+    assert!(checked >= 8, "{checked} examples checked");
+}
+
+/// A sentence that says a value rose or fell says what the judged value did: the mfu answer's
+/// `{claim/part:change}` placeholders follow the signs of the exact values in the ledger, and
+/// a comparison judged on each device is spoken for, in the verdict table too, by the device
+/// that decided it (device 1's rise of exposed NCCL, not device 0's fall).
+#[test]
+fn a_change_is_said_in_the_direction_of_its_judged_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = util::verdict()
+        .current_dir(util::manifest_dir())
+        .args(["render", "claims/mfu-2gpu-ab.yaml", "--format", "md", "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let ledger: serde_json::Value =
+        serde_json::from_str(&read(dir.path(), "mfu-2gpu-ab.evidence.json")).unwrap();
+    let part = |claim: &str, part: &str| -> serde_json::Value {
+        let c = ledger["results"].as_array().unwrap().iter().find(|c| c["id"] == claim).unwrap();
+        c["parts"].as_array().unwrap().iter().find(|p| p["id"] == part).unwrap().clone()
+    };
+    let sign = |p: &serde_json::Value| {
+        let exact = &p["formula"]["exact"];
+        let num: i128 = exact[0].as_str().unwrap().parse().unwrap();
+        let den: i128 = exact[1].as_str().unwrap().parse().unwrap();
+        assert!(den > 0);
+        num.signum()
+    };
+    let word = |s: i128, lang: &str| match (s, lang) {
+        (-1, "en") => "fell by",
+        (1, "en") => "rose by",
+        (-1, _) => "下降",
+        (1, _) => "上升",
+        _ => panic!("no change"),
+    };
+    let pooled = part("faster", "pooled");
+    let idle = part("idle", "idle-share");
+    let exposed = part("exposed", "exposed-share");
+    // The exposed share: device 0 fell (-1.6 pp), device 1 rose; device 1 decided the part.
+    assert_eq!(exposed["device"], 1, "{exposed:#}");
+    assert!(exposed["formula"]["substituted"].as_str().unwrap().contains("device 1: median"));
+    assert_eq!(sign(&exposed), 1);
+    assert!(idle.get("device").is_none(), "device 0 speaks for the idle share");
+    for lang in ["en", "zh-TW"] {
+        let md = read(dir.path(), &format!("mfu-2gpu-ab.{lang}.md"));
+        let answer = md.lines().find(|l| l.starts_with("**Answer**") || l.starts_with("**結論**"));
+        let answer = answer.unwrap_or_else(|| panic!("{lang}: no answer line"));
+        let wants = if lang == "en" {
+            vec![
+                format!("the pooled rate (all calls over all time) {}", word(sign(&pooled), lang)),
+                format!("on device 0 it {}", word(sign(&idle), lang)),
+                format!("but {}", word(sign(&exposed), lang)),
+            ]
+        } else {
+            vec![
+                format!("合併速率（總呼叫數除以總時間）{}", word(sign(&pooled), lang)),
+                format!("device 0 {}", word(sign(&idle), lang)),
+                format!("在 device 1 卻{}", word(sign(&exposed), lang)),
+            ]
+        };
+        for w in wants {
+            assert!(answer.contains(&w), "{lang}: `{w}` not in {answer}");
+        }
+        assert!(!answer.contains("by -") && !answer.contains("下降 -"), "{lang}: {answer}");
+    }
+    let md = read(dir.path(), "mfu-2gpu-ab.en.md");
+    let row =
+        md.lines().find(|l| l.starts_with("| the optimisation reduced exposed NCCL")).unwrap();
+    // The row shows device 1's value and interval as the ledger's per-device spread gives them.
+    let sub = exposed["formula"]["substituted"].as_str().unwrap();
+    let d1 = sub.split("; ").find(|b| b.starts_with("device 1: ")).unwrap();
+    let (value, interval) = d1["device 1: ".len()..].split_once(" [").unwrap();
+    let (lo, hi) = interval.trim_end_matches(']').split_once(" to ").unwrap();
+    assert_eq!(exposed["formula"]["display"], value);
+    assert!(row.contains(&format!("| {value} (device 1: B after-both against A before-both")));
+    assert!(row.contains(&format!("95% interval {lo} to {hi}")), "{row}");
+}
+
+/// An answer states a scope once: the dsl answer quotes five values of one scope (the six ranks
+/// on two hosts, each rank's NCCL stream, the whole trace) and one of the three ranks of one
+/// host; the scope is written after the first value only, and the values after it stand alone.
+#[test]
+fn an_answer_states_each_scope_once() {
+    if util::shared_traces().is_none() {
+        util::skip_no_shared("an_answer_states_each_scope_once");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let o = util::verdict()
+        .current_dir(util::manifest_dir())
+        .args(["render", "claims/dsl-fs24-ring.yaml", "--format", "md", "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for (lang, scope) in [
+        ("en", "(the 6 ranks 0-5 on 2 hosts, each rank's NCCL stream, whole trace)"),
+        ("zh-TW", "（2 台主機上的 6 個 rank 0-5、各 rank 自己的 NCCL stream、整份 trace）"),
+    ] {
+        let md = read(dir.path(), &format!("dsl-fs24-ring.{lang}.md"));
+        let answer = md.lines().find(|l| l.starts_with("**Answer**") || l.starts_with("**結論**"));
+        let answer = answer.unwrap();
+        assert_eq!(answer.matches(scope).count(), 1, "{lang}: {answer}");
+        // Every value after it is shown alone, not with a repeated scope in parentheses.
+        assert_eq!(answer.matches("whole trace").count() + answer.matches("整份 trace").count(), 1);
+    }
 }

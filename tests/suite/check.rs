@@ -298,6 +298,37 @@ fn day26_other_numbers_are_exact_against_sql() {
     let ran = part(&a, "flash-attention", "ran");
     assert_exact(ran, n.into(), 1);
     assert_eq!(ran["formula"]["display"], "140");
+    // Its split per device, by SQL too: the ledger's spread of the total, each device's count.
+    let mut per_device = con
+        .prepare(
+            "SELECT k.deviceId, count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k \
+             JOIN StringIds s ON s.id = k.shortName \
+             WHERE instr(s.value, 'flash_bwd_dq_dk_dv_loop_seqk_parallel') > 0 \
+             AND k.start >= ?1 AND k.\"end\" <= ?2 GROUP BY k.deviceId ORDER BY k.deviceId",
+        )
+        .unwrap();
+    let by_sql: Vec<(i64, i64)> = per_device
+        .query_map((W.0, W.1), |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(by_sql.iter().map(|x| x.1).sum::<i64>(), 140);
+    let spread = a["spreads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["claim"] == "flash-attention" && s["part"] == "ran")
+        .expect("the total's split per device");
+    let ledger: Vec<(i64, i64)> = spread["per_device"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(d, v)| {
+            assert_eq!(v[1], "1");
+            (d.parse().unwrap(), v[0].as_str().unwrap().parse().unwrap())
+        })
+        .collect();
+    assert_eq!(ledger, by_sql);
 
     // Stream-56 wait share: the k-th kernel matched across devices, transfer = min duration.
     let seqs: Vec<Vec<i64>> = (1..=7)

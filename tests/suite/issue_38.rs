@@ -112,7 +112,7 @@ claims:
     let md = std::fs::read_to_string(out_dir.join("i38.en.md")).unwrap();
     let table: Vec<&str> = md.lines().filter(|l| l.starts_with("| the longest kernel")).collect();
     assert_eq!(table.len(), 1, "{md}");
-    assert!(table[0].contains("2 devices (0-1) taken together"), "{}", table[0]);
+    assert!(table[0].contains("the 2 devices 0-1 taken together"), "{}", table[0]);
     assert!(!md.contains("summed over 2 devices"), "{md}");
 }
 
