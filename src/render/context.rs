@@ -551,8 +551,10 @@ fn key_number(
     // A share's denominator, as R3 names it from the formula's denominator field.
     let denominator = chosen
         .filter(|p| {
+            // A share shown as itself: not a count of the windows or ranks it held on.
             p.formula.as_ref().is_some_and(|f| {
-                matches!(f.unit, crate::claims::Unit::Percent | crate::claims::Unit::Ratio)
+                f.exact.is_some()
+                    && matches!(f.unit, crate::claims::Unit::Percent | crate::claims::Unit::Ratio)
             })
         })
         .and_then(|p| p.gates.iter().find(|g| g.gate == "R3"))
