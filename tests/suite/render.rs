@@ -388,7 +388,8 @@ fn pdf_page_one_is_the_decision_brief() {
                 "1.216×",
                 "需要拍板的事",
                 "請依成本由低到高核准",
-                "預算上限：21 次執行、82 GPU 小時",
+                // The page breaks the line inside 預算上限: its figures are checked.
+                "21 次執行、82 GPU 小時",
                 "讀設定檔（幾分鐘）：用來決定 recompute 是否值得當成候選原因",
                 "profile-blind 回答",
                 "單一模型、單一 prompt、單次執行",

@@ -93,12 +93,14 @@ fn a_refuted_claim_keeps_its_number_and_scope_on_page_one() {
     assert_eq!(code, Some(0), "{err}");
     let rows = verdict_rows(&md);
     // One stream per device: compute and NCCL never overlap, so 0 / busy = 0.0%, on device 0
-    // over the whole trace (and on device 1 too).
+    // over the whole trace (and on device 1 too); the share is of NCCL busy time, the
+    // formula's denominator.
     assert_eq!(
         rows,
         [(
             "communication is mostly hidden (hidden ratio at least 50%)".to_string(),
-            "0.0% (device 0, whole trace; 0.0% on each of devices 0-1)".to_string(),
+            "0.0% of NCCL busy time (device 0, whole trace; 0.0% on each of devices 0-1)"
+                .to_string(),
             "not supported".to_string()
         )]
     );
@@ -118,8 +120,14 @@ fn every_claim_has_its_number_with_its_scope_on_page_one() {
     assert_eq!(
         got,
         [
-            ("0.0% (device 0, whole trace; 0.0% on each of devices 0-1)", "not supported"),
-            ("5.7% (device 0, whole trace; 2.8% to 5.7% across devices 0-1)", "supported"),
+            (
+                "0.0% of NCCL busy time (device 0, whole trace; 0.0% on each of devices 0-1)",
+                "not supported",
+            ),
+            (
+                "5.7% of the window (device 0, whole trace; 2.8% to 5.7% across devices 0-1)",
+                "supported"
+            ),
             ("0.00 ms (device 0, whole trace)", "partially supported"),
         ]
     );
