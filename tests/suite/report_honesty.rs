@@ -414,3 +414,88 @@ fn every_reproducing_command_names_the_parts_that_read_it() {
     }
     assert!(read > 50, "{read} command lines read");
 }
+
+/// The text nodes of an SVG, unescaped.
+fn svg_texts(svg: &str) -> Vec<String> {
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|t| {
+            let body = t.split_once('>')?.1;
+            Some(body.split_once("</text>")?.0.replace("&apos;", "'").replace("&amp;", "&"))
+        })
+        .collect()
+}
+
+/// Every A/B chart's caption says what its SVG draws: whether 0 is among the axis's tick
+/// labels (read from the SVG, both languages), and, for a comparison judged on each device,
+/// whose samples the dots are (device 0's: as many dots per side as its comparison has).
+#[test]
+fn every_ab_caption_says_what_its_chart_draws() {
+    let mut checked = 0;
+    for claims in ["claims/mfu-2gpu-ab.yaml", "claims/tp-ab.yaml", "claims/tp-runs-ab.yaml"] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = run_in(
+            Some(&util::manifest_dir()),
+            &["render", claims, "--format", "md", "--out", util::s(dir.path())],
+        );
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let id = Path::new(claims).file_stem().unwrap().to_str().unwrap();
+        let ledger: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join(format!("{id}.evidence.json"))).unwrap(),
+        )
+        .unwrap();
+        for (lang, on, off) in [
+            ("en", "0 is on the axis", "0 is not on the axis"),
+            ("zh-TW", "座標軸上有 0", "座標軸上沒有 0"),
+        ] {
+            let md = std::fs::read_to_string(dir.path().join(format!("{id}.{lang}.md"))).unwrap();
+            for line in md.lines().filter(|l| l.starts_with("![") && l.contains(".ab")) {
+                let (caption, file) = line[2..].rsplit_once("](").unwrap();
+                let file = file.trim_end_matches(')');
+                let caption = caption.replace('\\', "");
+                let caption = caption.as_str();
+                let svg = std::fs::read_to_string(dir.path().join(file)).unwrap();
+                let texts = svg_texts(&svg);
+                let zero_tick = texts.iter().any(|t| t.trim().parse::<f64>() == Ok(0.0));
+                let said = if caption.ends_with(on) {
+                    true
+                } else if caption.ends_with(off) {
+                    false
+                } else {
+                    panic!("{file}: the caption says nothing of the axis: {caption}")
+                };
+                assert_eq!(said, zero_tick, "{file}: {caption}\n{texts:?}");
+                // Per-device comparisons: the dots are device 0's.
+                if let Some(device) =
+                    (lang == "en").then(|| caption.split_once(" of device ").map(|x| x.1)).flatten()
+                {
+                    let d: i64 = device
+                        .split(|c: char| !c.is_ascii_digit())
+                        .next()
+                        .unwrap()
+                        .parse()
+                        .unwrap();
+                    let metric = caption.split('`').nth(3).unwrap();
+                    let ev = ledger["ledger"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .filter_map(|e| e["evidence"].as_object())
+                        .find(|e| {
+                            e["parameters"]["metric"] == metric
+                                && e["values"]["devices"].as_array().is_some_and(|v| v.len() > 1)
+                        })
+                        .unwrap();
+                    let first = &ev["values"]["devices"][0];
+                    assert_eq!(first["device"], d, "{file}: the chart draws the first device");
+                    let n_a = first["values"]["n_a"].as_i64().unwrap();
+                    assert!(texts.contains(&format!("{n_a} samples")), "{file}: {texts:?}");
+                    checked += 1;
+                }
+                checked += 1;
+            }
+        }
+    }
+    // mfu: 4 comparisons, 2 of them per device; tp-ab 2; tp-runs-ab 2; in two languages.
+    assert_eq!(checked, (4 + 2 + 2) * 2 + 2, "charts checked");
+}

@@ -139,6 +139,49 @@ pub fn ab_chart(a: &AbSide, b: &AbSide, unit: AbUnit, zero_based: bool, l: &AbLa
     ab_chart_quoting(a, b, unit, zero_based, &AbQuote::default(), l)
 }
 
+/// The axis of an A/B chart and the band of the quoted interval on it: over every sample,
+/// both medians and the band, from 0 (or below) when `zero_based`.
+fn span_of(
+    a: &AbSide,
+    b: &AbSide,
+    unit: AbUnit,
+    zero_based: bool,
+    quote: &AbQuote,
+) -> (Span, Option<[i64; 2]>) {
+    // The band's ends, on the values' axis: A's median moved by each end of the interval.
+    let band: Option<[i64; 2]> = quote
+        .interval
+        .and_then(|[lo, hi]| Some([a.median_ns.checked_add(lo)?, a.median_ns.checked_add(hi)?]));
+    let all = || {
+        a.values_ns
+            .iter()
+            .chain(&b.values_ns)
+            .chain([&a.median_ns, &b.median_ns])
+            .chain(band.iter().flatten())
+    };
+    let (min, max) = (all().copied().min().unwrap_or(0), all().copied().max().unwrap_or(0));
+    let span = if zero_based {
+        Span::new(min.min(0).into(), max.max(0).into(), unit.min_step())
+    } else {
+        Span::new(min.into(), max.into(), unit.min_step())
+    };
+    (span, band)
+}
+
+/// Whether the axis [`ab_chart_quoting`] draws for these sides holds 0, which its caption
+/// says (a chart without samples has no axis: false).
+pub fn ab_axis_holds_zero(
+    a: &AbSide,
+    b: &AbSide,
+    unit: AbUnit,
+    zero_based: bool,
+    quote: &AbQuote,
+) -> bool {
+    !a.values_ns.is_empty()
+        && !b.values_ns.is_empty()
+        && span_of(a, b, unit, zero_based, quote).0.holds_zero()
+}
+
 /// What a report quotes of a comparison, drawn on its chart: the metric, named on the axis
 /// with its unit, and the interval of the difference B - A that the headline quotes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -165,23 +208,7 @@ pub fn ab_chart_quoting(
     if a.values_ns.is_empty() || b.values_ns.is_empty() {
         return no_data(&l.no_data);
     }
-    // The band's ends, on the values' axis: A's median moved by each end of the interval.
-    let band: Option<[i64; 2]> = quote
-        .interval
-        .and_then(|[lo, hi]| Some([a.median_ns.checked_add(lo)?, a.median_ns.checked_add(hi)?]));
-    let all = || {
-        a.values_ns
-            .iter()
-            .chain(&b.values_ns)
-            .chain([&a.median_ns, &b.median_ns])
-            .chain(band.iter().flatten())
-    };
-    let (min, max) = (all().copied().min().unwrap_or(0), all().copied().max().unwrap_or(0));
-    let span = if zero_based {
-        Span::new(min.min(0).into(), max.max(0).into(), unit.min_step())
-    } else {
-        Span::new(min.into(), max.into(), unit.min_step())
-    };
+    let (span, band) = span_of(a, b, unit, zero_based, quote);
     let mut out = String::new();
     open_svg(&mut out, AXIS_Y + if band.is_some() { 60.0 } else { 44.0 });
 
@@ -197,8 +224,7 @@ pub fn ab_chart_quoting(
     text(&mut out, PLOT_X + 22.0, baseline(13.0, 11.0), "start", 11.0, PLAIN, &l.encoding);
     // Said only when 0 is off the axis: an axis from below 0 (a negative difference) still
     // reads every value against 0.
-    let hi = span.lo.saturating_add(span.step.saturating_mul(span.n));
-    if span.lo > 0 || hi < 0 {
+    if !span.holds_zero() {
         text(&mut out, PLOT_X + PLOT_W, baseline(13.0, 11.0), "end", 11.0, PLAIN, &l.zoomed);
     }
 
@@ -463,6 +489,12 @@ impl Span {
         }
     }
 
+    /// Whether 0 is on the axis.
+    pub fn holds_zero(&self) -> bool {
+        let hi = self.lo.saturating_add(self.step.saturating_mul(self.n));
+        self.lo <= 0 && hi >= 0
+    }
+
     /// Where `v` falls on a plot area `wdt` px wide, clamped to it.
     pub fn x(&self, v: i128, wdt: f64) -> f64 {
         ((v - self.lo) as f64 / (self.n * self.step) as f64 * wdt).clamp(0.0, wdt)
@@ -593,6 +625,9 @@ pub(super) mod tests {
         assert_eq!(attr_of(&svg, "class=\"median-b\"", "x1"), 194.67);
         assert!(svg.contains(">0 is not on the axis</text>"));
         assert!(svg.contains(">8</text>") && !svg.contains(">0</text>"));
+        // The caption reads the same axis: 0 off it; from 0, on it.
+        assert!(!ab_axis_holds_zero(&a, &b, AbUnit::Ns, false, &AbQuote::default()));
+        assert!(ab_axis_holds_zero(&a, &b, AbUnit::Ns, true, &AbQuote::default()));
     }
 
     #[test]
@@ -604,6 +639,7 @@ pub(super) mod tests {
         parse(&svg);
         assert!(svg.contains(">0</text>"), "{svg}");
         assert!(!svg.contains("0 is not on the axis"), "{svg}");
+        assert!(ab_axis_holds_zero(&a, &b, AbUnit::Ns, true, &AbQuote::default()));
     }
 
     #[test]

@@ -17,7 +17,7 @@ mod svg;
 use crate::analysis::ChartKind;
 use std::collections::BTreeMap;
 
-pub use ab::{AbLabels, AbQuote, AbSide, AbUnit, ab_chart, ab_chart_quoting};
+pub use ab::{AbLabels, AbQuote, AbSide, AbUnit, ab_axis_holds_zero, ab_chart, ab_chart_quoting};
 pub use delta::{NameDelta, TOP_NAMES, delta_chart};
 pub use kernels::{KernelBar, kernels_chart};
 pub use names::shorten;
@@ -111,6 +111,26 @@ pub fn charts(a: &Audit, t: &Strings) -> Result<Vec<Chart>, String> {
         let arg = |k: &str| ev.parameters.get(k).and_then(serde_json::Value::as_str).unwrap_or("");
         let Some(v) = crate::analysis::compare::Values::of(ev) else { continue };
         let ((la, ta), (lb, tb)) = ((&v.a.label, &v.a.trace), (&v.b.label, &v.b.trace));
+        let quote = quote_of(ev);
+        // The caption says what the chart draws: whose samples (a comparison judged on each
+        // device draws its first device's), of what, and whether 0 is on its axis.
+        let sample = t.get(match arg("sample_unit") {
+            "run" => "ui.chart_sample_run",
+            "step" => "ui.chart_sample_step",
+            _ => "ui.chart_sample_window",
+        })?;
+        let devices = crate::analysis::compare::device_evidences(ev);
+        let whose = match devices.first() {
+            Some((d, _)) if devices.len() > 1 => {
+                fill(t, "ui.chart_samples_of_device", &[("device", &d.to_string())])?
+            }
+            _ => String::new(),
+        };
+        let axis = t.get(if ab_axis_holds_zero(&sa, &sb, unit, true, &quote) {
+            "ui.chart_axis_zero"
+        } else {
+            "ui.chart_axis_zoomed"
+        })?;
         let args = [
             ("of", arg("of")),
             ("metric", arg("metric")),
@@ -118,12 +138,15 @@ pub fn charts(a: &Audit, t: &Strings) -> Result<Vec<Chart>, String> {
             ("a_trace", ta.as_str()),
             ("b", lb.as_str()),
             ("b_trace", tb.as_str()),
+            ("sample", sample),
+            ("whose", whose.as_str()),
+            ("axis", axis),
         ];
         n_ab += 1;
         out.push(Chart {
             file: file("ab", n_ab),
             caption: fill(t, "ui.chart_ab", &args)?,
-            svg: ab_chart_quoting(&sa, &sb, unit, true, &quote_of(ev), &ab_labels),
+            svg: ab_chart_quoting(&sa, &sb, unit, true, &quote, &ab_labels),
         });
         let rows = name_deltas(ev);
         if !rows.is_empty() {
