@@ -497,6 +497,20 @@ pub struct ChartCtx {
     pub caption: String,
     /// The analysis it draws (`overlap`, `nccl-skew`, `kernels`).
     pub kind: String,
+    /// The ledger entry it draws, when it is one of the claims' own queries.
+    #[serde(skip)]
+    pub key: Option<String>,
+}
+
+/// A chart as the report receives it: its file, caption and the ledger entry it draws.
+#[derive(Debug, Clone)]
+pub struct ChartIn {
+    /// File name.
+    pub file: String,
+    /// Caption in the report's language.
+    pub caption: String,
+    /// The ledger entry it draws, if one of the claims' own.
+    pub key: Option<String>,
 }
 
 /// One reproducible query.
@@ -1859,7 +1873,7 @@ fn claim_ctx(
         let ctx = part_ctx(s, &c, part, p, &mut so_far, out)?;
         so_far.parts.push(ctx);
     }
-    let PartsSoFar { mut parts, mut blocks, evidence_bits, .. } = so_far;
+    let PartsSoFar { mut parts, mut blocks, evidence_bits, block_keys, .. } = so_far;
     share_gates(&mut parts, &mut blocks);
     // One piece of evidence needs no label to tell it from another.
     if blocks.len() == 1 {
@@ -1920,10 +1934,14 @@ fn claim_ctx(
         verdict_key: r.verdict.key().into(),
         verdict: verdict.clone(),
     });
-    // A chart goes with the first claim that reads its analysis.
+    // A chart of a claim's own query goes with the first claim that reads that query; any
+    // other chart with the first claim that reads its analysis.
     let mut own_charts = Vec::new();
     out.charts_left.retain(|c| {
-        let mine = blocks.iter().any(|b| b.analysis == c.kind);
+        let mine = match &c.key {
+            Some(k) => block_keys.contains(k),
+            None => blocks.iter().any(|b| b.analysis == c.kind),
+        };
         if mine {
             own_charts.push(c.clone());
         }
@@ -2243,7 +2261,7 @@ fn misreadings_ctx(s: &Inputs) -> Result<Vec<MisreadingCtx>, String> {
 pub fn build(
     a: &Audit,
     t: &Strings,
-    charts: &[(String, String)],
+    charts: &[ChartIn],
     meta: &Meta,
 ) -> Result<RenderContext, String> {
     let lang = t.lang.as_str();
@@ -2253,11 +2271,12 @@ pub fn build(
     let mut out = Sections {
         charts_left: charts
             .iter()
-            .map(|(f, c)| ChartCtx {
-                file: f.clone(),
-                md_src: f.clone(),
-                caption: c.clone(),
-                kind: chart_kind(f),
+            .map(|c| ChartCtx {
+                file: c.file.clone(),
+                md_src: c.file.clone(),
+                caption: c.caption.clone(),
+                kind: chart_kind(&c.file),
+                key: c.key.clone(),
             })
             .collect(),
         ..Sections::default()

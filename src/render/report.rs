@@ -229,8 +229,14 @@ pub fn render_lang(
 ) -> Result<Rendered, String> {
     let t = strings(lang, opts.templates.as_deref())?;
     let charts = charts::charts(a, &t)?;
-    let captions: Vec<(String, String)> =
-        charts.iter().map(|c| (c.file.clone(), c.caption.clone())).collect();
+    let captions: Vec<context::ChartIn> = charts
+        .iter()
+        .map(|c| context::ChartIn {
+            file: c.file.clone(),
+            caption: c.caption.clone(),
+            key: c.key.clone(),
+        })
+        .collect();
     let claims_path = Path::new(&a.claims.file);
     let meta = context::Meta {
         profile: profile.as_str().into(),

@@ -38,6 +38,9 @@ pub struct Chart {
     pub caption: String,
     /// The SVG document.
     pub svg: String,
+    /// The ledger entry it draws, when it draws one of the claims' own queries (not a
+    /// context query): the report places it under the claim that reads that entry.
+    pub key: Option<String>,
 }
 
 impl Chart {
@@ -89,24 +92,29 @@ pub fn charts(a: &Audit, t: &Strings) -> Result<Vec<Chart>, String> {
             file: file(breakdown, n),
             caption: overlap::caption(&Scope::of(a, ev, t)?, ev, t)?,
             svg: overlap_chart(&bars, &labels),
+            key: None,
         });
     }
 
     let mut n = 0;
-    for ev in distinct(&a.ledger, offsets) {
+    for (key, ev) in distinct_entries(&a.ledger, offsets) {
         let Some(ranks) = skew::ranks(ev) else { continue };
         n += 1;
         out.push(Chart {
             file: file(offsets, n),
             caption: skew::caption(&Scope::of(a, ev, t)?, ev, t)?,
             svg: skew_chart(&ranks, &labels),
+            key: Some(key.to_string()),
         });
     }
 
     // Comparisons: A beside B, one dot per window; the per-name deltas where there are any.
     let ab_labels = AbLabels::new(t)?;
     let (mut n_ab, mut n_delta) = (0, 0);
-    for ev in evidence_of(&a.ledger, crate::analysis::compare::SPEC.name) {
+    for entry in a.ledger.iter().filter(|e| {
+        e.evidence.as_ref().is_some_and(|ev| ev.analysis == crate::analysis::compare::SPEC.name)
+    }) {
+        let ev = entry.evidence.as_ref().expect("filtered");
         let Some((sa, sb, unit)) = ab_sides(ev) else { continue };
         let arg = |k: &str| ev.parameters.get(k).and_then(serde_json::Value::as_str).unwrap_or("");
         let Some(v) = crate::analysis::compare::Values::of(ev) else { continue };
@@ -147,6 +155,7 @@ pub fn charts(a: &Audit, t: &Strings) -> Result<Vec<Chart>, String> {
             file: file("ab", n_ab),
             caption: fill(t, "ui.chart_ab", &args)?,
             svg: ab_chart_quoting(&sa, &sb, unit, true, &quote, &ab_labels),
+            key: Some(entry.key.clone()),
         });
         let rows = name_deltas(ev);
         if !rows.is_empty() {
@@ -155,6 +164,7 @@ pub fn charts(a: &Audit, t: &Strings) -> Result<Vec<Chart>, String> {
                 file: file("delta", n_delta),
                 caption: fill(t, "ui.chart_delta", &args)?,
                 svg: delta_chart(&rows, &ab_labels),
+                key: Some(entry.key.clone()),
             });
         }
     }
@@ -170,6 +180,7 @@ pub fn charts(a: &Audit, t: &Strings) -> Result<Vec<Chart>, String> {
             file: file(top, n),
             caption: kernels::caption(&Scope::of(a, ev, t)?, ev, bars.len(), names, t)?,
             svg: kernels_chart(&bars, &labels),
+            key: None,
         });
     }
     Ok(out)
@@ -248,9 +259,21 @@ fn evidence_of<'a>(
 /// The evidence of one analysis, without repeats of the same query (same trace, window,
 /// semantics, devices, streams and parameters), in order.
 fn distinct<'a>(entries: &'a [LedgerEntry], analysis: &'a str) -> Vec<&'a Evidence> {
-    let mut out: Vec<&Evidence> = Vec::new();
-    for ev in evidence_of(entries, analysis) {
-        let same = |o: &&Evidence| {
+    distinct_entries(entries, analysis).into_iter().map(|(_, ev)| ev).collect()
+}
+
+/// [`distinct`], each with the key of the first entry that gave it.
+fn distinct_entries<'a>(
+    entries: &'a [LedgerEntry],
+    analysis: &'a str,
+) -> Vec<(&'a str, &'a Evidence)> {
+    let mut out: Vec<(&str, &Evidence)> = Vec::new();
+    for (key, ev) in entries
+        .iter()
+        .filter_map(|e| Some((e.key.as_str(), e.evidence.as_ref()?)))
+        .filter(|(_, e)| e.analysis == analysis)
+    {
+        let same = |(_, o): &(&str, &Evidence)| {
             o.trace.path == ev.trace.path
                 && o.window.requested_ns == ev.window.requested_ns
                 && o.window.semantics == ev.window.semantics
@@ -259,7 +282,7 @@ fn distinct<'a>(entries: &'a [LedgerEntry], analysis: &'a str) -> Vec<&'a Eviden
                 && o.parameters == ev.parameters
         };
         if !out.iter().any(same) {
-            out.push(ev);
+            out.push((key, ev));
         }
     }
     out
@@ -362,6 +385,8 @@ pub struct Labels {
     offset_axis: String,
     offset_tip: String,
     offset_value: String,
+    encoding_one: String,
+    offset_tip_one: String,
     compute_kernel: String,
     nccl_kernel: String,
     kernel_axis: String,
@@ -392,6 +417,8 @@ impl Labels {
             offset_axis: g("offset_axis")?,
             offset_tip: g("offset_tip")?,
             offset_value: g("offset_value")?,
+            encoding_one: g("encoding_one")?,
+            offset_tip_one: g("offset_tip_one")?,
             compute_kernel: g("compute_kernel")?,
             nccl_kernel: g("nccl_kernel")?,
             kernel_axis: g("kernel_axis")?,

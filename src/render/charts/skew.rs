@@ -26,6 +26,9 @@ pub struct SkewRank {
     pub end_median_ns: i64,
     /// 90th percentile of the end offset.
     pub end_p90_ns: i64,
+    /// Matched instances behind the statistics: with one, the median and p90 are that one
+    /// offset, drawn as a bar without a whisker and labelled once.
+    pub instances: i64,
 }
 
 /// The ranks of nccl-skew evidence, sorted by device, or `None` when there is nothing to
@@ -52,6 +55,7 @@ pub(super) fn ranks(ev: &Evidence) -> Option<Vec<SkewRank>> {
                 start_p90_ns: s.p90,
                 end_median_ns: e.median,
                 end_p90_ns: e.p90,
+                instances: v.matched,
             })
         })
         .collect()
@@ -66,8 +70,13 @@ pub(super) fn caption(scope: &Scope, ev: &Evidence, t: &Strings) -> Result<Strin
         }
         None => t.get("ui.chart_all_streams")?.to_string(),
     };
+    let encoding = match ev.values.as_ref() {
+        Some(Values::NcclSkew(v)) if v.matched == 1 => t.get("ui.chart_skew_encoding_one")?,
+        _ => t.get("ui.chart_skew_encoding")?,
+    };
     let mut args = scope.args();
     args.push(("stream", &stream));
+    args.push(("encoding", encoding));
     // A trace set's ranks are no devices: they are named by number, and labelled in the chart.
     let ranks = crate::scope::format_device_list(&ev.scope.devices);
     if ev.trace.set.as_deref().is_some_and(|s| s.files.len() > 1) {
@@ -120,14 +129,21 @@ pub fn skew_chart(ranks: &[SkewRank], l: &Labels) -> String {
         12.0,
         &[("url(#sk-start)", &l.start_offset), ("#fdae6b", &l.end_offset)],
     );
-    // A sample bar with whisker explains the encoding.
+    // One matched instance: each bar is its offset, a median and a p90 of one value would
+    // say nothing more.
+    let one = ranks.iter().all(|r| r.instances == 1);
+    // A sample bar (with its whisker) explains the encoding.
     w!(
         out,
         "<rect x=\"{}\" y=\"14.50\" width=\"18.00\" height=\"9.00\" fill=\"#ffffff\" stroke=\"{OUTLINE}\" stroke-width=\"0.6\"/>\n",
         f2(x)
     );
-    whisker(&mut out, x + 18.0, x + 30.0, 19.0);
-    text(&mut out, x + 36.0, baseline(19.0, 11.0), "start", 11.0, PLAIN, &l.encoding);
+    if one {
+        text(&mut out, x + 24.0, baseline(19.0, 11.0), "start", 11.0, PLAIN, &l.encoding_one);
+    } else {
+        whisker(&mut out, x + 18.0, x + 30.0, 19.0);
+        text(&mut out, x + 36.0, baseline(19.0, 11.0), "start", 11.0, PLAIN, &l.encoding);
+    }
 
     let ticks = axis.ticks();
     grid(&mut out, PLOT_X, PLOT_W, TOP - 4.0, plot_bottom + 4.0, &ticks);
@@ -167,10 +183,17 @@ pub fn skew_chart(ranks: &[SkewRank], l: &Labels) -> String {
             let mid = by + BAR_H / 2.0;
             text(&mut out, PLOT_X - 5.0, baseline(mid, 10.0), "end", 10.0, PLAIN, name);
             let (med_s, p90_s) = (offset(med), offset(p90));
-            let tip = subst(
-                &l.offset_tip,
-                &[("device", &device), ("which", which), ("median", &med_s), ("p90", &p90_s)],
-            );
+            let tip = if one {
+                subst(
+                    &l.offset_tip_one,
+                    &[("device", &device), ("which", which), ("value", &med_s)],
+                )
+            } else {
+                subst(
+                    &l.offset_tip,
+                    &[("device", &device), ("which", which), ("median", &med_s), ("p90", &p90_s)],
+                )
+            };
             let wm = axis.scale(med, PLOT_W);
             w!(
                 out,
@@ -182,9 +205,13 @@ pub fn skew_chart(ranks: &[SkewRank], l: &Labels) -> String {
                 f2(BAR_H),
                 esc(&tip),
             );
-            let wp = axis.scale(p90, PLOT_W);
-            whisker(&mut out, PLOT_X + wm, PLOT_X + wp, mid);
-            let value = subst(&l.offset_value, &[("median", &med_s), ("p90", &p90_s)]);
+            let wp = if one { wm } else { axis.scale(p90, PLOT_W) };
+            let value = if one {
+                med_s
+            } else {
+                whisker(&mut out, PLOT_X + wm, PLOT_X + wp, mid);
+                subst(&l.offset_value, &[("median", &med_s), ("p90", &p90_s)])
+            };
             let lx = PLOT_X + wm.max(wp) + 6.0;
             text(&mut out, lx, baseline(mid, 10.0), "start", 10.0, HALO, &value);
         }
@@ -230,8 +257,40 @@ mod tests {
                 start_p90_ns: ms(sp),
                 end_median_ns: ms(em),
                 end_p90_ns: ms(ep),
+                instances: 100,
             })
             .collect()
+    }
+
+    /// One matched call: the bar is its offset, with no whisker, no "p90" and no median.
+    #[test]
+    fn one_matched_call_draws_its_offset_without_a_median_or_p90() {
+        let r = SkewRank {
+            device: 2,
+            label: None,
+            start_median_ns: 4 * MS,
+            start_p90_ns: 4 * MS,
+            end_median_ns: 20_000,
+            end_p90_ns: 20_000,
+            instances: 1,
+        };
+        let many = skew_chart(&[SkewRank { instances: 2, ..r.clone() }], &en());
+        let one = skew_chart(&[r], &en());
+        // The legend's whisker and the two rows' whiskers: three lines of a whisker's pair each.
+        let whiskers = |svg: &str| svg.matches("stroke=\"#000\" stroke-width=\"1\"/>").count();
+        assert_eq!(whiskers(&many), 6, "{many}");
+        assert_eq!(whiskers(&one), 0, "{one}");
+        assert!(!one.contains("p90") && !one.contains("median"), "{one}");
+        assert!(
+            one.contains(">bar = the one call&apos;s offset</text>")
+                || one.contains(">bar = the one call's offset</text>"),
+            "{one}"
+        );
+        assert!(one.contains(">4.00 ms</text>"), "{one}");
+        assert_eq!(
+            attr_of(&one, "class=\"start\"", "width"),
+            attr_of(&many, "class=\"start\"", "width")
+        );
     }
 
     #[test]
@@ -243,6 +302,7 @@ mod tests {
             start_p90_ns: 7 * MS,
             end_median_ns: 20_000,
             end_p90_ns: 30_000,
+            instances: 50,
         };
         let svg = skew_chart(&[r], &en());
         // max 7 ms -> step 1 ms, axis 0..7 ms.
