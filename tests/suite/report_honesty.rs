@@ -415,6 +415,25 @@ fn every_reproducing_command_names_the_parts_that_read_it() {
     assert!(read > 50, "{read} command lines read");
 }
 
+/// Each image of a report with its caption (the image's text, or the line under it when the
+/// image's text is a placeholder) and its file, Markdown escapes removed.
+fn images(md: &str) -> Vec<(String, String)> {
+    let lines: Vec<&str> = md.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let Some(rest) = line.strip_prefix("![") else { continue };
+        let (alt, file) = rest.rsplit_once("](").unwrap();
+        let caption = if alt.contains('`') {
+            alt.to_string()
+        } else {
+            let under = lines[i + 1..].iter().find(|l| !l.trim().is_empty()).unwrap();
+            under.trim_matches('*').to_string()
+        };
+        out.push((caption.replace('\\', ""), file.trim_end_matches(')').to_string()));
+    }
+    out
+}
+
 /// The text nodes of an SVG, unescaped.
 fn svg_texts(svg: &str) -> Vec<String> {
     svg.split("<text")
@@ -449,11 +468,8 @@ fn every_ab_caption_says_what_its_chart_draws() {
             ("zh-TW", "座標軸上有 0", "座標軸上沒有 0"),
         ] {
             let md = std::fs::read_to_string(dir.path().join(format!("{id}.{lang}.md"))).unwrap();
-            for line in md.lines().filter(|l| l.starts_with("![") && l.contains(".ab")) {
-                let (caption, file) = line[2..].rsplit_once("](").unwrap();
-                let file = file.trim_end_matches(')');
-                let caption = caption.replace('\\', "");
-                let caption = caption.as_str();
+            for (caption, file) in images(&md).iter().filter(|(_, f)| f.contains(".ab")) {
+                let (caption, file) = (caption.as_str(), file.as_str());
                 let svg = std::fs::read_to_string(dir.path().join(file)).unwrap();
                 let texts = svg_texts(&svg);
                 let zero_tick = texts.iter().any(|t| t.trim().parse::<f64>() == Ok(0.0));
@@ -498,4 +514,55 @@ fn every_ab_caption_says_what_its_chart_draws() {
     }
     // mfu: 4 comparisons, 2 of them per device; tp-ab 2; tp-runs-ab 2; in two languages.
     assert_eq!(checked, (4 + 2 + 2) * 2 + 2, "charts checked");
+}
+
+/// A chart stands under the claim whose evidence it draws: in the mfu report each A/B chart
+/// is under the claim of its metric (the caption names it), not all under the first claim
+/// that reads a comparison.
+#[test]
+fn each_chart_stands_under_the_claim_it_draws() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_in(
+        Some(&util::manifest_dir()),
+        &[
+            "render",
+            "claims/mfu-2gpu-ab.yaml",
+            "--lang",
+            "en",
+            "--format",
+            "md",
+            "--out",
+            util::s(dir.path()),
+        ],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let md = std::fs::read_to_string(dir.path().join("mfu-2gpu-ab.en.md")).unwrap();
+    let set = verdict::claims::load(&util::manifest_dir().join("claims/mfu-2gpu-ab.yaml")).unwrap();
+    let pictures = images(&md);
+    let mut next = pictures.iter();
+    let mut claim: Option<&verdict::claims::Claim> = None;
+    let mut seen = 0;
+    for line in md.lines() {
+        if let Some(h) = line.strip_prefix("### ") {
+            claim = set.claims.iter().find(|c| c.statement["en"] == h);
+        }
+        if !line.starts_with("![") {
+            continue;
+        }
+        let (caption, file) = next.next().unwrap();
+        if !file.contains(".ab") {
+            continue;
+        }
+        let metric = caption.split('`').nth(3).unwrap_or_else(|| panic!("{caption}"));
+        let c = claim.unwrap_or_else(|| panic!("{caption} under no claim"));
+        let measures: Vec<&str> = c
+            .parts
+            .iter()
+            .filter_map(|p| p.measure.as_ref())
+            .filter_map(|m| m.args.iter().find(|(k, _)| k == "metric").map(|(_, v)| v.as_str()))
+            .collect();
+        assert!(measures.contains(&metric), "`{metric}` under `{}`", c.id);
+        seen += 1;
+    }
+    assert_eq!(seen, 4, "{md}");
 }
