@@ -355,6 +355,7 @@ fn typst_renders_charts_without_warnings() {
         file: "empty.svg".into(),
         caption: String::new(),
         svg: kernels_chart(&[], &zh()),
+        key: None,
     });
     for c in &all {
         std::fs::write(dir.join(&c.file), &c.svg).expect("write svg");
