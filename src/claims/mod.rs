@@ -904,10 +904,11 @@ pub enum Show {
     Spread,
     /// A change in words with its size: `fell by 1.6 pp`, `rose by 11.4 pp`.
     Change,
+    /// The scope alone: `device 4, window …`, for a text that puts the value in words.
+    Scope,
 }
 
-/// A `{claim/part}`, `{claim/part:value}`, `{claim/part:spread}` or `{claim/part:change}` in an
-/// answer text.
+/// A `{claim/part}` in an answer text, or with `:value`, `:spread`, `:change` or `:scope`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Placeholder {
     /// Byte range in the text, braces included.
@@ -934,9 +935,10 @@ pub fn placeholders(text: &str) -> Result<Vec<Placeholder>, String> {
             Some((p, "value")) => (p, Show::Value),
             Some((p, "spread")) => (p, Show::Spread),
             Some((p, "change")) => (p, Show::Change),
+            Some((p, "scope")) => (p, Show::Scope),
             Some((_, other)) => {
                 return Err(format!(
-                    "`{{{inner}}}`: `{other}` is not `value`, `spread` or `change`"
+                    "`{{{inner}}}`: `{other}` is not `value`, `spread`, `change` or `scope`"
                 ));
             }
         };

@@ -539,6 +539,14 @@ pub(super) fn check_part(
         );
         return false;
     }
+    if show == Show::Scope && !p.is_measured() {
+        c.err(
+            pos,
+            format!("{what}: `{claim}/{part}` is arithmetic: it has no scope of its own"),
+            Some("use `:scope` on a part with `measure` or `ratio`".into()),
+        );
+        return false;
+    }
     if show == Show::Spread && p.measure.is_none() {
         c.err(
             pos,

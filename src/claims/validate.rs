@@ -736,7 +736,7 @@ fn answer_placeholders(c: &mut Checker, answer: &RawText, claims: &[Claim]) {
                     at(answer),
                     format!("`report.answer`: {e}"),
                     Some(
-                        "write `{claim/part}`, `{claim/part:value}`, `{claim/part:spread}` or `{claim/part:change}`"
+                        "write `{claim/part}`, or with `:value`, `:spread`, `:change` or `:scope`"
                             .into(),
                     ),
                 );

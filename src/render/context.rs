@@ -748,6 +748,7 @@ pub(super) fn fill_placeholders(
                     v.spread.clone().or_else(|| v.scope.clone()).unwrap_or_else(|| v.value.clone())
                 }
                 (Show::Change, _) => v.change.clone().unwrap_or_else(|| v.value.clone()),
+                (Show::Scope, sc) => sc.clone().unwrap_or_default(),
             },
         };
         out += &shown;
