@@ -463,3 +463,35 @@ fn an_answer_states_each_scope_once() {
         assert_eq!(answer.matches("whole trace").count() + answer.matches("整份 trace").count(), 1);
     }
 }
+
+/// The A/B examples' headlines say their direction in words with its scope: the step time of
+/// tp-ab and tp-runs-ab "fell by" or "rose by" as the sign of the judged change in the ledger
+/// says, never "changed by -8.4%".
+#[test]
+fn an_ab_headline_says_its_direction_in_words() {
+    for (claims, id, claim, part, lead) in [
+        ("claims/tp-ab.yaml", "tp-ab", "controlled", "step-change", "The median step time "),
+        ("claims/tp-runs-ab.yaml", "tp-runs-ab", "runs", "step-change", "the step time "),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let o = util::verdict()
+            .current_dir(util::manifest_dir())
+            .args(["render", claims, "--lang", "en", "--format", "md", "--out"])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let ledger: serde_json::Value =
+            serde_json::from_str(&read(dir.path(), &format!("{id}.evidence.json"))).unwrap();
+        let c = ledger["results"].as_array().unwrap().iter().find(|c| c["id"] == claim).unwrap();
+        let p = c["parts"].as_array().unwrap().iter().find(|p| p["id"] == part).unwrap();
+        let num: i128 = p["formula"]["exact"][0].as_str().unwrap().parse().unwrap();
+        let word = if num < 0 { "fell by " } else { "rose by " };
+        let md = read(dir.path(), &format!("{id}.en.md"));
+        let answer = md.lines().find(|l| l.starts_with("**Answer**")).unwrap();
+        assert!(answer.contains(&format!("{lead}{word}")), "{answer}");
+        assert!(!answer.contains("changed by"), "{answer}");
+        // Its scope follows in parentheses: both sides and their samples.
+        assert!(answer.contains(" against A "), "{answer}");
+    }
+}
