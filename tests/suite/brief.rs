@@ -22,6 +22,21 @@ fn render(dir: &Path) {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
+/// Renders a claims file of the project as Markdown (`extra` adds options) into a new folder.
+fn render_md(claims: &str, extra: &[&str]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let o = util::verdict()
+        .current_dir(util::manifest_dir())
+        .args(["render", claims, "--format", "md"])
+        .args(extra)
+        .arg("--out")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    dir
+}
+
 fn read(dir: &Path, name: &str) -> String {
     std::fs::read_to_string(dir.join(name)).unwrap_or_else(|_| panic!("{name} not written"))
 }
@@ -363,14 +378,7 @@ fn every_example_page_one_decides_each_question_once() {
 /// that decided it (device 1's rise of exposed NCCL, not device 0's fall).
 #[test]
 fn a_change_is_said_in_the_direction_of_its_judged_value() {
-    let dir = tempfile::tempdir().unwrap();
-    let o = util::verdict()
-        .current_dir(util::manifest_dir())
-        .args(["render", "claims/mfu-2gpu-ab.yaml", "--format", "md", "--out"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let dir = render_md("claims/mfu-2gpu-ab.yaml", &[]);
     let ledger: serde_json::Value =
         serde_json::from_str(&read(dir.path(), "mfu-2gpu-ab.evidence.json")).unwrap();
     let part = |claim: &str, part: &str| -> serde_json::Value {
@@ -443,14 +451,7 @@ fn an_answer_states_each_scope_once() {
         util::skip_no_shared("an_answer_states_each_scope_once");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let o = util::verdict()
-        .current_dir(util::manifest_dir())
-        .args(["render", "claims/dsl-fs24-ring.yaml", "--format", "md", "--out"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let dir = render_md("claims/dsl-fs24-ring.yaml", &[]);
     for (lang, scope) in [
         ("en", "(the 6 ranks 0-5 on 2 hosts, each rank's NCCL stream, whole trace)"),
         ("zh-TW", "（2 台主機上的 6 個 rank 0-5、各 rank 自己的 NCCL stream、整份 trace）"),
@@ -473,14 +474,7 @@ fn an_ab_headline_says_its_direction_in_words() {
         ("claims/tp-ab.yaml", "tp-ab", "controlled", "step-change", "The median step time "),
         ("claims/tp-runs-ab.yaml", "tp-runs-ab", "runs", "step-change", "the step time "),
     ] {
-        let dir = tempfile::tempdir().unwrap();
-        let o = util::verdict()
-            .current_dir(util::manifest_dir())
-            .args(["render", claims, "--lang", "en", "--format", "md", "--out"])
-            .arg(dir.path())
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let dir = render_md(claims, &["--lang", "en"]);
         let ledger: serde_json::Value =
             serde_json::from_str(&read(dir.path(), &format!("{id}.evidence.json"))).unwrap();
         let c = ledger["results"].as_array().unwrap().iter().find(|c| c["id"] == claim).unwrap();
