@@ -239,11 +239,11 @@ pub fn build(a: &Audit, t: &Strings, ctx: &RenderContext) -> Result<BlogCtx, Str
     let fill = |text: &Option<Text>| -> Result<Vec<String>, String> {
         match get(text) {
             None => Ok(Vec::new()),
-            Some(s) => Ok(paragraphs(&fill_values(&s, t, &values)?)),
+            Some(s) => Ok(paragraphs(&super::context::fill_placeholders(&s, t, &values)?)),
         }
     };
     let fill_one = |text: &Option<Text>| -> Result<Option<String>, String> {
-        get(text).map(|s| fill_values(&s, t, &values)).transpose()
+        get(text).map(|s| super::context::fill_placeholders(&s, t, &values)).transpose()
     };
     let colon = t.get("ui.colon")?;
     let sep = t.get("ui.list_sep")?;
@@ -407,7 +407,7 @@ pub fn build(a: &Audit, t: &Strings, ctx: &RenderContext) -> Result<BlogCtx, Str
         // Before -> after.
         let before = cn
             .and_then(|x| get(&x.before).or_else(|| get(&x.said)))
-            .map(|s| fill_values(&s, t, &values))
+            .map(|s| super::context::fill_placeholders(&s, t, &values))
             .transpose()?
             .unwrap_or_else(|| c.statement.clone());
         let after = match cn.map(|x| fill_one(&x.after)).transpose()?.flatten() {
@@ -472,7 +472,7 @@ pub fn build(a: &Audit, t: &Strings, ctx: &RenderContext) -> Result<BlogCtx, Str
         // A post names its traces, not their files: the files of the audit's traces (and of
         // each set's members) leave the caption with their parentheses.
         let mut caption = ch.caption.clone();
-        for file in ctx_trace_files(a) {
+        for file in trace_files(a) {
             for (open, close) in [(" (", ")"), ("（", "）")] {
                 caption = caption.replace(&format!("{open}{file}{close}"), "");
             }
@@ -557,12 +557,16 @@ pub fn build(a: &Audit, t: &Strings, ctx: &RenderContext) -> Result<BlogCtx, Str
             .iter()
             .map(|m| {
                 Ok(PairCtx {
-                    title: fill_values(
+                    title: super::context::fill_placeholders(
                         &m.title.get(lang).cloned().unwrap_or_default(),
                         t,
                         &values,
                     )?,
-                    text: fill_values(&m.text.get(lang).cloned().unwrap_or_default(), t, &values)?,
+                    text: super::context::fill_placeholders(
+                        &m.text.get(lang).cloned().unwrap_or_default(),
+                        t,
+                        &values,
+                    )?,
                 })
             })
             .collect::<Result<_, String>>()?
@@ -774,7 +778,7 @@ fn coverage(a: &Audit, t: &Strings) -> Result<Option<String>, String> {
 
 /// Every file the audit read, as its evidence names them: each trace's path and, for a set,
 /// each member's.
-fn ctx_trace_files(a: &Audit) -> Vec<String> {
+fn trace_files(a: &Audit) -> Vec<String> {
     let mut files: Vec<String> = Vec::new();
     for e in a.ledger.iter().chain(&a.context).filter_map(|e| e.evidence.as_ref()) {
         let mut add = |f: &str| {
@@ -796,11 +800,6 @@ fn ctx_trace_files(a: &Audit) -> Vec<String> {
     // The longest first, so that no path is cut inside a longer one.
     files.sort_by_key(|f| std::cmp::Reverse(f.len()));
     files
-}
-
-/// Fills `{claim/part}` placeholders with the values in running-text forms.
-fn fill_values(text: &str, t: &Strings, values: &Values) -> Result<String, String> {
-    super::context::fill_placeholders(text, t, values)
 }
 
 /// A fenced `text` block of plain lines (formulas): a fence longer than any backtick run in

@@ -709,10 +709,6 @@ fn origin_text(t: &Strings, r: &crate::analysis::TraceRef) -> Result<Option<Stri
 }
 
 /// Fills `{claim/part}` placeholders of the answer with measured values and their scope.
-fn fill_answer(text: &str, t: &Strings, scoped: &Scoped) -> Result<String, String> {
-    fill_placeholders(text, t, scoped)
-}
-
 /// Fills `{claim/part}` placeholders with the values they ask for: with the scope (stated once:
 /// a value in the scope stated just before it is shown alone), alone, as a spread, or as a
 /// change in words; then drops the half-width spaces the filled values
@@ -808,7 +804,7 @@ fn brief(
     let lang = t.lang.as_str();
     let set = &a.claims;
     let answer = match tr(&set.report.answer, lang) {
-        Some(text) => fill_answer(&text, t, scoped)?,
+        Some(text) => fill_placeholders(&text, t, scoped)?,
         None => {
             // No answer written: the counts, and the first measured principal with its scope.
             let counts: BTreeMap<String, String> = Verdict::ALL
