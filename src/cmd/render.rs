@@ -111,13 +111,20 @@ pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
     if let Some(why) = &rendered.pdf_skipped {
         eprintln!("warning: {}\n  hint: {}", why.message, why.hint);
     }
-    // A blog built from the claims alone is written, and said to be one.
-    if args.profile.contains(&crate::render::report::Profile::Blog)
-        && audit.claims.narrative.is_none()
-    {
+    // A post says which of its narrative slots it wrote from the audit.
+    if let Some((slots, langs)) = rendered.blog_slots.as_ref().filter(|(s, _)| !s.is_empty()) {
+        let list = slots.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ");
+        let whose = match audit.claims.narrative {
+            None => "has no `narrative:` block".to_string(),
+            Some(_) => format!(
+                "leaves {} of its narrative empty",
+                if slots.len() == 1 { "a slot" } else { "slots" }
+            ),
+        };
         eprintln!(
-            "warning: report `{}` has no `narrative:` block: its blog opens on the question, the answer and the tally, and tells the claims without the author's paragraphs\n  hint: add a `narrative:` block to the claims file (docs/claims.md, section \"The narrative of a post\") for the post's own opening, setup and closing",
-            audit.claims.report.id
+            "warning: report `{}` {whose}: its post ({}) wrote {list} from the audit\n  hint: write them in the claims file's `narrative:` block (docs/claims.md, section \"The narrative of a post\") for the post's own words",
+            audit.claims.report.id,
+            langs.join(", "),
         );
     }
     // A signal during the moves is answered now that the set is whole.

@@ -80,6 +80,10 @@ pub struct BlogCtx {
     pub next: Option<String>,
     /// The works the post cites, each with its address.
     pub references: Vec<ReferenceCtx>,
+    /// The narrative's slots this post wrote from the audit, the author having left them
+    /// empty (`render --profile blog` says which).
+    #[serde(skip)]
+    pub defaulted: Vec<&'static str>,
 }
 
 /// A cited work.
@@ -250,6 +254,35 @@ pub fn build(a: &Audit, t: &Strings, ctx: &RenderContext) -> Result<BlogCtx, Str
     let semi = t.get("ui.semicolon")?;
 
     let mut out = BlogCtx { opening: fill(&n.opening)?, ..BlogCtx::default() };
+    // Which slots the author left empty in this language, in the file's order, each with
+    // whether the post writes it from the audit (the others are simply not in the post).
+    let has = |text: &Option<Text>| get(text).is_some();
+    let slots: [(&'static str, bool, bool); 19] = [
+        ("opening", has(&n.opening), true),
+        ("conditions", n.conditions.is_some(), true),
+        ("prompt", has(&n.prompt), false),
+        ("naming", has(&n.naming), false),
+        ("design", has(&n.design), false),
+        ("experiment", has(&n.experiment), false),
+        ("behaviour", has(&n.behaviour), false),
+        ("claims", ctx.claims.iter().all(|c| n.claim(&c.id).is_some()), true),
+        ("candidates", has(&n.candidates), false),
+        ("kinds_lead", has(&n.kinds_lead), true),
+        ("kinds", has(&n.kinds), false),
+        ("denominators", n.denominators.is_some(), false),
+        ("bound", has(&n.bound), false),
+        ("gates", has(&n.gates), false),
+        ("gates_note", has(&n.gates_note), false),
+        ("misreadings", !n.misreadings.is_empty(), !ctx.misreadings.is_empty()),
+        ("closing", has(&n.closing), closing_default(ctx).is_some()),
+        ("next", has(&n.next), ctx.next.is_some()),
+        ("references", !n.references.is_empty(), false),
+    ];
+    out.defaulted = slots
+        .into_iter()
+        .filter(|(_, written, default)| !written && *default)
+        .map(|s| s.0)
+        .collect();
     if out.opening.is_empty() {
         // Without the author's opening, a post still opens on its question and its answer,
         // then the tally: never on the tally alone.
@@ -277,7 +310,10 @@ pub fn build(a: &Audit, t: &Strings, ctx: &RenderContext) -> Result<BlogCtx, Str
     };
 
     // The conditions, and what the evidence covers.
-    out.conditions = conditions(a, t, n, ctx)?;
+    out.conditions = match n.conditions {
+        Some(_) => conditions(a, t, n, ctx)?,
+        None => traces_conditions(a, t, ctx)?,
+    };
     if let Some(c) = &n.conditions {
         out.conditions_note = fill(&c.note)?;
     }
@@ -572,10 +608,11 @@ pub fn build(a: &Audit, t: &Strings, ctx: &RenderContext) -> Result<BlogCtx, Str
             .collect::<Result<_, String>>()?
     };
     out.closing = fill(&n.closing)?;
-    if out.closing.is_empty()
-        && let Some(r6) = &ctx.r6
-    {
-        out.closing.push(r6.clone());
+    if out.closing.is_empty() {
+        // The reviewer's note, else the decision the open items wait on, else what is open.
+        if let Some(c) = closing_default(ctx) {
+            out.closing.push(c);
+        }
     }
     out.next = fill_one(&n.next)?.or_else(|| ctx.next.clone());
     out.references = n
@@ -587,6 +624,12 @@ pub fn build(a: &Audit, t: &Strings, ctx: &RenderContext) -> Result<BlogCtx, Str
         })
         .collect();
     Ok(out)
+}
+
+/// A post's closing when the author wrote none: the reviewer's R6 note, else the report's
+/// decision (what the open items wait on), else the line that says what stays open.
+fn closing_default(ctx: &RenderContext) -> Option<String> {
+    ctx.r6.clone().or_else(|| ctx.brief.decision.clone()).or_else(|| ctx.summary.open_line.clone())
 }
 
 /// What the evidence made of a claim, when the author did not say: its principal value when
@@ -724,6 +767,111 @@ fn conditions(
         return Ok(None);
     }
     let joined: String = sentences.into_iter().map(|s| s + end).collect();
+    Ok(Some(spaced(joined.trim(), lang)))
+}
+
+/// The conditions when the author gave none: what each trace is, from its own metadata (the
+/// profiler and its version, the kernels on which devices, the span), and what the evidence
+/// covers.
+fn traces_conditions(
+    a: &Audit,
+    t: &Strings,
+    ctx: &RenderContext,
+) -> Result<Option<String>, String> {
+    let lang = t.lang.as_str();
+    let end = t.get("ui.sentence_end")?;
+    struct Group {
+        labels: Vec<String>,
+        tool: String,
+        devices: String,
+        kernels: String,
+        spans: Vec<i64>,
+    }
+    let mut groups: Vec<Group> = Vec::new();
+    let mut sentences: Vec<String> = Vec::new();
+    for tr in ctx.traces.iter().filter(|tr| tr.error.is_none()) {
+        let tool = match &tr.nsys_version {
+            Some(v) if v != "-" => {
+                t.format("blog.cond_tool_nsys", &args([("version", v.clone())]))?
+            }
+            Some(_) => t.get("blog.cond_tool_nsys_unknown")?.to_string(),
+            None => t.get("blog.cond_tool_kineto")?.to_string(),
+        };
+        // A set names its ranks and hosts; one file, its devices.
+        let cov = a.traces.iter().find(|x| x.name == tr.name).and_then(|x| x.coverage.as_ref());
+        let Some(cov) = cov else { continue };
+        let present = &cov.scope.present_devices;
+        let list = crate::scope::format_device_list(present);
+        let devices = match cov.trace.set.as_deref().filter(|s| s.files.len() > 1) {
+            Some(set) => t.format(
+                "scope.ranks",
+                &args([
+                    ("n", set.ranks.len().to_string()),
+                    (
+                        "ranks",
+                        crate::scope::format_device_list(
+                            &set.ranks.iter().map(|r| r.rank).collect::<Vec<_>>(),
+                        ),
+                    ),
+                    ("hosts", set.hosts().len().to_string()),
+                ]),
+            )?,
+            None if present.len() == 1 => t.format("scope.device", &args([("device", list)]))?,
+            None => t.format("scope.devices", &args([("devices", list)]))?,
+        };
+        let field = |f: &str| {
+            cov.field(f)
+                .ok()
+                .flatten()
+                .and_then(|r| i64::try_from(r.num).ok().filter(|_| r.den == 1))
+        };
+        let span = field("last_end_ns").zip(field("first_start_ns")).map(|(e, s)| e - s);
+        let label = tr.label.clone().unwrap_or_else(|| tr.name.clone());
+        match groups.last_mut() {
+            // The runs of one side read alike: one sentence for them all.
+            Some(g) if g.tool == tool && g.devices == devices && g.kernels == tr.kernels => {
+                g.labels.push(label);
+                g.spans.extend(span);
+            }
+            _ => groups.push(Group {
+                labels: vec![label],
+                tool,
+                devices,
+                kernels: tr.kernels.clone(),
+                spans: span.into_iter().collect(),
+            }),
+        }
+    }
+    for g in groups {
+        let (lo, hi) = (g.spans.iter().min(), g.spans.iter().max());
+        let span = match (lo, hi) {
+            (Some(lo), Some(hi)) if lo == hi => crate::units::duration(*lo),
+            (Some(lo), Some(hi)) => {
+                format!("{}–{}", crate::units::duration(*lo), crate::units::duration(*hi))
+            }
+            _ => "-".into(),
+        };
+        let one = g.labels.len() == 1;
+        let mut s = t.format(
+            if one { "blog.cond_trace" } else { "blog.cond_trace_each" },
+            &args([
+                ("trace", g.labels.join(t.get("ui.list_sep")?)),
+                ("tool", g.tool),
+                ("kernels", g.kernels),
+                ("devices", g.devices),
+                ("span", span),
+            ]),
+        )?;
+        // A sentence opens with a capital, even on a label written in lower case.
+        if let Some(c) = s.chars().next().filter(char::is_ascii_lowercase) {
+            s.replace_range(..1, &c.to_ascii_uppercase().to_string());
+        }
+        sentences.push(s);
+    }
+    if sentences.is_empty() {
+        return Ok(None);
+    }
+    let joined: String = sentences.into_iter().map(|s| forms(&s, lang) + end).collect();
     Ok(Some(spaced(joined.trim(), lang)))
 }
 

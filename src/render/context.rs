@@ -616,11 +616,12 @@ fn chart_kind(file: &str) -> String {
 /// The scope of an evidence block: analysis, devices, window with its semantics, filter.
 fn evidence_scope(
     t: &Strings,
+    a: &Audit,
     ev: Option<&crate::analysis::Evidence>,
     m: &Measure,
 ) -> Result<String, String> {
     let Some(ev) = ev else { return Ok(m.analysis.clone()) };
-    let mut line = format!("{} · {}", m.analysis, short_scope(t, ev, m)?);
+    let mut line = format!("{} · {}", m.analysis, short_scope(t, a, ev, m, true)?);
     if ev.window.requested_ns.is_some() {
         line += &format!(
             "{}{}{}",
@@ -1339,8 +1340,16 @@ fn sample_word(ev: &crate::analysis::Evidence) -> &'static str {
 }
 
 /// Where a piece of evidence holds, in a few words: `device 4, window 39.964–46.123 s`.
-fn short_scope(t: &Strings, ev: &crate::analysis::Evidence, m: &Measure) -> Result<String, String> {
+fn short_scope(
+    t: &Strings,
+    a: &Audit,
+    ev: &crate::analysis::Evidence,
+    m: &Measure,
+    devices: bool,
+) -> Result<String, String> {
     if let Some(c) = &m.compare {
+        let [side_a, side_b] =
+            compare_sides(a, t, [c.sides[0].scope.as_str(), c.sides[1].scope.as_str()], devices)?;
         // Both sides, their samples, and the interval of the value where it has one.
         let v = crate::analysis::compare::Values::of(ev);
         let n = |k: &str| {
@@ -1361,8 +1370,8 @@ fn short_scope(t: &Strings, ev: &crate::analysis::Evidence, m: &Measure) -> Resu
         return t.format(
             "scope.compare",
             &args([
-                ("a", c.sides[0].scope.clone()),
-                ("b", c.sides[1].scope.clone()),
+                ("a", side_a),
+                ("b", side_b),
                 ("n_a", n("n_a")),
                 ("n_b", n("n_b")),
                 ("unit", t.get(sample_word(ev))?.to_string()),
@@ -1611,14 +1620,14 @@ fn part_ctx(
         (Some(ev), Some(m)) if p.device.is_some() => {
             let d = p.device.expect("guarded");
             let one = crate::analysis::compare::device_evidences(ev).into_iter().find(|x| x.0 == d);
-            let scope = short_scope(t, one.as_ref().map_or(ev, |x| &x.1), m)?;
+            let scope = short_scope(t, a, one.as_ref().map_or(ev, |x| &x.1), m, false)?;
             Some(format!(
                 "{}{}{scope}",
                 t.format("scope.device", &args([("device", d.to_string())]))?,
                 t.get("ui.colon")?
             ))
         }
-        (Some(ev), Some(m)) => Some(short_scope(t, ev, m)?),
+        (Some(ev), Some(m)) => Some(short_scope(t, a, ev, m, true)?),
         // A ratio's scope is its numerator's (gates R1 and R2 say whether the denominator's is
         // the same, or why it differs).
         _ => match (&part.ratio, &p.ratio) {
@@ -1632,7 +1641,7 @@ fn part_ctx(
                     .and_then(|k| s.evidence(k))
                     .and_then(|e| e.evidence.as_ref());
                 match (ev, m) {
-                    (Some(ev), Some(m)) => Some(short_scope(t, ev, m)?),
+                    (Some(ev), Some(m)) => Some(short_scope(t, a, ev, m, true)?),
                     _ => None,
                 }
             }
@@ -1716,7 +1725,7 @@ fn part_ctx(
                     so_far.blocks.push(EvidenceCtx {
                         label: format!("E{}", so_far.blocks.len() + 1),
                         analysis: m.analysis.clone(),
-                        scope: evidence_scope(t, ev, m)?,
+                        scope: evidence_scope(t, a, ev, m)?,
                         identity: ev.and_then(identity_of),
                         gates: Vec::new(),
                         passed: Vec::new(),
@@ -2153,28 +2162,71 @@ fn scopes_ctx(s: &Inputs) -> Vec<ScopeCtx> {
                 },
             ),
             semantics: s.semantics.to_string(),
-            devices: match (&s.devices, set.trace(&s.trace).is_some_and(|d| d.set.is_some())) {
-                (crate::scope::DeviceSel::All, true) => {
-                    t.get("ui.all_ranks").unwrap_or("").to_string()
-                }
-                (crate::scope::DeviceSel::Set(v), true) => t
-                    .format(
-                        if v.len() == 1 { "scope.rank_one" } else { "scope.ranks_list" },
-                        &args([("ranks", format_device_list(v))]),
-                    )
-                    .unwrap_or_default(),
-                (crate::scope::DeviceSel::All, false) => {
-                    t.get("ui.all_devices").unwrap_or("").to_string()
-                }
-                (crate::scope::DeviceSel::Set(v), false) if v.len() == 1 => t
-                    .format("scope.device", &args([("device", format_device_list(v))]))
-                    .unwrap_or_default(),
-                (crate::scope::DeviceSel::Set(v), false) => t
-                    .format("scope.devices", &args([("devices", format_device_list(v))]))
-                    .unwrap_or_default(),
-            },
+            devices: scope_devices(t, set, s),
         })
         .collect()
+}
+
+/// A scope's devices in words: `device 0`, `devices 0-1`, `ranks 0-5`, `all devices`.
+fn scope_devices(t: &Strings, set: &crate::claims::ClaimSet, s: &crate::claims::Scope) -> String {
+    match (&s.devices, set.trace(&s.trace).is_some_and(|d| d.set.is_some())) {
+        (crate::scope::DeviceSel::All, true) => t.get("ui.all_ranks").unwrap_or("").to_string(),
+        (crate::scope::DeviceSel::Set(v), true) => t
+            .format(
+                if v.len() == 1 { "scope.rank_one" } else { "scope.ranks_list" },
+                &args([("ranks", format_device_list(v))]),
+            )
+            .unwrap_or_default(),
+        (crate::scope::DeviceSel::All, false) => t.get("ui.all_devices").unwrap_or("").to_string(),
+        (crate::scope::DeviceSel::Set(v), false) if v.len() == 1 => {
+            t.format("scope.device", &args([("device", format_device_list(v))])).unwrap_or_default()
+        }
+        (crate::scope::DeviceSel::Set(v), false) => t
+            .format("scope.devices", &args([("devices", format_device_list(v))]))
+            .unwrap_or_default(),
+    }
+}
+
+/// The two sides of a comparison in words, by their traces' labels (never the scopes' ids,
+/// which a reader of a post does not know): `after on device 0`, `before on device 0`. With
+/// `devices` false the devices are left to the sentence, which names the one that decided.
+/// Two sides on the same trace and devices are told apart by their windows.
+pub(crate) fn compare_sides(
+    a: &Audit,
+    t: &Strings,
+    scopes: [&str; 2],
+    devices: bool,
+) -> Result<[String; 2], String> {
+    let set = &a.claims;
+    let one = |name: &str, window: bool| -> Result<String, String> {
+        let Some(s) = set.scopes.get(name) else { return Ok(name.to_string()) };
+        let trace = set
+            .trace(&s.trace)
+            .and_then(|d| d.label.as_ref())
+            .and_then(|l| l.get(&t.lang).cloned())
+            .unwrap_or_else(|| s.trace.clone());
+        let mut side = if devices {
+            t.format(
+                "scope.compare_side",
+                &args([("trace", trace), ("devices", scope_devices(t, set, s))]),
+            )?
+        } else {
+            trace
+        };
+        if window {
+            let w = s
+                .window_text
+                .clone()
+                .unwrap_or_else(|| t.get("ui.whole_trace").unwrap_or("").to_string());
+            side = t.format("scope.compare_side_window", &args([("side", side), ("window", w)]))?;
+        }
+        Ok(super::blog::spaced(&side, &t.lang))
+    };
+    let plain = [one(scopes[0], false)?, one(scopes[1], false)?];
+    if plain[0] != plain[1] {
+        return Ok(plain);
+    }
+    Ok([one(scopes[0], true)?, one(scopes[1], true)?])
 }
 
 /// One entry per ledger command, with the parts that read it, then the chart-data commands.

@@ -41,6 +41,9 @@ pub struct Written {
     pub not_removed: Vec<(PathBuf, String)>,
     /// Temporary folders of renders that were killed outright, removed.
     pub leftovers: Vec<PathBuf>,
+    /// A post's narrative slots written from the audit, and the languages of the posts (None
+    /// when no post was rendered).
+    pub blog_slots: Option<(Vec<&'static str>, Vec<String>)>,
 }
 
 /// Where the Markdown's images are served from (`render --image-base`): an `http://` or
@@ -217,6 +220,9 @@ pub struct Rendered {
     pub typ: String,
     /// The charts both refer to, in this language.
     pub charts: Vec<Chart>,
+    /// A post's narrative slots that were written from the audit, the author having left
+    /// them empty (None for other profiles).
+    pub slots: Option<Vec<&'static str>>,
 }
 
 /// Renders one language: its charts, then the Markdown and Typst that show them.
@@ -267,8 +273,11 @@ pub fn render_lang(
     let mut tctx =
         tera::Context::from_serialize(&ctx).map_err(|e| format!("render context: {e}"))?;
     // The blog is its own template, in the article's order, with the narrative's slots.
+    let mut slots = None;
     let template = if profile == Profile::Blog {
-        tctx.insert("blog", &super::blog::build(a, &t, &ctx)?);
+        let blog = super::blog::build(a, &t, &ctx)?;
+        tctx.insert("blog", &blog);
+        slots = Some(blog.defaulted);
         "blog"
     } else {
         "report"
@@ -282,7 +291,7 @@ pub fn render_lang(
         .typ
         .render(&format!("{template}.typ"), &tctx)
         .map_err(|e| format!("template `{template}.typ` ({lang}): {}", error_chain(&e)))?;
-    Ok(Rendered { md, typ, charts })
+    Ok(Rendered { md, typ, charts, slots })
 }
 
 /// At most one blank line in a row: templates leave runs where optional sections are absent,
@@ -414,5 +423,13 @@ pub fn render(a: &Audit, opts: &Options, on_wait: &mut dyn FnMut(&str)) -> anyho
         (Vec::new(), Vec::new(), set::stale_files(&opts.out, id, &written))
     };
     drop(lock);
-    Ok(Written { written, pdf_skipped, removed, not_removed, kept, leftovers })
+    // Every language of a narrative is complete (the claims file is checked so), so each
+    // post defaults the same slots: said once, for all of them.
+    let posts: Vec<&(String, Profile, Rendered)> =
+        texts.iter().filter(|(_, _, r)| r.slots.is_some()).collect();
+    let blog_slots = posts
+        .first()
+        .and_then(|(_, _, r)| r.slots.clone())
+        .map(|s| (s, posts.iter().map(|(lang, _, _)| lang.clone()).collect::<Vec<_>>()));
+    Ok(Written { written, pdf_skipped, removed, not_removed, kept, leftovers, blog_slots })
 }

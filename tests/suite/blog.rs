@@ -145,11 +145,26 @@ fn no_claim_or_part_id_is_shown_to_a_blog_reader() {
     }
 }
 
+/// Whether `id` stands in `md` as a word of its own (not inside a longer name or path).
+fn as_word(md: &str, id: &str) -> bool {
+    let boundary =
+        |c: Option<char>| c.is_none_or(|c| !(c.is_ascii_alphanumeric() || "-_".contains(c)));
+    md.match_indices(id).any(|(i, _)| {
+        boundary(md[..i].chars().next_back()) && boundary(md[i + id.len()..].chars().next())
+    })
+}
+
 fn no_ids(claims: &str) {
     let set = verdict::claims::load(&util::manifest_dir().join(claims)).unwrap();
     for lang in ["zh-TW", "en"] {
         let md = blog_of(claims, lang);
         let mut shown = Vec::new();
+        // A scope is told by its trace's label and devices, never by its id (`after-d0`).
+        for id in set.scopes.keys().filter(|id| id.contains('-')) {
+            if as_word(&md, id) {
+                shown.push(id.clone());
+            }
+        }
         for c in &set.claims {
             let mut ids = vec![c.id.clone()];
             for p in &c.parts {
@@ -165,17 +180,8 @@ fn no_ids(claims: &str) {
                     shown.push(id.clone());
                 }
                 // An id with a hyphen is no English word: not even as plain text.
-                if id.contains('-') {
-                    let boundary = |c: Option<char>| {
-                        c.is_none_or(|c| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
-                    };
-                    for (i, _) in md.match_indices(id.as_str()) {
-                        if boundary(md[..i].chars().next_back())
-                            && boundary(md[i + id.len()..].chars().next())
-                        {
-                            shown.push(id.clone());
-                        }
-                    }
+                if id.contains('-') && as_word(&md, &id) {
+                    shown.push(id.clone());
                 }
             }
         }
@@ -647,7 +653,38 @@ fn a_blog_without_a_narrative_opens_on_its_question_and_names_who_claimed() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("warning: report `mfu-2gpu-ab` has no `narrative:` block"), "{err}");
+    // Render says which slots it wrote from the audit: those with a default, in both posts.
+    let warning = err
+        .lines()
+        .find(|l| l.starts_with("warning: report `mfu-2gpu-ab` has no `narrative:` block"))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(warning.contains("(zh-TW, en)"), "{warning}");
+    for slot in ["opening", "conditions", "claims", "closing", "next"] {
+        assert!(warning.contains(&format!("`{slot}`")), "{slot}: {warning}");
+    }
+    // Slots with no default are not in the post, and not said to be written.
+    for slot in ["prompt", "naming", "references"] {
+        assert!(!warning.contains(&format!("`{slot}`")), "{slot}: {warning}");
+    }
+    // The default conditions name each trace by its label, with its kernels, counted here by
+    // SQL over the fixture.
+    let en = std::fs::read_to_string(dir.path().join("mfu-2gpu-ab.en.blog.md")).unwrap();
+    for t in &set.traces {
+        let db = rusqlite::Connection::open(&t.resolved).unwrap();
+        let n: i64 = db
+            .query_row("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL", [], |r| r.get(0))
+            .unwrap();
+        let label = &t.label.as_ref().unwrap()["en"];
+        let want = format!("{}: an Nsight Systems", capitalised(label));
+        let sentence =
+            en.split(". ").find(|s| s.contains(&want)).unwrap_or_else(|| panic!("{want}"));
+        let kernels = format!("{},{:03} kernels on devices 0–1", n / 1000, n % 1000);
+        assert!(sentence.contains(&kernels), "{kernels}: {sentence}");
+    }
+    // The closing, without the author's: the report's decision, what the open items wait on.
+    let decision = &set.report.decision.as_ref().unwrap()["en"];
+    let closing = en.split("## Wrapping up").nth(1).unwrap();
+    assert!(closing.trim_start().starts_with(decision.as_str()), "{closing}");
     for lang in ["en", "zh-TW"] {
         let md = std::fs::read_to_string(dir.path().join(format!("mfu-2gpu-ab.{lang}.blog.md")))
             .unwrap();
@@ -660,12 +697,47 @@ fn a_blog_without_a_narrative_opens_on_its_question_and_names_who_claimed() {
         let lead: String = answer.chars().take_while(|c| *c != '{').collect();
         assert!(paragraphs[1].starts_with(lead.trim_end()), "{lang}: {}", paragraphs[1]);
         let source = &set.sources[0].label[lang];
-        let heading = md.lines().find(|l| l.starts_with("## ")).unwrap();
-        assert!(heading.contains(source.as_str()), "{lang}: {heading}");
+        let headings: Vec<&str> = md.lines().filter(|l| l.starts_with("## ")).collect();
+        assert!(headings.iter().any(|h| h.contains(source.as_str())), "{lang}: {headings:?}");
         assert!(!md.contains("What the model answered") && !md.contains("模型怎麼回答"), "{lang}");
     }
     // The post that quotes a prompt keeps its model.
     assert!(blog("en").contains("## What the model answered"));
+}
+
+fn capitalised(s: &str) -> String {
+    let mut c = s.chars();
+    c.next().map_or_else(String::new, |f| f.to_uppercase().chain(c).collect())
+}
+
+/// A narrative that leaves slots empty is told which the post wrote from the audit: not the
+/// ones the author wrote.
+#[test]
+fn render_names_the_empty_slots_of_a_narrative_it_filled() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = util::manifest_dir().join("fixtures");
+    let yaml = std::fs::read_to_string(util::manifest_dir().join("claims/mfu-2gpu-ab.yaml"))
+        .unwrap()
+        .replace("../fixtures/", &format!("{}/", fixtures.display()))
+        + "\nnarrative:\n  opening:\n    zh-TW: \"開場。\"\n    en: \"An opening.\"\n";
+    let claims = dir.path().join("partial.yaml");
+    std::fs::write(&claims, yaml).unwrap();
+    let o = util::verdict()
+        .args(["render"])
+        .arg(&claims)
+        .args(["--profile", "blog", "--format", "md", "--out"])
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("warning: report")).collect();
+    let [l] = lines[..] else { panic!("{err}") };
+    assert!(l.contains("leaves slots of its narrative empty: its post (zh-TW, en)"), "{l}");
+    assert!(
+        !l.contains("`opening`") && l.contains("`conditions`") && l.contains("`closing`"),
+        "{l}"
+    );
 }
 
 /// The post cites the works its author lists (`narrative.references`, each linked) and ends on

@@ -438,7 +438,14 @@ fn a_change_is_said_in_the_direction_of_its_judged_value() {
     let (value, interval) = d1["device 1: ".len()..].split_once(" [").unwrap();
     let (lo, hi) = interval.trim_end_matches(']').split_once(" to ").unwrap();
     assert_eq!(exposed["formula"]["display"], value);
-    assert!(row.contains(&format!("| {value} (device 1: B after-both against A before-both")));
+    // Each side by its trace's label (the device stated once, before them), not its scope id.
+    let set = verdict::claims::load(&util::manifest_dir().join("claims/mfu-2gpu-ab.yaml")).unwrap();
+    let label = |scope: &str| {
+        let trace = &set.scopes[scope].trace;
+        set.trace(trace).unwrap().label.as_ref().unwrap()["en"].clone()
+    };
+    let sides = format!("B {} against A {}", label("after-both"), label("before-both"));
+    assert!(row.contains(&format!("| {value} (device 1: {sides}, ")), "{row}");
     assert!(row.contains(&format!("95% interval {lo} to {hi}")), "{row}");
 }
 

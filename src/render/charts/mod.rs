@@ -118,7 +118,13 @@ pub fn charts(a: &Audit, t: &Strings) -> Result<Vec<Chart>, String> {
         let Some((sa, sb, unit)) = ab_sides(ev) else { continue };
         let arg = |k: &str| ev.parameters.get(k).and_then(serde_json::Value::as_str).unwrap_or("");
         let Some(v) = crate::analysis::compare::Values::of(ev) else { continue };
-        let ((la, ta), (lb, tb)) = ((&v.a.label, &v.a.trace), (&v.b.label, &v.b.trace));
+        // Each side by its trace's label and devices, never by the scope's id.
+        let [la, lb] = crate::render::context::compare_sides(
+            a,
+            t,
+            [v.a.label.as_str(), v.b.label.as_str()],
+            true,
+        )?;
         let quote = quote_of(ev);
         // The caption says what the chart draws: whose samples (a comparison judged on each
         // device draws its first device's), of what, and whether 0 is on its axis.
@@ -143,9 +149,7 @@ pub fn charts(a: &Audit, t: &Strings) -> Result<Vec<Chart>, String> {
             ("of", arg("of")),
             ("metric", arg("metric")),
             ("a", la.as_str()),
-            ("a_trace", ta.as_str()),
             ("b", lb.as_str()),
-            ("b_trace", tb.as_str()),
             ("sample", sample),
             ("whose", whose.as_str()),
             ("axis", axis),
