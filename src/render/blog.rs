@@ -211,6 +211,37 @@ pub fn spaced(s: &str, lang: &str) -> String {
     out
 }
 
+/// A formula's line cut at its operators into lines a phone shows whole (a code block does not
+/// wrap): each continuation indented under the first term.
+fn narrow(line: &str) -> Vec<String> {
+    const WIDTH: usize = 44;
+    if line.chars().count() <= WIDTH {
+        return vec![line.to_string()];
+    }
+    let mut out: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    // Tokens end before each binary operator, which opens the next line.
+    let mut rest = line;
+    while !rest.is_empty() {
+        let skip = rest.chars().next().map_or(0, char::len_utf8);
+        let cut = [" + ", " - ", " / ", " × "]
+            .iter()
+            .filter_map(|op| rest[skip..].find(op).map(|i| i + skip))
+            .min()
+            .unwrap_or(rest.len());
+        let (token, tail) = rest.split_at(cut);
+        if !cur.is_empty() && cur.chars().count() + token.chars().count() > WIDTH {
+            out.push(cur);
+            cur = format!("     {}", token.trim_start());
+        } else {
+            cur += token;
+        }
+        rest = tail;
+    }
+    out.push(cur);
+    out
+}
+
 /// A text's paragraphs (separated by blank lines), trimmed, empty ones dropped.
 fn paragraphs(s: &str) -> Vec<String> {
     s.split("\n\n").map(|p| p.trim().to_string()).filter(|p| !p.is_empty()).collect()
@@ -562,7 +593,7 @@ pub fn build(a: &Audit, t: &Strings, ctx: &RenderContext) -> Result<BlogCtx, Str
                     _ => steps.push(s),
                 }
             }
-            formulas.extend(steps.into_iter().map(|s| format!("  = {s}")));
+            formulas.extend(steps.into_iter().flat_map(|s| narrow(&format!("  = {s}"))));
         }
         out.denominators = Some(DenominatorsCtx {
             title: match fill_one(&d.title)? {
@@ -987,5 +1018,23 @@ mod tests {
         // Punctuation and spaces already there stay as they are; English is untouched.
         assert_eq!(spaced("（device 4）：17.8%", "zh-TW"), "（device 4）：17.8%");
         assert_eq!(spaced("still needs op", "en"), "still needs op");
+    }
+
+    #[test]
+    fn a_long_formula_line_is_cut_at_its_operators() {
+        let line = "  = compute_only_ns + nccl_only_ns + overlap_ns + idle_ns";
+        let lines = narrow(line);
+        assert_eq!(
+            lines,
+            ["  = compute_only_ns + nccl_only_ns", "     + overlap_ns + idle_ns"],
+            "{lines:?}"
+        );
+        assert!(lines.iter().all(|l| l.chars().count() <= 44));
+        // Joined again, nothing is lost.
+        assert_eq!(
+            lines.join(" ").split_whitespace().collect::<Vec<_>>(),
+            line.split_whitespace().collect::<Vec<_>>()
+        );
+        assert_eq!(narrow("  = 17.8%"), ["  = 17.8%"]);
     }
 }
