@@ -767,3 +767,85 @@ fn a_post_ends_on_its_references_not_on_a_command() {
     let last = plain.trim_end().lines().last().unwrap();
     assert!(!last.contains("verdict render"), "{last}");
 }
+
+/// Every generated before -> after sentence of a post agrees with the ledger: "against the
+/// answer" only for a claim judged not supported, "is now" only for a supported one, "has
+/// moved as far as" only for a partly supported one, "still a hypothesis" only for an open
+/// one; a judged claim's sentence quotes its principal part's measured value. Over every post
+/// without a narrative, where each such sentence is the tool's own, in both languages.
+#[test]
+fn each_generated_after_sentence_says_what_the_ledger_judged() {
+    let phrases = [
+        ("not_supported", "against the answer", "和回答相反"),
+        ("supported", " is now ", "現在量到的是"),
+        ("partially_supported", "has moved as far as", "現在前進到"),
+        ("unverifiable", "is still a hypothesis", "仍然只是假設"),
+    ];
+    let mut judged = 0;
+    for claims in PLAIN {
+        let set = verdict::claims::load(&util::manifest_dir().join(claims)).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let o = util::verdict()
+            .current_dir(util::manifest_dir())
+            .args(["render", claims, "--profile", "blog", "--format", "md", "--out"])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let id = &set.report.id;
+        let ledger: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join(format!("{id}.evidence.json"))).unwrap(),
+        )
+        .unwrap();
+        for (lang, open, close, next) in [
+            ("en", "The answer's “", "” ", ". The answer's “"),
+            ("zh-TW", "原本的「", "」，", "。原本的「"),
+        ] {
+            let md = std::fs::read_to_string(dir.path().join(format!("{id}.{lang}.blog.md")))
+                .unwrap()
+                .replace('–', "-")
+                .replace('×', "x");
+            for c in &set.claims {
+                let r = ledger["results"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|r| r["id"] == c.id.as_str())
+                    .unwrap();
+                let verdict = r["verdict"].as_str().unwrap();
+                let at = md
+                    .find(&format!("{open}{}{close}", c.statement[lang].replace('–', "-")))
+                    .unwrap_or_else(|| panic!("{claims} ({lang}): no sentence for `{}`", c.id));
+                let rest = &md[at + open.len()..];
+                let end = rest.find(next).or_else(|| rest.find("\n")).unwrap();
+                let sentence = &rest[..end];
+                for (v, en, zh) in phrases {
+                    let says = sentence.contains(if lang == "en" { en } else { zh });
+                    assert!(
+                        !says || v == verdict,
+                        "{claims} ({lang}) `{}`, judged {verdict}: {sentence}",
+                        c.id
+                    );
+                }
+                if matches!(verdict, "supported" | "not_supported") {
+                    let principal = r["principal"].as_str().unwrap();
+                    let p = r["parts"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .find(|p| p["id"] == principal)
+                        .unwrap();
+                    let value = p["formula"]["display"].as_str().unwrap();
+                    assert!(
+                        sentence.contains(value),
+                        "{claims} ({lang}) `{}`: {value} not in {sentence}",
+                        c.id
+                    );
+                    judged += 1;
+                }
+            }
+        }
+    }
+    // The examples judge claims both ways: the test reads some of each.
+    assert!(judged >= 8, "{judged}");
+}
