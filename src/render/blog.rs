@@ -249,87 +249,15 @@ fn paragraphs(s: &str) -> Vec<String> {
 
 /// Builds the blog's own context.
 pub fn build(a: &Audit, t: &Strings, ctx: &RenderContext) -> Result<BlogCtx, String> {
-    let lang = t.lang.as_str();
     let empty = Narrative::default();
-    let n = a.claims.narrative.as_ref().unwrap_or(&empty);
-    let get = |text: &Option<Text>| text.as_ref().and_then(|x| x.get(lang).cloned());
-
-    // Every measured or computed value, by claim and part.
-    let mut values: Values = BTreeMap::new();
-    for c in &ctx.claims {
-        for p in &c.parts {
-            if let Some(f) = &p.formula {
-                values.insert(
-                    (c.id.clone(), p.id.clone()),
-                    super::context::Shown {
-                        value: forms(&f.result, lang),
-                        scope: p.scope.as_deref().map(|s| forms(s, lang)),
-                        spread: p.spread.as_deref().map(|s| forms(s, lang)),
-                        change: p.change.as_deref().map(|s| forms(s, lang)),
-                    },
-                );
-            }
-        }
-    }
-    let fill = |text: &Option<Text>| -> Result<Vec<String>, String> {
-        match get(text) {
-            None => Ok(Vec::new()),
-            Some(s) => Ok(paragraphs(&super::context::fill_placeholders(&s, t, &values)?)),
-        }
-    };
-    let fill_one = |text: &Option<Text>| -> Result<Option<String>, String> {
-        get(text).map(|s| super::context::fill_placeholders(&s, t, &values)).transpose()
-    };
-    let colon = t.get("ui.colon")?;
-    let sep = t.get("ui.list_sep")?;
-    let semi = t.get("ui.semicolon")?;
-
+    let post = Post::new(a, t, ctx, a.claims.narrative.as_ref().unwrap_or(&empty));
+    let (n, lang) = (post.n, post.lang);
+    let get = |x: &Option<Text>| post.get(x);
+    let fill = |x: &Option<Text>| post.fill(x);
+    let fill_one = |x: &Option<Text>| post.fill_one(x);
     let mut out = BlogCtx { opening: fill(&n.opening)?, ..BlogCtx::default() };
-    // Which slots the author left empty in this language, in the file's order, each with
-    // whether the post writes it from the audit (the others are simply not in the post).
-    let has = |text: &Option<Text>| get(text).is_some();
-    let slots: [(&'static str, bool, bool); 19] = [
-        ("opening", has(&n.opening), true),
-        ("conditions", n.conditions.is_some(), true),
-        ("prompt", has(&n.prompt), false),
-        ("naming", has(&n.naming), false),
-        ("design", has(&n.design), false),
-        ("experiment", has(&n.experiment), false),
-        ("behaviour", has(&n.behaviour), false),
-        ("claims", ctx.claims.iter().all(|c| n.claim(&c.id).is_some()), true),
-        ("candidates", has(&n.candidates), false),
-        ("kinds_lead", has(&n.kinds_lead), true),
-        ("kinds", has(&n.kinds), false),
-        ("denominators", n.denominators.is_some(), false),
-        ("bound", has(&n.bound), false),
-        ("gates", has(&n.gates), false),
-        ("gates_note", has(&n.gates_note), false),
-        ("misreadings", !n.misreadings.is_empty(), !ctx.misreadings.is_empty()),
-        ("closing", has(&n.closing), closing_default(ctx).is_some()),
-        ("next", has(&n.next), ctx.next.is_some()),
-        ("references", !n.references.is_empty(), false),
-    ];
-    out.defaulted = slots
-        .into_iter()
-        .filter(|(_, written, default)| !written && *default)
-        .map(|s| s.0)
-        .collect();
-    if out.opening.is_empty() {
-        // Without the author's opening, a post still opens on its question and its answer,
-        // then the tally: never on the tally alone.
-        if let Some(q) = get(&a.claims.report.question) {
-            out.opening.push(q);
-        }
-        if !ctx.brief.answer.trim().is_empty() {
-            out.opening.push(forms(&ctx.brief.answer, lang));
-        }
-        let mut s = ctx.summary.counts_line.clone();
-        s += t.get("ui.sentence_end")?;
-        if let Some(o) = &ctx.summary.open_line {
-            s += o;
-        }
-        out.opening.push(s.trim().to_string());
-    }
+    post.defaulted(&mut out)?;
+    post.opening(&mut out)?;
     // Who answered: a model when the post quotes its prompt, else the claims' sources.
     out.answer_heading = match (&n.prompt, a.claims.sources.as_slice()) {
         (Some(_), _) => t.get("blog.h.answer")?.to_string(),
@@ -355,289 +283,11 @@ pub fn build(a: &Audit, t: &Strings, ctx: &RenderContext) -> Result<BlogCtx, Str
     out.experiment = fill(&n.experiment)?;
     out.behaviour = fill(&n.behaviour)?;
 
-    // What each piece of evidence covers, by the command that produced it.
-    let mut scope_of: Vec<(String, String, String)> = Vec::new();
-    for e in &a.ledger {
-        let Some(ev) = &e.evidence else { continue };
-        let Some(scope) = ctx
-            .claims
-            .iter()
-            .flat_map(|c| &c.parts)
-            .find(|p| p.command.as_deref() == Some(e.command.as_str()))
-            .and_then(|p| p.scope.clone())
-        else {
-            continue;
-        };
-        let name = t
-            .get(&format!("blog.analysis.{}", ev.analysis))
-            .map(str::to_string)
-            .unwrap_or_else(|_| ev.analysis.clone());
-        scope_of.push((e.command.clone(), name.clone(), forms(&scope, lang)));
-        out.scopes.push(format!("{name}{colon}{}", forms(&scope, lang)));
-    }
-
-    // The audit's own sentences (reasons, misreadings) name claims and parts by id: a blog
-    // shows their words.
-    let mut words: Vec<(String, String)> = Vec::new();
-    for c in &ctx.claims {
-        let (open, close) = if lang == "zh-TW" { ("「", "」") } else { ("“", "”") };
-        words.push((format!("`{}`", c.id), format!("{open}{}{close}", c.statement)));
-        for p in &c.parts {
-            let w =
-                format!("{open}{}{close}", p.text.clone().unwrap_or_else(|| c.statement.clone()));
-            words.push((format!("`{}/{}`", c.id, p.id), w.clone()));
-            words.push((format!("`{}`", p.id), w));
-        }
-    }
-    let unslug = |s: &str| {
-        let mut s = forms(s, lang);
-        for (id, w) in &words {
-            // In zh-TW the quotation marks are full width: no space beside them.
-            if lang == "zh-TW" {
-                s = s.replace(&format!("{id} "), w).replace(&format!(" {id}"), w);
-            }
-            s = s.replace(id, w);
-        }
-        s
-    };
-    let mut changes: Vec<String> = Vec::new();
-    for (c, claim) in ctx.claims.iter().zip(&a.claims.claims) {
-        let cn = n.claim(&c.id);
-        let principal = c.parts.iter().find(|p| p.principal);
-        let measured: Vec<String> = c
-            .parts
-            .iter()
-            .filter(|p| p.kind_key != "arithmetic" && p.condition.is_some())
-            .filter_map(|p| {
-                let v = values.get(&(c.id.clone(), p.id.clone()))?;
-                Some(format!(
-                    "{}{colon}{}",
-                    p.text.clone().unwrap_or_else(|| c.statement.clone()),
-                    v.value
-                ))
-            })
-            .collect();
-        let needs: Vec<String> = principal
-            .filter(|p| p.outcome_key != "supported")
-            .map(|p| p.needs.clone())
-            .unwrap_or_default();
-        // What the answer proposed, and the evidence it needs.
-        let mut need_bits: Vec<String> = c
-            .parts
-            .iter()
-            .filter_map(|p| p.command.as_deref())
-            .filter_map(|cmd| scope_of.iter().find(|(k, _, _)| k == cmd))
-            .map(|(_, name, scope)| {
-                format!(
-                    "{name}{}{scope}{}",
-                    t.get("ui.paren_open").unwrap_or("("),
-                    t.get("ui.paren_close").unwrap_or(")")
-                )
-            })
-            .collect();
-        need_bits.dedup();
-        need_bits.extend(needs.iter().cloned());
-        let said = cn.map(|x| fill_one(&x.said)).transpose()?.flatten();
-        out.candidates.push(CandidateCtx {
-            statement: c.statement.clone(),
-            said: said
-                .map(|x| t.format("blog.said", &args([("said", x)])).map(|s| spaced(&s, lang)))
-                .transpose()?,
-            needs: spaced(&t.format("blog.needs", &args([("needs", need_bits.join(sep))]))?, lang),
-        });
-        out.verdicts.push(VerdictCtx {
-            verdict_key: c.verdict_key.clone(),
-            verdict: c.verdict.clone(),
-            statement: c.statement.clone(),
-            evidence: spaced(
-                &if measured.is_empty() {
-                    if needs.is_empty() {
-                        unslug(&c.reason)
-                    } else {
-                        t.format("blog.still_needs", &args([("needs", needs.join(sep))]))?
-                    }
-                } else {
-                    let mut s =
-                        t.format("blog.measured", &args([("values", measured.join(semi))]))?;
-                    if !needs.is_empty() {
-                        s += semi;
-                        s += &t.format("blog.also_needs", &args([("needs", needs.join(sep))]))?;
-                    }
-                    s
-                },
-                lang,
-            ),
-        });
-        if let Some(r) = cn.map(|x| fill(&x.reading)).transpose()? {
-            out.readings.extend(r);
-        }
-        // Before -> after.
-        let before = cn
-            .and_then(|x| get(&x.before).or_else(|| get(&x.said)))
-            .map(|s| super::context::fill_placeholders(&s, t, &values))
-            .transpose()?
-            .unwrap_or_else(|| c.statement.clone());
-        let after = match cn.map(|x| fill_one(&x.after)).transpose()?.flatten() {
-            Some(s) => s,
-            None => {
-                let r = a.results.iter().find(|r| r.id == c.id);
-                generated_after(t, c, claim, r, &unslug(&c.reason), &values, &needs)?
-            }
-        };
-        changes.push(spaced(
-            &t.format("blog.change", &args([("before", before), ("after", after)]))?,
-            lang,
-        ));
-    }
-    out.changes = changes.join(t.get("blog.sentence_join")?);
-    out.candidates_note = fill(&n.candidates)?;
-    out.candidates_lead =
-        t.format("blog.candidates_lead", &args([("n", out.candidates.len().to_string())]))?;
-
-    // The four content kinds, each with the part of this audit that shows it best: from the
-    // claim with the most kinds.
-    let kinds = ["observation", "interpretation", "causal", "action"];
-    let richest = ctx
-        .claims
-        .iter()
-        .max_by_key(|c| kinds.iter().filter(|k| c.parts.iter().any(|p| &p.kind_key == *k)).count());
-    for k in kinds {
-        // With its measured value, when it has one.
-        let example = richest
-            .into_iter()
-            .chain(ctx.claims.iter())
-            .flat_map(|c| c.parts.iter().map(move |p| (c, p)))
-            .find(|(_, p)| p.kind_key == k && p.text.is_some())
-            .map(|(c, p)| {
-                let text = p.text.clone().unwrap_or_default();
-                match values.get(&(c.id.clone(), p.id.clone())) {
-                    Some(v) => t
-                        .format(
-                            "blog.example_value",
-                            &args([("text", text), ("value", v.value.clone())]),
-                        )
-                        .map(|s| spaced(&s, lang)),
-                    None => Ok(text),
-                }
-            })
-            .transpose()?;
-        out.kinds.push(KindCtx {
-            kind: t.get(&format!("kind.{k}"))?.to_string(),
-            example,
-            reach: t.get(&format!("blog.reach.{k}"))?.to_string(),
-        });
-    }
-    out.kinds_note = fill(&n.kinds)?;
-    out.kinds_lead = fill(&n.kinds_lead)?;
-    if out.kinds_lead.is_empty() {
-        out.kinds_lead.push(t.get("blog.kinds_lead")?.to_string());
-    }
-
-    // Charts: every one, numbered, linked only when its PNG was written.
-    let all = ctx.claims.iter().flat_map(|c| &c.charts).chain(&ctx.charts);
-    for (i, ch) in all.enumerate() {
-        // A post names its traces, not their files: the files of the audit's traces (and of
-        // each set's members) leave the caption with their parentheses.
-        let mut caption = ch.caption.clone();
-        for file in trace_files(a) {
-            for (open, close) in [(" (", ")"), ("（", "）")] {
-                caption = caption.replace(&format!("{open}{file}{close}"), "");
-            }
-        }
-        // An analysis by its name in words, as in the scopes above.
-        let mut caption = forms(&caption, lang);
-        for spec in crate::analysis::ANALYSES {
-            if let Ok(name) = t.get(&format!("blog.analysis.{}", spec.name)) {
-                caption = caption.replace(&format!("`{}`", spec.name), name);
-            }
-        }
-        if lang == "zh-TW" {
-            // No space left between two Chinese characters where a code span was.
-            static HAN_SPACE: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
-                Regex::new(r"([\x{4e00}-\x{9fff}]) ([\x{4e00}-\x{9fff}])").expect("regex")
-            });
-            caption = HAN_SPACE.replace_all(&caption, "$1$2").into_owned();
-        }
-        let alt = caption
-            .split_once(colon)
-            .or_else(|| caption.split_once(": "))
-            .map_or(caption.as_str(), |(a, _)| a)
-            .to_string();
-        out.charts.push(BlogChartCtx {
-            n: i + 1,
-            src: (!ch.md_src.is_empty()).then(|| ch.md_src.clone()),
-            file: ch.file.clone(),
-            alt,
-            caption,
-        });
-    }
-
-    if let Some(d) = &n.denominators {
-        let mut formulas = Vec::new();
-        for (claim, part, label) in &d.parts {
-            let Some(p) = ctx
-                .claims
-                .iter()
-                .find(|c| &c.id == claim)
-                .and_then(|c| c.parts.iter().find(|p| &p.id == part))
-            else {
-                continue;
-            };
-            let Some(f) = &p.formula else { continue };
-            formulas.push(get(label).or_else(|| p.text.clone()).unwrap_or_default());
-            let mut steps: Vec<String> = Vec::new();
-            for s in [&f.symbolic, &f.substituted, &f.result] {
-                let s = forms(s, lang);
-                match steps.last_mut() {
-                    Some(last) if same_number(last, &s) => *last = s,
-                    _ => steps.push(s),
-                }
-            }
-            formulas.extend(steps.into_iter().flat_map(|s| narrow(&format!("  = {s}"))));
-        }
-        out.denominators = Some(DenominatorsCtx {
-            title: match fill_one(&d.title)? {
-                Some(s) => s,
-                None => t.get("blog.h.denominators")?.to_string(),
-            },
-            lead: fill(&d.lead)?,
-            formulas,
-            questions: fill(&d.questions)?,
-        });
-    }
-    out.bound = fill(&n.bound)?;
-    out.gates_lead = fill(&n.gates)?;
-    for g in ["R1", "R2", "R3", "R4", "R5", "R6"] {
-        out.gates.push(PairCtx {
-            title: t.get(&format!("gate.{g}"))?.to_string(),
-            text: t.get(&format!("blog.gate.{g}"))?.to_string(),
-        });
-    }
-    out.gates_note = fill(&n.gates_note)?;
-    out.misreadings = if n.misreadings.is_empty() {
-        ctx.misreadings
-            .iter()
-            .map(|m| PairCtx { title: unslug(&m.title), text: unslug(&m.text) })
-            .collect()
-    } else {
-        n.misreadings
-            .iter()
-            .map(|m| {
-                Ok(PairCtx {
-                    title: super::context::fill_placeholders(
-                        &m.title.get(lang).cloned().unwrap_or_default(),
-                        t,
-                        &values,
-                    )?,
-                    text: super::context::fill_placeholders(
-                        &m.text.get(lang).cloned().unwrap_or_default(),
-                        t,
-                        &values,
-                    )?,
-                })
-            })
-            .collect::<Result<_, String>>()?
-    };
+    post.claims(&mut out)?;
+    post.kinds(&mut out)?;
+    post.charts(&mut out)?;
+    post.denominators(&mut out)?;
+    post.gates_and_misreadings(&mut out)?;
     out.closing = fill(&n.closing)?;
     if out.closing.is_empty() {
         // The reviewer's note, else the decision the open items wait on, else what is open.
@@ -655,6 +305,461 @@ pub fn build(a: &Audit, t: &Strings, ctx: &RenderContext) -> Result<BlogCtx, Str
         })
         .collect();
     Ok(out)
+}
+
+/// A post in the making: the audit, the language, the author's narrative, and every value
+/// in running-text forms.
+struct Post<'a> {
+    a: &'a Audit,
+    t: &'a Strings,
+    ctx: &'a RenderContext,
+    n: &'a Narrative,
+    lang: &'a str,
+    values: Values,
+    /// Ids of claims and parts as the audit's sentences write them, with the words a post shows.
+    words: Vec<(String, String)>,
+}
+
+impl<'a> Post<'a> {
+    fn new(a: &'a Audit, t: &'a Strings, ctx: &'a RenderContext, n: &'a Narrative) -> Self {
+        let lang = t.lang.as_str();
+        // Every measured or computed value, by claim and part.
+        let mut values: Values = BTreeMap::new();
+        for c in &ctx.claims {
+            for p in &c.parts {
+                if let Some(f) = &p.formula {
+                    values.insert(
+                        (c.id.clone(), p.id.clone()),
+                        super::context::Shown {
+                            value: forms(&f.result, lang),
+                            scope: p.scope.as_deref().map(|s| forms(s, lang)),
+                            spread: p.spread.as_deref().map(|s| forms(s, lang)),
+                            change: p.change.as_deref().map(|s| forms(s, lang)),
+                        },
+                    );
+                }
+            }
+        }
+        // The audit's own sentences (reasons, misreadings) name claims and parts by id: a blog
+        // shows their words.
+        let mut words: Vec<(String, String)> = Vec::new();
+        for c in &ctx.claims {
+            let (open, close) = if lang == "zh-TW" { ("「", "」") } else { ("“", "”") };
+            words.push((format!("`{}`", c.id), format!("{open}{}{close}", c.statement)));
+            for p in &c.parts {
+                let w = format!(
+                    "{open}{}{close}",
+                    p.text.clone().unwrap_or_else(|| c.statement.clone())
+                );
+                words.push((format!("`{}/{}`", c.id, p.id), w.clone()));
+                words.push((format!("`{}`", p.id), w));
+            }
+        }
+        Post { a, t, ctx, n, lang, values, words }
+    }
+
+    /// The author's text of a slot in this language.
+    fn get(&self, text: &Option<Text>) -> Option<String> {
+        text.as_ref().and_then(|x| x.get(self.lang).cloned())
+    }
+
+    /// A slot's paragraphs, placeholders filled.
+    fn fill(&self, text: &Option<Text>) -> Result<Vec<String>, String> {
+        match self.get(text) {
+            None => Ok(Vec::new()),
+            Some(s) => {
+                Ok(paragraphs(&super::context::fill_placeholders(&s, self.t, &self.values)?))
+            }
+        }
+    }
+
+    /// A one-paragraph slot, placeholders filled.
+    fn fill_one(&self, text: &Option<Text>) -> Result<Option<String>, String> {
+        self.get(text)
+            .map(|s| super::context::fill_placeholders(&s, self.t, &self.values))
+            .transpose()
+    }
+
+    /// The audit's sentence with its ids replaced by the words they stand for.
+    fn unslug(&self, s: &str) -> String {
+        let mut s = forms(s, self.lang);
+        for (id, w) in &self.words {
+            // In zh-TW the quotation marks are full width: no space beside them.
+            if self.lang == "zh-TW" {
+                s = s.replace(&format!("{id} "), w).replace(&format!(" {id}"), w);
+            }
+            s = s.replace(id, w);
+        }
+        s
+    }
+
+    /// Which slots the author left empty, and which of them the post writes from the audit.
+    fn defaulted(&self, out: &mut BlogCtx) -> Result<(), String> {
+        let (ctx, n) = (self.ctx, self.n);
+        let get = |text: &Option<Text>| self.get(text);
+        // Which slots the author left empty in this language, in the file's order, each with
+        // whether the post writes it from the audit (the others are simply not in the post).
+        let has = |text: &Option<Text>| get(text).is_some();
+        let slots: [(&'static str, bool, bool); 19] = [
+            ("opening", has(&n.opening), true),
+            ("conditions", n.conditions.is_some(), true),
+            ("prompt", has(&n.prompt), false),
+            ("naming", has(&n.naming), false),
+            ("design", has(&n.design), false),
+            ("experiment", has(&n.experiment), false),
+            ("behaviour", has(&n.behaviour), false),
+            ("claims", ctx.claims.iter().all(|c| n.claim(&c.id).is_some()), true),
+            ("candidates", has(&n.candidates), false),
+            ("kinds_lead", has(&n.kinds_lead), true),
+            ("kinds", has(&n.kinds), false),
+            ("denominators", n.denominators.is_some(), false),
+            ("bound", has(&n.bound), false),
+            ("gates", has(&n.gates), false),
+            ("gates_note", has(&n.gates_note), false),
+            ("misreadings", !n.misreadings.is_empty(), !ctx.misreadings.is_empty()),
+            ("closing", has(&n.closing), closing_default(ctx).is_some()),
+            ("next", has(&n.next), ctx.next.is_some()),
+            ("references", !n.references.is_empty(), false),
+        ];
+        out.defaulted = slots
+            .into_iter()
+            .filter(|(_, written, default)| !written && *default)
+            .map(|s| s.0)
+            .collect();
+        Ok(())
+    }
+
+    /// The opening without the author's: the question, the answer, then the tally.
+    fn opening(&self, out: &mut BlogCtx) -> Result<(), String> {
+        let (a, t, ctx, lang) = (self.a, self.t, self.ctx, self.lang);
+        let get = |text: &Option<Text>| self.get(text);
+        if out.opening.is_empty() {
+            // Without the author's opening, a post still opens on its question and its answer,
+            // then the tally: never on the tally alone.
+            if let Some(q) = get(&a.claims.report.question) {
+                out.opening.push(q);
+            }
+            if !ctx.brief.answer.trim().is_empty() {
+                out.opening.push(forms(&ctx.brief.answer, lang));
+            }
+            let mut s = ctx.summary.counts_line.clone();
+            s += t.get("ui.sentence_end")?;
+            if let Some(o) = &ctx.summary.open_line {
+                s += o;
+            }
+            out.opening.push(s.trim().to_string());
+        }
+        Ok(())
+    }
+
+    /// What the answer proposed, the verdicts, the readings, and before -> after per claim.
+    fn claims(&self, out: &mut BlogCtx) -> Result<(), String> {
+        let (a, t, ctx, n, lang) = (self.a, self.t, self.ctx, self.n, self.lang);
+        let values = &self.values;
+        let get = |text: &Option<Text>| self.get(text);
+        let fill = |text: &Option<Text>| self.fill(text);
+        let fill_one = |text: &Option<Text>| self.fill_one(text);
+        let unslug = |s: &str| self.unslug(s);
+        let colon = t.get("ui.colon")?;
+        let sep = t.get("ui.list_sep")?;
+        let semi = t.get("ui.semicolon")?;
+        // What each piece of evidence covers, by the command that produced it.
+        let mut scope_of: Vec<(String, String, String)> = Vec::new();
+        for e in &a.ledger {
+            let Some(ev) = &e.evidence else { continue };
+            let Some(scope) = ctx
+                .claims
+                .iter()
+                .flat_map(|c| &c.parts)
+                .find(|p| p.command.as_deref() == Some(e.command.as_str()))
+                .and_then(|p| p.scope.clone())
+            else {
+                continue;
+            };
+            let name = t
+                .get(&format!("blog.analysis.{}", ev.analysis))
+                .map(str::to_string)
+                .unwrap_or_else(|_| ev.analysis.clone());
+            scope_of.push((e.command.clone(), name.clone(), forms(&scope, lang)));
+            out.scopes.push(format!("{name}{colon}{}", forms(&scope, lang)));
+        }
+
+        let mut changes: Vec<String> = Vec::new();
+        for (c, claim) in ctx.claims.iter().zip(&a.claims.claims) {
+            let cn = n.claim(&c.id);
+            let principal = c.parts.iter().find(|p| p.principal);
+            let measured: Vec<String> = c
+                .parts
+                .iter()
+                .filter(|p| p.kind_key != "arithmetic" && p.condition.is_some())
+                .filter_map(|p| {
+                    let v = values.get(&(c.id.clone(), p.id.clone()))?;
+                    Some(format!(
+                        "{}{colon}{}",
+                        p.text.clone().unwrap_or_else(|| c.statement.clone()),
+                        v.value
+                    ))
+                })
+                .collect();
+            let needs: Vec<String> = principal
+                .filter(|p| p.outcome_key != "supported")
+                .map(|p| p.needs.clone())
+                .unwrap_or_default();
+            // What the answer proposed, and the evidence it needs.
+            let mut need_bits: Vec<String> = c
+                .parts
+                .iter()
+                .filter_map(|p| p.command.as_deref())
+                .filter_map(|cmd| scope_of.iter().find(|(k, _, _)| k == cmd))
+                .map(|(_, name, scope)| {
+                    format!(
+                        "{name}{}{scope}{}",
+                        t.get("ui.paren_open").unwrap_or("("),
+                        t.get("ui.paren_close").unwrap_or(")")
+                    )
+                })
+                .collect();
+            need_bits.dedup();
+            need_bits.extend(needs.iter().cloned());
+            let said = cn.map(|x| fill_one(&x.said)).transpose()?.flatten();
+            out.candidates.push(CandidateCtx {
+                statement: c.statement.clone(),
+                said: said
+                    .map(|x| t.format("blog.said", &args([("said", x)])).map(|s| spaced(&s, lang)))
+                    .transpose()?,
+                needs: spaced(
+                    &t.format("blog.needs", &args([("needs", need_bits.join(sep))]))?,
+                    lang,
+                ),
+            });
+            out.verdicts.push(VerdictCtx {
+                verdict_key: c.verdict_key.clone(),
+                verdict: c.verdict.clone(),
+                statement: c.statement.clone(),
+                evidence: spaced(
+                    &if measured.is_empty() {
+                        if needs.is_empty() {
+                            unslug(&c.reason)
+                        } else {
+                            t.format("blog.still_needs", &args([("needs", needs.join(sep))]))?
+                        }
+                    } else {
+                        let mut s =
+                            t.format("blog.measured", &args([("values", measured.join(semi))]))?;
+                        if !needs.is_empty() {
+                            s += semi;
+                            s +=
+                                &t.format("blog.also_needs", &args([("needs", needs.join(sep))]))?;
+                        }
+                        s
+                    },
+                    lang,
+                ),
+            });
+            if let Some(r) = cn.map(|x| fill(&x.reading)).transpose()? {
+                out.readings.extend(r);
+            }
+            // Before -> after.
+            let before = cn
+                .and_then(|x| get(&x.before).or_else(|| get(&x.said)))
+                .map(|s| super::context::fill_placeholders(&s, t, values))
+                .transpose()?
+                .unwrap_or_else(|| c.statement.clone());
+            let after = match cn.map(|x| fill_one(&x.after)).transpose()?.flatten() {
+                Some(s) => s,
+                None => {
+                    let r = a.results.iter().find(|r| r.id == c.id);
+                    generated_after(t, c, claim, r, &unslug(&c.reason), values, &needs)?
+                }
+            };
+            changes.push(spaced(
+                &t.format("blog.change", &args([("before", before), ("after", after)]))?,
+                lang,
+            ));
+        }
+        out.changes = changes.join(t.get("blog.sentence_join")?);
+        out.candidates_note = fill(&n.candidates)?;
+        out.candidates_lead =
+            t.format("blog.candidates_lead", &args([("n", out.candidates.len().to_string())]))?;
+
+        Ok(())
+    }
+
+    /// The four content kinds, each with an example from this audit.
+    fn kinds(&self, out: &mut BlogCtx) -> Result<(), String> {
+        let (t, ctx, n, lang) = (self.t, self.ctx, self.n, self.lang);
+        let values = &self.values;
+        let fill = |text: &Option<Text>| self.fill(text);
+        // The four content kinds, each with the part of this audit that shows it best: from the
+        // claim with the most kinds.
+        let kinds = ["observation", "interpretation", "causal", "action"];
+        let richest = ctx.claims.iter().max_by_key(|c| {
+            kinds.iter().filter(|k| c.parts.iter().any(|p| &p.kind_key == *k)).count()
+        });
+        for k in kinds {
+            // With its measured value, when it has one.
+            let example = richest
+                .into_iter()
+                .chain(ctx.claims.iter())
+                .flat_map(|c| c.parts.iter().map(move |p| (c, p)))
+                .find(|(_, p)| p.kind_key == k && p.text.is_some())
+                .map(|(c, p)| {
+                    let text = p.text.clone().unwrap_or_default();
+                    match values.get(&(c.id.clone(), p.id.clone())) {
+                        Some(v) => t
+                            .format(
+                                "blog.example_value",
+                                &args([("text", text), ("value", v.value.clone())]),
+                            )
+                            .map(|s| spaced(&s, lang)),
+                        None => Ok(text),
+                    }
+                })
+                .transpose()?;
+            out.kinds.push(KindCtx {
+                kind: t.get(&format!("kind.{k}"))?.to_string(),
+                example,
+                reach: t.get(&format!("blog.reach.{k}"))?.to_string(),
+            });
+        }
+        out.kinds_note = fill(&n.kinds)?;
+        out.kinds_lead = fill(&n.kinds_lead)?;
+        if out.kinds_lead.is_empty() {
+            out.kinds_lead.push(t.get("blog.kinds_lead")?.to_string());
+        }
+
+        Ok(())
+    }
+
+    /// Every chart, numbered, its caption in a post's words.
+    fn charts(&self, out: &mut BlogCtx) -> Result<(), String> {
+        let (a, t, ctx, lang) = (self.a, self.t, self.ctx, self.lang);
+        let colon = t.get("ui.colon")?;
+        // Charts: every one, numbered, linked only when its PNG was written.
+        let all = ctx.claims.iter().flat_map(|c| &c.charts).chain(&ctx.charts);
+        for (i, ch) in all.enumerate() {
+            // A post names its traces, not their files: the files of the audit's traces (and of
+            // each set's members) leave the caption with their parentheses.
+            let mut caption = ch.caption.clone();
+            for file in trace_files(a) {
+                for (open, close) in [(" (", ")"), ("（", "）")] {
+                    caption = caption.replace(&format!("{open}{file}{close}"), "");
+                }
+            }
+            // An analysis by its name in words, as in the scopes above.
+            let mut caption = forms(&caption, lang);
+            for spec in crate::analysis::ANALYSES {
+                if let Ok(name) = t.get(&format!("blog.analysis.{}", spec.name)) {
+                    caption = caption.replace(&format!("`{}`", spec.name), name);
+                }
+            }
+            if lang == "zh-TW" {
+                // No space left between two Chinese characters where a code span was.
+                static HAN_SPACE: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
+                    Regex::new(r"([\x{4e00}-\x{9fff}]) ([\x{4e00}-\x{9fff}])").expect("regex")
+                });
+                caption = HAN_SPACE.replace_all(&caption, "$1$2").into_owned();
+            }
+            let alt = caption
+                .split_once(colon)
+                .or_else(|| caption.split_once(": "))
+                .map_or(caption.as_str(), |(a, _)| a)
+                .to_string();
+            out.charts.push(BlogChartCtx {
+                n: i + 1,
+                src: (!ch.md_src.is_empty()).then(|| ch.md_src.clone()),
+                file: ch.file.clone(),
+                alt,
+                caption,
+            });
+        }
+
+        Ok(())
+    }
+
+    /// The two-denominators section, when the author asks for it.
+    fn denominators(&self, out: &mut BlogCtx) -> Result<(), String> {
+        let (t, ctx, n, lang) = (self.t, self.ctx, self.n, self.lang);
+        let get = |text: &Option<Text>| self.get(text);
+        let fill = |text: &Option<Text>| self.fill(text);
+        let fill_one = |text: &Option<Text>| self.fill_one(text);
+        if let Some(d) = &n.denominators {
+            let mut formulas = Vec::new();
+            for (claim, part, label) in &d.parts {
+                let Some(p) = ctx
+                    .claims
+                    .iter()
+                    .find(|c| &c.id == claim)
+                    .and_then(|c| c.parts.iter().find(|p| &p.id == part))
+                else {
+                    continue;
+                };
+                let Some(f) = &p.formula else { continue };
+                formulas.push(get(label).or_else(|| p.text.clone()).unwrap_or_default());
+                let mut steps: Vec<String> = Vec::new();
+                for s in [&f.symbolic, &f.substituted, &f.result] {
+                    let s = forms(s, lang);
+                    match steps.last_mut() {
+                        Some(last) if same_number(last, &s) => *last = s,
+                        _ => steps.push(s),
+                    }
+                }
+                formulas.extend(steps.into_iter().flat_map(|s| narrow(&format!("  = {s}"))));
+            }
+            out.denominators = Some(DenominatorsCtx {
+                title: match fill_one(&d.title)? {
+                    Some(s) => s,
+                    None => t.get("blog.h.denominators")?.to_string(),
+                },
+                lead: fill(&d.lead)?,
+                formulas,
+                questions: fill(&d.questions)?,
+            });
+        }
+        Ok(())
+    }
+
+    /// The bound, the gates and the misreadings.
+    fn gates_and_misreadings(&self, out: &mut BlogCtx) -> Result<(), String> {
+        let (t, ctx, n, lang) = (self.t, self.ctx, self.n, self.lang);
+        let values = &self.values;
+        let fill = |text: &Option<Text>| self.fill(text);
+        let unslug = |s: &str| self.unslug(s);
+        out.bound = fill(&n.bound)?;
+        out.gates_lead = fill(&n.gates)?;
+        for g in ["R1", "R2", "R3", "R4", "R5", "R6"] {
+            out.gates.push(PairCtx {
+                title: t.get(&format!("gate.{g}"))?.to_string(),
+                text: t.get(&format!("blog.gate.{g}"))?.to_string(),
+            });
+        }
+        out.gates_note = fill(&n.gates_note)?;
+        out.misreadings = if n.misreadings.is_empty() {
+            ctx.misreadings
+                .iter()
+                .map(|m| PairCtx { title: unslug(&m.title), text: unslug(&m.text) })
+                .collect()
+        } else {
+            n.misreadings
+                .iter()
+                .map(|m| {
+                    Ok(PairCtx {
+                        title: super::context::fill_placeholders(
+                            &m.title.get(lang).cloned().unwrap_or_default(),
+                            t,
+                            values,
+                        )?,
+                        text: super::context::fill_placeholders(
+                            &m.text.get(lang).cloned().unwrap_or_default(),
+                            t,
+                            values,
+                        )?,
+                    })
+                })
+                .collect::<Result<_, String>>()?
+        };
+        Ok(())
+    }
 }
 
 /// A post's closing when the author wrote none: the reviewer's R6 note, else the report's
