@@ -112,6 +112,7 @@ pub struct AnswerDecl {
 }
 
 /// Reads and validates an eval file; every problem at once, each at its line and column.
+#[expect(clippy::too_many_lines, reason = "predates the 150-line limit; to be cut along its seams")]
 pub fn load(path: &Path) -> Result<EvalFile, ClaimsError> {
     let file = path.display().to_string();
     let err = |problems: Vec<Problem>| ClaimsError { file: file.clone(), problems };

@@ -265,6 +265,7 @@ fn lead(text: &str) -> String {
 }
 
 #[test]
+#[expect(clippy::too_many_lines, reason = "predates the 150-line limit; to be cut along its seams")]
 fn the_zh_tw_blog_holds_every_paragraph_type_of_the_article() {
     let set = verdict::claims::load(&util::manifest_dir().join(CLAIMS)).unwrap();
     let n = set.narrative.expect("the example has a narrative");

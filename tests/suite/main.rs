@@ -30,6 +30,7 @@ mod experiment;
 mod extract;
 mod fuzz;
 mod gate_grid;
+mod growth;
 mod help;
 mod issue_22;
 mod issue_38;
