@@ -566,3 +566,41 @@ fn each_chart_stands_under_the_claim_it_draws() {
     }
     assert_eq!(seen, 4, "{md}");
 }
+
+/// One clock: no committed example is dated after the day it was rendered, and `render` warns
+/// when a claims file's date is later than the render's (here SOURCE_DATE_EPOCH 1788393600,
+/// 2026-09-03, against the Kineto example's 2026-09-14).
+#[test]
+fn an_audit_is_never_dated_after_its_rendering() {
+    let out = util::manifest_dir().join("out");
+    let mut seen = 0;
+    for e in std::fs::read_dir(&out).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().to_string();
+        if !name.ends_with(".en.md") {
+            continue;
+        }
+        let md = std::fs::read_to_string(&p).unwrap();
+        let field = |k: &str| md.lines().find_map(|l| l.strip_prefix(k)).map(str::trim);
+        if let (Some(dated), Some(rendered)) = (field("- audit date: "), field("- rendered: ")) {
+            assert!(dated <= rendered, "{name}: dated {dated}, rendered {rendered}");
+            seen += 1;
+        }
+    }
+    assert!(seen >= 3, "{seen}");
+    let dir = tempfile::tempdir().unwrap();
+    let o = util::verdict()
+        .current_dir(util::manifest_dir())
+        .env("SOURCE_DATE_EPOCH", "1788393600")
+        .args(["render", "claims/kineto-ddp-overlap.yaml", "--lang", "en", "--format", "md"])
+        .arg("--out")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("`report.date` is 2026-09-14, after the day it is rendered (2026-09-03)"),
+        "{err}"
+    );
+}
