@@ -241,6 +241,25 @@ impl LedgerEntry {
 /// always written is required, a key the types do not have is refused (every object with
 /// declared properties allows no others), and every enumerated value is listed.
 pub fn evidence_schema() -> serde_json::Value {
+    schema_of::<Audit>(
+        "https://github.com/verdict/evidence.schema.json",
+        format!("verdict {} evidence ledger", env!("CARGO_PKG_VERSION")),
+    )
+}
+
+/// The JSON Schema of one piece of evidence, as `verdict query --json` prints it and the MCP
+/// `query` and `inspect` tools return it: derived from the types that write it, as the
+/// ledger's is.
+pub fn query_evidence_schema() -> serde_json::Value {
+    schema_of::<crate::analysis::Evidence>(
+        "https://github.com/verdict/query.schema.json",
+        format!("verdict {} evidence of one query", env!("CARGO_PKG_VERSION")),
+    )
+}
+
+/// The draft 2020-12 schema of what `T` serialises to; an object never holds a key its type
+/// does not declare.
+fn schema_of<T: JsonSchema>(id: &str, title: String) -> serde_json::Value {
     use schemars::transform::RecursiveTransform;
     let deny_unknown = RecursiveTransform(|s: &mut schemars::Schema| {
         if let Some(obj) = s.as_object_mut()
@@ -254,12 +273,9 @@ pub fn evidence_schema() -> serde_json::Value {
         .for_serialize()
         .with_transform(deny_unknown)
         .into_generator();
-    let mut schema = generator.into_root_schema_for::<Audit>();
-    schema.insert("$id".into(), "https://github.com/verdict/evidence.schema.json".into());
-    schema.insert(
-        "title".into(),
-        format!("verdict {} evidence ledger", env!("CARGO_PKG_VERSION")).into(),
-    );
+    let mut schema = generator.into_root_schema_for::<T>();
+    schema.insert("$id".into(), id.into());
+    schema.insert("title".into(), title.into());
     schema.to_value()
 }
 

@@ -114,7 +114,7 @@ fn tools() -> &'static [Tool] {
                     ],
                     &["trace"],
                 ),
-                output: with_truncation(evidence_schema()),
+                output: with_truncation(inspect_schema()),
                 run: inspect,
             },
             Tool {
@@ -133,7 +133,7 @@ fn tools() -> &'static [Tool] {
                     query_names().join(", ")
                 ),
                 input: query_input(),
-                output: with_truncation(evidence_schema()),
+                output: with_truncation(crate::audit::query_evidence_schema()),
                 run: query,
             },
             Tool {
@@ -1029,6 +1029,25 @@ fn object_owned(props: Vec<(String, Value)>, required: &[&str]) -> Value {
     })
 }
 
+/// What `inspect` returns: the coverage evidence (its schema derived from the types) and what
+/// inspect adds beside it, each described.
+fn inspect_schema() -> Value {
+    let mut schema = crate::audit::query_evidence_schema();
+    for (key, what) in [
+        (
+            "schema",
+            "The export's tables (an nsys export) or its time base (a PyTorch profiler trace)",
+        ),
+        ("source", "What a PyTorch profiler trace says of itself: format, schemaVersion, devices"),
+        ("columnar", "An extract's tables"),
+        ("nvtx", "NVTX ranges per process, with the process's host and rank"),
+        ("copies", "Memory copy and set tables, and copies per device"),
+    ] {
+        schema["properties"][key] = json!({ "description": what });
+    }
+    schema
+}
+
 fn with_truncation(mut schema: Value) -> Value {
     schema["properties"]["truncation"] = json!({
         "type": "object",
@@ -1050,87 +1069,4 @@ fn with_truncation(mut schema: Value) -> Value {
         },
     });
     schema
-}
-
-fn devices_schema() -> Value {
-    json!({"type": "array", "items": {"type": "integer"}})
-}
-
-/// The JSON contract of a piece of evidence (`verdict query --json`): what every analysis
-/// gives, and for each analysis the fields its `values` hold.
-fn evidence_schema() -> Value {
-    let span = json!({"type": ["array", "null"], "items": {"type": "integer"}, "minItems": 2, "maxItems": 2});
-    let per_analysis: Vec<Value> = ANALYSES
-        .iter()
-        .chain(analysis::DERIVED)
-        .map(|s| {
-            let fields: Vec<&str> = s.fields.iter().map(|f| f.name).collect();
-            json!({
-                "if": {"properties": {"analysis": {"const": s.name}}, "required": ["analysis"]},
-                "then": {"properties": {"values": {"type": "object", "required": fields}}},
-            })
-        })
-        .collect();
-    json!({
-        "type": "object",
-        "required": ["analysis", "tool", "trace", "window", "scope", "parameters", "metrics", "notes"],
-        "properties": {
-            "analysis": {"type": "string", "enum": ANALYSES.iter().chain(analysis::DERIVED).map(|s| s.name).collect::<Vec<_>>()},
-            "tool": {
-                "type": "object",
-                "required": ["name", "version"],
-                "properties": {"name": {"const": "verdict"}, "version": {"type": "string"}},
-            },
-            "trace": {
-                "type": "object",
-                "required": ["path", "sha256", "time_base"],
-                "properties": {
-                    "path": {"type": "string"},
-                    "sha256": {"type": "string"},
-                    "time_base": {"type": "string"},
-                    "schema_version": {"type": ["string", "null"]},
-                    "nsys_version": {"type": ["string", "null"]},
-                    "capture_start_ns": {"type": ["integer", "null"]},
-                },
-            },
-            "window": {
-                "type": "object",
-                "required": ["requested_ns", "effective_ns", "semantics"],
-                "properties": {
-                    "requested_ns": span,
-                    "effective_ns": span,
-                    "semantics": {"type": "string", "enum": ["clip", "contain"]},
-                },
-            },
-            "scope": {
-                "type": "object",
-                "required": ["devices", "missing_devices"],
-                "properties": {
-                    "devices": devices_schema(),
-                    "missing_devices": devices_schema(),
-                    "present_devices": devices_schema(),
-                },
-            },
-            "parameters": {"type": "object"},
-            "metrics": {"type": "object", "additionalProperties": {"type": "string"}},
-            "values": {"type": "object"},
-            "rows": {"type": ["array", "object"]},
-            "notes": {"type": "array", "items": {
-                "type": "object",
-                "required": ["key", "args", "text"],
-                "properties": {
-                    "key": {"type": "string"},
-                    "args": {"type": "object"},
-                    "text": {"type": "string"},
-                    "null_fields": {"type": "array", "items": {"type": "string"}},
-                },
-            }},
-            "samples": {"type": "array", "items": {
-                "type": "object",
-                "required": ["window_ns", "values"],
-                "properties": {"window_ns": {"type": "array", "items": {"type": "integer"}}, "values": {"type": "object"}},
-            }},
-        },
-        "allOf": per_analysis,
-    })
 }

@@ -709,6 +709,12 @@ fn typed_values_serialise_to_exactly_the_declared_fields() {
     // a spread) that does not exist there; each must be a structure in some run.
     let mut nulls: Vec<(&str, String)> = Vec::new();
     let mut structures: std::collections::BTreeSet<(&str, String)> = Default::default();
+    // Each piece of evidence is valid against the schema derived from its types, the output
+    // schema of the MCP `query` tool.
+    let mut schemas = boon::Schemas::new();
+    let mut compiler = boon::Compiler::new();
+    compiler.add_resource("query.schema.json", verdict::audit::query_evidence_schema()).unwrap();
+    let index = compiler.compile("query.schema.json", &mut schemas).unwrap();
     for (name, args) in runs {
         let spec = verdict::analysis::spec(name).expect("a registered analysis");
         let declared: std::collections::BTreeSet<&str> =
@@ -717,6 +723,9 @@ fn typed_values_serialise_to_exactly_the_declared_fields() {
         argv.extend_from_slice(args);
         argv.push("--json");
         let ev = run_json(&argv);
+        if let Err(e) = schemas.validate(&ev, index) {
+            panic!("{argv:?}: not valid against the query schema: {e:#}");
+        }
         let values = ev["values"].as_object();
         if let Some(values) = values {
             for f in &declared {
