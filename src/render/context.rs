@@ -16,6 +16,8 @@ use crate::units::{ms, thousands};
 use crate::verdict::reading::{Over, Reading};
 use crate::verdict::{GateStatus, PartOutcome, Verdict};
 
+mod part;
+
 /// Everything a template sees.
 #[derive(Debug, Clone, Serialize)]
 pub struct RenderContext {
@@ -1581,7 +1583,6 @@ struct PartsSoFar {
 
 /// One part of a claim; records its value in `out.scoped`, its bound in `out.bounds`, and the
 /// evidence it reads in `so_far`.
-#[expect(clippy::too_many_lines, reason = "predates the 150-line limit; to be cut along its seams")]
 fn part_ctx(
     s: &Inputs,
     c: &ClaimIn,
@@ -1617,39 +1618,7 @@ fn part_ctx(
         ),
         _ => (None, None),
     };
-    let scope_short = match (ev, &part.measure) {
-        // A comparison judged on each device, spoken for by one of them: that device's.
-        (Some(ev), Some(m)) if p.device.is_some() => {
-            let d = p.device.expect("guarded");
-            let one = crate::analysis::compare::device_evidences(ev).into_iter().find(|x| x.0 == d);
-            let scope = short_scope(t, a, one.as_ref().map_or(ev, |x| &x.1), m, false)?;
-            Some(format!(
-                "{}{}{scope}",
-                t.format("scope.device", &args([("device", d.to_string())]))?,
-                t.get("ui.colon")?
-            ))
-        }
-        (Some(ev), Some(m)) => Some(short_scope(t, a, ev, m, true)?),
-        // A ratio's scope is its numerator's (gates R1 and R2 say whether the denominator's is
-        // the same, or why it differs).
-        _ => match (&part.ratio, &p.ratio) {
-            (Some(ratio), Some(res)) => {
-                let m =
-                    claim.parts.iter().find(|q| q.id == ratio.of).and_then(|q| q.measure.as_ref());
-                let ev = res
-                    .of
-                    .evidence
-                    .as_deref()
-                    .and_then(|k| s.evidence(k))
-                    .and_then(|e| e.evidence.as_ref());
-                match (ev, m) {
-                    (Some(ev), Some(m)) => Some(short_scope(t, a, ev, m, true)?),
-                    _ => None,
-                }
-            }
-            _ => None,
-        },
-    };
+    let scope_short = part::scope(s, claim, part, p, ev)?;
     let spread = match (&part.measure, &p.formula) {
         // Over a set of windows: the lowest and highest window.
         (Some(m), Some(_)) if !p.samples.is_empty() => windows_spread_text(t, &p.samples, m.unit)?,
@@ -1718,77 +1687,8 @@ fn part_ctx(
             text: t.finding(&g.finding)?,
         });
     }
-    let evidence_ref = match (entry, &part.measure) {
-        (Some(e), Some(m)) => {
-            let at = match so_far.block_keys.iter().position(|k| k == &e.key) {
-                Some(i) => i,
-                None => {
-                    so_far.block_keys.push(e.key.clone());
-                    so_far.blocks.push(EvidenceCtx {
-                        label: format!("E{}", so_far.blocks.len() + 1),
-                        analysis: m.analysis.clone(),
-                        scope: evidence_scope(t, a, ev, m)?,
-                        identity: ev.and_then(identity_of),
-                        gates: Vec::new(),
-                        passed: Vec::new(),
-                        notes: ev
-                            .map(|e| {
-                                // Gate R1 already states the span denominator.
-                                let r1_span =
-                                    p.gates.iter().any(|g| g.finding.key == "gate.r1.contain_span");
-                                e.notes
-                                    .iter()
-                                    .filter(|n| {
-                                        !(r1_span && n.finding.key == "note.span_denominator")
-                                            // The scope line says the sum.
-                                            && n.finding.key != "note.summed_devices"
-                                    })
-                                    .map(|n| t.finding(&n.finding))
-                                    .collect::<Result<Vec<_>, _>>()
-                            })
-                            .transpose()?
-                            .unwrap_or_default(),
-                        command: e.command.clone(),
-                        command_block: super::shell::layout(&e.argv, super::shell::REPORT_WIDTH),
-                        error: e.error.clone(),
-                    });
-                    so_far.blocks.len() - 1
-                }
-            };
-            Some(so_far.blocks[at].label.clone())
-        }
-        _ => None,
-    };
-    let says = p
-        .says
-        .as_ref()
-        .map(|said| {
-            let who = match part.says_by {
-                crate::claims::Who::Auditor => t.get("ui.says_auditor")?.to_string(),
-                crate::claims::Who::Source => t.format(
-                    "ui.says_source",
-                    &args([(
-                        "source",
-                        c.source_label
-                            .cloned()
-                            .unwrap_or_else(|| t.get("ui.source").unwrap_or("").to_string()),
-                    )]),
-                )?,
-            };
-            let how = if part.kind == Kind::Arithmetic { "ui.computed" } else { "ui.measured" };
-            // A number that matches shows once; a mismatch shows both. The auditor's
-            // own figure that matches is the result already shown beside it.
-            if said.matches && part.says_by == crate::claims::Who::Auditor {
-                return Ok(None);
-            }
-            Ok::<_, String>(Some(if said.matches {
-                format!("{who} {}", said.stated)
-            } else {
-                format!("{who} {} · {} {}", said.stated, t.get(how)?, said.measured)
-            }))
-        })
-        .transpose()?
-        .flatten();
+    let evidence_ref = part::evidence_ref(s, p, part, entry, ev, so_far)?;
+    let says = part::says(t, c, part, p)?;
     let in_brief = out.bounds.len() > bounds_before;
     Ok(PartCtx {
         in_brief,
