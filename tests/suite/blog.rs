@@ -41,6 +41,13 @@ fn blog(lang: &str) -> String {
 
 /// The blog of a claims file of the project, in one language.
 fn blog_of(claims: &str, lang: &str) -> String {
+    let (dir, id) = render_blog(claims);
+    std::fs::read_to_string(dir.path().join(format!("{id}.{lang}.blog.md"))).unwrap()
+}
+
+/// Renders the posts (Markdown) of a claims file of the project into a fresh folder; returns
+/// it with the report's id.
+fn render_blog(claims: &str) -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().unwrap();
     let o = util::verdict()
         .current_dir(util::manifest_dir())
@@ -50,8 +57,7 @@ fn blog_of(claims: &str, lang: &str) -> String {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let set = verdict::claims::load(&util::manifest_dir().join(claims)).unwrap();
-    let id = &set.report.id;
-    std::fs::read_to_string(dir.path().join(format!("{id}.{lang}.blog.md"))).unwrap()
+    (dir, set.report.id)
 }
 
 /// The examples without a narrative: their blogs fall back on what the audit says.
@@ -785,15 +791,7 @@ fn each_generated_after_sentence_says_what_the_ledger_judged() {
     let mut judged = 0;
     for claims in PLAIN {
         let set = verdict::claims::load(&util::manifest_dir().join(claims)).unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let o = util::verdict()
-            .current_dir(util::manifest_dir())
-            .args(["render", claims, "--profile", "blog", "--format", "md", "--out"])
-            .arg(dir.path())
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let id = &set.report.id;
+        let (dir, id) = render_blog(claims);
         let ledger: serde_json::Value = serde_json::from_str(
             &std::fs::read_to_string(dir.path().join(format!("{id}.evidence.json"))).unwrap(),
         )

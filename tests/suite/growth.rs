@@ -2,9 +2,7 @@
 //! clippy.toml); these tests hold what clippy does not: the size of a source file, and the
 //! lists derived from the analysis registry.
 
-use std::path::{Path, PathBuf};
-
-use crate::util::manifest_dir;
+use crate::util::{manifest_dir, rs_files};
 
 /// The longest a file of `src/` may be.
 const FILE_LINES: usize = 1_500;
@@ -22,28 +20,11 @@ const OVER: [(&str, usize); 8] = [
     ("src/draft.rs", 1_625),
 ];
 
-fn sources(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    let mut dirs = vec![dir.to_path_buf()];
-    while let Some(d) = dirs.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                dirs.push(p);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                files.push(p);
-            }
-        }
-    }
-    files.sort();
-    files
-}
-
 #[test]
 fn no_source_file_grows_past_the_limit() {
     let root = manifest_dir();
     let mut faults = Vec::new();
-    for p in sources(&root.join("src")) {
+    for p in rs_files(&root.join("src")) {
         let rel = p.strip_prefix(&root).unwrap().to_string_lossy().replace('\\', "/");
         let lines = std::fs::read_to_string(&p).unwrap().lines().count();
         match OVER.iter().find(|(f, _)| *f == rel) {

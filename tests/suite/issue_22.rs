@@ -782,19 +782,7 @@ fn no_string_keyed_read_of_evidence_values_outside_the_json_edge() {
         "src/analysis/nccl_skew.rs",
     ];
     let mut offenders = Vec::new();
-    let mut files = Vec::new();
-    let mut dirs = vec![manifest_dir().join("src")];
-    while let Some(d) = dirs.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                dirs.push(p);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                files.push(p);
-            }
-        }
-    }
-    for p in files {
+    for p in crate::util::rs_files(&manifest_dir().join("src")) {
         let rel = p.strip_prefix(manifest_dir()).unwrap().to_string_lossy().replace('\\', "/");
         if edge.contains(&rel.as_str()) || rel.ends_with("/tests.rs") {
             continue;
