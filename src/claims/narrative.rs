@@ -461,7 +461,7 @@ pub(super) fn validate(
 }
 
 /// `YYYY-MM-DD` with a month 01-12 and a day 01-31.
-fn is_date(s: &str) -> bool {
+pub(crate) fn is_date(s: &str) -> bool {
     let b = s.as_bytes();
     let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
     let num = |r: std::ops::Range<usize>| s[r].parse::<u32>().unwrap_or(0);

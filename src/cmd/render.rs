@@ -113,19 +113,15 @@ pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
     }
     // One clock: an audit or a review dated after the day it is rendered is a typo or a wrong
     // SOURCE_DATE_EPOCH, and the report would show both dates.
-    let iso = |d: &str| {
-        d.len() == 10
-            && d.chars()
-                .enumerate()
-                .all(|(i, c)| if i == 4 || i == 7 { c == '-' } else { c.is_ascii_digit() })
-    };
     if let Some(rendered_on) = opts.render_date.as_deref() {
         let dated = [
             ("report.date", audit.claims.report.date.as_deref()),
             ("review.date", audit.claims.review.date.as_deref()),
         ];
         for (key, date) in dated {
-            if let Some(d) = date.filter(|d| iso(d) && iso(rendered_on) && *d > rendered_on) {
+            if let Some(d) =
+                date.filter(|d| crate::claims::narrative::is_date(d) && *d > rendered_on)
+            {
                 eprintln!(
                     "warning: report `{}`: `{key}` is {d}, after the day it is rendered ({rendered_on})\n  hint: correct `{key}`, or render with SOURCE_DATE_EPOCH set to that day or unset",
                     audit.claims.report.id
