@@ -1127,8 +1127,9 @@ pub struct TraceRef {
     pub sha256: String,
     /// `EXPORT_SCHEMA_VERSION`, if recorded.
     pub schema_version: Option<String>,
-    /// `EXPORT_PRODUCT_VERSION`, if recorded.
-    pub nsys_version: Option<String>,
+    /// `EXPORT_PRODUCT_VERSION`, null if not recorded; absent for a file no nsys wrote.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nsys_version: crate::trace::run::NsysVersion,
     /// The file's format where it is not an nsys export: `pytorch-profiler`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub format: Option<String>,
@@ -1818,7 +1819,7 @@ impl Context {
                 path: "<memory>".into(),
                 sha256: String::new(),
                 schema_version: None,
-                nsys_version: None,
+                nsys_version: Some(None),
                 format: None,
                 time_base: "session".into(),
                 capture_start_ns: None,
@@ -1932,7 +1933,7 @@ impl Context {
                 path: trace.path().display().to_string(),
                 sha256: sha?,
                 schema_version: schema.schema_version.clone(),
-                nsys_version: schema.nsys_version.clone(),
+                nsys_version: schema.source.is_nsys().then(|| schema.nsys_version.clone()),
                 format: schema.source.format().map(str::to_string),
                 time_base: match schema.time_base {
                     crate::trace::TimeBase::Session => "session".into(),

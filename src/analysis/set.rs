@@ -100,6 +100,9 @@ pub enum Alignment {
     /// On its host clock (a PyTorch profiler trace): put on UTC by its
     /// `baseTimeNanoseconds`, then shifted by minus the set's origin.
     HostClock,
+    /// On its host clock without `baseTimeNanoseconds` (older PyTorch profilers): its `ts`
+    /// read as UTC-epoch µs, then shifted by minus the set's origin.
+    HostEpoch,
     /// The set's only file: its own clock, unshifted.
     Own,
 }
@@ -116,8 +119,9 @@ pub struct SetFile {
     pub columnar: Option<Box<super::ColumnarRef>>,
     /// The host the capture ran on (`TARGET_INFO_SYSTEM_ENV` `Hostname`), if recorded.
     pub host: Option<String>,
-    /// `EXPORT_PRODUCT_VERSION`, if recorded.
-    pub nsys_version: Option<String>,
+    /// `EXPORT_PRODUCT_VERSION`, null if not recorded; absent for a file no nsys wrote.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nsys_version: crate::trace::run::NsysVersion,
     /// Its format where it is not an nsys export: `pytorch-profiler`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub format: Option<String>,
@@ -203,7 +207,14 @@ pub fn disclose(ev: &mut super::Evidence, set: &SetInfo) {
     }
     // PyTorch profiler traces carry their own clock words: no session, no export option.
     if set.is_pytorch_profiler() {
-        ev.note("note.set_clock_host", &[("files", set.files.len().to_string())]);
+        let epoch = set.files.iter().filter(|f| f.alignment == Alignment::HostEpoch).count();
+        match epoch {
+            0 => ev.note("note.set_clock_host", &[("files", set.files.len().to_string())]),
+            n => ev.note(
+                "note.set_clock_host_epoch",
+                &[("files", set.files.len().to_string()), ("epoch", n.to_string())],
+            ),
+        }
         return;
     }
     let normalized = set.files.iter().filter(|f| f.alignment == Alignment::Normalized).count();
@@ -244,9 +255,11 @@ fn clock_of(trace: &Trace) -> Result<Clock, SetError> {
             // `UTC = base + ts`: time 0 of the file is `base`; the capture starts at its first
             // kept event, which the reader records as the session start.
             // Without `baseTimeNanoseconds`, `ts` is UTC-epoch µs (older Kineto versions).
+            let alignment =
+                if base_utc_ns.is_some() { Alignment::HostClock } else { Alignment::HostEpoch };
             let base = base_utc_ns.unwrap_or(0);
             let start = s.session_start_utc_ns.unwrap_or(base);
-            Ok(Clock { zero_utc_ns: base, start_utc_ns: start, alignment: Alignment::HostClock })
+            Ok(Clock { zero_utc_ns: base, start_utc_ns: start, alignment })
         }
         TimeBase::Session | TimeBase::Unrecorded => {
             let start = s.session_start_utc_ns.ok_or_else(|| {

@@ -79,7 +79,7 @@ pub fn scope_lines(ev: &Evidence, width: usize) -> String {
         _ => format!(
             "schema {} · nsys {}",
             unrecorded(&t.schema_version),
-            unrecorded(&t.nsys_version)
+            unrecorded(&t.nsys_version.clone().flatten())
         ),
     };
     s += &line(

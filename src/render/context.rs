@@ -697,7 +697,7 @@ fn origin_text(t: &Strings, r: &crate::analysis::TraceRef) -> Result<Option<Stri
     if let Some(h) = &o.host {
         fields.push(t.format("ui.origin_host", &args([("host", h.clone())]))?);
     }
-    if let Some(n) = &r.nsys_version {
+    if let Some(Some(n)) = &r.nsys_version {
         fields.push(format!("nsys {n}"));
     }
     let sep = t.get("ui.list_sep")?;
@@ -1320,6 +1320,7 @@ fn set_files(t: &Strings, s: &crate::analysis::set::SetInfo) -> Vec<SetFileCtx> 
                 Alignment::Normalized => "ui.file_clock_utc",
                 Alignment::SessionStart => "ui.file_clock_session",
                 Alignment::HostClock => "ui.file_clock_host",
+                Alignment::HostEpoch => "ui.file_clock_host_epoch",
                 Alignment::Own => "ui.file_clock_own",
             };
             SetFileCtx {
@@ -1968,7 +1969,8 @@ fn traces_ctx(s: &Inputs) -> Vec<TraceCtx> {
                 nsys_version: match c.and_then(|c| c.trace.format.as_deref()) {
                     Some(_) => None,
                     None => Some(
-                        c.and_then(|c| c.trace.nsys_version.clone()).unwrap_or_else(|| "-".into()),
+                        c.and_then(|c| c.trace.nsys_version.clone().flatten())
+                            .unwrap_or_else(|| "-".into()),
                     ),
                 },
                 time_base: match set_info {

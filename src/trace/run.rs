@@ -24,11 +24,34 @@ pub struct RunGpu {
     pub uuid: Option<String>,
 }
 
+/// The Nsight Systems version an export records: `None` for a file another profiler wrote
+/// (not serialised: its evidence speaks of no nsys), `Some(None)` for an export that records
+/// none (null), `Some(Some(v))` for one that does.
+pub type NsysVersion = Option<Option<String>>;
+
+/// Serde's half of [`NsysVersion`]: a present null is an export without a recorded version,
+/// an absent key a file no nsys wrote.
+pub(crate) mod nsys_version {
+    use serde::{Deserialize, Deserializer};
+
+    /// Reads a present value (null included) as `Some`; an absent key is `None` by `default`.
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Option<String>>, D::Error> {
+        Option::<String>::deserialize(d).map(Some)
+    }
+}
+
 /// What one trace file's metadata says about the run it captured.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct RunInfo {
-    /// `EXPORT_PRODUCT_VERSION` of the export metadata.
-    pub nsys_version: Option<String>,
+    /// `EXPORT_PRODUCT_VERSION` of the export metadata; absent for a file no nsys wrote.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "nsys_version::deserialize"
+    )]
+    pub nsys_version: NsysVersion,
     /// `TARGET_INFO_SYSTEM_ENV` `Hostname`.
     pub host: Option<String>,
     /// `TARGET_INFO_GPU`: the GPUs of the node, by id (empty when the table is absent).
@@ -84,7 +107,7 @@ impl Trace {
             variables.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).filter(|v| !v.is_empty())
         };
         Ok(RunInfo {
-            nsys_version: schema.nsys_version.clone(),
+            nsys_version: schema.source.is_nsys().then(|| schema.nsys_version.clone()),
             host: sys(env::HOSTNAME),
             gpus: self.run_gpus()?,
             visible_devices: var("NVIDIA_VISIBLE_DEVICES")

@@ -786,7 +786,7 @@ fn fact(name: &'static str, r: &[crate::trace::SideRun; 2]) -> RunFact {
         }),
         "gpu_count" => both(&|s| Some(s.job_devices.to_string())),
         "driver" => both(&|s| over_files(s, |f| f.driver.clone())),
-        "nsys" => both(&|s| over_files(s, |f| f.nsys_version.clone())),
+        "nsys" => both(&|s| over_files(s, |f| f.nsys_version.clone().flatten())),
         "cuda_driver" => both(&|s| over_files(s, |f| f.cuda_driver.clone())),
         "cuda" => both(&|s| over_files(s, |f| f.cuda.clone())),
         "nccl" => both(&|s| over_files(s, |f| f.nccl.clone())),

@@ -1338,6 +1338,7 @@ fn nsys_words() -> Vec<String> {
         "TextAndTextId",
         "schema / nsys",
         "schema／nsys",
+        "nsys_version",
     ] {
         words.insert(w.to_string());
     }
@@ -1428,4 +1429,26 @@ fn kineto_outputs_speak_no_nsys_words() {
     let inspect = &outputs[0].1;
     assert!(inspect.contains("PyTorch profiler JSON, schemaVersion 1"), "{inspect}");
     assert!(inspect.contains("deviceProperties"), "{inspect}");
+    // The set's files record no `baseTimeNanoseconds` (a count of the files' own keys): the
+    // clock note says their `ts` was read as UTC-epoch µs, not that a base put it on UTC.
+    let without_base = files("trace_filter")
+        .iter()
+        .filter(|p| {
+            let mut text = String::new();
+            std::io::Read::read_to_string(
+                &mut flate2::read::GzDecoder::new(std::fs::File::open(p).unwrap()),
+                &mut text,
+            )
+            .unwrap();
+            !text.contains("\"baseTimeNanoseconds\"")
+        })
+        .count();
+    assert_eq!(without_base, 2);
+    let skew = &outputs.iter().find(|(w, _)| w.contains("nccl-skew") && w.ends_with("--json"));
+    let skew: Value = serde_json::from_str(&skew.unwrap().1).unwrap();
+    let note = util::note(&skew, "note.set_clock_host_epoch");
+    assert_eq!(note["args"]["epoch"], json!(without_base.to_string()), "{note}");
+    let text = &outputs.iter().find(|(w, _)| w.contains("nccl-skew") && !w.ends_with("--json"));
+    let text = text.unwrap().1.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(text.contains("where a file records none (2 of them), its ts read as UTC-epoch µs"));
 }
