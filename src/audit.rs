@@ -12,18 +12,18 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::analysis::{self, Context, Evidence, Params, ToolRef};
-use crate::claims::{ClaimSet, Measure, Scope, TraceDecl};
+use crate::claims::{ClaimSet, Measure, PlanId, Scope, TraceDecl};
 use crate::diag::{Diagnostic, Hints};
 use crate::plan::QueryPlan;
 use crate::scope::DeviceSel;
 use crate::trace::{KernelFilter, NO_ROWS, RowBox, Trace, union_rows};
-use crate::verdict::{self, ClaimResult, EvidenceMap, Summary, query_key};
+use crate::verdict::{self, ClaimResult, EvidenceMap, Summary};
 
 /// One query of the ledger.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct LedgerEntry {
     /// Key the parts refer to.
-    pub key: String,
+    pub key: PlanId,
     /// The command that reproduces it, as one shell line.
     pub command: String,
     /// The same command as the words the program receives (unquoted).
@@ -90,7 +90,7 @@ pub struct Spread {
     pub part: String,
     /// The query the rows come from: the every-device context query, or for a split total the
     /// part's own.
-    pub context: String,
+    pub context: PlanId,
     /// Per device, the value as an exact fraction `[numerator, denominator]`.
     pub per_device: BTreeMap<i64, [String; 2]>,
     /// The same values, for display.
@@ -118,7 +118,7 @@ fn spreads(set: &ClaimSet, ledger: &[LedgerEntry], context: &[LedgerEntry]) -> V
     for claim in &set.claims {
         for part in &claim.parts {
             let Some(m) = &part.measure else { continue };
-            let key = query_key(set, m);
+            let key = set.plan_id(m);
             let Some(ev) = ledger.iter().find(|e| e.key == key).and_then(|e| e.evidence.as_ref())
             else {
                 continue;
@@ -222,7 +222,7 @@ fn device_split(
 impl LedgerEntry {
     /// An entry for the command `argv` and what it gave.
     pub fn new(
-        key: String,
+        key: PlanId,
         argv: Vec<String>,
         result: Result<Evidence, Diagnostic>,
     ) -> LedgerEntry {
@@ -582,40 +582,40 @@ struct TracePlan<'a> {
     resolved: ResolvedScopes,
 }
 
-/// What the audit has written so far: the ledger, the chart context, the evidence by query
-/// key, and each compared side's evidence over its whole span, for the per-name deltas.
+/// What the audit has written so far: the ledger, the chart context, the evidence by plan
+/// id, and each compared side's evidence over its whole span, for the per-name deltas.
 #[derive(Default)]
 struct Written {
     evidence: EvidenceMap,
     ledger: Vec<LedgerEntry>,
     context: Vec<LedgerEntry>,
-    names: BTreeMap<String, Evidence>,
-    /// Each compared side's run, by its query key: what the experiment check reads.
-    sides: BTreeMap<String, crate::trace::SideRun>,
+    names: BTreeMap<PlanId, Evidence>,
+    /// Each compared side's run, by its plan id: what the experiment check reads.
+    sides: BTreeMap<PlanId, crate::trace::SideRun>,
 }
 
 /// The keys of comparisons' side queries that need more than their own run.
 struct SideKeys {
     /// Sides of comparisons over kernels, nvtx or copies: they also run over each side's
     /// whole span, for the per-name deltas.
-    names: Vec<String>,
+    names: Vec<PlanId>,
     /// Sides that no other part reads: they get the comparison's charts, not the per-trace
     /// chart context.
-    only: Vec<String>,
+    only: Vec<PlanId>,
 }
 
 /// The side keys of every comparison of the file.
 fn side_keys(set: &ClaimSet) -> SideKeys {
     let measures = || set.claims.iter().flat_map(|c| &c.parts).filter_map(|p| p.measure.as_ref());
     let compares = || measures().filter_map(|m| m.compare.as_deref());
-    let names: Vec<String> = compares()
+    let names: Vec<PlanId> = compares()
         .filter(|c| analysis::compare::has_names(&c.of))
-        .flat_map(|c| c.queries().into_iter().map(|s| query_key(set, s)))
+        .flat_map(|c| c.queries().into_iter().map(|s| set.plan_id(s)))
         .collect();
-    let direct: Vec<String> =
-        measures().filter(|m| m.compare.is_none()).map(|m| query_key(set, m)).collect();
-    let only: Vec<String> = compares()
-        .flat_map(|c| c.queries().into_iter().map(|s| query_key(set, s)))
+    let direct: Vec<PlanId> =
+        measures().filter(|m| m.compare.is_none()).map(|m| set.plan_id(m)).collect();
+    let only: Vec<PlanId> = compares()
+        .flat_map(|c| c.queries().into_iter().map(|s| set.plan_id(s)))
         .filter(|k| !direct.contains(k))
         .collect();
     SideKeys { names, only }
@@ -732,10 +732,10 @@ fn unique_queries<'a>(
     set: &ClaimSet,
     queries: &[(&'a Scope, &'a Measure)],
     evidence: &EvidenceMap,
-) -> Vec<(&'a Scope, &'a Measure, String)> {
-    let mut unique: Vec<(&Scope, &Measure, String)> = Vec::new();
+) -> Vec<(&'a Scope, &'a Measure, PlanId)> {
+    let mut unique: Vec<(&Scope, &Measure, PlanId)> = Vec::new();
     for (scope, m) in queries {
-        let key = query_key(set, m);
+        let key = set.plan_id(m);
         if !evidence.contains_key(&key) && !unique.iter().any(|u| u.2 == key) {
             unique.push((*scope, *m, key));
         }
@@ -748,12 +748,12 @@ fn unique_queries<'a>(
 fn chart_scopes(
     set: &ClaimSet,
     plan: &TracePlan,
-    sides_only: &[String],
+    sides_only: &[PlanId],
 ) -> Vec<(&'static analysis::AnalysisSpec, Scope)> {
     let chart_queries: Vec<(&Scope, &Measure)> = plan
         .queries
         .iter()
-        .filter(|(_, m)| !sides_only.contains(&query_key(set, m)))
+        .filter(|(_, m)| !sides_only.contains(&set.plan_id(m)))
         .map(|(s, m)| match plan.resolved.get(&s.name) {
             Some(Ok((r, _))) => (r, *m),
             _ => (*s, *m),
@@ -776,8 +776,8 @@ type Run = (Params, Result<Evidence, Diagnostic>, Option<(Params, Result<Evidenc
 /// for an unknown analysis).
 fn run_queries(
     plan: &TracePlan,
-    unique: &[(&Scope, &Measure, String)],
-    name_sides: &[String],
+    unique: &[(&Scope, &Measure, PlanId)],
+    name_sides: &[PlanId],
 ) -> Vec<Option<Run>> {
     let (ctx, resolved) = (&plan.ctx, &plan.resolved);
     unique
@@ -842,7 +842,7 @@ impl Written {
     fn record(
         &mut self,
         plan: &TracePlan,
-        unique: Vec<(&Scope, &Measure, String)>,
+        unique: Vec<(&Scope, &Measure, PlanId)>,
         runs: Vec<Option<Run>>,
     ) {
         let decl = plan.decl;
@@ -853,7 +853,7 @@ impl Written {
             };
             if let Some((whole, r)) = names_run {
                 self.context.push(LedgerEntry::new(
-                    format!("{key}/names"),
+                    key.names(),
                     QueryPlan::of_claim(spec, decl, &whole, None).command_words(),
                     r.clone(),
                 ));
@@ -878,7 +878,7 @@ impl Written {
     ) {
         for ((spec, scope), (p, result)) in context_scopes.iter().zip(context_runs) {
             self.context.push(LedgerEntry::new(
-                format!("{}/{}/{}", plan.decl.name, spec.name, scope.name),
+                PlanId::chart_context(&plan.decl.name, spec.name, &scope.name),
                 QueryPlan::of_claim(spec, plan.decl, &p, None).command_words(),
                 result,
             ));
@@ -903,7 +903,7 @@ impl Written {
             else {
                 continue;
             };
-            let key = query_key(set, side);
+            let key = set.plan_id(side);
             let Some(Ok(ev)) = self.evidence.get(&key) else { continue };
             if self.sides.contains_key(&key) {
                 continue;
@@ -943,7 +943,7 @@ fn compare(set: &ClaimSet, written: &mut Written) {
         for part in &claim.parts {
             let Some(m) = &part.measure else { continue };
             let Some(c) = &m.compare else { continue };
-            let key = query_key(set, m);
+            let key = set.plan_id(m);
             if written.evidence.contains_key(&key) {
                 continue;
             }
@@ -964,8 +964,8 @@ fn compare(set: &ClaimSet, written: &mut Written) {
             // The runs behind the two sides, for the experiment check: what each side's
             // traces say about their machine, software and capture (over runs, the first's).
             let run_key = |k: usize| match c.devices.first() {
-                Some((_, sides)) => query_key(set, &sides[k]),
-                None => query_key(set, c.runs[k].first().unwrap_or(&c.sides[k])),
+                Some((_, sides)) => set.plan_id(&sides[k]),
+                None => set.plan_id(c.runs[k].first().unwrap_or(&c.sides[k])),
             };
             let result = result.map(|mut ev| {
                 if let (Some(ra), Some(rb), Some(analysis::values::Values::Compare(v))) = (
@@ -1000,7 +1000,7 @@ fn compare_sides(
             if runs[k].is_empty() { vec![&sides[k]] } else { runs[k].iter().collect() };
         queries
             .into_iter()
-            .map(|q| match written.evidence.get(&query_key(set, q)) {
+            .map(|q| match written.evidence.get(&set.plan_id(q)) {
                 Some(Ok(e)) => Ok(e),
                 Some(Err(e)) => Err(Diagnostic {
                     message: format!("side {label}: {}", e.message),
@@ -1013,7 +1013,7 @@ fn compare_sides(
     let (a, b) = (side(0, "A")?, side(1, "B")?);
     // Over runs, the per-name deltas of the first run of each side.
     let named = |k: usize| runs[k].first().unwrap_or(&sides[k]);
-    let [ka, kb] = [query_key(set, named(0)), query_key(set, named(1))];
+    let [ka, kb] = [set.plan_id(named(0)), set.plan_id(named(1))];
     let names = match (written.names.get(&ka), written.names.get(&kb)) {
         (Some(x), Some(y)) => Some([x, y]),
         _ => None,

@@ -826,7 +826,94 @@ pub struct ClaimSet {
     pub narrative: Option<narrative::Narrative>,
 }
 
+/// The identity of one query a claims file needs: the trace its scope reads, the analysis,
+/// the scope and the measure's own parameters. Measures with one identity are one query, run
+/// once; the planner files its evidence under it and the judge and the report find it by it.
+/// It is written (the ledger's `key`, a part's `evidence`) as
+/// `TRACE/ANALYSIS/SCOPE[/NAME=VALUE...]`, and made only from a measure
+/// ([`ClaimSet::plan_id`]), or for the queries the report adds beside the measures': a
+/// compared side over its whole span ([`PlanId::names`]) and a chart's context
+/// ([`PlanId::chart_context`]).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PlanId {
+    /// The text it is written as, which also orders it.
+    text: String,
+    /// What the query is for.
+    purpose: Purpose,
+}
+
+/// What a planned query is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+enum Purpose {
+    /// A part's measure.
+    Measure,
+    /// A compared side over its whole span, for the per-name deltas.
+    Names,
+    /// The every-device context of a chart.
+    ChartContext,
+}
+
+impl PlanId {
+    /// The text the ledger writes.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The query of a compared side (this one) over its whole span, for the per-name deltas:
+    /// `KEY/names`.
+    pub fn names(&self) -> PlanId {
+        PlanId { text: format!("{}/names", self.text), purpose: Purpose::Names }
+    }
+
+    /// Whether it is a compared side's whole-span query ([`PlanId::names`]).
+    pub fn is_names(&self) -> bool {
+        self.purpose == Purpose::Names
+    }
+
+    /// The every-device context query of a chart over `scope`: `TRACE/ANALYSIS/SCOPE`.
+    pub fn chart_context(trace: &str, analysis: &str, scope: &str) -> PlanId {
+        PlanId { text: format!("{trace}/{analysis}/{scope}"), purpose: Purpose::ChartContext }
+    }
+}
+
+impl fmt::Display for PlanId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl Serialize for PlanId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text)
+    }
+}
+
+impl JsonSchema for PlanId {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "PlanId".into()
+    }
+
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        String::json_schema(g)
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+}
+
 impl ClaimSet {
+    /// The identity of the query a measure needs, shared by the planner, the judge and the
+    /// report.
+    pub fn plan_id(&self, m: &Measure) -> PlanId {
+        let trace = self.scopes.get(&m.scope).map_or("", |s| s.trace.as_str());
+        let mut text = format!("{trace}/{}/{}", m.analysis, m.scope);
+        for (name, value) in &m.args {
+            text += &format!("/{name}={value}");
+        }
+        PlanId { text, purpose: Purpose::Measure }
+    }
+
     /// Refuses a language the file gives no texts in.
     pub fn require_language(&self, lang: &str) -> Result<(), crate::Hinted> {
         if self.report.languages.iter().any(|l| l == lang) {

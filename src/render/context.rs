@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::i18n::Strings;
 use crate::audit::Audit;
-use crate::claims::{Kind, Measure, Text};
+use crate::claims::{Kind, Measure, PlanId, Text};
 use crate::formula::Rational;
 use crate::scope::{format_device_list, format_seconds};
 use crate::units::{ms, thousands};
@@ -501,7 +501,7 @@ pub struct ChartCtx {
     pub kind: String,
     /// The ledger entry it draws, when it is one of the claims' own queries.
     #[serde(skip)]
-    pub key: Option<String>,
+    pub key: Option<PlanId>,
 }
 
 /// A chart as the report receives it: its file, caption and the ledger entry it draws.
@@ -512,7 +512,7 @@ pub struct ChartIn {
     /// Caption in the report's language.
     pub caption: String,
     /// The ledger entry it draws, if one of the claims' own.
-    pub key: Option<String>,
+    pub key: Option<PlanId>,
 }
 
 /// One reproducible query.
@@ -1234,7 +1234,7 @@ fn what_would_decide<'a>(
     r: &crate::verdict::ClaimResult,
     lang: &str,
     t: &Strings,
-    evidence: impl Fn(&str) -> Option<&'a crate::audit::LedgerEntry>,
+    evidence: impl Fn(&PlanId) -> Option<&'a crate::audit::LedgerEntry>,
 ) -> Result<Vec<String>, String> {
     let mut out: Vec<String> = Vec::new();
     // The principal's needs first, then those of every other part that keeps the claim open
@@ -1261,7 +1261,7 @@ fn what_would_decide<'a>(
         if p.outcome == PartOutcome::NotEvaluated {
             let why = p
                 .evidence
-                .as_deref()
+                .as_ref()
                 .and_then(&evidence)
                 .and_then(|e| e.error.clone())
                 .unwrap_or_else(|| t.finding(&p.reason).unwrap_or_default());
@@ -1545,8 +1545,8 @@ impl<'a> Inputs<'a> {
     }
 
     /// The ledger entry of an evidence key.
-    fn evidence(&self, key: &str) -> Option<&'a crate::audit::LedgerEntry> {
-        self.a.ledger.iter().find(|e| e.key == key)
+    fn evidence(&self, key: &PlanId) -> Option<&'a crate::audit::LedgerEntry> {
+        self.a.ledger.iter().find(|e| &e.key == key)
     }
 }
 
@@ -1577,7 +1577,7 @@ struct ClaimIn<'a> {
 struct PartsSoFar {
     parts: Vec<PartCtx>,
     blocks: Vec<EvidenceCtx>,
-    block_keys: Vec<String>,
+    block_keys: Vec<PlanId>,
     /// The terminal table's evidence column, one item per part.
     evidence_bits: Vec<String>,
 }
@@ -1594,7 +1594,7 @@ fn part_ctx(
 ) -> Result<PartCtx, String> {
     let (t, a, lang) = (s.t, s.a, s.lang);
     let (claim, r) = (c.claim, c.r);
-    let entry = p.evidence.as_deref().and_then(|k| s.evidence(k));
+    let entry = p.evidence.as_ref().and_then(|k| s.evidence(k));
     let ev = entry.and_then(|e| e.evidence.as_ref());
     let compare = part.measure.as_ref().filter(|m| m.compare.is_some());
     let formula = p.formula.as_ref().map(|f| FormulaCtx {
@@ -2146,7 +2146,7 @@ fn provenance_ctx(s: &Inputs) -> Result<Vec<ProvenanceCtx>, String> {
                 .flat_map(|r| {
                     r.parts
                         .iter()
-                        .filter(|p| p.evidence.as_deref() == Some(e.key.as_str()))
+                        .filter(|p| p.evidence.as_ref() == Some(&e.key))
                         .map(move |p| format!("{}/{}", r.id, p.id))
                 })
                 .collect();
@@ -2162,7 +2162,7 @@ fn provenance_ctx(s: &Inputs) -> Result<Vec<ProvenanceCtx>, String> {
                             p.measure.as_ref().and_then(|m| m.compare.as_ref()).is_some_and(|cm| {
                                 cm.queries()
                                     .into_iter()
-                                    .any(|q| crate::verdict::query_key(&a.claims, q) == e.key)
+                                    .any(|q| a.claims.plan_id(q) == e.key)
                             })
                         })
                         .map(move |p| format!("{}/{}", c.id, p.id))
@@ -2275,7 +2275,7 @@ pub fn build(
     let definitions = definitions(a, t)?;
     let provenance_facts = provenance_facts(a, t, meta)?;
     let ab_reading = super::experiment::reading(t, set, |m| {
-        s.evidence(&crate::verdict::query_key(set, m)).and_then(|e| e.evidence.as_ref())
+        s.evidence(&set.plan_id(m)).and_then(|e| e.evidence.as_ref())
     })?;
 
     Ok(RenderContext {

@@ -15,7 +15,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::analysis::Evidence;
-use crate::claims::{Claim, ClaimSet, Kind, Text, Unit};
+use crate::claims::{Claim, ClaimSet, Kind, PlanId, Text, Unit};
 use crate::formula::Rational;
 
 pub use gates::{
@@ -174,8 +174,8 @@ pub struct PartResult {
     pub id: String,
     /// Kind.
     pub kind: Kind,
-    /// The evidence it reads (key into the ledger), if measured.
-    pub evidence: Option<String>,
+    /// The evidence it reads (its query's key in the ledger), if measured.
+    pub evidence: Option<PlanId>,
     /// Gates R1-R4, if measured.
     pub gates: Vec<Gate>,
     /// The formula and its value.
@@ -223,8 +223,8 @@ pub struct RatioResult {
 pub struct RatioOperand {
     /// Its part id.
     pub part: String,
-    /// The evidence it reads (key into the ledger).
-    pub evidence: Option<String>,
+    /// The evidence it reads (its query's key in the ledger).
+    pub evidence: Option<PlanId>,
     /// Its measured value in display form (`41.30 ms`), when it has one.
     pub display: Option<String>,
     /// Its exact measured value in the unit's base, `[num, den]`.
@@ -270,18 +270,8 @@ pub struct Summary {
     pub not_evaluated: usize,
 }
 
-/// The evidence available to judging: query key to evidence or an error message.
-pub type EvidenceMap = BTreeMap<String, Result<Evidence, crate::diag::Diagnostic>>;
-
-/// The key of the query a measured part needs, shared by the planner and the judge.
-pub fn query_key(set: &ClaimSet, m: &crate::claims::Measure) -> String {
-    let trace = set.scopes.get(&m.scope).map_or("", |s| s.trace.as_str());
-    let mut key = format!("{trace}/{}/{}", m.analysis, m.scope);
-    for (name, value) in &m.args {
-        key += &format!("/{name}={value}");
-    }
-    key
-}
+/// The evidence available to judging: each query's evidence, or why it failed.
+pub type EvidenceMap = BTreeMap<PlanId, Result<Evidence, crate::diag::Diagnostic>>;
 
 /// Summarises claim results.
 pub fn summarize(results: &[ClaimResult]) -> Summary {

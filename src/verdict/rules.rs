@@ -217,7 +217,7 @@ fn ratio_part(
     let side = |id: &str| {
         let q = part(id)?;
         let m = q.measure.as_ref()?;
-        let ev = evidence.get(&query_key(set, m))?.as_ref().ok()?;
+        let ev = evidence.get(&set.plan_id(m))?.as_ref().ok()?;
         let scope = set.scopes.get(&m.scope)?;
         Some(super::gates::RatioSide {
             id: &q.id,
@@ -292,7 +292,7 @@ fn ratio_part(
 
 fn measured(set: &ClaimSet, claim: &Claim, p: &Part, evidence: &EvidenceMap) -> PartResult {
     let Some(m) = &p.measure else { unreachable!("called for measured parts") };
-    let key = query_key(set, m);
+    let key = set.plan_id(m);
     let mut r = blank(p, PartOutcome::NotEvaluated, Finding::new("part.not_evaluated", &[]));
     r.evidence = Some(key.clone());
     let ev = match evidence.get(&key) {
@@ -1516,7 +1516,7 @@ claims:
 
     fn judge_with(set: &ClaimSet, ev: Evidence) -> ClaimResult {
         let m = set.claims[0].parts[0].measure.as_ref().unwrap();
-        let map: EvidenceMap = [(query_key(set, m), Ok(ev))].into();
+        let map: EvidenceMap = [(set.plan_id(m), Ok(ev))].into();
         judge(set, &set.claims[0], &map)
     }
 
@@ -1622,7 +1622,7 @@ claims:
         let set = crate::claims::validate::validate(raw, std::path::Path::new("c.yaml")).unwrap();
         let m = set.claims[0].parts[0].measure.as_ref().unwrap();
         let map: EvidenceMap =
-            [(query_key(&set, m), Err(crate::diag::Diagnostic::plain("cannot read trace")))].into();
+            [(set.plan_id(m), Err(crate::diag::Diagnostic::plain("cannot read trace")))].into();
         let r = judge(&set, &set.claims[0], &map);
         let bound = r.parts.iter().find(|p| p.id == "bound").unwrap();
         assert_eq!(bound.outcome, PartOutcome::NotEvaluated);

@@ -26,6 +26,7 @@ pub use skew::{SkewRank, skew_chart};
 
 use crate::analysis::Evidence;
 use crate::audit::{Audit, LedgerEntry};
+use crate::claims::PlanId;
 use crate::i18n::Strings;
 use crate::scope::{format_device_list, format_seconds};
 
@@ -40,7 +41,7 @@ pub struct Chart {
     pub svg: String,
     /// The ledger entry it draws, when it draws one of the claims' own queries (not a
     /// context query): the report places it under the claim that reads that entry.
-    pub key: Option<String>,
+    pub key: Option<PlanId>,
 }
 
 impl Chart {
@@ -104,7 +105,7 @@ pub fn charts(a: &Audit, t: &Strings) -> Result<Vec<Chart>, String> {
             file: file(offsets, n),
             caption: skew::caption(&Scope::of(a, ev, t)?, ev, t)?,
             svg: skew_chart(&ranks, &labels),
-            key: Some(key.to_string()),
+            key: Some(key.clone()),
         });
     }
 
@@ -175,7 +176,7 @@ pub fn charts(a: &Audit, t: &Strings) -> Result<Vec<Chart>, String> {
 
     // The per-name queries behind a comparison's deltas are drawn in its delta chart.
     let context: Vec<LedgerEntry> =
-        a.context.iter().filter(|e| !e.key.ends_with("/names")).cloned().collect();
+        a.context.iter().filter(|e| !e.key.is_names()).cloned().collect();
     let mut n = 0;
     for ev in distinct(&context, top) {
         let Some((bars, names)) = kernels::bars(ev) else { continue };
@@ -270,14 +271,14 @@ fn distinct<'a>(entries: &'a [LedgerEntry], analysis: &'a str) -> Vec<&'a Eviden
 fn distinct_entries<'a>(
     entries: &'a [LedgerEntry],
     analysis: &'a str,
-) -> Vec<(&'a str, &'a Evidence)> {
-    let mut out: Vec<(&str, &Evidence)> = Vec::new();
+) -> Vec<(&'a PlanId, &'a Evidence)> {
+    let mut out: Vec<(&PlanId, &Evidence)> = Vec::new();
     for (key, ev) in entries
         .iter()
-        .filter_map(|e| Some((e.key.as_str(), e.evidence.as_ref()?)))
+        .filter_map(|e| Some((&e.key, e.evidence.as_ref()?)))
         .filter(|(_, e)| e.analysis == analysis)
     {
-        let same = |(_, o): &(&str, &Evidence)| {
+        let same = |(_, o): &(&PlanId, &Evidence)| {
             o.trace.path == ev.trace.path
                 && o.window.requested_ns == ev.window.requested_ns
                 && o.window.semantics == ev.window.semantics

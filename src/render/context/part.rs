@@ -35,7 +35,7 @@ pub(super) fn scope(
                 let ev = res
                     .of
                     .evidence
-                    .as_deref()
+                    .as_ref()
                     .and_then(|k| s.evidence(k))
                     .and_then(|e| e.evidence.as_ref());
                 match (ev, m) {
