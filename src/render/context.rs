@@ -1969,8 +1969,7 @@ fn traces_ctx(s: &Inputs) -> Vec<TraceCtx> {
                 nsys_version: match c.and_then(|c| c.trace.format.as_deref()) {
                     Some(_) => None,
                     None => Some(
-                        c.and_then(|c| c.trace.nsys_version.clone().flatten())
-                            .unwrap_or_else(|| "-".into()),
+                        c.and_then(|c| c.trace.nsys_version.clone()?).unwrap_or_else(|| "-".into()),
                     ),
                 },
                 time_base: match set_info {
@@ -2160,9 +2159,7 @@ fn provenance_ctx(s: &Inputs) -> Result<Vec<ProvenanceCtx>, String> {
                         .iter()
                         .filter(|p| {
                             p.measure.as_ref().and_then(|m| m.compare.as_ref()).is_some_and(|cm| {
-                                cm.queries()
-                                    .into_iter()
-                                    .any(|q| a.claims.plan_id(q) == e.key)
+                                cm.queries().into_iter().any(|q| a.claims.plan_id(q) == e.key)
                             })
                         })
                         .map(move |p| format!("{}/{}", c.id, p.id))

@@ -10,14 +10,14 @@ const FILE_LINES: usize = 1_500;
 /// Files that were longer than the limit when it was set, each at most as long as it was then.
 /// Cutting one below the limit takes it off this list (the test says so); none may grow.
 const OVER: [(&str, usize); 8] = [
-    ("src/render/context.rs", 2_311),
+    ("src/render/context.rs", 2_310),
     ("src/analysis/nvtx.rs", 2_283),
     ("src/analysis/nccl_skew.rs", 2_174),
-    ("src/analysis/mod.rs", 2_147),
+    ("src/analysis/mod.rs", 2_028),
     ("src/claims/validate.rs", 1_998),
     ("src/verdict/rules.rs", 1_720),
     ("src/render/markup.rs", 1_630),
-    ("src/draft.rs", 1_625),
+    ("src/draft.rs", 1_541),
 ];
 
 #[test]
@@ -66,4 +66,55 @@ fn every_registered_analysis_has_its_words_in_every_language() {
             );
         }
     }
+}
+
+/// `verdict draft` proposes measures from a list of its own: each must name an analysis a
+/// claim binds and a formula over fields that analysis declares, in a unit of the claims
+/// file, so a renamed field or a removed analysis fails here, not in a drafted file a reviewer
+/// is handed.
+#[test]
+fn every_measure_draft_proposes_is_one_the_registry_declares() {
+    let mut n = 0;
+    for (name, formula, unit) in verdict::draft::candidate_measures() {
+        n += 1;
+        let spec = verdict::analysis::ANALYSES
+            .iter()
+            .find(|a| a.name == name)
+            .unwrap_or_else(|| panic!("draft proposes `{name}`, which is not registered"));
+        assert!(spec.is_query(), "`{name}` is not an analysis a claim binds");
+        let expr = verdict::formula::Expr::parse(formula)
+            .unwrap_or_else(|e| panic!("`{name}`: `{formula}` does not parse: {e:?}"));
+        for v in expr.vars() {
+            let declared = spec.field(&v).is_some() || spec.ratios.iter().any(|(r, _)| *r == v);
+            assert!(declared, "`{name}`: `{formula}` reads `{v}`, which it does not declare");
+        }
+        assert!(
+            verdict::claims::Unit::parse(unit).is_some(),
+            "`{name}`: `{formula}` in `{unit}`, not a unit of a claims file"
+        );
+    }
+    assert!(n >= 10, "{n} candidate measures");
+}
+
+/// The README's table of analyses has one row per analysis of the registry (a query, the
+/// coverage of `inspect`, and `compare`), no more and no fewer.
+#[test]
+fn the_readme_lists_every_registered_analysis() {
+    let readme = std::fs::read_to_string(manifest_dir().join("README.md")).unwrap();
+    let table = readme
+        .split("| analysis | what | denominator |")
+        .nth(1)
+        .expect("the README has its table of analyses");
+    let listed: std::collections::BTreeSet<&str> = table
+        .lines()
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .filter_map(|l| l.split('`').nth(1))
+        .collect();
+    let registered: std::collections::BTreeSet<&str> = verdict::analysis::ANALYSES
+        .iter()
+        .chain(verdict::analysis::DERIVED)
+        .map(|a| a.name)
+        .collect();
+    assert_eq!(listed, registered, "README's analyses against the registry");
 }
