@@ -734,7 +734,7 @@ fn main() -> ExitCode {
 
 /// Writes `kernels` kernels on `devices` devices into `files` files under `out` (see the
 /// top of this file); returns the files, the kernels written and the iterations.
-pub fn generate(
+pub(crate) fn generate(
     out: &std::path::Path,
     kernels: u64,
     devices: usize,

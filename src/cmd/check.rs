@@ -12,7 +12,7 @@ use crate::render::i18n::Strings;
 use crate::verdict::Verdict;
 
 /// Runs `check`.
-pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let format = if args.json { CheckFormat::Json } else { args.format };
     let set = claims::load(&args.claims)?;
     if format != CheckFormat::Json {
@@ -85,7 +85,7 @@ fn github(audit: &Audit, t: &Strings) -> anyhow::Result<String> {
 
 /// Whether the audit fails under `--strict`: a claim not supported, a failed gate, a query
 /// that failed, a stated number or arithmetic that does not hold.
-pub fn failed(a: &Audit) -> bool {
+pub(super) fn failed(a: &Audit) -> bool {
     let s = &a.summary;
     a.results.iter().any(|r| r.verdict == Verdict::NotSupported)
         || s.gate_failures > 0
@@ -96,7 +96,7 @@ pub fn failed(a: &Audit) -> bool {
 
 /// The terminal rendering of an audit in one language, from the same render context as the
 /// reports, laid out for `width` display columns.
-pub fn render(a: &Audit, t: &Strings, width: usize) -> Result<String, String> {
+pub(super) fn render(a: &Audit, t: &Strings, width: usize) -> Result<String, String> {
     let ctx = crate::render::context::build(a, t, &[], &Default::default())?;
     let line = |first: &str, text: &str, indent: usize| table::hang(first, text, indent, width);
     // The header's labels in the report's language, padded to one display width.

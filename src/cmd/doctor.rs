@@ -5,14 +5,14 @@ use std::process::ExitCode;
 use crate::render::typst::{self, Toolchain};
 
 /// Runs `doctor`.
-pub fn run() -> anyhow::Result<ExitCode> {
+pub(super) fn run() -> anyhow::Result<ExitCode> {
     let tc = Toolchain::probe();
     super::emit(&report(&tc))?;
     Ok(if tc.ready() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 /// The text of the check, one finding a line.
-pub fn report(tc: &Toolchain) -> String {
+pub(super) fn report(tc: &Toolchain) -> String {
     let mut s = format!("verdict {}\n", env!("VERDICT_VERSION"));
     let bin = tc.bin.display();
     match (&tc.version, &tc.error) {

@@ -9,7 +9,7 @@ use crate::cli::DraftArgs;
 const MAX_ANSWER_BYTES: u64 = 4 * 1024 * 1024;
 
 /// Runs `draft`.
-pub fn run(args: DraftArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run(args: DraftArgs) -> anyhow::Result<ExitCode> {
     let path = &args.answer;
     let shown = path.display();
     let meta = std::fs::metadata(path).map_err(|e| {

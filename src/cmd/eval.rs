@@ -14,7 +14,7 @@ use crate::trace::{KernelFilter, Trace};
 
 /// Runs `eval`.
 #[expect(clippy::too_many_lines, reason = "predates the 150-line limit; to be cut along its seams")]
-pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
     let file = eval::load(&args.eval)?;
     // The sheets are written in one of the report's languages, or not at all.
     if args.review_sheets.is_some() && !file.languages.contains(&args.lang) {

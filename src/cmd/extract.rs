@@ -10,7 +10,7 @@ use crate::cli::ExtractArgs;
 
 /// Runs `extract`.
 #[cfg(feature = "columnar")]
-pub fn run(args: ExtractArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run(args: ExtractArgs) -> anyhow::Result<ExitCode> {
     use rayon::prelude::*;
 
     use crate::trace::Trace;
@@ -364,16 +364,16 @@ fn watch(interrupt: crate::render::interrupt::Interrupt, parent: PathBuf, out: P
 
 /// The index of a set of extracts, in the set's folder.
 #[cfg(feature = "columnar")]
-pub const SET_INDEX: &str = ".verdict-set.json";
+pub(super) const SET_INDEX: &str = ".verdict-set.json";
 
 /// The format name of [`SET_INDEX`].
 #[cfg(feature = "columnar")]
-pub const SET_FORMAT: &str = "verdict-extract-set";
+pub(super) const SET_FORMAT: &str = "verdict-extract-set";
 
 /// The index of a set of extracts: its members, each with the chain back to its source.
 #[cfg(feature = "columnar")]
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct SetIndex {
+pub(super) struct SetIndex {
     /// Always [`SET_FORMAT`].
     pub format: String,
     /// The layout's version (that of the members' manifests).
@@ -387,7 +387,7 @@ pub struct SetIndex {
 /// One member of a [`SetIndex`].
 #[cfg(feature = "columnar")]
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct SetMember {
+pub(super) struct SetMember {
     /// The member's folder, relative to the set's.
     pub folder: String,
     /// The trace it was extracted from.
@@ -502,7 +502,7 @@ fn merge(dir: &Path, json: bool) -> anyhow::Result<ExitCode> {
 
 /// Without the `columnar` feature: says how to get it.
 #[cfg(not(feature = "columnar"))]
-pub fn run(args: ExtractArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run(args: ExtractArgs) -> anyhow::Result<ExitCode> {
     let _ = args;
     Err(crate::Hinted::new(
         "this build of verdict writes no Parquet extracts",

@@ -74,7 +74,7 @@ fn columnar_line(c: &crate::analysis::ColumnarRef, sha256: &str) -> String {
 
 /// Runs `inspect`.
 #[expect(clippy::too_many_lines, reason = "predates the 150-line limit; to be cut along its seams")]
-pub fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
     let (trace, ctx) = load(&args)?;
     if args.json {
         print_json(&json(trace.as_ref(), &ctx)?)?;

@@ -13,7 +13,7 @@ use crate::plan::{QueryPlan, trace_name};
 use crate::scope::DeviceSel;
 
 /// Runs one query.
-pub fn run(q: QueryCommand) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(q: QueryCommand) -> anyhow::Result<ExitCode> {
     let ev = evidence(&q)?;
     if q.json {
         print_json(&ev)?;
@@ -181,7 +181,7 @@ pub(super) fn compare_evidence(c: &crate::cli::CompareArgs) -> anyhow::Result<an
 }
 
 /// `verdict analyses`.
-pub fn list_analyses() -> anyhow::Result<ExitCode> {
+pub(crate) fn list_analyses() -> anyhow::Result<ExitCode> {
     let width = table::width();
     let mut s = String::new();
     for a in ANALYSES.iter().chain(analysis::DERIVED) {

@@ -10,7 +10,7 @@ use crate::render::templates;
 use crate::{audit, claims};
 
 /// Runs `render`.
-pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
     let set = claims::load(&args.claims)?;
     let langs = if args.lang.is_empty() { set.report.languages.clone() } else { args.lang.clone() };
     // Asked for by name, the PDF and the PNG charts are required; by default they are written
@@ -181,7 +181,7 @@ pub(super) fn source_date_epoch() -> anyhow::Result<i64> {
 }
 
 /// Runs `templates ...`.
-pub fn templates(cmd: TemplatesCommand) -> anyhow::Result<ExitCode> {
+pub(super) fn templates(cmd: TemplatesCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         TemplatesCommand::Eject { dir } => {
             let written = templates::eject(&dir).map_err(|e| {

@@ -87,7 +87,7 @@ type Reads = (Vec<PathBuf>, bool, Expectation);
 
 /// Runs `verify`.
 #[expect(clippy::too_many_lines, reason = "predates the 150-line limit; to be cut along its seams")]
-pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     let hinted = |p: &Problem| crate::Hinted::new(p.to_string(), p.hint());
     let record = verify::read(&args.manifest).map_err(|p| hinted(&p))?;
     let problems = verify::check_traces(&record.traces, &std::env::current_dir()?);

@@ -17,10 +17,10 @@ use super::{DASK_SCHEDULER_ENV, EngineError, Outputs, ReduceParams};
 const PROGRAM: &str = include_str!("dask_reduce.py");
 
 /// The environment variable naming the Python that has `dask` and `distributed`.
-pub const PYTHON_ENV: &str = "VERDICT_PYTHON";
+pub(super) const PYTHON_ENV: &str = "VERDICT_PYTHON";
 
 /// The environment variable that sets how long the reduce may run, in seconds.
-pub const TIMEOUT_ENV: &str = "VERDICT_ENGINE_TIMEOUT";
+pub(super) const TIMEOUT_ENV: &str = "VERDICT_ENGINE_TIMEOUT";
 
 /// How long the reduce may run without it: an hour, far past a reduce over a thousand ranks.
 const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3600);
@@ -28,7 +28,7 @@ const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3600
 /// Runs the reduce of `analysis` on the scheduler at `address` (else
 /// `DASK_SCHEDULER_ADDRESS`): `parts` are its input, one batch per rank; `outputs` the tables
 /// it writes.
-pub fn run(
+pub(super) fn run(
     address: Option<&str>,
     analysis: &str,
     parts: Vec<RecordBatch>,

@@ -34,11 +34,11 @@ const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 
 /// JSON-RPC's error codes used here.
 mod code {
-    pub const PARSE_ERROR: i64 = -32700;
-    pub const INVALID_REQUEST: i64 = -32600;
-    pub const METHOD_NOT_FOUND: i64 = -32601;
-    pub const INVALID_PARAMS: i64 = -32602;
-    pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+    pub(super) const PARSE_ERROR: i64 = -32700;
+    pub(super) const INVALID_REQUEST: i64 = -32600;
+    pub(super) const METHOD_NOT_FOUND: i64 = -32601;
+    pub(super) const INVALID_PARAMS: i64 = -32602;
+    pub(super) const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 }
 
 /// What the server tells the client about itself, for a model's prompt.

@@ -78,16 +78,16 @@ pub struct RunInfo {
 
 /// Keys read from `TARGET_INFO_SYSTEM_ENV` (`name`, `value`).
 mod env {
-    pub const HOSTNAME: &str = "Hostname";
-    pub const DRIVER: &str = "NvDriverVersion";
-    pub const CUDA_DRIVER: &str = "CudaDriverVersion";
+    pub(super) const HOSTNAME: &str = "Hostname";
+    pub(super) const DRIVER: &str = "NvDriverVersion";
+    pub(super) const CUDA_DRIVER: &str = "CudaDriverVersion";
 }
 
 /// Keys read from `META_DATA_CAPTURE` (`name`, `value`).
 mod capture {
-    pub const SESSION: &str = "PROFILING_SESSION_UUID";
+    pub(super) const SESSION: &str = "PROFILING_SESSION_UUID";
     /// One row per variable of the launched process: `NAME="value"`.
-    pub const ENVIRONMENT: &str = "PROCESS_0:ENVIRONMENT_VARIABLE";
+    pub(super) const ENVIRONMENT: &str = "PROCESS_0:ENVIRONMENT_VARIABLE";
 }
 
 impl Trace {

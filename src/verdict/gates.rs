@@ -17,7 +17,7 @@ use super::reading::{Operand, Over, Reading, Shape, WindowRole};
 use super::{Finding, Gate, GateStatus};
 
 /// What a field measures, for R3: the analysis's own declaration.
-pub use crate::analysis::FieldKind as Q;
+pub(super) use crate::analysis::FieldKind as Q;
 
 /// The quantity of an analysis field, as its analysis declares it (None: no such analysis or
 /// field, which validation refuses before any gate runs).
@@ -520,7 +520,7 @@ fn r4_aggregation(about: &About, measure: &Measure, reading: &Reading, ev: &Evid
 /// where the metric is a total), R2 their populations, R3 the metric (one analysis, one
 /// formula on both sides), R4 the units; then the declared `held` items against the two
 /// runs' traces ([`held_gates`]).
-pub fn compare_gates(
+pub(super) fn compare_gates(
     about: &About,
     m: &Measure,
     c: &crate::claims::Compare,
@@ -900,7 +900,7 @@ pub fn side_runs(ev: &Evidence) -> Option<[crate::trace::SideRun; 2]> {
 /// the gate and the others noted beside it; a note for a proxy that differs; else one pass
 /// that names what was checked and what cannot be.
 /// Without a declared `held` list there is nothing to check, and no gate.
-pub fn held_gates(e: Option<&crate::claims::Experiment>, ev: &Evidence) -> Vec<Gate> {
+pub(super) fn held_gates(e: Option<&crate::claims::Experiment>, ev: &Evidence) -> Vec<Gate> {
     let Some(e) = e.filter(|e| !e.held.is_empty()) else { return Vec::new() };
     let Some(runs) = side_runs(ev) else {
         return vec![gate(
@@ -956,7 +956,7 @@ pub fn held_gates(e: Option<&crate::claims::Experiment>, ev: &Evidence) -> Vec<G
 }
 
 /// One operand of a judged ratio: its part, what it binds and reads, and its formula read.
-pub struct RatioSide<'a> {
+pub(super) struct RatioSide<'a> {
     /// The operand's part id.
     pub id: &'a str,
     /// Its measure.
@@ -995,7 +995,7 @@ impl RatioSide<'_> {
 /// (`ratio.differs`, quoted in a note); R3 states what is divided by what, from the operands'
 /// readings, against the claim's quantity and denominator; R4 checks the stated units and
 /// that both operands are one total each, combined over their devices the same way.
-pub fn ratio_gates(
+pub(super) fn ratio_gates(
     about: &About,
     ratio: &crate::claims::Ratio,
     sides: [&RatioSide; 2],

@@ -46,7 +46,7 @@ fn places_for(v: Rational, unit: Unit, places: u32) -> u32 {
 }
 
 /// Shows a base-unit value in a unit with a given number of decimals.
-pub fn show_at(v: Rational, unit: Unit, places: u32) -> String {
+pub(super) fn show_at(v: Rational, unit: Unit, places: u32) -> String {
     // A value whose scaling does not fit shows as `n/a`, never as a wrapped number.
     let d = |num: Option<i128>, den: Option<i128>| {
         num.zip(den).and_then(|(n, d)| decimal(n, d, places)).unwrap_or_else(|| "n/a".into())

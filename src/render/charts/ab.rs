@@ -473,7 +473,7 @@ pub(super) struct Span {
 impl Span {
     /// The axis over `min..=max` with at most eight intervals, the step no smaller than
     /// `min_step` (as [`Axis::nice`] picks it).
-    pub fn new(min: i128, max: i128, min_step: i64) -> Span {
+    pub(super) fn new(min: i128, max: i128, min_step: i64) -> Span {
         let max = max.max(min);
         let mut width = max - min;
         loop {
@@ -490,13 +490,13 @@ impl Span {
     }
 
     /// Whether 0 is on the axis.
-    pub fn holds_zero(&self) -> bool {
+    pub(super) fn holds_zero(&self) -> bool {
         let hi = self.lo.saturating_add(self.step.saturating_mul(self.n));
         self.lo <= 0 && hi >= 0
     }
 
     /// Where `v` falls on a plot area `wdt` px wide, clamped to it.
-    pub fn x(&self, v: i128, wdt: f64) -> f64 {
+    pub(super) fn x(&self, v: i128, wdt: f64) -> f64 {
         ((v - self.lo) as f64 / (self.n * self.step) as f64 * wdt).clamp(0.0, wdt)
     }
 
@@ -507,7 +507,7 @@ impl Span {
 
     /// Tick positions as shares of the axis, with their labels in the scale of `unit` (as few
     /// decimals as the step needs, at most two).
-    pub fn ticks(&self, unit: AbUnit) -> Vec<(f64, String)> {
+    pub(super) fn ticks(&self, unit: AbUnit) -> Vec<(f64, String)> {
         let (div, _) = unit.tick_scale(self.extent());
         let places = (0..=2).find(|&p| (self.step * 10_i128.pow(p)) % div == 0).unwrap_or(2);
         (0..=self.n)

@@ -212,7 +212,7 @@ impl Axis {
     /// Picks a 1-2-5 step giving at most eight intervals, the step no smaller than `min_step_ns`.
     ///
     /// All in integer ns, so that the tick labels are exact decimals of a ms.
-    pub fn nice(max_ns: i64, min_step_ns: i64) -> Axis {
+    pub(super) fn nice(max_ns: i64, min_step_ns: i64) -> Axis {
         let min_step = i128::from(min_step_ns.max(1));
         let max = if max_ns > 0 { i128::from(max_ns) } else { min_step };
         let intervals = |step: i128| (max + step - 1) / step;
@@ -227,7 +227,7 @@ impl Axis {
 
     /// Tick positions as shares of the axis, with their labels in ms (as few decimals as the
     /// step needs, at most two).
-    pub fn ticks(&self) -> Vec<(f64, String)> {
+    pub(super) fn ticks(&self) -> Vec<(f64, String)> {
         let places = match self.step_ns {
             s if s >= 1_000_000 => 0,
             s if s >= 100_000 => 1,
@@ -243,7 +243,7 @@ impl Axis {
     }
 
     /// Where `ns` falls on a plot area `wdt` px wide, clamped to it.
-    pub fn scale(&self, ns: i64, wdt: f64) -> f64 {
+    pub(super) fn scale(&self, ns: i64, wdt: f64) -> f64 {
         (ns.max(0) as f64 / self.max_ns as f64 * wdt).min(wdt)
     }
 }

@@ -5,9 +5,9 @@
 
 #![allow(dead_code)]
 
-pub mod reference;
-pub mod sql;
-pub mod typst;
+pub(crate) mod reference;
+pub(crate) mod sql;
+pub(crate) mod typst;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -20,12 +20,12 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 /// The crate root.
-pub fn manifest_dir() -> PathBuf {
+pub(crate) fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// A committed fixture, by path relative to `fixtures/` (e.g. `nsys-ai/mock.sqlite`).
-pub fn fixture(rel: &str) -> PathBuf {
+pub(crate) fn fixture(rel: &str) -> PathBuf {
     let p = manifest_dir().join("fixtures").join(rel);
     assert!(p.is_file(), "fixture {} is missing", p.display());
     p
@@ -33,13 +33,13 @@ pub fn fixture(rel: &str) -> PathBuf {
 
 /// `../shared/traces` next to the crate, when it exists (it holds unlicensed traces that are
 /// read in place and never committed). Tests that need it return early when it is `None`.
-pub fn shared_traces() -> Option<PathBuf> {
+pub(crate) fn shared_traces() -> Option<PathBuf> {
     let p = manifest_dir().join("..").join("shared").join("traces");
     p.is_dir().then_some(p)
 }
 
 /// Prints why a test on unlicensed shared data did not run.
-pub fn skip_no_shared(test: &str) {
+pub(crate) fn skip_no_shared(test: &str) {
     eprintln!(
         "{test}: ../shared/traces does not exist; skipped (unlicensed data is never committed)"
     );
@@ -47,7 +47,7 @@ pub fn skip_no_shared(test: &str) {
 
 /// The `verdict` binary built by cargo for this test run, laying text out for 100 columns
 /// whatever the terminal the tests run from.
-pub fn verdict() -> Command {
+pub(crate) fn verdict() -> Command {
     let mut cmd =
         Command::cargo_bin("verdict").expect("the verdict binary is built for integration tests");
     cmd.env("COLUMNS", "100");
@@ -55,7 +55,7 @@ pub fn verdict() -> Command {
 }
 
 /// Runs `verdict` with `args` (in `cwd` when given) and returns its raw output.
-pub fn run_in(cwd: Option<&Path>, args: &[&str]) -> Output {
+pub(crate) fn run_in(cwd: Option<&Path>, args: &[&str]) -> Output {
     let mut cmd = verdict();
     cmd.args(args);
     if let Some(d) = cwd {
@@ -65,18 +65,18 @@ pub fn run_in(cwd: Option<&Path>, args: &[&str]) -> Output {
 }
 
 /// Runs `verdict` with `args`.
-pub fn run(args: &[&str]) -> Output {
+pub(crate) fn run(args: &[&str]) -> Output {
     run_in(None, args)
 }
 
 /// Runs `verdict ... --json`-style arguments, asserts exit code 0 and an empty stderr free
 /// of panics, and parses stdout as JSON.
-pub fn run_json(args: &[&str]) -> Value {
+pub(crate) fn run_json(args: &[&str]) -> Value {
     run_json_in(None, args)
 }
 
 /// [`run_json`] in a working directory.
-pub fn run_json_in(cwd: Option<&Path>, args: &[&str]) -> Value {
+pub(crate) fn run_json_in(cwd: Option<&Path>, args: &[&str]) -> Value {
     let out = run_in(cwd, args);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -94,13 +94,13 @@ pub fn run_json_in(cwd: Option<&Path>, args: &[&str]) -> Value {
 }
 
 /// Display columns of a line of terminal text: a CJK character takes two.
-pub fn display_width(line: &str) -> usize {
+pub(crate) fn display_width(line: &str) -> usize {
     unicode_width::UnicodeWidthStr::width(line)
 }
 
 /// The display columns `[start, end)` of each column of the terminal table whose header line
 /// starts with `header`, read from the rule of dashes under the header.
-pub fn table_columns(text: &str, header: &str) -> Vec<(usize, usize)> {
+pub(crate) fn table_columns(text: &str, header: &str) -> Vec<(usize, usize)> {
     let rule = text
         .lines()
         .skip_while(|l| !l.starts_with(header))
@@ -123,7 +123,7 @@ pub fn table_columns(text: &str, header: &str) -> Vec<(usize, usize)> {
 
 /// The text of `line` in display columns `[start, end)`, trimmed; a character belongs to the
 /// column it starts in.
-pub fn display_slice(line: &str, (start, end): (usize, usize)) -> String {
+pub(crate) fn display_slice(line: &str, (start, end): (usize, usize)) -> String {
     let mut col = 0;
     let mut out = String::new();
     for c in line.chars() {
@@ -139,7 +139,7 @@ pub fn display_slice(line: &str, (start, end): (usize, usize)) -> String {
 /// for each of `row_starts` (how its first cell begins): the lines from the one that starts so
 /// to a blank line or the next row, cut at the table's columns, the pieces of each cell joined
 /// with spaces.
-pub fn table_rows(text: &str, header: &str, row_starts: &[&str]) -> Vec<Vec<String>> {
+pub(crate) fn table_rows(text: &str, header: &str, row_starts: &[&str]) -> Vec<Vec<String>> {
     let cols = table_columns(text, header);
     let lines: Vec<&str> = text.lines().skip_while(|l| !l.starts_with(header)).collect();
     row_starts
@@ -172,12 +172,12 @@ pub fn table_rows(text: &str, header: &str, row_starts: &[&str]) -> Vec<Vec<Stri
 }
 
 /// A path as a `&str` for argument lists.
-pub fn s(p: &Path) -> &str {
+pub(crate) fn s(p: &Path) -> &str {
     p.to_str().expect("test paths are UTF-8")
 }
 
 /// Lowercase hex sha256 of bytes, written by hand from the digest.
-pub fn sha256_hex(bytes: &[u8]) -> String {
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let digest = Sha256::digest(bytes);
     let mut out = String::with_capacity(64);
@@ -189,13 +189,13 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// sha256 of a file's bytes.
-pub fn sha256_file(path: &Path) -> String {
+pub(crate) fn sha256_file(path: &Path) -> String {
     sha256_hex(&std::fs::read(path).expect("readable file"))
 }
 
 /// sha256 of a file that no test changes (a fixture or a shared trace), computed once per
 /// test binary: hashing is slow in a debug build.
-pub fn sha256_cached(path: &Path) -> String {
+pub(crate) fn sha256_cached(path: &Path) -> String {
     static CACHE: OnceLock<Mutex<HashMap<PathBuf, String>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     if let Some(h) = cache.lock().unwrap().get(path) {
@@ -207,7 +207,7 @@ pub fn sha256_cached(path: &Path) -> String {
 }
 
 /// Opens a trace strictly read-only (`mode=ro&immutable=1`): no lock, journal or WAL file.
-pub fn open_ro(path: &Path) -> Connection {
+pub(crate) fn open_ro(path: &Path) -> Connection {
     let uri = format!("file:{}?mode=ro&immutable=1", path.display());
     Connection::open_with_flags(
         uri,
@@ -220,7 +220,7 @@ pub fn open_ro(path: &Path) -> Connection {
 
 /// One entry of a directory snapshot: size, sha256 (files only) and modification time.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Entry {
+pub(crate) struct Entry {
     /// `dir`, `file` or `other`.
     pub kind: &'static str,
     /// Bytes.
@@ -232,13 +232,13 @@ pub struct Entry {
 }
 
 /// Every entry of a directory (one level), by name, with the bytes of each file hashed.
-pub fn snapshot(dir: &Path) -> BTreeMap<String, Entry> {
+pub(crate) fn snapshot(dir: &Path) -> BTreeMap<String, Entry> {
     snapshot_with(dir, true)
 }
 
 /// Every entry of a directory by name with kind, size and modification time, hashing the
 /// files' bytes only when `hash` is set.
-pub fn snapshot_with(dir: &Path, hash: bool) -> BTreeMap<String, Entry> {
+pub(crate) fn snapshot_with(dir: &Path, hash: bool) -> BTreeMap<String, Entry> {
     let mut out = BTreeMap::new();
     for e in std::fs::read_dir(dir).expect("readable dir") {
         let e = e.expect("dir entry");
@@ -260,7 +260,7 @@ pub fn snapshot_with(dir: &Path, hash: bool) -> BTreeMap<String, Entry> {
 }
 
 /// Formats ns as seconds with only the decimals needed (`60111513113` -> `60.111513113`).
-pub fn seconds(ns: i64) -> String {
+pub(crate) fn seconds(ns: i64) -> String {
     let whole = ns / 1_000_000_000;
     let frac = ns % 1_000_000_000;
     if frac == 0 {
@@ -271,7 +271,7 @@ pub fn seconds(ns: i64) -> String {
 }
 
 /// An integer field of a JSON object, with a message naming it.
-pub fn int(v: &Value, key: &str) -> i64 {
+pub(crate) fn int(v: &Value, key: &str) -> i64 {
     v.get(key).and_then(Value::as_i64).unwrap_or_else(|| panic!("`{key}` is not an integer in {v}"))
 }
 
@@ -279,7 +279,7 @@ pub fn int(v: &Value, key: &str) -> i64 {
 /// a brute-force reference that cuts the timeline at every start and end point and classifies
 /// each elementary segment by how many compute and NCCL kernels cover it. It shares no code or
 /// method with the tool's merge-and-intersect interval algebra.
-pub fn sweep(intervals: &[(i64, i64, bool)]) -> (i64, i64, i64) {
+pub(crate) fn sweep(intervals: &[(i64, i64, bool)]) -> (i64, i64, i64) {
     let mut points: Vec<i64> = intervals.iter().flat_map(|&(s, e, _)| [s, e]).collect();
     points.sort_unstable();
     points.dedup();
@@ -314,7 +314,7 @@ pub fn sweep(intervals: &[(i64, i64, bool)]) -> (i64, i64, i64) {
 /// The rank C of the Moses interval of m against n values at 95%: the largest C with
 /// 2 P(U <= C - 1) <= 5%, P from the count of the C(m + n, m) ways to give A its ranks, by
 /// their rank sum (U = rank sum - m (m + 1) / 2).
-pub fn moses_rank(m: usize, n: usize) -> usize {
+pub(crate) fn moses_rank(m: usize, n: usize) -> usize {
     // ways[k][s]: subsets of size k of the ranks seen so far with sum s.
     let top = (m + n) * (m + n + 1) / 2;
     let mut ways = vec![vec![0u128; top + 1]; m + 1];
@@ -343,7 +343,7 @@ pub fn moses_rank(m: usize, n: usize) -> usize {
 
 /// The options of an in-process render of both languages' full report with a fixed date, for
 /// snapshots (Markdown and Typst; the PDF is not run).
-pub fn snapshot_render_options() -> verdict::render::report::Options {
+pub(crate) fn snapshot_render_options() -> verdict::render::report::Options {
     verdict::render::report::Options {
         langs: vec!["zh-TW".into(), "en".into()],
         markdown: true,
@@ -365,7 +365,7 @@ pub fn snapshot_render_options() -> verdict::render::report::Options {
 /// to a render by a later build of the same output: the full commit (`"build": "<40 hex>"`,
 /// the provenance line) and the short one of page 1 (`build 1a2b3c4d5e6f`). A PDF compares by
 /// its text (`pdftotext -layout`) and page count; None when pdftotext is missing.
-pub fn without_build(name: &str, bytes: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn without_build(name: &str, bytes: &[u8]) -> Option<Vec<u8>> {
     let text = if name.ends_with(".pdf") {
         let dir = tempfile::tempdir().unwrap();
         let pdf = dir.path().join("f.pdf");
@@ -394,11 +394,11 @@ pub fn without_build(name: &str, bytes: &[u8]) -> Option<Vec<u8>> {
 /// SplitMix64 and Lemire's bounded draw, written again from their papers (independent of the
 /// crate's own): the bootstrap's draws are disclosed by their seed so anyone can redo them,
 /// and generated test workloads are the same on every run.
-pub struct SplitMix64(pub u64);
+pub(crate) struct SplitMix64(pub u64);
 
 impl SplitMix64 {
     /// The next 64 bits.
-    pub fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -407,7 +407,7 @@ impl SplitMix64 {
     }
 
     /// A uniform draw from `0..n`, unbiased (Lemire's multiply-and-reject).
-    pub fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         let mut m = u128::from(self.next()) * u128::from(n);
         if (m as u64) < n {
             let t = n.wrapping_neg() % n;
@@ -420,7 +420,7 @@ impl SplitMix64 {
 }
 
 /// The note of `key` in a piece of evidence; panics, showing the notes, when there is none.
-pub fn note<'a>(ev: &'a Value, key: &str) -> &'a Value {
+pub(crate) fn note<'a>(ev: &'a Value, key: &str) -> &'a Value {
     ev["notes"]
         .as_array()
         .and_then(|a| a.iter().find(|n| n["key"] == key))
@@ -429,7 +429,7 @@ pub fn note<'a>(ev: &'a Value, key: &str) -> &'a Value {
 
 /// The engines a cross-rank reduce can run on besides the Rust reference: the Dask scheduler
 /// at `dask`, if given.
-pub fn engines(dask: Option<&str>) -> Vec<String> {
+pub(crate) fn engines(dask: Option<&str>) -> Vec<String> {
     dask.map(|a| format!("dask={a}")).into_iter().collect()
 }
 
@@ -437,7 +437,7 @@ pub fn engines(dask: Option<&str>) -> Vec<String> {
 /// [`engines`]: each must print the same bytes. Then runs it in process with the SQL
 /// specification as the reduce ([`sql::SQL`]), which must give the same evidence as the Rust
 /// loop. Returns the evidence.
-pub fn run_json_on_engines(args: &[&str], dask: Option<&str>) -> Value {
+pub(crate) fn run_json_on_engines(args: &[&str], dask: Option<&str>) -> Value {
     let reference = run(args);
     let text = String::from_utf8_lossy(&reference.stdout).into_owned();
     assert!(
@@ -470,7 +470,7 @@ pub fn run_json_on_engines(args: &[&str], dask: Option<&str>) -> Value {
 
 /// Runs the query `verdict ARGS` in process over one load of its traces, with the Rust loop and
 /// with the SQL specification as the reduce: both must give the same evidence.
-pub fn same_evidence_on_sql(args: &[&str]) {
+pub(crate) fn same_evidence_on_sql(args: &[&str]) {
     use verdict::cli::{Cli, Command};
     use verdict::engine::Engine;
     let argv = std::iter::once("verdict").chain(args.iter().copied());
@@ -501,7 +501,7 @@ pub fn same_evidence_on_sql(args: &[&str]) {
 }
 
 /// The Rust files below `dir`, sorted.
-pub fn rs_files(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn rs_files(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     let mut dirs = vec![dir.to_path_buf()];
     while let Some(d) = dirs.pop() {

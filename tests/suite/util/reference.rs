@@ -5,11 +5,12 @@ use rusqlite::Connection;
 
 /// Kernel rows (aliased `k`) with collected timestamps (not 0/0) that do not run backwards:
 /// the rows the scan keeps.
-pub const VALID_KERNEL: &str = "NOT (k.start = 0 AND k.\"end\" = 0) AND k.\"end\" >= k.start";
+pub(crate) const VALID_KERNEL: &str =
+    "NOT (k.start = 0 AND k.\"end\" = 0) AND k.\"end\" >= k.start";
 
 /// The stream that carries most of `device`'s NCCL kernels (ties: the lowest id), NCCL
 /// being a short name containing `nccl` in any case.
-pub fn busiest_nccl_stream(conn: &Connection, device: i64) -> i64 {
+pub(crate) fn busiest_nccl_stream(conn: &Connection, device: i64) -> i64 {
     conn.query_row(
         "SELECT k.streamId FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName
          WHERE k.deviceId = ?1 AND lower(s.value) LIKE '%nccl%'
@@ -21,7 +22,7 @@ pub fn busiest_nccl_stream(conn: &Connection, device: i64) -> i64 {
 }
 
 /// The NCCL kernels of `device` on `stream` as `(start, end)`, in start order.
-pub fn nccl_kernels(conn: &Connection, device: i64, stream: i64) -> Vec<(i64, i64)> {
+pub(crate) fn nccl_kernels(conn: &Connection, device: i64, stream: i64) -> Vec<(i64, i64)> {
     conn.prepare(
         "SELECT k.start, k.\"end\" FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName
          WHERE k.deviceId = ?1 AND k.streamId = ?2 AND lower(s.value) LIKE '%nccl%'
@@ -35,7 +36,7 @@ pub fn nccl_kernels(conn: &Connection, device: i64, stream: i64) -> Vec<(i64, i6
 }
 
 /// The lower median of a sample: the order statistic the tool reports as a median.
-pub fn lower_median(v: &[i64]) -> i64 {
+pub(crate) fn lower_median(v: &[i64]) -> i64 {
     let mut s = v.to_vec();
     s.sort_unstable();
     s[(s.len() - 1) / 2]

@@ -12,17 +12,17 @@ use verdict::engine::{
 };
 
 /// The `nccl-skew` reduce.
-pub const NCCL_SKEW_SQL: &str = include_str!("../../../src/analysis/nccl_skew.sql");
+pub(crate) const NCCL_SKEW_SQL: &str = include_str!("../../../src/analysis/nccl_skew.sql");
 
 /// The `overlap` aggregates.
-pub const OVERLAP_SQL: &str = include_str!("../../../src/analysis/overlap.sql");
+pub(crate) const OVERLAP_SQL: &str = include_str!("../../../src/analysis/overlap.sql");
 
 /// Both reduces, as an engine.
-pub const SQL: Supplied = Supplied { nccl_skew, overlap };
+pub(crate) const SQL: Supplied = Supplied { nccl_skew, overlap };
 
 /// One statement of a SQL file, with the name of its output if it has one.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Statement {
+pub(crate) struct Statement {
     /// The statement, comments removed, placeholders replaced.
     pub sql: String,
     /// `-- output: NAME`, when its result is read.
@@ -31,7 +31,7 @@ pub struct Statement {
 
 /// Splits `sql` into its statements (each ends with a line ending in `;`), dropping comment
 /// lines, and replaces the placeholders with `params`.
-pub fn statements(sql: &str, params: &ReduceParams) -> Vec<Statement> {
+pub(crate) fn statements(sql: &str, params: &ReduceParams) -> Vec<Statement> {
     let (tile, wstart, wend, from) = match params.tile {
         Some((s, e, f)) => (true, s, e, f.unwrap_or(i64::MIN)),
         None => (false, 0, 0, i64::MIN),
@@ -156,7 +156,7 @@ fn open() -> Result<Connection, EngineError> {
 }
 
 /// The `nccl-skew` reduce of `nccl_skew.sql`, on SQLite.
-pub fn nccl_skew(keyed: &Keyed, params: &ReduceParams) -> Result<Reduced, EngineError> {
+pub(crate) fn nccl_skew(keyed: &Keyed, params: &ReduceParams) -> Result<Reduced, EngineError> {
     let mut db = open()?;
     let sqlite = |e: rusqlite::Error| failed(format!("SQLite: {e}"));
     let tx = db.transaction().map_err(sqlite)?;
@@ -262,7 +262,7 @@ pub fn nccl_skew(keyed: &Keyed, params: &ReduceParams) -> Result<Reduced, Engine
 }
 
 /// The `overlap` aggregates of `overlap.sql`, on SQLite.
-pub fn overlap(intervals: &Intervals, ranks: i64) -> Result<Vec<Unions>, EngineError> {
+pub(crate) fn overlap(intervals: &Intervals, ranks: i64) -> Result<Vec<Unions>, EngineError> {
     let mut db = open()?;
     let sqlite = |e: rusqlite::Error| failed(format!("SQLite: {e}"));
     let tx = db.transaction().map_err(sqlite)?;
