@@ -5,7 +5,7 @@
 //! fails is recorded against the parts that need it; the audit goes on.
 
 use std::collections::BTreeMap;
-use std::path::{Component, Path, PathBuf};
+use std::path::PathBuf;
 
 use rayon::prelude::*;
 use schemars::JsonSchema;
@@ -16,6 +16,7 @@ use crate::claims::{ClaimSet, Measure, PlanId, Scope, TraceDecl};
 use crate::diag::{Diagnostic, Hints};
 use crate::plan::QueryPlan;
 use crate::scope::DeviceSel;
+use crate::trace::open::normalize;
 use crate::trace::{KernelFilter, NO_ROWS, RowBox, Trace, union_rows};
 use crate::verdict::{self, ClaimResult, EvidenceMap, Summary};
 
@@ -285,21 +286,6 @@ impl Audit {
     pub fn unreadable_traces(&self) -> impl Iterator<Item = &TraceEntry> {
         self.traces.iter().filter(|t| t.error.is_some())
     }
-}
-
-/// Removes `.` and `x/..` from a path without touching the file system.
-pub fn normalize(p: &Path) -> PathBuf {
-    let mut out: Vec<Component> = Vec::new();
-    for c in p.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir if matches!(out.last(), Some(Component::Normal(_))) => {
-                out.pop();
-            }
-            c => out.push(c),
-        }
-    }
-    if out.is_empty() { PathBuf::from(".") } else { out.iter().collect() }
 }
 
 /// The `verdict query compare` command that reproduces a comparison: each side's trace (or

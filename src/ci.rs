@@ -328,7 +328,7 @@ pub fn step_summary(
     let [tests, failures, errors, skipped] = counts(cases);
     let mut s = format!(
         "### verdict: {}\n\n{}\n\n",
-        crate::render::markup::markdown_code_span(file, false),
+        crate::markdown::markdown_code_span(file, false),
         cell(&ctx.summary.counts_line)
     );
     let args = |pairs: &[(&str, String)]| -> std::collections::BTreeMap<String, String> {

@@ -230,7 +230,7 @@ pub fn load(path: &Path) -> Result<EvalFile, ClaimsError> {
     type Seen = (usize, Option<(u64, u64)>, Option<String>);
     let mut seen: Vec<Seen> = Vec::new();
     for (i, a) in answers.iter().enumerate() {
-        let id = crate::claims::load::file_id(&a.resolved);
+        let id = crate::trace::open::file_id(&a.resolved);
         // Only a regular file is read: a named pipe would block (it is refused above).
         let sha =
             a.resolved.is_file().then(|| crate::trace::sha256_file(&a.resolved).ok()).flatten();
@@ -639,7 +639,8 @@ pub const NEXT_STEP_GRADES: [&str; 3] = ["good", "partial", "poor"];
 /// https and mailto), ids are code spans, and control characters and bidirectional overrides
 /// are shown as escapes, since reviewers open sheets in Markdown viewers.
 pub fn sheet_markdown(id: &str, eval: &EvalFile, audit: &Audit, lang: &str) -> String {
-    use crate::render::markup::{markdown_code_span, markdown_safe, markdown_text};
+    use crate::markdown::markdown_code_span;
+    use crate::render::markup::{markdown_safe, markdown_text};
     let tr = |t: &Text| t.get(lang).or_else(|| t.values().next()).cloned().unwrap_or_default();
     let inline = |t: &Text| markdown_safe(&tr(t), true);
     let mut s = format!("# Review sheet {id}\n\n");
@@ -723,7 +724,7 @@ pub fn read_grades(files: &[PathBuf], sheets: usize) -> Result<Vec<Vec<Grade>>, 
     let mut reviewers: BTreeMap<String, &PathBuf> = BTreeMap::new();
     for f in files {
         let name = f.display();
-        let id = crate::claims::load::file_id(f);
+        let id = crate::trace::open::file_id(f);
         if let Some((_, first)) = given.iter().find(|(i, p)| (id.is_some() && *i == id) || *p == f)
         {
             problems.push(format!(

@@ -148,7 +148,7 @@ impl Strings {
             match tail.strip_prefix('`') {
                 Some(tail) if out.ends_with('`') => {
                     out.pop();
-                    out.push_str(&crate::render::markup::markdown_code_span(&v, false));
+                    out.push_str(&crate::markdown::markdown_code_span(&v, false));
                     rest = tail;
                 }
                 _ => {

@@ -168,7 +168,7 @@ impl QueryPlan {
     ) -> QueryPlan {
         let (traces, force_set, expect) = match &decl.set {
             None => (
-                vec![crate::audit::normalize(&decl.resolved)],
+                vec![crate::trace::open::normalize(&decl.resolved)],
                 false,
                 decl.expect_devices.clone().map_or(Expectation::Nothing, Expectation::Devices),
             ),
@@ -177,8 +177,8 @@ impl QueryPlan {
             // which the command expands), so a command for a thousand ranks is one line.
             Some(files) => (
                 match &decl.patterns {
-                    Some(p) => p.iter().map(|f| crate::audit::normalize(f)).collect(),
-                    None => files.iter().map(|f| crate::audit::normalize(f)).collect(),
+                    Some(p) => p.iter().map(|f| crate::trace::open::normalize(f)).collect(),
+                    None => files.iter().map(|f| crate::trace::open::normalize(f)).collect(),
                 },
                 files.len() == 1,
                 decl.expect_ranks.map_or(Expectation::Nothing, Expectation::Ranks),

@@ -324,7 +324,7 @@ pub fn load_set(
     // again.
     let mut ids: BTreeMap<(u64, u64), &PathBuf> = BTreeMap::new();
     for p in paths {
-        if let Some(id) = crate::claims::load::file_id(p)
+        if let Some(id) = crate::trace::open::file_id(p)
             && let Some(first) = ids.insert(id, p)
         {
             return Err(SetError::Duplicate {

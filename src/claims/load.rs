@@ -154,23 +154,6 @@ pub(crate) fn read(path: &Path) -> Result<String, (String, String)> {
     })
 }
 
-/// The identity of a file: its device and inode, links followed (two paths with the same
-/// identity are one file: a symbolic or hard link, or `a` and `./a`). None when the file
-/// cannot be read, which its own open reports.
-pub(crate) fn file_id(path: &Path) -> Option<(u64, u64)> {
-    let meta = std::fs::metadata(path).ok()?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        Some((meta.dev(), meta.ino()))
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = meta;
-        None
-    }
-}
-
 /// What a path that is not a regular file is, for the message: its kind, or a symbolic link
 /// that points nowhere.
 pub(crate) fn kind_of_path(path: &Path) -> &'static str {

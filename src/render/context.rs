@@ -1205,7 +1205,7 @@ fn provenance_facts(a: &Audit, t: &Strings, meta: &Meta) -> Result<Vec<KvCtx>, S
     if let Some(b) = &a.tool.build {
         kv("ui.tool_build", b.clone(), true)?;
     }
-    let file = crate::audit::normalize(std::path::Path::new(&a.claims.file));
+    let file = crate::trace::open::normalize(std::path::Path::new(&a.claims.file));
     kv("ui.claims_file", file.display().to_string(), true)?;
     if let Some(h) = &meta.claims_sha256 {
         kv("ui.claims_sha256", h.clone(), true)?;
@@ -2284,7 +2284,7 @@ pub fn build(
             question: tr(&set.report.question, lang),
             author: set.report.author.clone(),
             date: set.report.date.clone(),
-            claims_file: crate::audit::normalize(std::path::Path::new(&set.file))
+            claims_file: crate::trace::open::normalize(std::path::Path::new(&set.file))
                 .display()
                 .to_string(),
         },

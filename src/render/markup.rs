@@ -3,7 +3,7 @@
 //! inject Typst code, raw HTML or table structure, and every number, id, path or command shows literally.
 //! Must not decide layout or wording (the templates do), and must never pass author text through unescaped.
 
-use std::borrow::Cow;
+use crate::markdown::{longest_run, markdown_code_span, normalize_newlines};
 
 use pulldown_cmark::{CodeBlockKind, Event, LinkType, Options, Parser, Tag, TagEnd};
 
@@ -913,44 +913,6 @@ fn push_md_text(out: &mut String, line: &str, line_start: bool) {
     }
 }
 
-/// A value as a code span on one line (the `code` filter): the fence is longer than any
-/// backtick run inside it.
-///
-/// Line breaks become spaces (CommonMark reads them so inside a span, but a line that starts
-/// with `<script>` or `|` would be read as a new block before the span is seen), and other
-/// control characters and bidirectional overrides become escapes (`\x1b`, see
-/// [`crate::visible`]); a code span shows backslashes as they are. An empty value is a span
-/// holding one space, as `` ` ` `` (two backticks alone are not a span).
-///
-/// `cell` is for a table cell, where GFM splits cells at `|` even inside a code span: `|` is
-/// then written `\|`, which GFM unescapes before the span is parsed. Outside a table that
-/// backslash would show, so it is written only when asked.
-pub fn markdown_code_span(code: &str, cell: bool) -> String {
-    let code = normalize_newlines(code).replace('\n', " ");
-    let code = crate::visible::visible(&code, &['\t']);
-    if code.is_empty() {
-        return "` `".to_owned();
-    }
-    let fence = "`".repeat(longest_run(&code, '`') + 1);
-    // CommonMark strips one space from each end when both are present, and a code span may not
-    // start or end with its fence character, so pad in those cases.
-    let pad = code.starts_with('`')
-        || code.ends_with('`')
-        || (code.starts_with(' ') && code.ends_with(' ') && !code.trim().is_empty());
-    let pad = if pad { " " } else { "" };
-    let body = if cell { code.replace('|', "\\|") } else { code.into_owned() };
-    format!("{fence}{pad}{body}{pad}{fence}")
-}
-
-fn longest_run(s: &str, c: char) -> usize {
-    let (mut best, mut run) = (0, 0);
-    for x in s.chars() {
-        run = if x == c { run + 1 } else { 0 };
-        best = best.max(run);
-    }
-    best
-}
-
 /// A link target as written in Markdown: characters that would end or break the destination, or a
 /// table row, are percent-encoded (equivalent for any URL consumer); `&` becomes an entity because
 /// destinations decode entities.
@@ -1046,14 +1008,6 @@ fn is_cjk(c: char) -> bool {
         | 0xFE30..=0xFE4F
         | 0xFF00..=0xFFEF
         | 0x20000..=0x3FFFF)
-}
-
-fn normalize_newlines(s: &str) -> Cow<'_, str> {
-    if s.contains('\r') {
-        Cow::Owned(s.replace("\r\n", "\n").replace('\r', "\n"))
-    } else {
-        Cow::Borrowed(s)
-    }
 }
 
 #[cfg(test)]

@@ -66,7 +66,7 @@ struct Code;
 impl Filter<String, tera::TeraResult<String>> for Code {
     fn call(&self, value: String, kwargs: Kwargs, _: &State) -> tera::TeraResult<String> {
         let cell = kwargs.get::<bool>("cell")?.unwrap_or(false);
-        Ok(markup::markdown_code_span(&value, cell))
+        Ok(crate::markdown::markdown_code_span(&value, cell))
     }
 
     fn is_safe(&self) -> bool {

@@ -273,6 +273,38 @@ pub fn check_writable(path: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// Removes `.` and `x/..` from a path without touching the file system.
+pub fn normalize(p: &Path) -> PathBuf {
+    let mut out: Vec<Component> = Vec::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir if matches!(out.last(), Some(Component::Normal(_))) => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    if out.is_empty() { PathBuf::from(".") } else { out.iter().collect() }
+}
+
+/// The identity of a file: its device and inode, links followed (two paths with the same
+/// identity are one file: a symbolic or hard link, or `a` and `./a`). None when the file
+/// cannot be read, which its own open reports.
+pub(crate) fn file_id(path: &Path) -> Option<(u64, u64)> {
+    let meta = std::fs::metadata(path).ok()?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Some((meta.dev(), meta.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

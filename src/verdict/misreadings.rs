@@ -220,7 +220,7 @@ pub fn applicable(set: &ClaimSet, results: &[ClaimResult], evidence: &EvidenceMa
 /// An id as a Markdown code span that holds it whatever backticks it has: the findings are
 /// Markdown.
 fn code(id: &str) -> String {
-    crate::render::markup::markdown_code_span(id, false)
+    crate::markdown::markdown_code_span(id, false)
 }
 
 fn gate_note<'a>(results: &'a [ClaimResult], key: &str) -> Option<&'a Finding> {

@@ -565,7 +565,7 @@ proptest! {
             let md = markup::markdown_text(&s, cell);
             no_html(&md)?;
             no_hidden(&md, &['\n', '\t'])?;
-            let span = markup::markdown_code_span(&s, cell);
+            let span = verdict::markdown::markdown_code_span(&s, cell);
             no_html(&span)?;
             no_hidden(&span, &['\t'])?;
         }
