@@ -21,6 +21,7 @@ pub mod engine;
 pub mod eval;
 pub mod formula;
 pub mod i18n;
+pub mod inspect;
 pub mod markdown;
 pub mod mcp;
 pub mod plan;

@@ -186,7 +186,7 @@ pub(super) fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
                     .1;
                 p.run(ctx).map_err(|err| err.to_string()).and_then(|ev| as_recorded(&ev))
             }
-            Rerun::Compare(c) => super::query::compare_evidence(c)
+            Rerun::Compare(c) => crate::plan::compare_evidence(c)
                 .map_err(|err| format!("{err:#}"))
                 .and_then(|ev| as_recorded(&ev)),
         };

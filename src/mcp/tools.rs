@@ -292,8 +292,8 @@ fn inspect(a: &Map<String, Value>, roots: &Roots) -> Result<Output, ToolError> {
     let crate::cli::Command::Inspect(args) = parse(&argv)? else {
         return Err(ToolError::new("not an inspect command", None));
     };
-    let (trace, ctx) = crate::cmd::inspect::load(&args).map_err(|e| ToolError::of(&e))?;
-    let v = crate::cmd::inspect::json(trace.as_ref(), &ctx).map_err(|e| ToolError::of(&e))?;
+    let (trace, ctx) = crate::inspect::load(&args).map_err(|e| ToolError::of(&e))?;
+    let v = crate::inspect::json(trace.as_ref(), &ctx).map_err(|e| ToolError::of(&e))?;
     let summary = evidence_summary(&v);
     capped(v, summary, a, false)
 }
@@ -627,7 +627,7 @@ fn query(a: &Map<String, Value>, roots: &Roots) -> Result<Output, ToolError> {
             Some("the tools run every analysis in process; `verdict query --engine` is the command line's".into()),
         ));
     }
-    let ev = crate::cmd::query::evidence(&q).map_err(|e| ToolError::of(&e))?;
+    let ev = crate::plan::evidence(&q).map_err(|e| ToolError::of(&e))?;
     let v = serde_json::to_value(&ev).map_err(|e| ToolError::new(e.to_string(), None))?;
     let summary = evidence_summary(&v);
     capped(v, summary, a, false)
