@@ -185,39 +185,7 @@ fn printed_hints(err: &anyhow::Error, message: &str) -> Vec<String> {
 /// the paths it names. Every exit 2 says what to do.
 fn fallback_hint(err: &anyhow::Error, message: &str) -> String {
     let kind = err.chain().find_map(|c| c.downcast_ref::<std::io::Error>()).map(|e| e.kind());
-    hint_for(kind, message)
-}
-
-/// What to check for an operating system's error: the hint of an I/O error that carries none.
-pub fn io_hint(e: &std::io::Error) -> String {
-    hint_for(Some(e.kind()), &e.to_string())
-}
-
-fn hint_for(kind: Option<std::io::ErrorKind>, message: &str) -> String {
-    use std::io::ErrorKind as K;
-    let has = |s: &str| message.contains(s);
-    let hint = if kind == Some(K::StorageFull) || has("No space left") || has("Disk quota") {
-        "the disk is full: free space on it, or write to a folder on another disk"
-    } else if kind == Some(K::ReadOnlyFilesystem) || has("Read-only file system") {
-        "the folder is on a read-only file system: write to another folder"
-    } else if kind == Some(K::PermissionDenied) || has("Permission denied") {
-        "check the permissions of the path and of its folder, or write to a folder you own"
-    } else if kind == Some(K::NotADirectory) || has("Not a directory") {
-        "a part of the path is a file, not a folder: check the path's parent folders"
-    } else if kind == Some(K::AlreadyExists) || has("File exists") {
-        "the path exists as something else (a file, or a symbolic link to nothing): remove it or choose another path"
-    } else if has("Too many levels of symbolic links") || has("symbolic link") {
-        "a symbolic link in the path points back to itself: check the links along the path"
-    } else if kind == Some(K::NotFound) || has("No such file") {
-        "check that the path exists, and for an output, that its parent folder exists"
-    } else if message.starts_with("templates: ") || message.starts_with("i18n `") {
-        "fix the template or UI strings file at the line shown (from --templates), or remove it there to use the built-in one (`verdict templates eject DIR` writes them fresh)"
-    } else if kind == Some(K::InvalidFilename) || has("File name too long") {
-        "shorten the file name (most file systems take 255 bytes, some 143)"
-    } else {
-        "check the paths the message names: that they exist, and for outputs that the folder is writable with space left"
-    };
-    hint.to_string()
+    crate::trace::open::hint_for(kind, message)
 }
 
 #[cfg(test)]

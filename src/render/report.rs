@@ -5,7 +5,6 @@
 //! are then written into a temporary folder and moved into place as one set (`set.rs`). The
 //! PNG charts and the PDF come last: without typst the Markdown still lands.
 
-use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 use super::charts::{self, Chart};
@@ -14,6 +13,7 @@ use super::interrupt::Interrupt;
 use super::templates::{self, Format};
 use super::{context, lock, set, typst};
 use crate::audit::Audit;
+pub use crate::cli::{ImageBase, Profile};
 
 /// Whether `render` writes an output that needs typst: the PDF, or the PNG charts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,83 +46,6 @@ pub struct Written {
     pub blog_slots: Option<(Vec<&'static str>, Vec<String>)>,
 }
 
-/// Where the Markdown's images are served from (`render --image-base`): an `http://` or
-/// `https://` URL with a host, or a path from the site root (`/posts/day26/`). Image links
-/// become this base, one `/`, and the chart's file name, whether or not the base ends in `/`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ImageBase(String);
-
-impl ImageBase {
-    /// Checks a base: http(s) with a host, or starting with one `/` (not `//`, which names
-    /// another host); no space, control character, `<`, `>`, `(`, `)`, `\`, `?` or `#` (a
-    /// query or fragment cannot precede a file name, and the others would end or break a
-    /// Markdown link), and no bidirectional or invisible control.
-    pub fn parse(s: &str) -> Result<ImageBase, crate::Hinted> {
-        let hint = "pass an http(s) URL or a path from the site root, such as `https://example.org/posts/day26/` or `/posts/day26/`";
-        let lower = s.to_ascii_lowercase();
-        let rest = ["https://", "http://"]
-            .iter()
-            .find_map(|p| lower.starts_with(p).then(|| &s[p.len()..]));
-        let why = match rest {
-            Some(r) if r.split('/').next().is_none_or(str::is_empty) => Some("it has no host"),
-            Some(_) => None,
-            // `//host/x` is protocol-relative: the images would come from another host.
-            None if s.starts_with("//") => {
-                Some("it starts with `//`, which names another host (protocol-relative)")
-            }
-            None if s.starts_with('/') => None,
-            None => Some("it is neither an http(s) URL nor a path from the site root"),
-        };
-        let why = why.or_else(|| {
-            s.chars()
-                .any(|c| c.is_whitespace() || c.is_control() || "<>()\\?#".contains(c))
-                .then_some("it holds a space, a control character or one of `< > ( ) \\ ? #`")
-        });
-        let why = why.or_else(|| {
-            s.chars().any(invisible).then_some(
-                "it holds a bidirectional or invisible control (shown as an escape), which makes the address read as another",
-            )
-        });
-        match why {
-            Some(why) => {
-                Err(crate::Hinted::new(format!("`{s}` is not an image base: {why}"), hint))
-            }
-            None => Ok(ImageBase(s.trim_end_matches('/').to_string())),
-        }
-    }
-
-    /// The address of a file under this base.
-    pub fn join(&self, file: &str) -> String {
-        format!("{}/{file}", self.0)
-    }
-}
-
-/// Whether `c` is a bidirectional control or a character that shows nothing (zero-width
-/// spaces and joiners, the soft hyphen, word joiners and invisible operators, the byte-order
-/// mark): in an address they make it read as another.
-fn invisible(c: char) -> bool {
-    crate::visible::is_hidden(c)
-        || matches!(
-            c,
-            '\u{00AD}'
-                | '\u{034F}'
-                | '\u{061C}'
-                | '\u{115F}'
-                | '\u{1160}'
-                | '\u{17B4}'
-                | '\u{17B5}'
-                | '\u{180E}'
-                | '\u{200B}'..='\u{200F}'
-                | '\u{202A}'..='\u{202E}'
-                | '\u{2060}'..='\u{206F}'
-                | '\u{3164}'
-                | '\u{FE00}'..='\u{FE0F}'
-                | '\u{FEFF}'
-                | '\u{FFA0}'
-                | '\u{FFF9}'..='\u{FFFB}'
-        )
-}
-
 /// What to render.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -153,39 +76,6 @@ pub struct Options {
     pub clean: bool,
     /// Where a signal that stops the render is recorded.
     pub interrupt: Interrupt,
-}
-
-/// Which sections a report holds, for which reader.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum Profile {
-    /// The whole audit: decision brief, verdicts, scope, claims, misreadings, provenance.
-    Full,
-    /// A post in the article's order, with the claims file's `narrative:`: conditions,
-    /// prompt, candidates, verdicts, before and after, misreadings, closing.
-    Blog,
-    /// Page 1 alone: the answer, the bound, open items, sources and conditions.
-    Brief,
-}
-
-impl Profile {
-    /// The name in files and templates.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Profile::Full => "full",
-            Profile::Blog => "blog",
-            Profile::Brief => "brief",
-        }
-    }
-
-    /// The file stem of a language's report: `ID.LANG` for the full audit, else
-    /// `ID.LANG.PROFILE`.
-    pub fn stem(self, id: &str, lang: &str) -> String {
-        match self {
-            Profile::Full => format!("{id}.{lang}"),
-            p => format!("{id}.{lang}.{}", p.as_str()),
-        }
-    }
 }
 
 /// The strings of a language, from the override folder when it has them.

@@ -222,7 +222,7 @@ impl TraceError {
                 path.display()
             ),
             TraceError::Io(e) => {
-                open::Refused::of(e).map_or_else(|| crate::diag::io_hint(e), |r| r.hint.clone())
+                open::Refused::of(e).map_or_else(|| open::io_hint(e), |r| r.hint.clone())
             }
             TraceError::Sqlite(_) => {
                 "SQLite could not read it: check the file is a complete `nsys export --type sqlite` export (`verdict inspect TRACE` shows what it holds), or export it again".into()

@@ -305,6 +305,40 @@ pub(crate) fn file_id(path: &Path) -> Option<(u64, u64)> {
     }
 }
 
+/// What to check for an operating system's error: the hint of an I/O error that carries none.
+pub fn io_hint(e: &std::io::Error) -> String {
+    hint_for(Some(e.kind()), &e.to_string())
+}
+
+/// The hint for an operating system's error of `kind` (if known) with `message`: what to
+/// check, from the kind, else from the words of the message.
+pub(crate) fn hint_for(kind: Option<std::io::ErrorKind>, message: &str) -> String {
+    use std::io::ErrorKind as K;
+    let has = |s: &str| message.contains(s);
+    let hint = if kind == Some(K::StorageFull) || has("No space left") || has("Disk quota") {
+        "the disk is full: free space on it, or write to a folder on another disk"
+    } else if kind == Some(K::ReadOnlyFilesystem) || has("Read-only file system") {
+        "the folder is on a read-only file system: write to another folder"
+    } else if kind == Some(K::PermissionDenied) || has("Permission denied") {
+        "check the permissions of the path and of its folder, or write to a folder you own"
+    } else if kind == Some(K::NotADirectory) || has("Not a directory") {
+        "a part of the path is a file, not a folder: check the path's parent folders"
+    } else if kind == Some(K::AlreadyExists) || has("File exists") {
+        "the path exists as something else (a file, or a symbolic link to nothing): remove it or choose another path"
+    } else if has("Too many levels of symbolic links") || has("symbolic link") {
+        "a symbolic link in the path points back to itself: check the links along the path"
+    } else if kind == Some(K::NotFound) || has("No such file") {
+        "check that the path exists, and for an output, that its parent folder exists"
+    } else if message.starts_with("templates: ") || message.starts_with("i18n `") {
+        "fix the template or UI strings file at the line shown (from --templates), or remove it there to use the built-in one (`verdict templates eject DIR` writes them fresh)"
+    } else if kind == Some(K::InvalidFilename) || has("File name too long") {
+        "shorten the file name (most file systems take 255 bytes, some 143)"
+    } else {
+        "check the paths the message names: that they exist, and for outputs that the folder is writable with space left"
+    };
+    hint.to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
