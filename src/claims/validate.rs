@@ -12,6 +12,8 @@ use crate::analysis;
 use crate::formula::Expr;
 use crate::scope::{DeviceSel, Window, parse_device_list};
 
+mod traces;
+
 pub(super) struct Checker {
     languages: Vec<String>,
     problems: Vec<Problem>,
@@ -221,7 +223,7 @@ pub fn validate(raw: RawClaimFile, path: &Path) -> Result<ClaimSet, ClaimsError>
     let mut c = Checker { languages: Vec::new(), problems: Vec::new(), compare_side: false };
     let report = report(&mut c, &raw.report);
     let sources = sources(&mut c, &raw.sources);
-    let traces = traces(&mut c, &raw.traces, base);
+    let traces = traces::traces(&mut c, &raw.traces, base);
     let mut scopes = scopes(&mut c, &raw.scopes, &raw.traces, base);
     run_scopes(&traces, &mut scopes);
     let claims = claims(&mut c, &raw.claims, &raw.sources, &scopes, &raw.scopes);
@@ -307,174 +309,6 @@ fn sources(c: &mut Checker, sources: &BTreeMap<String, RawSource>) -> Vec<Source
             note: c.opt_text(&s.note, &format!("source `{id}` note")),
         })
         .collect()
-}
-
-/// The `traces` section: a single file must exist; a trace set (a glob or a list of files) is
-/// expanded here, and its expected ranks checked against the files it holds.
-#[expect(clippy::too_many_lines, reason = "predates the 150-line limit; to be cut along its seams")]
-fn traces(c: &mut Checker, raw: &BTreeMap<String, RawTrace>, base: &Path) -> Vec<TraceDecl> {
-    let mut traces = Vec::new();
-    for (name, t) in raw {
-        let patterns: Vec<PathBuf> = match &t.path.value {
-            RawPaths::One(p) => vec![base.join(p)],
-            RawPaths::Many(v) => v.iter().map(|p| base.join(p)).collect(),
-        };
-        let declared_set = match &t.path.value {
-            RawPaths::One(p) => is_set_path(base, p),
-            RawPaths::Many(_) => true,
-        };
-        let (path, set) = match &t.path.value {
-            RawPaths::One(p) if !is_set_path(base, p) => (p.clone(), None),
-            RawPaths::One(p) => (p.clone(), Some(vec![p.clone()])),
-            RawPaths::Many(v) => (v.join(", "), Some(v.clone())),
-        };
-        let resolved = base.join(&path);
-        let set = match set {
-            None => {
-                if path.trim().is_empty() {
-                    c.err(
-                        at(&t.path),
-                        format!("trace `{name}`: the path is empty"),
-                        Some(
-                            "give the `.sqlite` file's path, relative to the claims file's folder"
-                                .into(),
-                        ),
-                    );
-                } else if !resolved.exists() {
-                    c.err(
-                        at(&t.path),
-                        format!(
-                            "trace `{name}`: `{path}` does not exist (resolved to `{}`)",
-                            resolved.display()
-                        ),
-                        Some(match &t.obtain {
-                            Some(o) => format!("the claims file says where to get it: {}", o.value),
-                            None => {
-                                "trace paths are relative to the claims file's folder".to_string()
-                            }
-                        }),
-                    );
-                }
-                None
-            }
-            Some(patterns) => match expand_set(base, &patterns) {
-                Ok(files) => Some(files),
-                Err(e) => {
-                    let hint = match &t.obtain {
-                        Some(o) => format!("the claims file says where to get it: {}", o.value),
-                        None => SET_HINT.into(),
-                    };
-                    c.err(at(&t.path), format!("trace `{name}`: {e}"), Some(hint));
-                    None
-                }
-            },
-        };
-        let expect_ranks = t.expect_ranks.as_ref().and_then(|n| match usize::try_from(n.value) {
-            Ok(v) if v > 0 => Some(v),
-            _ => {
-                c.err(
-                    at(n),
-                    format!("trace `{name}`: `expect_ranks` is {}, not a positive count", n.value),
-                    Some("the number of ranks the job ran, such as 8".into()),
-                );
-                None
-            }
-        });
-        if let (Some(files), Some(n)) = (&set, expect_ranks)
-            && files.len() > n
-        {
-            c.err(
-                at(&t.path),
-                format!(
-                    "trace `{name}`: {} files for {n} expected ranks (each file has at least one rank)",
-                    files.len()
-                ),
-                Some("check the glob, or `expect_ranks`".into()),
-            );
-        }
-        // A set whose glob matched nothing is reported above, not as a single trace.
-        if let (false, Some(n)) = (declared_set, &t.expect_ranks) {
-            c.err(
-                at(n),
-                format!("trace `{name}`: `expect_ranks` on a single trace"),
-                Some("`expect_ranks` counts the ranks of a trace set (a glob or a list of files); one file states `expect_devices`".into()),
-            );
-        }
-        let is_runs = t.runs.as_ref().is_some_and(|r| r.value);
-        if let (Some(_), Some(d), false) = (&set, &t.expect_devices, is_runs) {
-            c.err(
-                at(d),
-                format!("trace `{name}`: `expect_devices` on a trace set"),
-                Some(
-                    "device numbers repeat across the files of a set and name no rank; state `expect_ranks`"
-                        .into(),
-                ),
-            );
-        }
-        let label = c.opt_text(&t.label, &format!("trace `{name}` label"));
-        let stands_for = c.opt_text(&t.stands_for, &format!("trace `{name}` stands_for"));
-        let obtain = t.obtain.as_ref().map(|o| o.value.clone());
-        let expect_devices = t.expect_devices.as_ref().and_then(|d| c.devices(d));
-        if let Some(r) = t.runs.as_ref().filter(|r| r.value) {
-            // Runs: one single trace per file, `NAME#1`, `NAME#2`..., in the set's order.
-            match &set {
-                Some(files) if files.len() >= 2 && expect_ranks.is_none() => {
-                    for (i, f) in files.iter().enumerate() {
-                        let i = i + 1;
-                        traces.push(TraceDecl {
-                            name: format!("{name}#{i}"),
-                            path: f
-                                .strip_prefix(base)
-                                .unwrap_or(f)
-                                .to_string_lossy()
-                                .into_owned(),
-                            resolved: f.clone(),
-                            set: None,
-                            patterns: None,
-                            label: label.as_ref().map(|l| {
-                                l.iter().map(|(k, v)| (k.clone(), format!("{v} #{i}"))).collect()
-                            }),
-                            expect_devices: expect_devices.clone(),
-                            expect_ranks: None,
-                            run_of: Some(name.clone()),
-                            stands_for: stands_for.clone(),
-                            obtain: obtain.clone(),
-                        });
-                    }
-                }
-                Some(_) if expect_ranks.is_some() => c.err(
-                    at(r),
-                    format!("trace `{name}`: `runs` with `expect_ranks`"),
-                    Some("the files of `runs: true` are runs of one configuration, each a whole job; a job of several files per run is not supported as a run".into()),
-                ),
-                Some(_) => c.err(
-                    at(r),
-                    format!("trace `{name}`: `runs: true` with one file"),
-                    Some("list two or more runs (a list or a glob), or drop `runs`".into()),
-                ),
-                None => c.err(
-                    at(r),
-                    format!("trace `{name}`: `runs: true` on a single path"),
-                    Some("give the runs as a list of files or a glob (`runs/tp4-*.sqlite`)".into()),
-                ),
-            }
-            continue;
-        }
-        traces.push(TraceDecl {
-            name: name.clone(),
-            path,
-            resolved: set.as_ref().and_then(|f| f.first().cloned()).unwrap_or(resolved),
-            patterns: set.is_some().then_some(patterns),
-            set,
-            label,
-            expect_devices,
-            expect_ranks,
-            run_of: None,
-            stands_for,
-            obtain,
-        });
-    }
-    traces
 }
 
 /// The `scopes` section: each scope names a declared trace, selects devices on a single file
@@ -1923,9 +1757,6 @@ fn condition(
     })
 }
 
-/// What a trace set's paths should be.
-const SET_HINT: &str = "a trace set is a glob (`runs/*.sqlite`) or a list of files, relative to the claims file's folder";
-
 /// Whether a path is a glob pattern.
 fn is_glob(p: &str) -> bool {
     p.contains(['*', '?', '['])
@@ -1968,31 +1799,4 @@ pub(crate) fn glob_files(base: &Path, p: &str) -> Result<Vec<PathBuf>, String> {
     }
     found.sort();
     Ok(found)
-}
-
-/// The files of a trace set: each entry a path or a glob relative to `base`, sorted; a file
-/// named twice (by two entries, or by a glob and a path) is an error.
-fn expand_set(base: &Path, patterns: &[String]) -> Result<Vec<PathBuf>, String> {
-    if patterns.is_empty() {
-        return Err("the list of files is empty".into());
-    }
-    let mut files = BTreeSet::new();
-    for p in patterns {
-        let found = if is_set_path(base, p) {
-            glob_files(base, p)?
-        } else {
-            let f = base.join(p);
-            if !f.exists() {
-                return Err(format!("`{p}` does not exist (resolved to `{}`)", f.display()));
-            }
-            vec![f]
-        };
-        for f in found {
-            if files.contains(&f) {
-                return Err(format!("`{}` is named twice (`{p}` names it again)", f.display()));
-            }
-            files.insert(f);
-        }
-    }
-    Ok(files.into_iter().collect())
 }
