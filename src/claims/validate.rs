@@ -624,7 +624,12 @@ struct MeasureKeys<'a> {
     params: &'a [(String, Spanned<String>)],
 }
 
-#[expect(clippy::too_many_lines, reason = "predates the 150-line limit; to be cut along its seams")]
+/// The keys a `measure` requires.
+const REQUIRED: [&str; 3] = ["analysis", "scope", "value"];
+
+/// A measure bound to its analysis and scope: its keys, its formula over the analysis's
+/// fields, the parameters it passes and its unit. A `compare` measure is two such measures,
+/// checked as the sides of a comparison.
 fn measurement(
     c: &mut Checker,
     outer: &Spanned<RawMeasure>,
@@ -632,11 +637,59 @@ fn measurement(
     scopes: &BTreeMap<String, Scope>,
     raw_scopes: &BTreeMap<String, RawScope>,
 ) -> Option<Measure> {
-    const REQUIRED: [&str; 3] = ["analysis", "scope", "value"];
     let raw = &outer.value;
     if raw.analysis.as_ref().is_some_and(|a| a.value == analysis::compare::SPEC.name) {
         return compare_measurement(c, outer, what, scopes, raw_scopes);
     }
+    let m = measure_keys(c, outer, what)?;
+    let Some(spec) = analysis::spec(&m.analysis.value) else {
+        c.err(
+            at(m.analysis),
+            format!("{what}: unknown analysis `{}`", m.analysis.value),
+            Some(suggestion(&m.analysis.value, analysis::ANALYSES.iter().map(|a| a.name))),
+        );
+        return None;
+    };
+    let scope = scopes.get(&m.scope.value);
+    if scope.is_none() {
+        c.err(
+            at(m.scope),
+            format!("{what}: scope `{}` is not declared", m.scope.value),
+            Some(suggestion(&m.scope.value, raw_scopes.keys().map(String::as_str))),
+        );
+    }
+    let ranks = rank_selection(c, outer, spec, what);
+    let value = formula_over(c, m.value, spec, what, ranks.is_some())?;
+    let (params, args) = measure_params(c, &m, spec, scope, what);
+    check_scope_fits(c, &m, spec, scope, ranks.is_some(), scopes, what);
+    let unit = match &m.unit {
+        Some(u) => measure_unit(c, u, what),
+        None => default_unit(&value, spec),
+    };
+    let over = window_quantifier(c, outer, scope, &params, what);
+    Some(Measure {
+        analysis: spec.name.to_string(),
+        scope: m.scope.value.clone(),
+        value_text: m.value.value.clone(),
+        value,
+        unit,
+        args,
+        params,
+        compare: None,
+        ranks,
+        over,
+    })
+}
+
+/// A measure's keys: each one a key of the measure or a parameter of some analysis (a
+/// misspelled or unknown one reported), and the required ones present; none when one is
+/// missing.
+fn measure_keys<'a>(
+    c: &mut Checker,
+    outer: &'a Spanned<RawMeasure>,
+    what: &str,
+) -> Option<MeasureKeys<'a>> {
+    let raw = &outer.value;
     // Keys that are no parameter of any analysis: misspelled or unknown.
     for (name, v) in &raw.params {
         if analysis::PARAMS.iter().any(|p| p.name == name) || RANK_KEYS.contains(&name.as_str()) {
@@ -687,33 +740,25 @@ fn measurement(
         }
     }
     let [analysis_key, scope_key, value_key] = required[..] else { return None };
-    let m = MeasureKeys {
+    Some(MeasureKeys {
         analysis: analysis_key,
         scope: scope_key,
         value: value_key,
         unit: raw.unit.as_ref(),
         params: &raw.params,
-    };
-    let Some(spec) = analysis::spec(&m.analysis.value) else {
-        c.err(
-            at(m.analysis),
-            format!("{what}: unknown analysis `{}`", m.analysis.value),
-            Some(suggestion(&m.analysis.value, analysis::ANALYSES.iter().map(|a| a.name))),
-        );
-        return None;
-    };
-    let scope = scopes.get(&m.scope.value);
-    if scope.is_none() {
-        c.err(
-            at(m.scope),
-            format!("{what}: scope `{}` is not declared", m.scope.value),
-            Some(suggestion(&m.scope.value, raw_scopes.keys().map(String::as_str))),
-        );
-    }
-    let ranks = rank_selection(c, outer, spec, what);
-    let value = formula_over(c, m.value, spec, what, ranks.is_some())?;
-    // Parameters: each key is one the analysis declares, parsed by the same code as the
-    // command line's option of that name.
+    })
+}
+
+/// The parameters a measure passes to analysis `spec` over its `scope`, and the keys and
+/// values that gave them in the analysis's order: each key is one the analysis declares,
+/// parsed by the same code as the command line's option of that name.
+fn measure_params(
+    c: &mut Checker,
+    m: &MeasureKeys<'_>,
+    spec: &analysis::AnalysisSpec,
+    scope: Option<&Scope>,
+    what: &str,
+) -> (crate::analysis::Params, Vec<(String, String)>) {
     let mut params =
         crate::analysis::Params::new(scope.map_or(DeviceSel::All, |s| s.devices.clone()));
     if let Some(s) = scope {
@@ -777,6 +822,21 @@ fn measurement(
         }
     }
     args.sort_by_key(|(n, _)| spec.params.iter().position(|p| p.name == n));
+    (params, args)
+}
+
+/// Whether a measure's scope suits analysis `spec`: no runs outside a comparison, no window
+/// for an analysis of the whole trace, one device for a per-device analysis (or several on a
+/// comparison's side) unless the measure reads per-rank rows (`per_rank`).
+fn check_scope_fits(
+    c: &mut Checker,
+    m: &MeasureKeys<'_>,
+    spec: &analysis::AnalysisSpec,
+    scope: Option<&Scope>,
+    per_rank: bool,
+    scopes: &BTreeMap<String, Scope>,
+    what: &str,
+) {
     if !c.compare_side && !runs_of(scopes, &m.scope.value).is_empty() {
         c.err(
             at(m.scope),
@@ -798,7 +858,7 @@ fn measurement(
         );
     }
     if spec.scope == analysis::ScopeRule::PerDevice
-        && ranks.is_none()
+        && !per_rank
         && let Some(s) = scope
         && !matches!(&s.devices, DeviceSel::Set(v) if v.len() == 1 || (c.compare_side && !v.is_empty()))
     {
@@ -811,40 +871,29 @@ fn measurement(
             Some("declare a scope with `devices: N`".to_string()),
         );
     }
-    let unit = match &m.unit {
-        Some(u) => measure_unit(c, u, what),
-        None => match value.as_ratio() {
-            Some(_) => Unit::Percent,
-            None => {
-                let has = |unit| {
-                    value
-                        .vars()
-                        .iter()
-                        .any(|v| spec.fields.iter().any(|f| f.name == v && f.unit == unit))
-                };
-                if has(analysis::Unit::Ns) {
-                    Unit::Ms
-                } else if has(analysis::Unit::Bytes) {
-                    Unit::Bytes
-                } else {
-                    Unit::Count
-                }
+}
+
+/// The unit of a measure that gives none: a share in percent for a ratio formula, else
+/// milliseconds for a formula over a time, bytes over a size, a count otherwise.
+fn default_unit(value: &Expr, spec: &analysis::AnalysisSpec) -> Unit {
+    match value.as_ratio() {
+        Some(_) => Unit::Percent,
+        None => {
+            let has = |unit| {
+                value
+                    .vars()
+                    .iter()
+                    .any(|v| spec.fields.iter().any(|f| f.name == v && f.unit == unit))
+            };
+            if has(analysis::Unit::Ns) {
+                Unit::Ms
+            } else if has(analysis::Unit::Bytes) {
+                Unit::Bytes
+            } else {
+                Unit::Count
             }
-        },
-    };
-    let over = window_quantifier(c, outer, scope, &params, what);
-    Some(Measure {
-        analysis: spec.name.to_string(),
-        scope: m.scope.value.clone(),
-        value_text: m.value.value.clone(),
-        value,
-        unit,
-        args,
-        params,
-        compare: None,
-        ranks,
-        over,
-    })
+        }
+    }
 }
 
 /// A measure's `over:` (how the values of a set of windows decide the part), checked: only a
