@@ -948,8 +948,6 @@ fn measure_unit(c: &mut Checker, u: &Spanned<String>, what: &str) -> Unit {
     })
 }
 
-/// A measure's formula, parsed, over fields `spec` declares; each problem reported at the
-/// formula's position.
 /// The keys of a measure that select per-rank rows, or quantify over a set of windows.
 const RANK_KEYS: [&str; 3] = ["rank", "over_ranks", "over"];
 
@@ -1016,6 +1014,8 @@ fn rank_selection(
     }
 }
 
+/// A measure's formula, parsed, over fields `spec` declares; each problem reported at the
+/// formula's position.
 fn formula_over(
     c: &mut Checker,
     value: &Spanned<String>,
