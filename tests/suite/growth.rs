@@ -11,7 +11,7 @@ const FILE_LINES: usize = 1_500;
 /// Cutting one below the limit takes it off this list (the test says so); none may grow.
 const OVER: [(&str, usize); 7] = [
     ("src/render/context.rs", 2_311),
-    ("src/analysis/nvtx.rs", 2_283),
+    ("src/analysis/nvtx.rs", 2_120),
     ("src/analysis/nccl_skew.rs", 2_020),
     ("src/analysis/mod.rs", 2_147),
     ("src/verdict/rules.rs", 1_720),
