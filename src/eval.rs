@@ -112,7 +112,6 @@ pub struct AnswerDecl {
 }
 
 /// Reads and validates an eval file; every problem at once, each at its line and column.
-#[expect(clippy::too_many_lines, reason = "predates the 150-line limit; to be cut along its seams")]
 pub fn load(path: &Path) -> Result<EvalFile, ClaimsError> {
     let file = path.display().to_string();
     let err = |problems: Vec<Problem>| ClaimsError { file: file.clone(), problems };
@@ -121,165 +120,24 @@ pub fn load(path: &Path) -> Result<EvalFile, ClaimsError> {
     })?;
     let raw: RawEvalFile = crate::claims::load::parse_as(&text).map_err(|p| err(vec![p]))?;
     let base = path.parent().unwrap_or(Path::new("."));
-    let mut problems = Vec::new();
-    let at = |s: &Spanned<String>| (s.referenced.line() as u32, s.referenced.column() as u32);
-    let mut problem = |pos: (u32, u32), message: String, hint: &str| {
-        problems.push(Problem { line: pos.0, column: pos.1, message, hint: Some(hint.into()) })
-    };
+    let mut problems = Problems(Vec::new());
     let groups = raw.eval.groups.as_ref().map_or_else(|| "group".to_string(), |g| g.value.clone());
-    // The id names the report's files (`ID.eval.json`...), as a claims file's report id does:
-    // the same characters and length, so that it can neither leave --out nor be too long.
-    let id = &raw.eval.id.value;
-    if id.is_empty() || !id.chars().all(|ch| ch.is_ascii_alphanumeric() || "-_.".contains(ch)) {
-        problem(
-            at(&raw.eval.id),
-            format!("eval id `{id}` cannot name output files"),
-            "use letters, digits, `-`, `_` and `.`",
-        );
-    } else if id.len() > crate::claims::validate::MAX_REPORT_ID {
-        problem(
-            at(&raw.eval.id),
-            format!(
-                "eval id is {} characters; the limit is {}",
-                id.len(),
-                crate::claims::validate::MAX_REPORT_ID
-            ),
-            "the id names every output file, and some file systems take names of 143 bytes at most",
-        );
-    }
-    if raw.answers.is_empty() {
-        problem(
-            at(&raw.eval.id),
-            "the eval lists no answer".into(),
-            "list the answers' claims files under `answers`",
-        );
-    }
-    let mut answers = Vec::new();
-    let mut positions = Vec::new();
-    for a in &raw.answers {
-        if let Some(tools) = a.conditions.get("tools")
-            && let Err(e) = check_tools(tools)
-        {
-            problem(
-                at(&a.claims),
-                format!("answer `{}`: condition `tools: {tools}` {e}", a.claims.value),
-                "`tools` lists what the answering agent could call, comma-separated (`verdict-mcp`, `nsys-sqlite`), or is `none`",
-            );
-        }
-        let resolved = base.join(&a.claims.value);
-        // A glob (that names no file itself) stands for every file it matches, in sorted
-        // order, each an answer with the entry's conditions and its file stem as `run`.
-        if crate::claims::validate::is_set_path(base, &a.claims.value) {
-            let found =
-                crate::claims::validate::glob_files(base, &a.claims.value).unwrap_or_else(|e| {
-                    problem(
-                        at(&a.claims),
-                        format!("answers: {e}"),
-                        "answers' paths and globs are relative to the eval file's folder",
-                    );
-                    Vec::new()
-                });
-            for f in found {
-                let mut conditions = a.conditions.clone();
-                if let Some(stem) = f.file_stem() {
-                    conditions
-                        .entry("run".into())
-                        .or_insert_with(|| stem.to_string_lossy().into_owned());
-                }
-                let shown = f.strip_prefix(base).unwrap_or(&f).display().to_string();
-                if !conditions.contains_key(&groups) {
-                    problem(
-                        at(&a.claims),
-                        format!("answers `{}` state no `{groups}` condition", a.claims.value),
-                        "every answer names its group among its conditions",
-                    );
-                }
-                answers.push(AnswerDecl { claims: shown, resolved: f, conditions });
-                positions.push(at(&a.claims));
-            }
-            continue;
-        }
-        if !resolved.is_file() {
-            problem(
-                at(&a.claims),
-                format!(
-                    "answer `{}` does not exist (resolved to `{}`)",
-                    a.claims.value,
-                    resolved.display()
-                ),
-                "answers' paths are relative to the eval file's folder",
-            );
-        }
-        if !a.conditions.contains_key(&groups) {
-            problem(
-                at(&a.claims),
-                format!("answer `{}` states no `{groups}` condition", a.claims.value),
-                "every answer names its group among its conditions",
-            );
-        }
-        answers.push(AnswerDecl {
-            claims: a.claims.value.clone(),
-            resolved,
-            conditions: a.conditions.clone(),
-        });
-        positions.push(at(&a.claims));
-    }
-    // Each answer once (issue 28): the same file under two names, or a copy of its bytes,
-    // would be scored twice and weigh twice in its group.
-    // Per answer kept: its index, file identity and sha256.
-    type Seen = (usize, Option<(u64, u64)>, Option<String>);
-    let mut seen: Vec<Seen> = Vec::new();
-    for (i, a) in answers.iter().enumerate() {
-        let id = crate::trace::open::file_id(&a.resolved);
-        // Only a regular file is read: a named pipe would block (it is refused above).
-        let sha =
-            a.resolved.is_file().then(|| crate::trace::sha256_file(&a.resolved).ok()).flatten();
-        let same = seen.iter().find_map(|(j, jid, jsha)| {
-            if id.is_some() && id == *jid {
-                Some((*j, "the same file as"))
-            } else if sha.is_some() && sha == *jsha {
-                Some((*j, "byte for byte the same as"))
-            } else {
-                None
-            }
-        });
-        match same {
-            Some((j, how)) => problem(
-                positions[i],
-                format!(
-                    "answer `{}` is {how} answer `{}` (line {})",
-                    a.claims, answers[j].claims, positions[j].0
-                ),
-                "list each answer once; a rerun is a new claims file with its own `run` condition",
-            ),
-            None => seen.push((i, id, sha)),
-        }
-    }
+    check_header(&mut problems, &raw);
+    let (answers, positions) = answers(&mut problems, &raw.answers, base, &groups);
+    check_each_once(&mut problems, &answers, &positions);
     let held: Vec<String> = raw.eval.held.iter().map(|h| h.value.clone()).collect();
     for h in &raw.eval.held {
         if h.value == groups {
-            problem(
+            problems.push(
                 at(h),
                 format!("`held` names `{groups}`, the condition that makes the groups"),
                 "the groups differ by it; hold the others",
             );
         }
     }
-    let mut key = BTreeMap::new();
-    for (id, v) in raw.key.iter().flat_map(|k| &k.verdicts) {
-        match Verdict::ALL.iter().find(|x| x.key() == v.value) {
-            Some(x) => {
-                key.insert(id.clone(), *x);
-            }
-            None => problem(
-                at(v),
-                format!("key: `{}` is not a verdict", v.value),
-                "supported, partially_supported, unverifiable or not_supported",
-            ),
-        }
-    }
-    if !problems.is_empty() {
-        return Err(err(problems));
+    let key = answer_key(&mut problems, raw.key.as_ref());
+    if !problems.0.is_empty() {
+        return Err(err(problems.0));
     }
     // Shared traces: their paths resolved here, so an answer in another folder reads the same
     // files.
@@ -306,6 +164,188 @@ pub fn load(path: &Path) -> Result<EvalFile, ClaimsError> {
         next_step: raw.key.and_then(|k| k.next_step),
         key,
     })
+}
+
+/// The problems of an eval file, in the order they are found: all of them are reported at
+/// once.
+struct Problems(Vec<Problem>);
+
+impl Problems {
+    /// A problem at `pos` (line, column), with its hint.
+    fn push(&mut self, pos: (u32, u32), message: String, hint: &str) {
+        self.0.push(Problem { line: pos.0, column: pos.1, message, hint: Some(hint.into()) });
+    }
+}
+
+/// Where a value of the eval file is written: its line and column.
+fn at(s: &Spanned<String>) -> (u32, u32) {
+    (s.referenced.line() as u32, s.referenced.column() as u32)
+}
+
+/// The eval's id, which names the report's files, and its list of answers, which may not be
+/// empty.
+fn check_header(problems: &mut Problems, raw: &RawEvalFile) {
+    // The id names the report's files (`ID.eval.json`...), as a claims file's report id does:
+    // the same characters and length, so that it can neither leave --out nor be too long.
+    let id = &raw.eval.id.value;
+    if id.is_empty() || !id.chars().all(|ch| ch.is_ascii_alphanumeric() || "-_.".contains(ch)) {
+        problems.push(
+            at(&raw.eval.id),
+            format!("eval id `{id}` cannot name output files"),
+            "use letters, digits, `-`, `_` and `.`",
+        );
+    } else if id.len() > crate::claims::validate::MAX_REPORT_ID {
+        problems.push(
+            at(&raw.eval.id),
+            format!(
+                "eval id is {} characters; the limit is {}",
+                id.len(),
+                crate::claims::validate::MAX_REPORT_ID
+            ),
+            "the id names every output file, and some file systems take names of 143 bytes at most",
+        );
+    }
+    if raw.answers.is_empty() {
+        problems.push(
+            at(&raw.eval.id),
+            "the eval lists no answer".into(),
+            "list the answers' claims files under `answers`",
+        );
+    }
+}
+
+/// The answers of the eval, each with the position of its entry: a path, or a glob that stands
+/// for every file it matches; each one's claims file must exist, its `tools` condition read,
+/// and its group (condition `groups`) stated.
+fn answers(
+    problems: &mut Problems,
+    raw: &[RawAnswer],
+    base: &Path,
+    groups: &str,
+) -> (Vec<AnswerDecl>, Vec<(u32, u32)>) {
+    let mut answers = Vec::new();
+    let mut positions = Vec::new();
+    for a in raw {
+        if let Some(tools) = a.conditions.get("tools")
+            && let Err(e) = check_tools(tools)
+        {
+            problems.push(
+                at(&a.claims),
+                format!("answer `{}`: condition `tools: {tools}` {e}", a.claims.value),
+                "`tools` lists what the answering agent could call, comma-separated (`verdict-mcp`, `nsys-sqlite`), or is `none`",
+            );
+        }
+        let resolved = base.join(&a.claims.value);
+        // A glob (that names no file itself) stands for every file it matches, in sorted
+        // order, each an answer with the entry's conditions and its file stem as `run`.
+        if crate::claims::validate::is_set_path(base, &a.claims.value) {
+            let found =
+                crate::claims::validate::glob_files(base, &a.claims.value).unwrap_or_else(|e| {
+                    problems.push(
+                        at(&a.claims),
+                        format!("answers: {e}"),
+                        "answers' paths and globs are relative to the eval file's folder",
+                    );
+                    Vec::new()
+                });
+            for f in found {
+                let mut conditions = a.conditions.clone();
+                if let Some(stem) = f.file_stem() {
+                    conditions
+                        .entry("run".into())
+                        .or_insert_with(|| stem.to_string_lossy().into_owned());
+                }
+                let shown = f.strip_prefix(base).unwrap_or(&f).display().to_string();
+                if !conditions.contains_key(groups) {
+                    problems.push(
+                        at(&a.claims),
+                        format!("answers `{}` state no `{groups}` condition", a.claims.value),
+                        "every answer names its group among its conditions",
+                    );
+                }
+                answers.push(AnswerDecl { claims: shown, resolved: f, conditions });
+                positions.push(at(&a.claims));
+            }
+            continue;
+        }
+        if !resolved.is_file() {
+            problems.push(
+                at(&a.claims),
+                format!(
+                    "answer `{}` does not exist (resolved to `{}`)",
+                    a.claims.value,
+                    resolved.display()
+                ),
+                "answers' paths are relative to the eval file's folder",
+            );
+        }
+        if !a.conditions.contains_key(groups) {
+            problems.push(
+                at(&a.claims),
+                format!("answer `{}` states no `{groups}` condition", a.claims.value),
+                "every answer names its group among its conditions",
+            );
+        }
+        answers.push(AnswerDecl {
+            claims: a.claims.value.clone(),
+            resolved,
+            conditions: a.conditions.clone(),
+        });
+        positions.push(at(&a.claims));
+    }
+    (answers, positions)
+}
+
+/// Each answer once (issue 28): the same file under two names, or a copy of its bytes, would
+/// be scored twice and weigh twice in its group. `positions` holds each answer's entry.
+fn check_each_once(problems: &mut Problems, answers: &[AnswerDecl], positions: &[(u32, u32)]) {
+    // Per answer kept: its index, file identity and sha256.
+    type Seen = (usize, Option<(u64, u64)>, Option<String>);
+    let mut seen: Vec<Seen> = Vec::new();
+    for (i, a) in answers.iter().enumerate() {
+        let id = crate::trace::open::file_id(&a.resolved);
+        // Only a regular file is read: a named pipe would block (`answers` refuses it).
+        let sha =
+            a.resolved.is_file().then(|| crate::trace::sha256_file(&a.resolved).ok()).flatten();
+        let same = seen.iter().find_map(|(j, jid, jsha)| {
+            if id.is_some() && id == *jid {
+                Some((*j, "the same file as"))
+            } else if sha.is_some() && sha == *jsha {
+                Some((*j, "byte for byte the same as"))
+            } else {
+                None
+            }
+        });
+        match same {
+            Some((j, how)) => problems.push(
+                positions[i],
+                format!(
+                    "answer `{}` is {how} answer `{}` (line {})",
+                    a.claims, answers[j].claims, positions[j].0
+                ),
+                "list each answer once; a rerun is a new claims file with its own `run` condition",
+            ),
+            None => seen.push((i, id, sha)),
+        }
+    }
+}
+
+/// The answer key's expected verdicts by claim id, each one a verdict.
+fn answer_key(problems: &mut Problems, raw: Option<&RawKey>) -> BTreeMap<String, Verdict> {
+    let mut key = BTreeMap::new();
+    for (id, v) in raw.iter().flat_map(|k| &k.verdicts) {
+        match Verdict::ALL.iter().find(|x| x.key() == v.value) {
+            Some(x) => {
+                key.insert(id.clone(), *x);
+            }
+            None => problems.push(
+                at(v),
+                format!("key: `{}` is not a verdict", v.value),
+                "supported, partially_supported, unverifiable or not_supported",
+            ),
+        }
+    }
+    key
 }
 
 /// Reads one answer: its claims file, with the eval's traces and scopes where it declares none,

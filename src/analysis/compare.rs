@@ -713,7 +713,6 @@ pub fn run(a: &Evidence, b: &Evidence, req: &Request) -> Result<Evidence, QueryE
 /// With several runs on a side, each run is one sample: the lower median of the metric over
 /// its windows (its steps, or its one window), so the interval describes variation between
 /// runs; the pooled rate still sums every window of every run.
-#[expect(clippy::too_many_lines, reason = "predates the 150-line limit; to be cut along its seams")]
 pub fn run_sides(a: &[&Evidence], b: &[&Evidence], req: &Request) -> Result<Evidence, QueryError> {
     let failed = |side: &str, reason: String| {
         QueryError::Failed {
@@ -753,7 +752,6 @@ pub fn run_sides(a: &[&Evidence], b: &[&Evidence], req: &Request) -> Result<Evid
             .ok_or_else(|| failed(side, "a sample does not fit 64 bits".into()))
     };
     let (ia, ib) = (to_ints(&sa, "A")?, to_ints(&sb, "B")?);
-    let confidence = Rational::new(CONFIDENCE.0, CONFIDENCE.1).expect("95/100 is a fraction");
     let md = stats::median_difference(&ia, &ib).ok_or_else(|| failed("A", "no sample".into()))?;
     let mut ev = Evidence {
         analysis: SPEC.name.into(),
@@ -765,7 +763,7 @@ pub fn run_sides(a: &[&Evidence], b: &[&Evidence], req: &Request) -> Result<Evid
             semantics: first_a.window.semantics,
         },
         scope: first_a.scope.clone(),
-        parameters: BTreeMap::new(),
+        parameters: parameters(req, unit, scale, unit_of_samples, [a.len(), b.len()]),
         metrics: SPEC
             .fields
             .iter()
@@ -776,25 +774,6 @@ pub fn run_sides(a: &[&Evidence], b: &[&Evidence], req: &Request) -> Result<Evid
         notes: Vec::new(),
         samples: Vec::new(),
     };
-    ev.parameters.insert("of".into(), json!(req.of.name));
-    ev.parameters.insert("metric".into(), json!(req.metric_text));
-    ev.parameters.insert("metric_unit".into(), json!(unit.as_str()));
-    ev.parameters.insert("metric_scale".into(), json!(scale as i64));
-    // Samples of a metric that is not a whole number are kept in units of 1/metric_scale:
-    // the evidence says how they were rounded.
-    ev.parameters.insert(
-        "sample_rounding".into(),
-        json!(if scale > 1 { "half away from zero, to 1/metric_scale" } else { "none" }),
-    );
-    ev.parameters.insert("sample_unit".into(), json!(unit_of_samples.as_str()));
-    ev.parameters.insert("runs".into(), json!([a.len(), b.len()]));
-    if by_run {
-        ev.parameters.insert("run_value".into(), json!("lower median of the run's windows"));
-    }
-    ev.parameters.insert("interval".into(), json!("Hodges-Lehmann shift, exact Moses interval"));
-    ev.parameters.insert("seed".into(), json!(req.seed));
-    ev.parameters.insert("resamples".into(), json!(stats::DEFAULT_RESAMPLES));
-    ev.parameters.insert("confidence".into(), json!("95%"));
     // The pooled rate: every window of every run, summed, over their summed length.
     let span = |runs: &[Windows]| -> i64 {
         runs.iter().flatten().map(|(w, _)| w[1].saturating_sub(w[0])).sum()
@@ -810,21 +789,7 @@ pub fn run_sides(a: &[&Evidence], b: &[&Evidence], req: &Request) -> Result<Evid
         ..Values::default()
     };
     if unit == Unit::Count && whole {
-        let total = |runs: &[Windows]| -> Option<i64> {
-            runs.iter()
-                .flatten()
-                .try_fold(0i64, |t, (_, v)| t.checked_add(i64::try_from(v.num).ok()?))
-        };
-        let (ta, tb) = (total(&wa), total(&wb));
-        let (la, lb) = (v.a_span_ns, v.b_span_ns);
-        (v.a_total, v.b_total) = (ta, tb);
-        if let (Some(ta), Some(tb)) = (ta, tb)
-            && ta > 0
-            && la > 0
-            && lb > 0
-        {
-            v.pooled_change = Some((tb as f64 / lb as f64) / (ta as f64 / la as f64) - 1.0);
-        }
+        pooled_totals(&mut v, &wa, &wb);
     }
     let run_samples = |evs: &[&Evidence], s: &[([i64; 2], Rational)], ints: &[i64]| {
         by_run.then(|| {
@@ -855,107 +820,7 @@ pub fn run_sides(a: &[&Evidence], b: &[&Evidence], req: &Request) -> Result<Evid
             ("need.compare_nonzero", &[]),
         );
     }
-    let few = ia.len().min(ib.len());
-    if few < stats::MIN_SAMPLES {
-        ev.leave_null(
-            &["ci_low", "ci_high", "change_low", "change_high"],
-            "note.compare_one_sample",
-            &[("n_a", ia.len().to_string()), ("n_b", ib.len().to_string())],
-            ("need.compare_samples", &[]),
-        );
-    } else {
-        if few < stats::FEW_SAMPLES {
-            ev.note(
-                "note.compare_few",
-                &[
-                    ("n_a", ia.len().to_string()),
-                    ("n_b", ib.len().to_string()),
-                    ("min", stats::FEW_SAMPLES.to_string()),
-                ],
-            );
-        }
-        v.mde = stats::min_detectable_shift(&ia, &ib).map(|mde| mde.ceil() as i64);
-        // The bootstrap of the difference of medians, kept beside the judged interval as a
-        // cross-check that reruns from its disclosed seed.
-        match stats::bootstrap_median_difference(
-            &ia,
-            &ib,
-            confidence,
-            stats::DEFAULT_RESAMPLES,
-            req.seed,
-        ) {
-            Ok(bi) => {
-                v.bootstrap = Some(Bootstrap {
-                    seed: bi.seed,
-                    resamples: bi.resamples,
-                    confidence: "95%",
-                    low: bi.low.to_string(),
-                    high: bi.high.to_string(),
-                    observed: bi.observed.to_string(),
-                });
-            }
-            Err(e) => ev.note("note.compare_refused", &[("reason", e.to_string())]),
-        }
-        match stats::mann_whitney(&ia, &ib) {
-            Ok(mw) => {
-                v.rank_test = Some(RankTest {
-                    test: "Mann-Whitney U, two-sided",
-                    u_a_doubled: mw.u_a_doubled,
-                    u_b_doubled: mw.u_b_doubled,
-                    p_value: mw.p_value,
-                    p_exact: mw.p_exact.map(|p| [p.num.to_string(), p.den.to_string()]),
-                    method: method(mw.method),
-                    ties: mw.ties,
-                });
-            }
-            Err(e) => ev.note("note.compare_refused", &[("reason", e.to_string())]),
-        }
-        match stats::hodges_lehmann(&ia, &ib, confidence) {
-            Ok(hl) => {
-                v.ci_low = i64::try_from(hl.low).ok();
-                v.ci_high = i64::try_from(hl.high).ok();
-                v.shift = Some(Shift {
-                    estimate: [hl.estimate.num.to_string(), hl.estimate.den.to_string()],
-                    low: hl.low.to_string(),
-                    high: hl.high.to_string(),
-                    achieved: hl.achieved,
-                    method: method(hl.method),
-                    ties: hl.ties,
-                });
-            }
-            Err(e) => ev.leave_null(
-                &["ci_low", "ci_high"],
-                "note.compare_no_shift",
-                &[("reason", e.to_string())],
-                ("need.compare_samples", &[]),
-            ),
-        }
-        match stats::ratio_interval(&ia, &ib, confidence) {
-            Ok(r) => {
-                (v.ratio_low_b, v.ratio_low_a) = (Some(r.low.0), Some(r.low.1));
-                (v.ratio_high_b, v.ratio_high_a) = (Some(r.high.0), Some(r.high.1));
-                // The ratios read back exactly from their formulas; these floats are for
-                // readers of the JSON.
-                let f = |(y, x): (i64, i64)| y as f64 / x as f64 - 1.0;
-                v.change_low = Some(f(r.low));
-                v.change_high = Some(f(r.high));
-                v.ratio_interval = Some(RatioInterval {
-                    estimate: [r.estimate.0, r.estimate.1],
-                    low: [r.low.0, r.low.1],
-                    high: [r.high.0, r.high.1],
-                    achieved: r.achieved,
-                    method: method(r.method),
-                });
-            }
-            Err(e) if md.median_a != 0 => ev.leave_null(
-                &["change_low", "change_high"],
-                "note.compare_no_ratio",
-                &[("reason", e.to_string())],
-                ("need.compare_positive", &[]),
-            ),
-            Err(_) => {}
-        }
-    }
+    statistics(&mut ev, &mut v, &ia, &ib, &md, req.seed);
     v.names = req.names.map(|[na, nb]| name_deltas(na, nb));
     ev.values = Some(super::values::Values::Compare(Box::new(v)));
     if scale != 1 {
@@ -980,6 +845,193 @@ pub fn run_sides(a: &[&Evidence], b: &[&Evidence], req: &Request) -> Result<Evid
         );
     }
     Ok(ev)
+}
+
+/// The parameters of a comparison's evidence: what it compares, how its samples were taken
+/// (one per run when a side has `runs` above one) and rounded (to 1/`scale`), and how its
+/// interval and cross-checks were computed.
+fn parameters(
+    req: &Request,
+    unit: Unit,
+    scale: i128,
+    sample_unit: SampleUnit,
+    runs: [usize; 2],
+) -> BTreeMap<String, Value> {
+    let mut p = BTreeMap::new();
+    p.insert("of".into(), json!(req.of.name));
+    p.insert("metric".into(), json!(req.metric_text));
+    p.insert("metric_unit".into(), json!(unit.as_str()));
+    p.insert("metric_scale".into(), json!(scale as i64));
+    // Samples of a metric that is not a whole number are kept in units of 1/metric_scale:
+    // the evidence says how they were rounded.
+    p.insert(
+        "sample_rounding".into(),
+        json!(if scale > 1 { "half away from zero, to 1/metric_scale" } else { "none" }),
+    );
+    p.insert("sample_unit".into(), json!(sample_unit.as_str()));
+    p.insert("runs".into(), json!(runs));
+    if runs[0] > 1 || runs[1] > 1 {
+        p.insert("run_value".into(), json!("lower median of the run's windows"));
+    }
+    p.insert("interval".into(), json!("Hodges-Lehmann shift, exact Moses interval"));
+    p.insert("seed".into(), json!(req.seed));
+    p.insert("resamples".into(), json!(stats::DEFAULT_RESAMPLES));
+    p.insert("confidence".into(), json!("95%"));
+    p
+}
+
+/// A count's totals on each side (`wa`, `wb`: every window of every run) and the pooled
+/// change of its rate: each side's total over its summed span (`v.a_span_ns`, `v.b_span_ns`).
+fn pooled_totals(v: &mut Values, wa: &[Windows], wb: &[Windows]) {
+    let total = |runs: &[Windows]| -> Option<i64> {
+        runs.iter().flatten().try_fold(0i64, |t, (_, v)| t.checked_add(i64::try_from(v.num).ok()?))
+    };
+    let (ta, tb) = (total(wa), total(wb));
+    let (la, lb) = (v.a_span_ns, v.b_span_ns);
+    (v.a_total, v.b_total) = (ta, tb);
+    if let (Some(ta), Some(tb)) = (ta, tb)
+        && ta > 0
+        && la > 0
+        && lb > 0
+    {
+        v.pooled_change = Some((tb as f64 / lb as f64) / (ta as f64 / la as f64) - 1.0);
+    }
+}
+
+/// The statistics of the two sides' samples (`ia`, `ib`, with their medians `md`) into `v`:
+/// none with fewer than [`stats::MIN_SAMPLES`] a side, else the minimum detectable shift, the
+/// cross-checks and the judged intervals; each one refused is a note of `ev`.
+fn statistics(
+    ev: &mut Evidence,
+    v: &mut Values,
+    ia: &[i64],
+    ib: &[i64],
+    md: &stats::MedianDifference,
+    seed: u64,
+) {
+    let confidence = Rational::new(CONFIDENCE.0, CONFIDENCE.1).expect("95/100 is a fraction");
+    let few = ia.len().min(ib.len());
+    if few < stats::MIN_SAMPLES {
+        ev.leave_null(
+            &["ci_low", "ci_high", "change_low", "change_high"],
+            "note.compare_one_sample",
+            &[("n_a", ia.len().to_string()), ("n_b", ib.len().to_string())],
+            ("need.compare_samples", &[]),
+        );
+    } else {
+        if few < stats::FEW_SAMPLES {
+            ev.note(
+                "note.compare_few",
+                &[
+                    ("n_a", ia.len().to_string()),
+                    ("n_b", ib.len().to_string()),
+                    ("min", stats::FEW_SAMPLES.to_string()),
+                ],
+            );
+        }
+        v.mde = stats::min_detectable_shift(ia, ib).map(|mde| mde.ceil() as i64);
+        cross_checks(ev, v, ia, ib, confidence, seed);
+        intervals(ev, v, ia, ib, md, confidence);
+    }
+}
+
+/// The cross-checks of a comparison: a bootstrap of the difference of medians and a
+/// Mann-Whitney U test.
+fn cross_checks(
+    ev: &mut Evidence,
+    v: &mut Values,
+    ia: &[i64],
+    ib: &[i64],
+    confidence: Rational,
+    seed: u64,
+) {
+    // The bootstrap of the difference of medians, kept beside the judged interval as a
+    // cross-check that reruns from its disclosed seed.
+    match stats::bootstrap_median_difference(ia, ib, confidence, stats::DEFAULT_RESAMPLES, seed) {
+        Ok(bi) => {
+            v.bootstrap = Some(Bootstrap {
+                seed: bi.seed,
+                resamples: bi.resamples,
+                confidence: "95%",
+                low: bi.low.to_string(),
+                high: bi.high.to_string(),
+                observed: bi.observed.to_string(),
+            });
+        }
+        Err(e) => ev.note("note.compare_refused", &[("reason", e.to_string())]),
+    }
+    match stats::mann_whitney(ia, ib) {
+        Ok(mw) => {
+            v.rank_test = Some(RankTest {
+                test: "Mann-Whitney U, two-sided",
+                u_a_doubled: mw.u_a_doubled,
+                u_b_doubled: mw.u_b_doubled,
+                p_value: mw.p_value,
+                p_exact: mw.p_exact.map(|p| [p.num.to_string(), p.den.to_string()]),
+                method: method(mw.method),
+                ties: mw.ties,
+            });
+        }
+        Err(e) => ev.note("note.compare_refused", &[("reason", e.to_string())]),
+    }
+}
+
+/// The judged intervals of a comparison: the Hodges-Lehmann shift with its exact Moses
+/// interval, and the interval of the ratio of the same ranks (none said when A's median `md`
+/// is 0: the ratios are absent already).
+fn intervals(
+    ev: &mut Evidence,
+    v: &mut Values,
+    ia: &[i64],
+    ib: &[i64],
+    md: &stats::MedianDifference,
+    confidence: Rational,
+) {
+    match stats::hodges_lehmann(ia, ib, confidence) {
+        Ok(hl) => {
+            v.ci_low = i64::try_from(hl.low).ok();
+            v.ci_high = i64::try_from(hl.high).ok();
+            v.shift = Some(Shift {
+                estimate: [hl.estimate.num.to_string(), hl.estimate.den.to_string()],
+                low: hl.low.to_string(),
+                high: hl.high.to_string(),
+                achieved: hl.achieved,
+                method: method(hl.method),
+                ties: hl.ties,
+            });
+        }
+        Err(e) => ev.leave_null(
+            &["ci_low", "ci_high"],
+            "note.compare_no_shift",
+            &[("reason", e.to_string())],
+            ("need.compare_samples", &[]),
+        ),
+    }
+    match stats::ratio_interval(ia, ib, confidence) {
+        Ok(r) => {
+            (v.ratio_low_b, v.ratio_low_a) = (Some(r.low.0), Some(r.low.1));
+            (v.ratio_high_b, v.ratio_high_a) = (Some(r.high.0), Some(r.high.1));
+            // The ratios read back exactly from their formulas; these floats are for
+            // readers of the JSON.
+            let f = |(y, x): (i64, i64)| y as f64 / x as f64 - 1.0;
+            v.change_low = Some(f(r.low));
+            v.change_high = Some(f(r.high));
+            v.ratio_interval = Some(RatioInterval {
+                estimate: [r.estimate.0, r.estimate.1],
+                low: [r.low.0, r.low.1],
+                high: [r.high.0, r.high.1],
+                achieved: r.achieved,
+                method: method(r.method),
+            });
+        }
+        Err(e) if md.median_a != 0 => ev.leave_null(
+            &["change_low", "change_high"],
+            "note.compare_no_ratio",
+            &[("reason", e.to_string())],
+            ("need.compare_positive", &[]),
+        ),
+        Err(_) => {}
+    }
 }
 
 /// A comparison over several devices: the first device's comparison, with every device's

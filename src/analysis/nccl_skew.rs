@@ -17,7 +17,6 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::nccl_calls;
 use super::{
     Across, AnalysisSpec, ChartKind, Context, Evidence, Field, FieldKind, Params, QueryError,
     RankRows, ScopeRule, Table, Unit, quantiles_of,
@@ -26,7 +25,10 @@ use crate::engine::{Engine, Keyed, Placed, ReduceParams, Reduced, ReducedInstanc
 use crate::scope::Semantics;
 use crate::term as table;
 use crate::trace::NameStyle;
-use crate::trace::payload::NcclPayload;
+
+mod matching;
+
+use matching::{Groups, RankKeys, choose_rule};
 
 /// Registry entry.
 pub const SPEC: AnalysisSpec = AnalysisSpec {
@@ -481,7 +483,6 @@ impl Skew {
 /// call names its communicator in a payload ([`COMM_RULE`]), else the k-th kernel of one
 /// collective on each rank ([`MATCH_RULE`]). An instance is kept when every member's kernel
 /// is in the window and all of them run at one moment (max start <= min end).
-#[expect(clippy::too_many_lines, reason = "predates the 150-line limit; to be cut along its seams")]
 pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, QueryError> {
     let k = &ctx.kernels;
     if let Some(map) = &params.stream_map
@@ -503,164 +504,10 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, Qu
         },
     };
     let holds = |i: usize| window.is_none_or(|w| k.start[i] >= w.start_ns && k.end[i] <= w.end_ns);
-    let mut streams = Vec::with_capacity(ranks.len());
-    // Per rank: its NCCL kernels on its stream, in start order.
-    let mut lists: Vec<Vec<usize>> = Vec::with_capacity(ranks.len());
-    let mut counts = Vec::with_capacity(ranks.len());
-    for &d in ranks {
-        let mut nccl: Vec<usize> = k.device_rows(d).filter(|&i| k.is_nccl(i)).collect();
-        nccl.sort_by_key(|&i| (k.start[i], k.end[i]));
-        // `auto`: the stream with the most of this rank's NCCL kernels in the window (ties:
-        // the lowest).
-        let stream = if let Some(map) = &params.stream_map {
-            map.get(&d).copied()
-        } else if params.stream_auto {
-            let mut per: BTreeMap<i64, usize> = BTreeMap::new();
-            for &i in nccl.iter().filter(|&&i| selects(i)) {
-                *per.entry(k.stream[i]).or_default() += 1;
-            }
-            per.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))).map(|(s, _)| *s)
-        } else {
-            params.stream
-        };
-        streams.push(stream);
-        let named = |i: usize| {
-            params.filter.as_ref().is_none_or(|f| f.matches(k.name(i, NameStyle::Short)))
-        };
-        let list: Vec<usize> = nccl
-            .into_iter()
-            .filter(|&i| stream.is_none_or(|s| k.stream[i] == s) && named(i))
-            .collect();
-        // In a tile of a split, a kernel counts where it starts.
-        counts.push(
-            list.iter()
-                .filter(|&&i| selects(i) && (!params.tile || params.counts(k.start[i])))
-                .count() as i64,
-        );
-        lists.push(list);
-    }
+    let (streams, lists, counts) = rank_kernels(ctx, ranks, params, &selects);
     let (rule, ties, payload_unusable, group_unusable) = choose_rule(ctx, ranks, &lists);
-    // The groups whose k-th kernels make instance k: per collective name, per communicator or
-    // per process group; each with its label and, per rank, its kernels (empty: not a
-    // member). A process group's lists hold first the kernels of the (`Seq`, k-th of that
-    // `Seq`) keys every member has, in key order, then the rest; with the number of keys and
-    // their `Seq`s.
-    let mut groups: Vec<(String, Vec<Vec<usize>>)> = Vec::new();
-    let mut aligned: Vec<Option<Vec<i64>>> = Vec::new();
-    let mut communicators = Vec::new();
-    let mut process_groups = Vec::new();
-    // Per group, the key of each rank's kernels where it is not their position: (`Seq`, k-th
-    // kernel of that `Seq`) under the process-group rule.
-    let mut keys_of: Vec<Option<RankKeys>> = Vec::new();
-    match ties {
-        Ties::Group(tags) => {
-            let mut by: BTreeMap<&str, Vec<Vec<(i64, usize)>>> = BTreeMap::new();
-            for (r, list) in lists.iter().enumerate() {
-                for (&i, (g, seq)) in list.iter().zip(&tags[r]) {
-                    by.entry(g.as_str()).or_insert_with(|| vec![Vec::new(); ranks.len()])[r]
-                        .push((*seq, i));
-                }
-            }
-            for (name, per) in by {
-                let members: Vec<usize> =
-                    (0..ranks.len()).filter(|&r| !per[r].is_empty()).collect();
-                // Per member, its kernels by (Seq, k-th kernel of that Seq on the rank).
-                let keyed: Vec<BTreeMap<(i64, usize), usize>> = per
-                    .iter()
-                    .map(|l| {
-                        let mut seen: BTreeMap<i64, usize> = BTreeMap::new();
-                        l.iter()
-                            .map(|&(seq, i)| {
-                                let k = seen.entry(seq).or_default();
-                                *k += 1;
-                                ((seq, *k - 1), i)
-                            })
-                            .collect()
-                    })
-                    .collect();
-                let common: Vec<(i64, usize)> = members
-                    .first()
-                    .map(|&m| {
-                        keyed[m]
-                            .keys()
-                            .filter(|key| members.iter().all(|&r| keyed[r].contains_key(key)))
-                            .copied()
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                // Per rank, its kernels with their keys.
-                let pairs: Vec<Vec<((i64, usize), usize)>> = (0..ranks.len())
-                    .map(|r| {
-                        if per[r].is_empty() {
-                            return Vec::new();
-                        }
-                        let mut l: Vec<((i64, usize), usize)> =
-                            common.iter().map(|key| (*key, keyed[r][key])).collect();
-                        l.extend(
-                            keyed[r]
-                                .iter()
-                                .filter(|(key, _)| common.binary_search(key).is_err())
-                                .map(|(key, &i)| (*key, i)),
-                        );
-                        l
-                    })
-                    .collect();
-                let lists: Vec<Vec<usize>> =
-                    pairs.iter().map(|l| l.iter().map(|&(_, i)| i).collect()).collect();
-                keys_of.push(Some(
-                    pairs
-                        .iter()
-                        .map(|l| l.iter().map(|&((seq, k), _)| (seq, k as i64)).collect())
-                        .collect(),
-                ));
-                process_groups.push(ProcessGroup {
-                    name: name.to_string(),
-                    devices: members.iter().map(|&r| ranks[r]).collect(),
-                });
-                groups.push((name.to_string(), lists));
-                aligned.push(Some(common.iter().map(|k| k.0).collect()));
-            }
-        }
-        Ties::Ordinal => {
-            let mut by: BTreeMap<&str, Vec<Vec<usize>>> = BTreeMap::new();
-            for (r, list) in lists.iter().enumerate() {
-                for &i in list {
-                    by.entry(collective(k.name(i, NameStyle::Short)))
-                        .or_insert_with(|| vec![Vec::new(); ranks.len()])[r]
-                        .push(i);
-                }
-            }
-            // Under the ordinal rule every compared rank is a member of every collective.
-            groups.extend(by.into_iter().map(|(name, l)| (name.to_string(), l)));
-            aligned.resize(groups.len(), None);
-            keys_of.resize(groups.len(), None);
-        }
-        Ties::Comm(comm_of) => {
-            let mut by: BTreeMap<u64, Vec<Vec<usize>>> = BTreeMap::new();
-            for (r, list) in lists.iter().enumerate() {
-                for (&i, &c) in list.iter().zip(&comm_of[r]) {
-                    by.entry(c).or_insert_with(|| vec![Vec::new(); ranks.len()])[r].push(i);
-                }
-            }
-            for (id, per) in by {
-                let members: Vec<usize> =
-                    (0..ranks.len()).filter(|&r| !per[r].is_empty()).collect();
-                let inits: Vec<Option<NcclPayload>> =
-                    members.iter().map(|&r| nccl_calls::comm_init(ctx, per[r][0], id)).collect();
-                let sizes: Vec<i64> =
-                    inits.iter().filter_map(|p| p.and_then(|p| p.nranks)).collect();
-                communicators.push(Communicator {
-                    id,
-                    devices: members.iter().map(|&r| ranks[r]).collect(),
-                    nccl_ranks: inits.iter().map(|p| p.and_then(|p| p.rank)).collect(),
-                    size: sizes.first().copied().filter(|&n| sizes.iter().all(|&m| m == n)),
-                });
-                groups.push((format!("0x{id:016x}"), per));
-                aligned.push(None);
-                keys_of.push(None);
-            }
-        }
-    }
+    let Groups { groups, aligned, keys_of, communicators, process_groups } =
+        Groups::new(ctx, ranks, &lists, ties);
     let mut out = Skew {
         ranks: ranks.to_vec(),
         streams,
@@ -704,13 +551,82 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, Qu
         fill(ctx, &mut out, &groups, reduced)?;
         return Ok(out);
     }
-    for ((group, per), seqs) in groups.iter().zip(&aligned) {
+    place_instances(ctx, params, &groups, &aligned, &selects, &holds, &mut out);
+    sum_instances(ctx, &mut out)?;
+    Ok(out)
+}
+
+/// Per rank of `ranks`: the stream its kernels are taken from, its NCCL kernels on that stream
+/// (in start order, every one the scan holds, so a window never shifts the pairing) and how
+/// many of them the window selects (`selects`; in a tile of a split, where they start).
+fn rank_kernels(
+    ctx: &Context,
+    ranks: &[i64],
+    params: &Params,
+    selects: &dyn Fn(usize) -> bool,
+) -> (Vec<Option<i64>>, Vec<Vec<usize>>, Vec<i64>) {
+    let k = &ctx.kernels;
+    let mut streams = Vec::with_capacity(ranks.len());
+    // Per rank: its NCCL kernels on its stream, in start order.
+    let mut lists: Vec<Vec<usize>> = Vec::with_capacity(ranks.len());
+    let mut counts = Vec::with_capacity(ranks.len());
+    for &d in ranks {
+        let mut nccl: Vec<usize> = k.device_rows(d).filter(|&i| k.is_nccl(i)).collect();
+        nccl.sort_by_key(|&i| (k.start[i], k.end[i]));
+        // `auto`: the stream with the most of this rank's NCCL kernels in the window (ties:
+        // the lowest).
+        let stream = if let Some(map) = &params.stream_map {
+            map.get(&d).copied()
+        } else if params.stream_auto {
+            let mut per: BTreeMap<i64, usize> = BTreeMap::new();
+            for &i in nccl.iter().filter(|&&i| selects(i)) {
+                *per.entry(k.stream[i]).or_default() += 1;
+            }
+            per.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))).map(|(s, _)| *s)
+        } else {
+            params.stream
+        };
+        streams.push(stream);
+        let named = |i: usize| {
+            params.filter.as_ref().is_none_or(|f| f.matches(k.name(i, NameStyle::Short)))
+        };
+        let list: Vec<usize> = nccl
+            .into_iter()
+            .filter(|&i| stream.is_none_or(|s| k.stream[i] == s) && named(i))
+            .collect();
+        // In a tile of a split, a kernel counts where it starts.
+        counts.push(
+            list.iter()
+                .filter(|&&i| selects(i) && (!params.tile || params.counts(k.start[i])))
+                .count() as i64,
+        );
+        lists.push(list);
+    }
+    (streams, lists, counts)
+}
+
+/// Places the k-th kernels of each group (`groups`, with the keys every member has in
+/// `aligned`) as instance k: kept in `out`, cut by the window, or failing the overlap test;
+/// and counts each rank's kernels in the window that no instance holds. `selects` and `holds`
+/// say whether the window selects a kernel and whether it holds all of it.
+fn place_instances(
+    ctx: &Context,
+    params: &Params,
+    groups: &[(String, Vec<Vec<usize>>)],
+    aligned: &[Option<Vec<i64>>],
+    selects: &dyn Fn(usize) -> bool,
+    holds: &dyn Fn(usize) -> bool,
+    out: &mut Skew,
+) {
+    let k = &ctx.kernels;
+    let (window, rule, ranks) = (params.window, out.rule, out.ranks.len());
+    for ((group, per), seqs) in groups.iter().zip(aligned) {
         // Under the ordinal rule a rank without the collective is a member with no kernel:
         // every kernel of the others is then unmatched.
         let members: Vec<usize> = match rule {
-            MatchRule::CollectiveOrdinal => (0..ranks.len()).collect(),
+            MatchRule::CollectiveOrdinal => (0..ranks).collect(),
             MatchRule::CommunicatorOrdinal | MatchRule::ProcessGroupSequence => {
-                (0..ranks.len()).filter(|&r| !per[r].is_empty()).collect()
+                (0..ranks).filter(|&r| !per[r].is_empty()).collect()
             }
         };
         let n = match seqs {
@@ -718,7 +634,7 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, Qu
             None => members.iter().map(|&r| per[r].len()).min().unwrap_or(0),
         };
         // A communicator or process group with one compared rank has no counterpart here.
-        let n = if rule != MatchRule::CollectiveOrdinal && members.len() < 2 && ranks.len() >= 2 {
+        let n = if rule != MatchRule::CollectiveOrdinal && members.len() < 2 && ranks >= 2 {
             0
         } else {
             n
@@ -777,6 +693,13 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, Qu
             out.instances.push(Instance { collective: label, members: members.clone(), rows });
         }
     }
+}
+
+/// The kept instances of `out` in time order (cut and failed ones by span), and what they
+/// add up to: durations and waits, overall and per rank, skews, offsets, arrivals and name
+/// mismatches.
+fn sum_instances(ctx: &Context, out: &mut Skew) -> Result<(), QueryError> {
+    let k = &ctx.kernels;
     // Kept instances in time order.
     out.instances.sort_by_key(|x| {
         (x.rows.iter().map(|&i| k.start[i]).min().unwrap_or(0), x.rows.first().copied())
@@ -823,11 +746,8 @@ pub fn compute(ctx: &Context, ranks: &[i64], params: &Params) -> Result<Skew, Qu
             out.name_mismatches += 1;
         }
     }
-    Ok(out)
+    Ok(())
 }
-
-/// Per rank, the key of each of its kernels in a group's list.
-type RankKeys = Vec<Vec<(i64, i64)>>;
 
 /// The table the engines reduce: every compared kernel with its rank, group and key (see
 /// `nccl_skew.sql`).
@@ -951,80 +871,6 @@ fn fill(
         out.first_arrivals[r] = s.first;
     }
     Ok(())
-}
-
-/// What ties each compared kernel (per rank, in list order) to its instance's group.
-enum Ties {
-    /// Nothing: the ordinal rule.
-    Ordinal,
-    /// The communicator of each kernel ([`COMM_RULE`]).
-    Comm(Vec<Vec<u64>>),
-    /// The process group and `Seq` of each kernel ([`GROUP_RULE`]).
-    Group(Vec<Vec<(String, i64)>>),
-}
-
-/// The communicator of every compared kernel, where the trace's NCCL payloads give each one
-/// ([`COMM_RULE`]); else, in a PyTorch profiler trace, the process group and `Seq` of every
-/// compared kernel where its `record_param_comms` op gives both ([`GROUP_RULE`]); else the
-/// ordinal rule, with the ranks whose payloads, or whose ops, could not be used and why. An
-/// nsys trace without payloads uses the ordinal rule and says nothing.
-#[allow(clippy::type_complexity)]
-fn choose_rule(
-    ctx: &Context,
-    ranks: &[i64],
-    lists: &[Vec<usize>],
-) -> (MatchRule, Ties, Vec<(i64, String)>, Vec<(i64, String)>) {
-    let ordinal = |p, g| (MatchRule::CollectiveOrdinal, Ties::Ordinal, p, g);
-    if lists.iter().all(Vec::is_empty) {
-        return ordinal(Vec::new(), Vec::new());
-    }
-    let Some(nvtx) = ctx.nvtx.as_ref() else { return ordinal(Vec::new(), Vec::new()) };
-    let at = |i: usize| crate::scope::format_seconds(ctx.kernels.start[i]);
-    if !nvtx.ranges.payloads.is_empty() {
-        let mut comms = Vec::with_capacity(lists.len());
-        let mut unusable = Vec::new();
-        for (r, list) in lists.iter().enumerate() {
-            let mut ids = Vec::with_capacity(list.len());
-            for &i in list {
-                match nccl_calls::communicator(ctx, i) {
-                    nccl_calls::CommTie::Comm(id) => ids.push(id),
-                    nccl_calls::CommTie::Untied(why) => {
-                        unusable.push((ranks[r], format!("{why} (the kernel at {} s)", at(i))));
-                        break;
-                    }
-                }
-            }
-            comms.push(ids);
-        }
-        return if unusable.is_empty() {
-            (MatchRule::CommunicatorOrdinal, Ties::Comm(comms), unusable, Vec::new())
-        } else {
-            ordinal(unusable, Vec::new())
-        };
-    }
-    if !nvtx.launches.collectives_recorded {
-        return ordinal(Vec::new(), Vec::new());
-    }
-    let mut tags = Vec::with_capacity(lists.len());
-    let mut unusable = Vec::new();
-    for (r, list) in lists.iter().enumerate() {
-        let mut ids = Vec::with_capacity(list.len());
-        for &i in list {
-            match nccl_calls::process_group(ctx, i) {
-                Ok(tag) => ids.push(tag),
-                Err(why) => {
-                    unusable.push((ranks[r], format!("{why} (the kernel at {} s)", at(i))));
-                    break;
-                }
-            }
-        }
-        tags.push(ids);
-    }
-    if unusable.is_empty() {
-        (MatchRule::ProcessGroupSequence, Ties::Group(tags), Vec::new(), unusable)
-    } else {
-        ordinal(Vec::new(), unusable)
-    }
 }
 
 /// Order statistics of a sample of differences (ns).

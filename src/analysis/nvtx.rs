@@ -26,6 +26,8 @@ use crate::scope::{Semantics, Window};
 use crate::trace::Kernels;
 use crate::trace::nvtx::{Domain, LaunchKey, LaunchKeys, Launches, NvtxRanges};
 
+mod evidence;
+
 /// Errors of the NVTX computations.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum NvtxError {
@@ -1578,7 +1580,6 @@ fn failed(e: NvtxError) -> QueryError {
 
 /// Runs the analysis: range statistics and kernel attribution of the kept ranges, summed over
 /// the devices, with one row per range name.
-#[expect(clippy::too_many_lines, reason = "predates the 150-line limit; to be cut along its seams")]
 pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     let devices = ctx.resolve_devices(&params.devices)?;
     ctx.check_window(params.window, &devices)?;
@@ -1647,177 +1648,13 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     }
     ev.parameters.insert("nesting".into(), json!(nesting.as_str()));
     ev.parameters.insert("normalize".into(), json!(rule.as_str()));
-    let un = &att.unattributed;
     // Without the NVTX or the runtime table nothing can be attributed: the share and the span
     // do not exist (the notes below say why), rather than a 0 of an attribution never made.
     let attributable = !data.ranges.table_absent && !data.launches.table_absent;
-    let span = match (
-        att.rows.iter().map(|r| r.first_start_ns).min(),
-        att.rows.iter().map(|r| r.last_end_ns).max(),
-    ) {
-        (Some(a), Some(b)) if attributable => Some(b - a),
-        _ => None,
-    };
-    let pooled = stats.pooled;
-    ev.values = Some(super::values::Values::Nvtx(Values {
-        ranges: stats.ranges,
-        names: stats.rows.len() as u64,
-        range_ns: pooled.map_or(0, |x| x.total_ns),
-        range_min_ns: pooled.map(|x| x.min_ns),
-        range_median_ns: pooled.map(|x| x.median_ns),
-        range_p90_ns: pooled.map(|x| x.p90_ns),
-        range_max_ns: pooled.map(|x| x.max_ns),
-        kernels: att.attributed.kernels,
-        kernel_ns: att.attributed.kernel_ns,
-        gpu_span_ns: span,
-        selected_kernels: att.selected.kernels,
-        selected_kernel_ns: att.selected.kernel_ns,
-        kernel_share: att
-            .attributed_share
-            .rational()
-            .filter(|_| attributable)
-            .map(|r| r.num as f64 / r.den as f64),
-        unattributed: un.total().kernels,
-        no_launch_record: un.no_launch_record.kernels,
-        no_enclosing_range: un.no_enclosing_range.kernels,
-        no_correlation: un.no_correlation_columns.kernels + un.no_correlation_value.kernels,
-    }));
-    // Rows: one per name, ranges and attributed kernels side by side.
-    let mut names: Vec<&str> = stats.rows.iter().map(|r| r.name.as_str()).collect();
-    for a in &att.rows {
-        if !names.contains(&a.name.as_str()) {
-            names.push(&a.name);
-        }
-    }
-    let rows = names
-        .into_iter()
-        .map(|name| {
-            let r = stats.rows.iter().find(|r| r.name == name);
-            let a = att.rows.iter().find(|a| a.name == name);
-            Row {
-                name: name.to_string(),
-                ranges: r.map_or(0, |r| r.count),
-                range_ns: r.map_or(0, |r| r.total_ns),
-                range_min_ns: r.map(|r| r.min_ns),
-                range_median_ns: r.map(|r| r.median_ns),
-                range_p90_ns: r.map(|r| r.p90_ns),
-                range_max_ns: r.map(|r| r.max_ns),
-                variants: r.map_or(0, |r| r.variants),
-                domains: r.map(|r| r.domains.clone()).unwrap_or_default(),
-                kernels: a.map_or(0, |a| a.kernels),
-                kernel_ns: a.map_or(0, |a| a.kernel_ns),
-                gpu_span_ns: a.map(|a| a.span_ns),
-            }
-        })
-        .collect();
-    ev.rows = Some(super::values::Rows::Nvtx(rows));
-    // Disclosures.
-    if data.ranges.table_absent {
-        ev.leave_null(
-            &[
-                "range_min_ns",
-                "range_median_ns",
-                "range_p90_ns",
-                "range_max_ns",
-                "kernel_share",
-                "gpu_span_ns",
-            ],
-            "note.nvtx_absent",
-            &[],
-            ("need.nvtx_capture", &[]),
-        );
-    } else if data.launches.table_absent {
-        ev.leave_null(
-            &["kernel_share", "gpu_span_ns"],
-            "note.runtime_absent",
-            &[],
-            ("need.runtime_capture", &[]),
-        );
-    }
-    // Empty populations: their statistics do not exist, and the note says which filter left
-    // them empty.
-    if !data.ranges.table_absent {
-        if stats.pooled.is_none() {
-            ev.leave_null(
-                &["range_min_ns", "range_median_ns", "range_p90_ns", "range_max_ns"],
-                "note.no_range_match",
-                &[],
-                ("need.range_match", &[]),
-            );
-        }
-        if !data.launches.table_absent && att.rows.is_empty() {
-            ev.leave_null(
-                &["gpu_span_ns"],
-                "note.no_kernel_attributed",
-                &[],
-                ("need.range_match", &[]),
-            );
-        }
-        if !data.launches.table_absent && att.selected.kernel_ns == 0 {
-            ev.leave_null(
-                &["kernel_share"],
-                "note.no_kernel_time",
-                &[],
-                ("need.kernels_in_window", &[]),
-            );
-        }
-    }
-    // Kernels that no range could ever receive, and (without a filter) kernels launched
-    // outside every range; with a filter, kernels outside the ranges asked for are the point.
-    let pct = |ns: i64| {
-        crate::units::percent(ns.into(), att.selected.kernel_ns.into())
-            .unwrap_or_else(|| "n/a".into())
-    };
-    let no_corr = un.no_correlation_columns.kernels + un.no_correlation_value.kernels;
-    let unlinked = un.no_launch_record.kernels + no_corr;
-    if unlinked > 0 && !data.ranges.table_absent {
-        let ns = un.no_launch_record.kernel_ns
-            + un.no_correlation_columns.kernel_ns
-            + un.no_correlation_value.kernel_ns;
-        ev.note(
-            "note.nvtx_unlinked",
-            &[
-                ("n", unlinked.to_string()),
-                ("of", att.selected.kernels.to_string()),
-                ("share", pct(ns)),
-                ("no_launch", un.no_launch_record.kernels.to_string()),
-                ("no_correlation", no_corr.to_string()),
-            ],
-        );
-    }
-    let filtered = params.exact.is_some()
-        || params.filter.is_some()
-        || params.domain.is_some()
-        || params.pids.is_some()
-        || params.tids.is_some();
-    if !filtered && un.no_enclosing_range.kernels > 0 {
-        ev.note(
-            "note.nvtx_outside",
-            &[
-                ("n", un.no_enclosing_range.kernels.to_string()),
-                ("of", att.selected.kernels.to_string()),
-                ("share", pct(un.no_enclosing_range.kernel_ns)),
-            ],
-        );
-    }
-    if stats.unterminated > 0 {
-        ev.note(
-            "note.nvtx_unterminated",
-            &[
-                ("n", stats.unterminated.to_string()),
-                ("at", stats.closed_at_ns.map_or("-".into(), crate::scope::format_seconds)),
-            ],
-        );
-    }
-    if params.window.is_some() && stats.clipped > 0 {
-        ev.note("note.nvtx_clipped", &[("n", stats.clipped.to_string())]);
-    }
-    if att.duplicate_launches > 0 {
-        ev.note("note.nvtx_duplicate_launches", &[("n", att.duplicate_launches.to_string())]);
-    }
-    if att.nested_launches > 0 {
-        ev.note("note.nested_launches", &[("n", att.nested_launches.to_string())]);
-    }
+    ev.values = Some(super::values::Values::Nvtx(evidence::values(&stats, &att, attributable)));
+    ev.rows = Some(super::values::Rows::Nvtx(evidence::rows(&stats, &att)));
+    evidence::leave_absent(&mut ev, data, &stats, &att);
+    evidence::note_kernels(&mut ev, params, data, &stats, &att);
     Ok(ev)
 }
 

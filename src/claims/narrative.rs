@@ -272,22 +272,65 @@ use super::{Claim, Show};
 
 /// Validates `narrative:`: every text in every language, every claim and part it names, every
 /// placeholder, the conditions' date and count. Problems go to the checker, each at its place.
-#[expect(clippy::too_many_lines, reason = "predates the 150-line limit; to be cut along its seams")]
 pub(super) fn validate(
     c: &mut Checker,
     raw: &RawNarrative,
     sources: &std::collections::BTreeMap<String, super::raw::RawSource>,
     claims: &[Claim],
 ) -> Narrative {
-    let text = |c: &mut Checker, t: &Option<RawText>, what: &str, fill: bool| {
+    let s = Slots { claims };
+    let conditions = raw.conditions.as_ref().map(|r| s.conditions(c, r, sources));
+    let per_claim = s.claims(c, &raw.claims);
+    let denominators = raw.denominators.as_ref().map(|d| s.denominators(c, d));
+    Narrative {
+        opening: s.text(c, &raw.opening, "opening", true),
+        conditions,
+        prompt: s.text(c, &raw.prompt, "prompt", false),
+        naming: s.text(c, &raw.naming, "naming", true),
+        design: s.text(c, &raw.design, "design", true),
+        experiment: s.text(c, &raw.experiment, "experiment", true),
+        behaviour: s.text(c, &raw.behaviour, "behaviour", true),
+        candidates: s.text(c, &raw.candidates, "candidates", true),
+        kinds_lead: s.text(c, &raw.kinds_lead, "kinds_lead", true),
+        kinds: s.text(c, &raw.kinds, "kinds", true),
+        claims: per_claim,
+        denominators,
+        bound: s.text(c, &raw.bound, "bound", true),
+        gates: s.text(c, &raw.gates, "gates", true),
+        gates_note: s.text(c, &raw.gates_note, "gates_note", true),
+        misreadings: s.misreadings(c, &raw.misreadings),
+        closing: s.text(c, &raw.closing, "closing", true),
+        next: s.text(c, &raw.next, "next", true),
+        references: s.references(c, &raw.references),
+    }
+}
+
+/// What the slots of `narrative:` are checked against: the claims their placeholders and
+/// names refer to.
+struct Slots<'a> {
+    /// The validated claims.
+    claims: &'a [Claim],
+}
+
+impl Slots<'_> {
+    /// The text of slot `what` in every language, its placeholders checked when it is filled
+    /// (`fill`; the prompt, quoted verbatim, is not).
+    fn text(&self, c: &mut Checker, t: &Option<RawText>, what: &str, fill: bool) -> Option<Text> {
         let t = t.as_ref()?;
         let v = c.text(t, &format!("`narrative.{what}`"));
         if fill {
-            placeholders(c, t, &format!("`narrative.{what}`"), claims);
+            placeholders(c, t, &format!("`narrative.{what}`"), self.claims);
         }
         Some(v)
-    };
-    let conditions = raw.conditions.as_ref().map(|s| {
+    }
+
+    /// `narrative.conditions`: its source declared, its date a date, its runs a count.
+    fn conditions(
+        &self,
+        c: &mut Checker,
+        s: &Spanned<RawConditions>,
+        sources: &std::collections::BTreeMap<String, super::raw::RawSource>,
+    ) -> Conditions {
         let r = &s.value;
         if let Some(src) = &r.source
             && !sources.contains_key(&src.value)
@@ -325,41 +368,47 @@ pub(super) fn validate(
             effort: r.effort.clone(),
             date: r.date.as_ref().map(|d| d.value.clone()),
             runs,
-            tools: text(c, &r.tools, "conditions.tools", false),
-            unseen: text(c, &r.unseen, "conditions.unseen", false),
+            tools: self.text(c, &r.tools, "conditions.tools", false),
+            unseen: self.text(c, &r.unseen, "conditions.unseen", false),
             verifier: r.verifier.clone(),
-            note: text(c, &r.note, "conditions.note", true),
+            note: self.text(c, &r.note, "conditions.note", true),
         }
-    });
-    let mut seen = std::collections::BTreeSet::new();
-    let per_claim = raw
-        .claims
-        .iter()
-        .map(|rc| {
-            let id = &rc.claim.value;
-            if !claims.iter().any(|x| &x.id == id) {
-                c.err(
-                    at(&rc.claim),
-                    format!("`narrative.claims`: no claim `{id}`"),
-                    Some(suggestion(id, claims.iter().map(|x| x.id.as_str()))),
-                );
-            } else if !seen.insert(id.clone()) {
-                c.err(
-                    at(&rc.claim),
-                    format!("`narrative.claims`: claim `{id}` has prose twice"),
-                    Some("keep one entry per claim".into()),
-                );
-            }
-            ClaimNarrative {
-                claim: id.clone(),
-                said: text(c, &rc.said, &format!("claims[{id}].said"), true),
-                before: text(c, &rc.before, &format!("claims[{id}].before"), true),
-                after: text(c, &rc.after, &format!("claims[{id}].after"), true),
-                reading: text(c, &rc.reading, &format!("claims[{id}].reading"), true),
-            }
-        })
-        .collect();
-    let denominators = raw.denominators.as_ref().map(|s| {
+    }
+
+    /// `narrative.claims`: the prose of each claim, at most one entry per claim.
+    fn claims(&self, c: &mut Checker, raw: &[RawClaimNarrative]) -> Vec<ClaimNarrative> {
+        let claims = self.claims;
+        let mut seen = std::collections::BTreeSet::new();
+        raw.iter()
+            .map(|rc| {
+                let id = &rc.claim.value;
+                if !claims.iter().any(|x| &x.id == id) {
+                    c.err(
+                        at(&rc.claim),
+                        format!("`narrative.claims`: no claim `{id}`"),
+                        Some(suggestion(id, claims.iter().map(|x| x.id.as_str()))),
+                    );
+                } else if !seen.insert(id.clone()) {
+                    c.err(
+                        at(&rc.claim),
+                        format!("`narrative.claims`: claim `{id}` has prose twice"),
+                        Some("keep one entry per claim".into()),
+                    );
+                }
+                ClaimNarrative {
+                    claim: id.clone(),
+                    said: self.text(c, &rc.said, &format!("claims[{id}].said"), true),
+                    before: self.text(c, &rc.before, &format!("claims[{id}].before"), true),
+                    after: self.text(c, &rc.after, &format!("claims[{id}].after"), true),
+                    reading: self.text(c, &rc.reading, &format!("claims[{id}].reading"), true),
+                }
+            })
+            .collect()
+    }
+
+    /// `narrative.denominators`: at least one part whose formula it shows, each one with a
+    /// number.
+    fn denominators(&self, c: &mut Checker, s: &Spanned<RawDenominators>) -> Denominators {
         let d = &s.value;
         if d.parts.is_empty() {
             c.err(
@@ -374,56 +423,38 @@ pub(super) fn validate(
             .parts
             .iter()
             .filter_map(|p| {
-                let label = text(c, &p.label, "denominators.parts.label", false);
+                let label = self.text(c, &p.label, "denominators.parts.label", false);
                 let (claim, part) =
-                    numbered_part(c, &p.part, "`narrative.denominators.parts`", claims)?;
+                    numbered_part(c, &p.part, "`narrative.denominators.parts`", self.claims)?;
                 Some((claim, part, label))
             })
             .collect();
         Denominators {
-            title: text(c, &d.title, "denominators.title", true),
-            lead: text(c, &d.lead, "denominators.lead", true),
+            title: self.text(c, &d.title, "denominators.title", true),
+            lead: self.text(c, &d.lead, "denominators.lead", true),
             parts,
-            questions: text(c, &d.questions, "denominators.questions", true),
+            questions: self.text(c, &d.questions, "denominators.questions", true),
         }
-    });
-    Narrative {
-        opening: text(c, &raw.opening, "opening", true),
-        conditions,
-        prompt: text(c, &raw.prompt, "prompt", false),
-        naming: text(c, &raw.naming, "naming", true),
-        design: text(c, &raw.design, "design", true),
-        experiment: text(c, &raw.experiment, "experiment", true),
-        behaviour: text(c, &raw.behaviour, "behaviour", true),
-        candidates: text(c, &raw.candidates, "candidates", true),
-        kinds_lead: text(c, &raw.kinds_lead, "kinds_lead", true),
-        kinds: text(c, &raw.kinds, "kinds", true),
-        claims: per_claim,
-        denominators,
-        bound: text(c, &raw.bound, "bound", true),
-        gates: text(c, &raw.gates, "gates", true),
-        gates_note: text(c, &raw.gates_note, "gates_note", true),
-        misreadings: raw
-            .misreadings
-            .iter()
+    }
+
+    /// `narrative.misreadings`: each one's title and text, numbered from 1.
+    fn misreadings(&self, c: &mut Checker, raw: &[RawMisreading]) -> Vec<Misreading> {
+        raw.iter()
             .enumerate()
             .map(|(i, m)| Misreading {
-                title: text(
-                    c,
-                    &Some(m.title.clone()),
-                    &format!("misreadings[{}].title", i + 1),
-                    true,
-                )
-                .unwrap_or_default(),
-                text: text(c, &Some(m.text.clone()), &format!("misreadings[{}].text", i + 1), true)
+                title: self
+                    .text(c, &Some(m.title.clone()), &format!("misreadings[{}].title", i + 1), true)
+                    .unwrap_or_default(),
+                text: self
+                    .text(c, &Some(m.text.clone()), &format!("misreadings[{}].text", i + 1), true)
                     .unwrap_or_default(),
             })
-            .collect(),
-        closing: text(c, &raw.closing, "closing", true),
-        next: text(c, &raw.next, "next", true),
-        references: raw
-            .references
-            .iter()
+            .collect()
+    }
+
+    /// `narrative.references`: each one's text, and an address on the web.
+    fn references(&self, c: &mut Checker, raw: &[RawReference]) -> Vec<Reference> {
+        raw.iter()
             .enumerate()
             .map(|(i, r)| {
                 let url = r.url.value.trim();
@@ -446,17 +477,18 @@ pub(super) fn validate(
                     );
                 }
                 Reference {
-                    text: text(
-                        c,
-                        &Some(r.text.clone()),
-                        &format!("references[{}].text", i + 1),
-                        false,
-                    )
-                    .unwrap_or_default(),
+                    text: self
+                        .text(
+                            c,
+                            &Some(r.text.clone()),
+                            &format!("references[{}].text", i + 1),
+                            false,
+                        )
+                        .unwrap_or_default(),
                     url: url.to_string(),
                 }
             })
-            .collect(),
+            .collect()
     }
 }
 

@@ -33,7 +33,6 @@ fn measure_keys() -> String {
 /// file declares them. With `languages`, every text must give exactly those languages.
 pub fn eval_schema(languages: Option<&[String]>) -> Value {
     let claims = claims_schema(languages);
-    let strict = |props: Value, required: &[&str]| json!({"type": "object", "properties": props, "required": required, "additionalProperties": false});
     json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "https://github.com/verdict/eval.schema.json",
@@ -71,23 +70,9 @@ pub fn eval_schema(languages: Option<&[String]>) -> Value {
 
 /// The schema. With `languages`, every text must give exactly those languages; without, a text
 /// is any non-empty mapping of language to string.
-#[expect(clippy::too_many_lines, reason = "predates the 150-line limit; to be cut along its seams")]
 pub fn claims_schema(languages: Option<&[String]>) -> Value {
-    let text = match languages {
-        Some(langs) => json!({
-            "type": "object",
-            "properties": langs.iter().map(|l| (l.clone(), json!({"type": "string"}))).collect::<serde_json::Map<_, _>>(),
-            "required": langs,
-            "additionalProperties": false,
-        }),
-        None => json!({
-            "type": "object",
-            "minProperties": 1,
-            "additionalProperties": {"type": "string"},
-        }),
-    };
+    let text = text_schema(languages);
     let scalar = json!({"type": ["string", "number", "boolean"]});
-    let strict = |props: Value, required: &[&str]| json!({"type": "object", "properties": props, "required": required, "additionalProperties": false});
     // A judged ratio of two measured parts (`ratio: {of, to, differs}`).
     let ratio = strict(
         json!({
@@ -108,26 +93,7 @@ pub fn claims_schema(languages: Option<&[String]>) -> Value {
         }),
         &["kind"],
     );
-    // `verdict draft`'s proposals on a part: valid here, refused by `check` until removed.
-    let unreviewed = strict(
-        json!({
-            "line": {"type": "integer", "minimum": 1},
-            "quote": {"type": "string"},
-            "number": {"type": "string"},
-            "cues": {"type": "array", "items": {"type": "string"}},
-            "condition": {"$ref": "#/$defs/condition"},
-            "analyses": {"type": "array", "items": strict(json!({
-                "analysis": {"type": "string"},
-                "value": {"type": "string"},
-                "unit": {"type": "string"},
-                "match": {"type": "string"},
-                "cue": {"type": "string"},
-            }), &["analysis", "value"])},
-            "unmeasurable": {"type": "string"},
-        }),
-        &[],
-    );
-    let mut schema = json!({
+    json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "https://github.com/verdict/claims.schema.json",
         "title": "verdict claims file",
@@ -185,7 +151,7 @@ pub fn claims_schema(languages: Option<&[String]>) -> Value {
                 "expect": {"enum": ["decrease", "increase"]},
                 "within_run": {"$ref": "#/$defs/text"},
             }), &[]),
-            "unreviewed": unreviewed,
+            "unreviewed": unreviewed_schema(),
             "ratio": ratio,
             "part": json!({"allOf": [{"$ref": "#/$defs/part_keys"}, {
                 "not": {"required": ["measure", "ratio"]},
@@ -196,31 +162,7 @@ pub fn claims_schema(languages: Option<&[String]>) -> Value {
                 "if": {"properties": {"kind": {"const": "arithmetic"}}, "required": ["kind"]},
                 "then": {"required": ["formula"]},
             }]}),
-            "part_keys": strict(json!({
-                "id": {"type": "string"},
-                "kind": {"$ref": "#/$defs/kind"},
-                "text": {"$ref": "#/$defs/text"},
-                "measure": {"$ref": "#/$defs/measure"},
-                "condition": {"$ref": "#/$defs/condition"},
-                "says": {"type": ["string", "number"]},
-                "says_by": {"$ref": "#/$defs/who"},
-                "formula": {"type": "string"},
-                "unit": {"type": "string"},
-                "from": {"type": "array", "items": {"type": "string"}},
-                "mapping": {"$ref": "#/$defs/text"},
-                "needs": {"type": "array", "items": {"$ref": "#/$defs/text"}},
-                "work": {"type": "array", "items": {"oneOf": [
-                    {"$ref": "#/$defs/work"},
-                    {"$ref": "#/$defs/work_step"},
-                ]}},
-                "effort": {"$ref": "#/$defs/effort"},
-                "unblocks": {"$ref": "#/$defs/text"},
-                "caveats": {"$ref": "#/$defs/text"},
-                "note": {"$ref": "#/$defs/text"},
-                "about": {"$ref": "#/$defs/about"},
-                "experiment": {"$ref": "#/$defs/experiment"},
-                "unreviewed": {"$ref": "#/$defs/unreviewed"},
-            }), &["id", "kind"]),
+            "part_keys": part_keys_schema(),
             "claim": strict(json!({
                 "id": {"type": "string"},
                 "source": {"type": "string"},
@@ -246,69 +188,150 @@ pub fn claims_schema(languages: Option<&[String]>) -> Value {
             },
         },
         "type": "object",
-        "properties": {
-            "report": strict(json!({
-                "id": {"type": "string"},
-                "languages": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-                "title": {"$ref": "#/$defs/text"},
-                "question": {"$ref": "#/$defs/text"},
-                "author": {"type": "string"},
-                "date": {"type": "string"},
-                "answer": {"$ref": "#/$defs/text"},
-                "decision": {"$ref": "#/$defs/text"},
-            }), &["id", "languages", "title"]),
-            "sources": {
-                "type": "object",
-                "additionalProperties": strict(json!({
-                    "label": {"$ref": "#/$defs/text"},
-                    "note": {"$ref": "#/$defs/text"},
-                }), &["label"]),
-            },
-            "traces": {
-                "type": "object",
-                "additionalProperties": strict(json!({
-                    "path": {"oneOf": [
-                        {"type": "string"},
-                        {"type": "array", "items": {"type": "string"}, "minItems": 1},
-                    ]},
-                    "label": {"$ref": "#/$defs/text"},
-                    "expect_devices": {"type": ["string", "integer"]},
-                    "expect_ranks": {"type": "integer", "minimum": 1},
-                    "runs": {"type": "boolean"},
-                    "stands_for": {"$ref": "#/$defs/text"},
-                    "obtain": {"type": "string"},
-                }), &["path"]),
-            },
-            "scopes": {
-                "type": "object",
-                "additionalProperties": strict(json!({
-                    "trace": {"type": "string"},
-                    "window": {"$ref": "#/$defs/window"},
-                    "devices": {"type": ["string", "integer"]},
-                    "ranks": {"type": ["string", "integer"]},
-                    "semantics": {"enum": ["clip", "contain"]},
-                }), &["trace"]),
-            },
-            "claims": {"type": "array", "items": {"$ref": "#/$defs/claim"}},
-            "review": strict(json!({
-                "r6": {"$ref": "#/$defs/text"},
-                "next": {"$ref": "#/$defs/text"},
-                "reviewer": {"oneOf": [{"type": "string"}, {"$ref": "#/$defs/text"}]},
-                "date": {"type": "string"},
-            }), &[]),
-            "narrative": narrative_schema(),
-        },
+        "properties": sections(),
         "required": ["report", "traces", "claims"],
         "additionalProperties": false,
-    });
-    // Added apart: one more key in the `json!` above passes the macro's recursion limit.
-    schema["$defs"]["part_keys"]["properties"]["ratio"] = json!({"$ref": "#/$defs/ratio"});
-    schema
+    })
+}
+
+/// An object that takes the keys of `props` and no other, `required` among them.
+fn strict(props: Value, required: &[&str]) -> Value {
+    json!({"type": "object", "properties": props, "required": required, "additionalProperties": false})
+}
+
+/// A text: with `languages`, exactly those languages; without, any non-empty mapping of
+/// language to string.
+fn text_schema(languages: Option<&[String]>) -> Value {
+    match languages {
+        Some(langs) => json!({
+            "type": "object",
+            "properties": langs.iter().map(|l| (l.clone(), json!({"type": "string"}))).collect::<serde_json::Map<_, _>>(),
+            "required": langs,
+            "additionalProperties": false,
+        }),
+        None => json!({
+            "type": "object",
+            "minProperties": 1,
+            "additionalProperties": {"type": "string"},
+        }),
+    }
+}
+
+/// The keys a part may have: `id` and `kind`, its text, what it binds (a measure, a ratio, a
+/// formula), its condition and what it says, and the rest of what its kind states.
+fn part_keys_schema() -> Value {
+    strict(
+        json!({
+            "id": {"type": "string"},
+            "kind": {"$ref": "#/$defs/kind"},
+            "text": {"$ref": "#/$defs/text"},
+            "measure": {"$ref": "#/$defs/measure"},
+            "condition": {"$ref": "#/$defs/condition"},
+            "says": {"type": ["string", "number"]},
+            "says_by": {"$ref": "#/$defs/who"},
+            "formula": {"type": "string"},
+            "unit": {"type": "string"},
+            "from": {"type": "array", "items": {"type": "string"}},
+            "mapping": {"$ref": "#/$defs/text"},
+            "needs": {"type": "array", "items": {"$ref": "#/$defs/text"}},
+            "work": {"type": "array", "items": {"oneOf": [
+                {"$ref": "#/$defs/work"},
+                {"$ref": "#/$defs/work_step"},
+            ]}},
+            "effort": {"$ref": "#/$defs/effort"},
+            "unblocks": {"$ref": "#/$defs/text"},
+            "caveats": {"$ref": "#/$defs/text"},
+            "note": {"$ref": "#/$defs/text"},
+            "about": {"$ref": "#/$defs/about"},
+            "experiment": {"$ref": "#/$defs/experiment"},
+            "unreviewed": {"$ref": "#/$defs/unreviewed"},
+            "ratio": {"$ref": "#/$defs/ratio"},
+        }),
+        &["id", "kind"],
+    )
+}
+
+/// `verdict draft`'s proposals on a part: valid here, refused by `check` until removed.
+fn unreviewed_schema() -> Value {
+    strict(
+        json!({
+            "line": {"type": "integer", "minimum": 1},
+            "quote": {"type": "string"},
+            "number": {"type": "string"},
+            "cues": {"type": "array", "items": {"type": "string"}},
+            "condition": {"$ref": "#/$defs/condition"},
+            "analyses": {"type": "array", "items": strict(json!({
+                "analysis": {"type": "string"},
+                "value": {"type": "string"},
+                "unit": {"type": "string"},
+                "match": {"type": "string"},
+                "cue": {"type": "string"},
+            }), &["analysis", "value"])},
+            "unmeasurable": {"type": "string"},
+        }),
+        &[],
+    )
+}
+
+/// The sections of a claims file: the report, its sources, traces and scopes, the claims,
+/// the review and the narrative.
+fn sections() -> Value {
+    json!({
+        "report": strict(json!({
+            "id": {"type": "string"},
+            "languages": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+            "title": {"$ref": "#/$defs/text"},
+            "question": {"$ref": "#/$defs/text"},
+            "author": {"type": "string"},
+            "date": {"type": "string"},
+            "answer": {"$ref": "#/$defs/text"},
+            "decision": {"$ref": "#/$defs/text"},
+        }), &["id", "languages", "title"]),
+        "sources": {
+            "type": "object",
+            "additionalProperties": strict(json!({
+                "label": {"$ref": "#/$defs/text"},
+                "note": {"$ref": "#/$defs/text"},
+            }), &["label"]),
+        },
+        "traces": {
+            "type": "object",
+            "additionalProperties": strict(json!({
+                "path": {"oneOf": [
+                    {"type": "string"},
+                    {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                ]},
+                "label": {"$ref": "#/$defs/text"},
+                "expect_devices": {"type": ["string", "integer"]},
+                "expect_ranks": {"type": "integer", "minimum": 1},
+                "runs": {"type": "boolean"},
+                "stands_for": {"$ref": "#/$defs/text"},
+                "obtain": {"type": "string"},
+            }), &["path"]),
+        },
+        "scopes": {
+            "type": "object",
+            "additionalProperties": strict(json!({
+                "trace": {"type": "string"},
+                "window": {"$ref": "#/$defs/window"},
+                "devices": {"type": ["string", "integer"]},
+                "ranks": {"type": ["string", "integer"]},
+                "semantics": {"enum": ["clip", "contain"]},
+            }), &["trace"]),
+        },
+        "claims": {"type": "array", "items": {"$ref": "#/$defs/claim"}},
+        "review": strict(json!({
+            "r6": {"$ref": "#/$defs/text"},
+            "next": {"$ref": "#/$defs/text"},
+            "reviewer": {"oneOf": [{"type": "string"}, {"$ref": "#/$defs/text"}]},
+            "date": {"type": "string"},
+        }), &[]),
+        "narrative": narrative_schema(),
+    })
 }
 
 /// `narrative:`: the author's prose of a post, slot by slot (src/claims/narrative.rs).
 fn narrative_schema() -> Value {
-    let strict = |props: Value, required: &[&str]| json!({"type": "object", "properties": props, "required": required, "additionalProperties": false});
     let text = json!({"$ref": "#/$defs/text"});
     strict(
         json!({

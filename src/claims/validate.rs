@@ -12,6 +12,10 @@ use crate::analysis;
 use crate::formula::Expr;
 use crate::scope::{DeviceSel, Window, parse_device_list};
 
+mod compare;
+mod part;
+mod traces;
+
 pub(super) struct Checker {
     languages: Vec<String>,
     problems: Vec<Problem>,
@@ -221,7 +225,7 @@ pub fn validate(raw: RawClaimFile, path: &Path) -> Result<ClaimSet, ClaimsError>
     let mut c = Checker { languages: Vec::new(), problems: Vec::new(), compare_side: false };
     let report = report(&mut c, &raw.report);
     let sources = sources(&mut c, &raw.sources);
-    let traces = traces(&mut c, &raw.traces, base);
+    let traces = traces::traces(&mut c, &raw.traces, base);
     let mut scopes = scopes(&mut c, &raw.scopes, &raw.traces, base);
     run_scopes(&traces, &mut scopes);
     let claims = claims(&mut c, &raw.claims, &raw.sources, &scopes, &raw.scopes);
@@ -307,174 +311,6 @@ fn sources(c: &mut Checker, sources: &BTreeMap<String, RawSource>) -> Vec<Source
             note: c.opt_text(&s.note, &format!("source `{id}` note")),
         })
         .collect()
-}
-
-/// The `traces` section: a single file must exist; a trace set (a glob or a list of files) is
-/// expanded here, and its expected ranks checked against the files it holds.
-#[expect(clippy::too_many_lines, reason = "predates the 150-line limit; to be cut along its seams")]
-fn traces(c: &mut Checker, raw: &BTreeMap<String, RawTrace>, base: &Path) -> Vec<TraceDecl> {
-    let mut traces = Vec::new();
-    for (name, t) in raw {
-        let patterns: Vec<PathBuf> = match &t.path.value {
-            RawPaths::One(p) => vec![base.join(p)],
-            RawPaths::Many(v) => v.iter().map(|p| base.join(p)).collect(),
-        };
-        let declared_set = match &t.path.value {
-            RawPaths::One(p) => is_set_path(base, p),
-            RawPaths::Many(_) => true,
-        };
-        let (path, set) = match &t.path.value {
-            RawPaths::One(p) if !is_set_path(base, p) => (p.clone(), None),
-            RawPaths::One(p) => (p.clone(), Some(vec![p.clone()])),
-            RawPaths::Many(v) => (v.join(", "), Some(v.clone())),
-        };
-        let resolved = base.join(&path);
-        let set = match set {
-            None => {
-                if path.trim().is_empty() {
-                    c.err(
-                        at(&t.path),
-                        format!("trace `{name}`: the path is empty"),
-                        Some(
-                            "give the `.sqlite` file's path, relative to the claims file's folder"
-                                .into(),
-                        ),
-                    );
-                } else if !resolved.exists() {
-                    c.err(
-                        at(&t.path),
-                        format!(
-                            "trace `{name}`: `{path}` does not exist (resolved to `{}`)",
-                            resolved.display()
-                        ),
-                        Some(match &t.obtain {
-                            Some(o) => format!("the claims file says where to get it: {}", o.value),
-                            None => {
-                                "trace paths are relative to the claims file's folder".to_string()
-                            }
-                        }),
-                    );
-                }
-                None
-            }
-            Some(patterns) => match expand_set(base, &patterns) {
-                Ok(files) => Some(files),
-                Err(e) => {
-                    let hint = match &t.obtain {
-                        Some(o) => format!("the claims file says where to get it: {}", o.value),
-                        None => SET_HINT.into(),
-                    };
-                    c.err(at(&t.path), format!("trace `{name}`: {e}"), Some(hint));
-                    None
-                }
-            },
-        };
-        let expect_ranks = t.expect_ranks.as_ref().and_then(|n| match usize::try_from(n.value) {
-            Ok(v) if v > 0 => Some(v),
-            _ => {
-                c.err(
-                    at(n),
-                    format!("trace `{name}`: `expect_ranks` is {}, not a positive count", n.value),
-                    Some("the number of ranks the job ran, such as 8".into()),
-                );
-                None
-            }
-        });
-        if let (Some(files), Some(n)) = (&set, expect_ranks)
-            && files.len() > n
-        {
-            c.err(
-                at(&t.path),
-                format!(
-                    "trace `{name}`: {} files for {n} expected ranks (each file has at least one rank)",
-                    files.len()
-                ),
-                Some("check the glob, or `expect_ranks`".into()),
-            );
-        }
-        // A set whose glob matched nothing is reported above, not as a single trace.
-        if let (false, Some(n)) = (declared_set, &t.expect_ranks) {
-            c.err(
-                at(n),
-                format!("trace `{name}`: `expect_ranks` on a single trace"),
-                Some("`expect_ranks` counts the ranks of a trace set (a glob or a list of files); one file states `expect_devices`".into()),
-            );
-        }
-        let is_runs = t.runs.as_ref().is_some_and(|r| r.value);
-        if let (Some(_), Some(d), false) = (&set, &t.expect_devices, is_runs) {
-            c.err(
-                at(d),
-                format!("trace `{name}`: `expect_devices` on a trace set"),
-                Some(
-                    "device numbers repeat across the files of a set and name no rank; state `expect_ranks`"
-                        .into(),
-                ),
-            );
-        }
-        let label = c.opt_text(&t.label, &format!("trace `{name}` label"));
-        let stands_for = c.opt_text(&t.stands_for, &format!("trace `{name}` stands_for"));
-        let obtain = t.obtain.as_ref().map(|o| o.value.clone());
-        let expect_devices = t.expect_devices.as_ref().and_then(|d| c.devices(d));
-        if let Some(r) = t.runs.as_ref().filter(|r| r.value) {
-            // Runs: one single trace per file, `NAME#1`, `NAME#2`..., in the set's order.
-            match &set {
-                Some(files) if files.len() >= 2 && expect_ranks.is_none() => {
-                    for (i, f) in files.iter().enumerate() {
-                        let i = i + 1;
-                        traces.push(TraceDecl {
-                            name: format!("{name}#{i}"),
-                            path: f
-                                .strip_prefix(base)
-                                .unwrap_or(f)
-                                .to_string_lossy()
-                                .into_owned(),
-                            resolved: f.clone(),
-                            set: None,
-                            patterns: None,
-                            label: label.as_ref().map(|l| {
-                                l.iter().map(|(k, v)| (k.clone(), format!("{v} #{i}"))).collect()
-                            }),
-                            expect_devices: expect_devices.clone(),
-                            expect_ranks: None,
-                            run_of: Some(name.clone()),
-                            stands_for: stands_for.clone(),
-                            obtain: obtain.clone(),
-                        });
-                    }
-                }
-                Some(_) if expect_ranks.is_some() => c.err(
-                    at(r),
-                    format!("trace `{name}`: `runs` with `expect_ranks`"),
-                    Some("the files of `runs: true` are runs of one configuration, each a whole job; a job of several files per run is not supported as a run".into()),
-                ),
-                Some(_) => c.err(
-                    at(r),
-                    format!("trace `{name}`: `runs: true` with one file"),
-                    Some("list two or more runs (a list or a glob), or drop `runs`".into()),
-                ),
-                None => c.err(
-                    at(r),
-                    format!("trace `{name}`: `runs: true` on a single path"),
-                    Some("give the runs as a list of files or a glob (`runs/tp4-*.sqlite`)".into()),
-                ),
-            }
-            continue;
-        }
-        traces.push(TraceDecl {
-            name: name.clone(),
-            path,
-            resolved: set.as_ref().and_then(|f| f.first().cloned()).unwrap_or(resolved),
-            patterns: set.is_some().then_some(patterns),
-            set,
-            label,
-            expect_devices,
-            expect_ranks,
-            run_of: None,
-            stands_for,
-            obtain,
-        });
-    }
-    traces
 }
 
 /// The `scopes` section: each scope names a declared trace, selects devices on a single file
@@ -623,7 +459,7 @@ fn claims(
         }
         let part_names: Vec<&str> = rc.parts.iter().map(|p| p.id.value.as_str()).collect();
         for rp in &rc.parts {
-            parts.push(part(c, rp, &rc.id.value, &rc.parts, scopes, raw_scopes));
+            parts.push(part::part(c, rp, &rc.id.value, &rc.parts, scopes, raw_scopes));
         }
         if let Some((cycle, pos)) = from_cycle(&rc.parts) {
             c.err(
@@ -780,383 +616,6 @@ fn about(c: &mut Checker, a: &RawAbout) -> About {
     }
 }
 
-/// A part's `ratio`: two other measured parts of the claim, each named once, and the reason
-/// their scopes differ in every language; with its unit (`%` unless it says `ratio` or `x`).
-fn ratio(
-    c: &mut Checker,
-    rp: &RawPart,
-    r: &Spanned<RawRatio>,
-    what: &str,
-    siblings: &[RawPart],
-) -> (Ratio, Unit) {
-    let kind = rp.kind.value;
-    let pid = &rp.id.value;
-    if matches!(kind, Kind::Action | Kind::Arithmetic) {
-        c.err(
-            at(r),
-            format!("{what}: a{} part cannot be a judged ratio", if kind == Kind::Action { "n action" } else { "n arithmetic" }),
-            Some("make it an observation (a ratio of two measures), or compute `formula: \"a / b\"` as arithmetic, which is never evidence".into()),
-        );
-    }
-    if let Some(m) = &rp.measure {
-        c.err(
-            at(r),
-            format!("{what}: the part has both `measure` and `ratio`"),
-            Some(format!(
-                "a part is one measure or the ratio of two: move the measure to a part of its own (line {}) and name it in `ratio`",
-                at(m).0
-            )),
-        );
-    }
-    if rp.formula.is_some() {
-        c.err(
-            at(r),
-            format!("{what}: the part has both `formula` and `ratio`"),
-            Some("a judged ratio takes no formula: its value is `of` over `to`".into()),
-        );
-    }
-    let names: Vec<&str> = siblings.iter().map(|p| p.id.value.as_str()).collect();
-    for (key, side) in [("of", &r.value.of), ("to", &r.value.to)] {
-        let name = side.value.as_str();
-        if name == pid {
-            c.err(
-                at(side),
-                format!("{what}: `ratio.{key}` names the part itself"),
-                Some("a ratio divides two other parts of the claim, each with a `measure`".into()),
-            );
-            continue;
-        }
-        let Some(target) = siblings.iter().find(|p| p.id.value == name) else {
-            c.err(
-                at(side),
-                format!("{what}: `ratio.{key}` names `{name}`, which is not a part of this claim"),
-                Some(suggestion(name, names.iter().copied())),
-            );
-            continue;
-        };
-        let why = match (&target.measure, &target.ratio) {
-            (_, Some(_)) => Some("is itself a ratio"),
-            (None, None) => Some(match target.kind.value {
-                Kind::Arithmetic => "is arithmetic",
-                Kind::Action => "is an action",
-                _ => "has no `measure`",
-            }),
-            (Some(m), None) if m.value.analysis.as_ref().is_some_and(|a| a.value == "compare") => {
-                Some("binds a comparison of two sides")
-            }
-            (Some(_), None) if target.kind.value == Kind::Interpretation => {
-                Some("is an interpretation, judged from the parts it reads")
-            }
-            _ => None,
-        };
-        if let Some(why) = why {
-            c.err(
-                at(side),
-                format!("{what}: `ratio.{key}` names `{name}`, which {why}: not a measured part"),
-                Some("name a part that binds a `measure` of one scope (an observation or causal part)".into()),
-            );
-        }
-    }
-    if r.value.of.value == r.value.to.value && r.value.of.value != *pid {
-        c.err(
-            at(&r.value.to),
-            format!("{what}: `ratio` divides `{}` by itself", r.value.of.value),
-            Some("name two different measured parts in `of` and `to`".into()),
-        );
-    }
-    let unit = match &rp.unit {
-        None => Unit::Percent,
-        Some(u) => match Unit::parse(&u.value) {
-            Some(x @ (Unit::Percent | Unit::Ratio | Unit::Times)) => x,
-            Some(x) => {
-                c.err(
-                    at(u),
-                    format!(
-                        "{what}: a ratio is shown in `%`, `ratio` or `x`, not `{}`",
-                        x.symbol()
-                    ),
-                    Some("drop `unit` (a share in %), or write `unit: ratio` or `unit: x`".into()),
-                );
-                Unit::Percent
-            }
-            // Reported with the other units below.
-            None => Unit::Percent,
-        },
-    };
-    let differs = r.value.differs.as_ref().map(|t| c.text(t, &format!("{what}: `ratio.differs`")));
-    (Ratio { of: r.value.of.value.clone(), to: r.value.to.value.clone(), differs }, unit)
-}
-
-#[expect(clippy::too_many_lines, reason = "predates the 150-line limit; to be cut along its seams")]
-fn part(
-    c: &mut Checker,
-    rp: &RawPart,
-    claim: &str,
-    siblings: &[RawPart],
-    scopes: &BTreeMap<String, Scope>,
-    raw_scopes: &BTreeMap<String, RawScope>,
-) -> Part {
-    let kind = rp.kind.value;
-    let pid = &rp.id.value;
-    let what = format!("claim `{claim}` part `{pid}`");
-    let part_names: Vec<&str> = siblings.iter().map(|p| p.id.value.as_str()).collect();
-    let part_names = part_names.as_slice();
-    if let Some(u) = &rp.unreviewed {
-        unreviewed(c, u, at(&rp.id), &what);
-    }
-    let mut measure = None;
-    let mut unit = None;
-    if let Some(m) = &rp.measure {
-        if matches!(kind, Kind::Action | Kind::Arithmetic) {
-            c.err(
-                m.value.analysis.as_ref().map_or_else(|| at(m), at),
-                format!(
-                    "{what}: a{} part cannot be measured",
-                    if kind == Kind::Action { "n action" } else { "n arithmetic" }
-                ),
-                Some("measure an observation, interpretation or causal part; an arithmetic part computes a `formula` from others, an action is text".into()),
-            );
-        }
-        measure = measurement(c, m, &what, scopes, raw_scopes);
-        unit = measure.as_ref().map(|m: &Measure| m.unit);
-    }
-    let ratio = rp.ratio.as_ref().map(|r| {
-        let (r, u) = ratio(c, rp, r, &what, siblings);
-        unit = Some(u);
-        r
-    });
-    let mut formula = None;
-    if let Some(f) = &rp.formula {
-        if kind != Kind::Arithmetic {
-            c.err(
-                at(f),
-                format!("{what}: only arithmetic parts have a `formula`"),
-                Some("measured parts put their formula in `measure.value`".to_string()),
-            );
-        }
-        match Expr::parse(&f.value) {
-            Ok(e) => {
-                for v in e.vars() {
-                    if !part_names.contains(&v.as_str()) || v == *pid {
-                        c.err(at(f), format!("{what}: formula names `{v}`, which is not another part of this claim"), Some(suggestion(&v, part_names.iter().copied())));
-                    }
-                }
-                formula = Some(e);
-            }
-            Err(e) => c.err(
-                at(f),
-                format!(
-                    "{what}: formula {}: {} (at character {})",
-                    shown_formula(&f.value),
-                    e.message,
-                    e.offset + 1
-                ),
-                Some(formula_hint(&e)),
-            ),
-        }
-    } else if kind == Kind::Arithmetic {
-        c.err(
-            at(&rp.id),
-            format!("{what}: an arithmetic part needs a `formula`"),
-            Some("e.g. formula: \"1 / (1 - share)\", over the ids of measured parts".into()),
-        );
-    }
-    if let Some(u) = &rp.unit {
-        match Unit::parse(&u.value) {
-            // A ratio's unit is checked with the ratio.
-            Some(_) if ratio.is_some() => {}
-            Some(x) => unit = Some(x),
-            None => c.err(
-                at(u),
-                format!("{what}: unknown unit `{}`", u.value),
-                Some("use %, pp, ms, ns, s, count, x, ratio, bytes or GB/s".to_string()),
-            ),
-        }
-    }
-    let says = rp.says.as_ref().and_then(|s| {
-        let default = unit.unwrap_or(Unit::Count);
-        let q = c.quantity(at(s), &s.value, default, &format!("{what}: `says`"));
-        if unit.is_none() {
-            unit = q.as_ref().map(|q| q.unit);
-        }
-        q
-    });
-    if kind == Kind::Arithmetic && unit.is_none() {
-        unit = Some(Unit::Ratio);
-    }
-    let condition = rp.condition.as_ref().and_then(|cond| {
-        if rp.measure.is_none() && rp.ratio.is_none() {
-            c.err(
-                at(cond),
-                format!("{what}: a condition needs a `measure` to apply to"),
-                Some("add a `measure` (or a `ratio` of two measured parts) to the part, or drop the condition".into()),
-            );
-        }
-        condition(c, cond, unit.unwrap_or(Unit::Count), &what)
-    });
-    for f in &rp.from {
-        if f.value == *pid {
-            c.err(
-                at(f),
-                format!("{what}: `from` names the part itself"),
-                Some(
-                    "an interpretation reads other parts: name the observations it rests on".into(),
-                ),
-            );
-        } else if !part_names.contains(&f.value.as_str()) {
-            c.err(
-                at(f),
-                format!("{what}: `from` names `{}`, which is not a part of this claim", f.value),
-                Some(suggestion(&f.value, part_names.iter().copied())),
-            );
-        }
-    }
-    if kind == Kind::Interpretation && rp.mapping.is_none() {
-        c.err(
-            at(&rp.id),
-            format!("{what}: an interpretation must state the `mapping` it relies on"),
-            Some(
-                "e.g. mapping: {en: \"flash_bwd_* is FlashAttention's backward kernel\"}"
-                    .to_string(),
-            ),
-        );
-    }
-    if kind == Kind::Interpretation && rp.from.is_empty() {
-        c.err(
-            at(&rp.id),
-            format!("{what}: an interpretation must name the parts it reads in `from`"),
-            Some("e.g. from: [share], the observations the interpretation rests on".into()),
-        );
-    }
-    if kind == Kind::Causal && rp.measure.is_none() && rp.ratio.is_none() && rp.needs.is_empty() {
-        c.err(at(&rp.id), format!("{what}: an unmeasured causal part must list the evidence that would decide it in `needs`"), Some("e.g. needs: [{en: \"a fusion on/off A/B run\"}]".to_string()));
-    }
-    if kind == Kind::Action && rp.text.is_none() {
-        c.err(
-            at(&rp.id),
-            format!("{what}: an action needs its `text`"),
-            Some("e.g. text: {en: \"run an A/B of NCCL overlap on and off\"}".into()),
-        );
-    }
-    Part {
-        id: pid.clone(),
-        kind,
-        text: c.opt_text(&rp.text, &format!("{what} text")),
-        condition,
-        says,
-        says_by: rp.says_by.unwrap_or_default(),
-        formula_text: rp.formula.as_ref().map(|f| f.value.clone()),
-        formula,
-        unit,
-        from: rp.from.iter().map(|f| f.value.clone()).collect(),
-        mapping: c.opt_text(&rp.mapping, &format!("{what} mapping")),
-        needs: rp.needs.iter().map(|n| c.text(n, &format!("{what} needs"))).collect(),
-        work: rp
-            .work
-            .iter()
-            .map(|w| match &w.value {
-                RawWork::Kind(kind) => {
-                    Step { kind: *kind, effort: rp.effort, runs: None, gpu_hours: None, people: None }
-                }
-                RawWork::Step(s) => Step {
-                    kind: s.kind,
-                    effort: s.effort.or(rp.effort),
-                    runs: s.runs,
-                    gpu_hours: s.gpu_hours,
-                    people: s.people,
-                },
-            })
-            .collect(),
-        effort: rp.effort,
-        unblocks: c.opt_text(&rp.unblocks, &format!("{what} unblocks")),
-        caveats: c.opt_text(&rp.caveats, &format!("{what} caveats")),
-        note: c.opt_text(&rp.note, &format!("{what} note")),
-        about: rp.about.as_ref().map(|a| about(c, a)),
-        experiment: rp.experiment.as_ref().and_then(|e| {
-            let compares = measure.as_ref().is_some_and(|m| m.compare.is_some());
-            if !compares {
-                c.err(
-                    at(e),
-                    format!("{what}: an `experiment` describes a comparison; this part binds none"),
-                    Some("bind `measure: {analysis: compare, scope: A, versus: B, of: ..., metric: ..., value: ...}`".into()),
-                );
-            }
-            experiment(c, e, &what)
-        }),
-        line: at(&rp.id).0,
-        column: at(&rp.id).1,
-        measure,
-        ratio,
-    }
-}
-
-/// A part `verdict draft` proposed and nobody has reviewed yet: never judged. The problem sits
-/// at the part's id, quoting the sentence it came from.
-fn unreviewed(c: &mut Checker, u: &Spanned<RawUnreviewed>, pos: (u32, u32), what: &str) {
-    const SHOWN: usize = 60;
-    let from = match (&u.value.line, &u.value.quote) {
-        (Some(line), Some(q)) => {
-            let q: String = q.chars().take(SHOWN).collect();
-            let cut =
-                if q.chars().count() < u.value.quote.as_deref().map_or(0, |x| x.chars().count()) {
-                    "…"
-                } else {
-                    ""
-                };
-            format!(" (drafted from line {line} of the answer: \"{q}{cut}\")")
-        }
-        (Some(line), None) => format!(" (drafted from line {line} of the answer)"),
-        _ => String::new(),
-    };
-    c.err(
-        pos,
-        format!("{what} is unreviewed{from}: a drafted part is not judged"),
-        Some("check its `kind`, bind a `measure` (one of `unreviewed.analyses`, with a scope) and, for a range, move `unreviewed.condition` beside it, or delete the part; then remove the `unreviewed` block (docs/claims.md, \"Drafted parts\")".into()),
-    );
-}
-
-/// An `experiment:`: what changed, what was held (known names only), controlled, expected
-/// direction.
-fn experiment(c: &mut Checker, e: &Spanned<RawExperiment>, what: &str) -> Option<Experiment> {
-    let mut held = Vec::new();
-    for h in &e.value.held {
-        if HELD.contains(&h.value.as_str()) {
-            held.push(h.value.clone());
-        } else {
-            c.err(
-                at(h),
-                format!("{what}: `held` names `{}`, which is not a known condition", h.value),
-                Some(match did_you_mean(&h.value, HELD.iter().copied()) {
-                    Some(n) => format!("did you mean `{n}`? known: {}", HELD.join(", ")),
-                    None => format!("known: {}", HELD.join(", ")),
-                }),
-            );
-        }
-    }
-    let expect = match &e.value.expect {
-        None => None,
-        Some(x) => match x.value.as_str() {
-            "decrease" => Some(Direction::Decrease),
-            "increase" => Some(Direction::Increase),
-            other => {
-                c.err(
-                    at(x),
-                    format!("{what}: `expect` is `{other}`"),
-                    Some("`decrease` or `increase`: the direction of B against A".into()),
-                );
-                None
-            }
-        },
-    };
-    Some(Experiment {
-        changed: c.opt_text(&e.value.changed, &format!("{what} experiment changed")),
-        held,
-        controlled: e.value.controlled.unwrap_or(false),
-        expect,
-        within_run: c.opt_text(&e.value.within_run, &format!("{what} experiment within_run")),
-    })
-}
-
 /// The keys of a `measure` once the required ones are known to be there.
 struct MeasureKeys<'a> {
     analysis: &'a Spanned<String>,
@@ -1166,7 +625,12 @@ struct MeasureKeys<'a> {
     params: &'a [(String, Spanned<String>)],
 }
 
-#[expect(clippy::too_many_lines, reason = "predates the 150-line limit; to be cut along its seams")]
+/// The keys a `measure` requires.
+const REQUIRED: [&str; 3] = ["analysis", "scope", "value"];
+
+/// A measure bound to its analysis and scope: its keys, its formula over the analysis's
+/// fields, the parameters it passes and its unit. A `compare` measure is two such measures,
+/// checked as the sides of a comparison.
 fn measurement(
     c: &mut Checker,
     outer: &Spanned<RawMeasure>,
@@ -1174,11 +638,59 @@ fn measurement(
     scopes: &BTreeMap<String, Scope>,
     raw_scopes: &BTreeMap<String, RawScope>,
 ) -> Option<Measure> {
-    const REQUIRED: [&str; 3] = ["analysis", "scope", "value"];
     let raw = &outer.value;
     if raw.analysis.as_ref().is_some_and(|a| a.value == analysis::compare::SPEC.name) {
-        return compare_measurement(c, outer, what, scopes, raw_scopes);
+        return compare::measurement(c, outer, what, scopes, raw_scopes);
     }
+    let m = measure_keys(c, outer, what)?;
+    let Some(spec) = analysis::spec(&m.analysis.value) else {
+        c.err(
+            at(m.analysis),
+            format!("{what}: unknown analysis `{}`", m.analysis.value),
+            Some(suggestion(&m.analysis.value, analysis::ANALYSES.iter().map(|a| a.name))),
+        );
+        return None;
+    };
+    let scope = scopes.get(&m.scope.value);
+    if scope.is_none() {
+        c.err(
+            at(m.scope),
+            format!("{what}: scope `{}` is not declared", m.scope.value),
+            Some(suggestion(&m.scope.value, raw_scopes.keys().map(String::as_str))),
+        );
+    }
+    let ranks = rank_selection(c, outer, spec, what);
+    let value = formula_over(c, m.value, spec, what, ranks.is_some())?;
+    let (params, args) = measure_params(c, &m, spec, scope, what);
+    check_scope_fits(c, &m, spec, scope, ranks.is_some(), scopes, what);
+    let unit = match &m.unit {
+        Some(u) => measure_unit(c, u, what),
+        None => default_unit(&value, spec),
+    };
+    let over = window_quantifier(c, outer, scope, &params, what);
+    Some(Measure {
+        analysis: spec.name.to_string(),
+        scope: m.scope.value.clone(),
+        value_text: m.value.value.clone(),
+        value,
+        unit,
+        args,
+        params,
+        compare: None,
+        ranks,
+        over,
+    })
+}
+
+/// A measure's keys: each one a key of the measure or a parameter of some analysis (a
+/// misspelled or unknown one reported), and the required ones present; none when one is
+/// missing.
+fn measure_keys<'a>(
+    c: &mut Checker,
+    outer: &'a Spanned<RawMeasure>,
+    what: &str,
+) -> Option<MeasureKeys<'a>> {
+    let raw = &outer.value;
     // Keys that are no parameter of any analysis: misspelled or unknown.
     for (name, v) in &raw.params {
         if analysis::PARAMS.iter().any(|p| p.name == name) || RANK_KEYS.contains(&name.as_str()) {
@@ -1229,33 +741,25 @@ fn measurement(
         }
     }
     let [analysis_key, scope_key, value_key] = required[..] else { return None };
-    let m = MeasureKeys {
+    Some(MeasureKeys {
         analysis: analysis_key,
         scope: scope_key,
         value: value_key,
         unit: raw.unit.as_ref(),
         params: &raw.params,
-    };
-    let Some(spec) = analysis::spec(&m.analysis.value) else {
-        c.err(
-            at(m.analysis),
-            format!("{what}: unknown analysis `{}`", m.analysis.value),
-            Some(suggestion(&m.analysis.value, analysis::ANALYSES.iter().map(|a| a.name))),
-        );
-        return None;
-    };
-    let scope = scopes.get(&m.scope.value);
-    if scope.is_none() {
-        c.err(
-            at(m.scope),
-            format!("{what}: scope `{}` is not declared", m.scope.value),
-            Some(suggestion(&m.scope.value, raw_scopes.keys().map(String::as_str))),
-        );
-    }
-    let ranks = rank_selection(c, outer, spec, what);
-    let value = formula_over(c, m.value, spec, what, ranks.is_some())?;
-    // Parameters: each key is one the analysis declares, parsed by the same code as the
-    // command line's option of that name.
+    })
+}
+
+/// The parameters a measure passes to analysis `spec` over its `scope`, and the keys and
+/// values that gave them in the analysis's order: each key is one the analysis declares,
+/// parsed by the same code as the command line's option of that name.
+fn measure_params(
+    c: &mut Checker,
+    m: &MeasureKeys<'_>,
+    spec: &analysis::AnalysisSpec,
+    scope: Option<&Scope>,
+    what: &str,
+) -> (crate::analysis::Params, Vec<(String, String)>) {
     let mut params =
         crate::analysis::Params::new(scope.map_or(DeviceSel::All, |s| s.devices.clone()));
     if let Some(s) = scope {
@@ -1319,6 +823,21 @@ fn measurement(
         }
     }
     args.sort_by_key(|(n, _)| spec.params.iter().position(|p| p.name == n));
+    (params, args)
+}
+
+/// Whether a measure's scope suits analysis `spec`: no runs outside a comparison, no window
+/// for an analysis of the whole trace, one device for a per-device analysis (or several on a
+/// comparison's side) unless the measure reads per-rank rows (`per_rank`).
+fn check_scope_fits(
+    c: &mut Checker,
+    m: &MeasureKeys<'_>,
+    spec: &analysis::AnalysisSpec,
+    scope: Option<&Scope>,
+    per_rank: bool,
+    scopes: &BTreeMap<String, Scope>,
+    what: &str,
+) {
     if !c.compare_side && !runs_of(scopes, &m.scope.value).is_empty() {
         c.err(
             at(m.scope),
@@ -1340,7 +859,7 @@ fn measurement(
         );
     }
     if spec.scope == analysis::ScopeRule::PerDevice
-        && ranks.is_none()
+        && !per_rank
         && let Some(s) = scope
         && !matches!(&s.devices, DeviceSel::Set(v) if v.len() == 1 || (c.compare_side && !v.is_empty()))
     {
@@ -1353,40 +872,29 @@ fn measurement(
             Some("declare a scope with `devices: N`".to_string()),
         );
     }
-    let unit = match &m.unit {
-        Some(u) => measure_unit(c, u, what),
-        None => match value.as_ratio() {
-            Some(_) => Unit::Percent,
-            None => {
-                let has = |unit| {
-                    value
-                        .vars()
-                        .iter()
-                        .any(|v| spec.fields.iter().any(|f| f.name == v && f.unit == unit))
-                };
-                if has(analysis::Unit::Ns) {
-                    Unit::Ms
-                } else if has(analysis::Unit::Bytes) {
-                    Unit::Bytes
-                } else {
-                    Unit::Count
-                }
+}
+
+/// The unit of a measure that gives none: a share in percent for a ratio formula, else
+/// milliseconds for a formula over a time, bytes over a size, a count otherwise.
+fn default_unit(value: &Expr, spec: &analysis::AnalysisSpec) -> Unit {
+    match value.as_ratio() {
+        Some(_) => Unit::Percent,
+        None => {
+            let has = |unit| {
+                value
+                    .vars()
+                    .iter()
+                    .any(|v| spec.fields.iter().any(|f| f.name == v && f.unit == unit))
+            };
+            if has(analysis::Unit::Ns) {
+                Unit::Ms
+            } else if has(analysis::Unit::Bytes) {
+                Unit::Bytes
+            } else {
+                Unit::Count
             }
-        },
-    };
-    let over = window_quantifier(c, outer, scope, &params, what);
-    Some(Measure {
-        analysis: spec.name.to_string(),
-        scope: m.scope.value.clone(),
-        value_text: m.value.value.clone(),
-        value,
-        unit,
-        args,
-        params,
-        compare: None,
-        ranks,
-        over,
-    })
+        }
+    }
 }
 
 /// A measure's `over:` (how the values of a set of windows decide the part), checked: only a
@@ -1440,8 +948,6 @@ fn measure_unit(c: &mut Checker, u: &Spanned<String>, what: &str) -> Unit {
     })
 }
 
-/// A measure's formula, parsed, over fields `spec` declares; each problem reported at the
-/// formula's position.
 /// The keys of a measure that select per-rank rows, or quantify over a set of windows.
 const RANK_KEYS: [&str; 3] = ["rank", "over_ranks", "over"];
 
@@ -1508,6 +1014,8 @@ fn rank_selection(
     }
 }
 
+/// A measure's formula, parsed, over fields `spec` declares; each problem reported at the
+/// formula's position.
 fn formula_over(
     c: &mut Checker,
     value: &Spanned<String>,
@@ -1568,363 +1076,8 @@ fn formula_over(
     Some(expr)
 }
 
-/// The keys of a `compare` measure besides the compared analysis's own parameters.
-const COMPARE_KEYS: [&str; 7] =
-    ["versus", "of", "metric", "split", "seed", "same_length", "sample"];
-
 /// Gate R1's default tolerance for "the same length" of two sides' windows.
 pub const DEFAULT_SAME_LENGTH: &str = "1%";
-
-/// A `compare` measure: each side validated as a measure of `of` over its scope with the
-/// metric as its value (so its errors point at the same keys), then the comparison's own
-/// formula over the fields of `compare`.
-#[expect(clippy::too_many_lines, reason = "predates the 150-line limit; to be cut along its seams")]
-fn compare_measurement(
-    c: &mut Checker,
-    outer: &Spanned<RawMeasure>,
-    what: &str,
-    scopes: &BTreeMap<String, Scope>,
-    raw_scopes: &BTreeMap<String, RawScope>,
-) -> Option<Measure> {
-    let raw = &outer.value;
-    let key = |k: &str| raw.params.iter().find(|(n, _)| n == k).map(|(_, v)| v);
-    let rest: Vec<(String, Spanned<String>)> =
-        raw.params.iter().filter(|(n, _)| !COMPARE_KEYS.contains(&n.as_str())).cloned().collect();
-    let mut missing = false;
-    for (name, present) in [
-        ("scope", raw.scope.is_some()),
-        ("value", raw.value.is_some()),
-        ("versus", key("versus").is_some()),
-        ("of", key("of").is_some()),
-        ("metric", key("metric").is_some()),
-    ] {
-        if !present {
-            missing = true;
-            c.err(
-                at(outer),
-                format!("{what}: a `compare` measure has no `{name}`"),
-                Some("compare: {analysis: compare, scope: A, versus: B, of: ANALYSIS, metric: FORMULA, value: FORMULA} (docs/claims.md, A/B comparisons)".into()),
-            );
-        }
-    }
-    if missing {
-        return None;
-    }
-    let (scope_a, value) = (raw.scope.as_ref()?, raw.value.as_ref()?);
-    let (versus, of, metric) = (key("versus")?, key("of")?, key("metric")?);
-    if let Some(spec) = analysis::spec(&of.value)
-        && !analysis::is_comparable(spec.name)
-    {
-        c.err(
-            at(of),
-            format!("{what}: `compare` cannot compare `{}`", of.value),
-            Some(format!("compare one of: {}", analysis::comparable_names())),
-        );
-        return None;
-    }
-    let split = match key("split") {
-        None => None,
-        Some(v) => match v.value.trim().parse::<u32>() {
-            Ok(n) if (2..=analysis::MAX_SPLITS).contains(&n) => Some(n),
-            _ => {
-                c.err(
-                    at(v),
-                    format!("{what}: `split` is `{}`", v.value),
-                    Some(format!("a number of equal windows, 2 to {}", analysis::MAX_SPLITS)),
-                );
-                None
-            }
-        },
-    };
-    // Gate R1's "same length" of the two sides' windows, as a share of the longer (1%: splits
-    // of two runs are rarely equal to the nanosecond).
-    let same_length = match key("same_length") {
-        None => Quantity::parse(DEFAULT_SAME_LENGTH, Unit::Percent),
-        Some(v) => {
-            match Quantity::parse(&v.value, Unit::Percent) {
-                Some(q)
-                    if q.unit == Unit::Percent
-                        && q.value.num >= 0
-                        && q.value.cmp_to(crate::formula::Rational::int(1))
-                            != std::cmp::Ordering::Greater =>
-                {
-                    Some(q)
-                }
-                _ => {
-                    c.err(
-                    at(v),
-                    format!("{what}: `same_length` is `{}`", v.value),
-                    Some("a percentage of the longer side's window length, 0% to 100% (default 1%)".into()),
-                );
-                    Quantity::parse(DEFAULT_SAME_LENGTH, Unit::Percent)
-                }
-            }
-        }
-    }?;
-    let seed = match key("seed") {
-        None => crate::stats::DEFAULT_SEED,
-        Some(v) => match v.value.trim().parse::<u64>() {
-            Ok(n) => n,
-            Err(_) => {
-                c.err(
-                    at(v),
-                    format!("{what}: `seed` is `{}`", v.value),
-                    Some("a whole number, 0 to 2^64 - 1".into()),
-                );
-                crate::stats::DEFAULT_SEED
-            }
-        },
-    };
-    if let (Some(_), Some(v)) = (split, key("split")) {
-        for sc in [scope_a, versus] {
-            if scopes.get(&sc.value).is_some_and(|s| s.nvtx.is_some()) {
-                c.err(
-                    at(v),
-                    format!("{what}: `split` with scope `{}`, whose window comes from NVTX ranges", sc.value),
-                    Some("NVTX ranges with `index: all` are already one sample per range; split a window given in seconds or the whole trace".into()),
-                );
-            }
-        }
-    }
-    let side = |c: &mut Checker, scope: &Spanned<String>, label: &str| {
-        let raw_side = RawMeasure {
-            analysis: Some(of.clone()),
-            scope: Some(scope.clone()),
-            value: Some(metric.clone()),
-            unit: None,
-            params: rest.clone(),
-        };
-        let spanned = Spanned::new(raw_side, outer.referenced, outer.defined);
-        c.compare_side = true;
-        let m = measurement(c, &spanned, &format!("{what} (side {label})"), scopes, raw_scopes);
-        c.compare_side = false;
-        let mut m = m?;
-        if let Some(n) = split {
-            m.params.split = Some(n);
-            m.args.push(("split".into(), n.to_string()));
-        }
-        Some(m)
-    };
-    let a = side(c, scope_a, "A");
-    let b = side(c, versus, "B");
-    let spec = &analysis::compare::SPEC;
-    let value_expr = formula_over(c, value, spec, what, false)?;
-    let (a, b) = (a?, b?);
-    // Sides over runs: the side's query on each run's scope.
-    let runs = [runs_of(scopes, &scope_a.value), runs_of(scopes, &versus.value)];
-    let over = |m: &Measure, scope: &str| Measure { scope: scope.to_string(), ..m.clone() };
-    let runs: [Vec<Measure>; 2] = [
-        runs[0].iter().map(|n| over(&a, n)).collect(),
-        runs[1].iter().map(|n| over(&b, n)).collect(),
-    ];
-    let nvtx = |sc: &Spanned<String>| scopes.get(&sc.value).is_some_and(|s| s.nvtx.is_some());
-    let found = match (runs[0].is_empty(), runs[1].is_empty()) {
-        (false, false) => Some(analysis::compare::SampleUnit::Run),
-        (true, true) if nvtx(scope_a) && nvtx(versus) => Some(analysis::compare::SampleUnit::Step),
-        (true, true) => Some(analysis::compare::SampleUnit::Window),
-        _ => {
-            c.err(
-                at(outer),
-                format!("{what}: one side is over runs and the other is one capture"),
-                Some("declare both sides' traces with `runs: true` (two or more runs each), or neither".into()),
-            );
-            None
-        }
-    };
-    let sample = match (key("sample"), found) {
-        (None, found) => found,
-        (Some(v), found) => match analysis::compare::SampleUnit::parse(v.value.trim()) {
-            None => {
-                c.err(
-                    at(v),
-                    format!("{what}: `sample` is `{}`", v.value),
-                    Some("`run` (one trace per run, `runs: true`), `step` (NVTX ranges of one capture) or `window` (equal splits or one window of one capture)".into()),
-                );
-                None
-            }
-            Some(u) if found.is_some_and(|f| f != u) => {
-                let f = found.expect("checked");
-                c.err(
-                    at(v),
-                    format!("{what}: `sample: {}`, but the sides' scopes give one sample per {}", u.as_str(), f.as_str()),
-                    Some(match u {
-                        analysis::compare::SampleUnit::Run => "a run is one trace: declare each side's trace with `runs: true` and a list or glob of two or more files".into(),
-                        analysis::compare::SampleUnit::Step => "steps are NVTX ranges: give both scopes `window: {nvtx: \"ProfilerStep#*\", index: all}`".into(),
-                        analysis::compare::SampleUnit::Window => format!("the scopes give {}s: write `sample: {}`", f.as_str(), f.as_str()),
-                    }),
-                );
-                None
-            }
-            Some(u) => Some(u),
-        },
-    };
-    // A per-device analysis over several devices: one comparison per device.
-    let per_device =
-        analysis::spec(&of.value).is_some_and(|s| s.scope == analysis::ScopeRule::PerDevice);
-    let mut devices = Vec::new();
-    if let (true, DeviceSel::Set(da), DeviceSel::Set(db)) =
-        (per_device, &a.params.devices, &b.params.devices)
-        && (da.len() > 1 || db.len() > 1)
-    {
-        if da != db || !runs[0].is_empty() {
-            c.err(
-                at(outer),
-                format!("{what}: a comparison over several devices needs the same devices on both sides, over one capture each"),
-                Some("give both scopes the same `devices` (such as `0-1`), or name one device per side".into()),
-            );
-        } else {
-            for &d in da {
-                let one = |m: &Measure| {
-                    let mut m = m.clone();
-                    m.params.devices = DeviceSel::Set(vec![d]);
-                    m.args.push(("device".into(), d.to_string()));
-                    m
-                };
-                devices.push((d, [one(&a), one(&b)]));
-            }
-        }
-    }
-    let metric_unit = analysis::spec(&of.value).map_or(analysis::Unit::Ratio, |s| {
-        analysis::compare::metric_unit(s, &a.value, &metric.value)
-    });
-    let relative = value_expr
-        .vars()
-        .iter()
-        .any(|v| spec.field(v).is_some_and(|f| f.unit == analysis::Unit::Ratio));
-    let unit = match &raw.unit {
-        Some(u) => measure_unit(c, u, what),
-        None if relative => Unit::Percent,
-        None => match metric_unit {
-            analysis::Unit::Ns => Unit::Ms,
-            analysis::Unit::Ratio => Unit::PercentagePoints,
-            _ => Unit::Count,
-        },
-    };
-    let mut args: Vec<(String, String)> = vec![
-        ("versus".into(), versus.value.clone()),
-        ("of".into(), of.value.clone()),
-        ("metric".into(), metric.value.clone()),
-    ];
-    args.extend(a.args.iter().cloned());
-    if key("seed").is_some() {
-        args.push(("seed".into(), seed.to_string()));
-    }
-    Some(Measure {
-        analysis: spec.name.to_string(),
-        scope: scope_a.value.clone(),
-        value_text: value.value.clone(),
-        value: value_expr,
-        unit,
-        args,
-        params: a.params.clone(),
-        compare: Some(Box::new(Compare {
-            of: of.value.clone(),
-            metric_text: metric.value.clone(),
-            versus: versus.value.clone(),
-            split,
-            seed,
-            same_length,
-            sample: sample?,
-            sides: [a, b],
-            runs,
-            devices,
-        })),
-        ranks: None,
-        over: None,
-    })
-}
-
-fn condition(
-    c: &mut Checker,
-    cond: &Spanned<RawCondition>,
-    unit: Unit,
-    what: &str,
-) -> Option<Condition> {
-    let r = &cond.value;
-    let pos = at(cond);
-    let n = [
-        r.between.is_some(),
-        r.at_least.is_some(),
-        r.at_most.is_some(),
-        r.above.is_some(),
-        r.below.is_some(),
-        r.approx.is_some(),
-        r.exists.is_some(),
-    ]
-    .iter()
-    .filter(|x| **x)
-    .count();
-    if n != 1 {
-        c.err(pos, format!("{what}: a condition has exactly one of between, at_least, at_most, above, below, approx, exists ({n} given)"), Some("keep one condition per part; a second claim of the part goes in another part".into()));
-        return None;
-    }
-    let mut q = |t: &str| c.quantity(pos, t, unit, &format!("{what}: condition value"));
-    Some(if let Some(b) = &r.between {
-        if b.len() != 2 {
-            c.err(
-                pos,
-                format!("{what}: `between` takes two values [low, high]"),
-                Some("e.g. between: [\"10%\", \"30%\"]".into()),
-            );
-            return None;
-        }
-        let (lo, hi) = (q(&b[0])?, q(&b[1])?);
-        if lo.value.cmp_to(hi.value) == std::cmp::Ordering::Greater {
-            c.err(
-                pos,
-                format!("{what}: `between` bounds are reversed ({} is above {})", lo.text, hi.text),
-                Some(format!("write the lower bound first: between: [{}, {}]", hi.text, lo.text)),
-            );
-            return None;
-        }
-        Condition::Between(lo, hi)
-    } else if let Some(x) = &r.at_least {
-        Condition::AtLeast(q(x)?)
-    } else if let Some(x) = &r.at_most {
-        Condition::AtMost(q(x)?)
-    } else if let Some(x) = &r.above {
-        Condition::Above(q(x)?)
-    } else if let Some(x) = &r.below {
-        Condition::Below(q(x)?)
-    } else if let Some(a) = &r.approx {
-        let (value, tolerance) = (q(&a.value)?, q(&a.tolerance)?);
-        if tolerance.value.num < 0 {
-            c.err(
-                pos,
-                format!("{what}: `approx` tolerance `{}` is negative", tolerance.text),
-                Some(format!(
-                    "a tolerance is a distance either side of the value: write {}",
-                    tolerance.text.trim_start_matches(['-', ' '])
-                )),
-            );
-            return None;
-        }
-        if approx_bounds(&value, &tolerance).is_none() {
-            c.err(
-                pos,
-                format!(
-                    "{what}: `approx` {} ± {} is out of the exact range",
-                    value.text, tolerance.text
-                ),
-                Some("write the value and its tolerance with fewer digits".into()),
-            );
-            return None;
-        }
-        Condition::Approx(value, tolerance)
-    } else if r.exists == Some(false) {
-        c.err(
-            pos,
-            format!("{what}: `exists: false` is not a condition"),
-            Some("use `at_most: 0` to claim absence".to_string()),
-        );
-        return None;
-    } else {
-        Condition::Exists
-    })
-}
-
-/// What a trace set's paths should be.
-const SET_HINT: &str = "a trace set is a glob (`runs/*.sqlite`) or a list of files, relative to the claims file's folder";
 
 /// Whether a path is a glob pattern.
 fn is_glob(p: &str) -> bool {
@@ -1968,31 +1121,4 @@ pub(crate) fn glob_files(base: &Path, p: &str) -> Result<Vec<PathBuf>, String> {
     }
     found.sort();
     Ok(found)
-}
-
-/// The files of a trace set: each entry a path or a glob relative to `base`, sorted; a file
-/// named twice (by two entries, or by a glob and a path) is an error.
-fn expand_set(base: &Path, patterns: &[String]) -> Result<Vec<PathBuf>, String> {
-    if patterns.is_empty() {
-        return Err("the list of files is empty".into());
-    }
-    let mut files = BTreeSet::new();
-    for p in patterns {
-        let found = if is_set_path(base, p) {
-            glob_files(base, p)?
-        } else {
-            let f = base.join(p);
-            if !f.exists() {
-                return Err(format!("`{p}` does not exist (resolved to `{}`)", f.display()));
-            }
-            vec![f]
-        };
-        for f in found {
-            if files.contains(&f) {
-                return Err(format!("`{}` is named twice (`{p}` names it again)", f.display()));
-            }
-            files.insert(f);
-        }
-    }
-    Ok(files.into_iter().collect())
 }

@@ -159,7 +159,6 @@ pub fn charts(ev: &Evaluation, t: &Strings, id: &str) -> Result<Vec<EvalChart>, 
 }
 
 /// The report of an evaluation in one language and format.
-#[expect(clippy::too_many_lines, reason = "predates the 150-line limit; to be cut along its seams")]
 pub fn report(
     ev: &Evaluation,
     t: &Strings,
@@ -168,31 +167,9 @@ pub fn report(
     let lang = t.lang.as_str();
     let tr = |x: &crate::claims::Text| x.get(lang).or_else(|| x.values().next()).cloned();
     let scores = shown_scores(ev);
-    let label = |s: &str| t.get(&format!("eval.score.{s}")).map(str::to_string);
+    let label = |s: &str| score_label(t, s);
     let groups: Vec<String> = ev.groups.keys().cloned().collect();
-    let mut group_rows = Vec::new();
-    for s in &scores {
-        let mut cells = Vec::new();
-        for g in &groups {
-            let cell = match s {
-                &"usefulness_median" | &"next_step_good" => {
-                    let v: Vec<i64> = ev
-                        .answers
-                        .iter()
-                        .filter(|a| a.conditions.get(&ev.eval.groups) == Some(g))
-                        .filter_map(|a| a.scores.get(*s).copied())
-                        .collect();
-                    crate::stats::summarize(&v)
-                        .map_or("-".into(), |x| format!("{} ({}–{})", x.median, x.min, x.max))
-                }
-                _ => ev.groups[g]
-                    .get(*s)
-                    .map_or("-".into(), |x| format!("{} ({}–{})", x.median, x.min, x.max)),
-            };
-            cells.push(cell);
-        }
-        group_rows.push(Row { label: label(s)?, cells });
-    }
+    let group_rows = group_rows(ev, &scores, &groups, t)?;
     let differences = ev
         .differences
         .iter()
@@ -218,83 +195,9 @@ pub fn report(
                 .collect(),
         })
         .collect();
-    let review = match &ev.review {
-        None => None,
-        Some(r) => {
-            let mut rows = Vec::new();
-            for (a, (sheet, grades)) in ev.answers.iter().zip(&r.answers) {
-                let g = grades
-                    .iter()
-                    .map(|g| {
-                        let args: BTreeMap<String, String> = [
-                            ("reviewer", g.reviewer.clone()),
-                            ("usefulness", g.usefulness.to_string()),
-                            ("next", g.next_step.clone()),
-                        ]
-                        .into_iter()
-                        .map(|(k, v)| (k.to_string(), v))
-                        .collect();
-                        t.format("eval.grade", &args)
-                    })
-                    .collect::<Result<Vec<_>, String>>()?;
-                rows.push(ReviewRow {
-                    answer: a.claims.clone(),
-                    sheet: sheet.clone(),
-                    grades: g.join(t.get("ui.list_sep")?),
-                });
-            }
-            let k = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3}"));
-            let agreement = r
-                .agreement
-                .iter()
-                .map(|a| {
-                    let args: BTreeMap<String, String> = [
-                        ("a", a.reviewers[0].clone()),
-                        ("b", a.reviewers[1].clone()),
-                        ("next", k(a.next_step_kappa)),
-                        ("useful", k(a.usefulness_kappa)),
-                        ("linear", k(a.usefulness_linear)),
-                        ("quadratic", k(a.usefulness_quadratic)),
-                        (
-                            "interval",
-                            a.usefulness_quadratic_interval
-                                .map_or("-".to_string(), |[l, h]| format!("{l:.3} – {h:.3}")),
-                        ),
-                    ]
-                    .into_iter()
-                    .map(|(k, v)| (k.to_string(), v))
-                    .collect();
-                    t.format("eval.agreement", &args)
-                })
-                .collect::<Result<Vec<_>, String>>()?;
-            Some(ReviewCtx { rows, agreement })
-        }
-    };
-    let misreadings = misreadings(ev)
-        .iter()
-        .map(|f| {
-            Ok(Mis {
-                title: t.get(&format!("{}.title", f.key))?.to_string(),
-                text: t
-                    .format(&format!("{}.text", f.key), &f.args.clone().into_iter().collect())?,
-            })
-        })
-        .collect::<Result<Vec<_>, String>>()?;
-    let names: Vec<&String> = ev.groups.keys().collect();
-    let charts = match names[..] {
-        [a, b] => {
-            let args: BTreeMap<String, String> =
-                [("score", "met_evidence".to_string()), ("a", a.clone()), ("b", b.clone())]
-                    .into_iter()
-                    .map(|(k, v)| (k.to_string(), v))
-                    .collect();
-            vec![ChartCtx {
-                file: format!("{}.{lang}.met-evidence.svg", ev.eval.id),
-                caption: t.format("eval.chart", &args)?,
-            }]
-        }
-        _ => Vec::new(),
-    };
+    let review = ev.review.as_ref().map(|r| review(ev, r, t)).transpose()?;
+    let misreadings = misreading_texts(ev, t)?;
+    let charts = chart_captions(ev, t)?;
     let controlled = if ev.controlled {
         t.get("eval.controlled")?.to_string()
     } else {
@@ -302,23 +205,7 @@ pub fn report(
             [("list".to_string(), ev.uncontrolled.join(", "))].into_iter().collect();
         t.format("eval.not_controlled", &args)?
     };
-    let rubric = scores
-        .iter()
-        .map(|s| {
-            Ok(RubricRow {
-                name: s.to_string(),
-                text: SCORES.iter().find(|(k, _, _)| k == s).map_or_else(
-                    || match *s {
-                        "usefulness_median" => {
-                            "the lower median of the reviewers' R6 grades, 1 to 5".to_string()
-                        }
-                        _ => "reviewers who graded the next step good".to_string(),
-                    },
-                    |(_, _, d)| d.to_string(),
-                ),
-            })
-        })
-        .collect::<Result<Vec<_>, String>>()?;
+    let rubric = rubric(&scores);
     let mut ctx = tera::Context::new();
     ctx.insert("lang", lang);
     ctx.insert("t", &t.table());
@@ -358,4 +245,148 @@ pub fn report(
     let tera = crate::render::templates::tera(format, None)?;
     let name = format!("eval{}", format.suffix());
     tera.render(&name, &ctx).map_err(|e| format!("{name}: {e}"))
+}
+
+/// The label of score `s` in the report's language.
+fn score_label(t: &Strings, s: &str) -> Result<String, String> {
+    t.get(&format!("eval.score.{s}")).map(str::to_string)
+}
+
+/// One row per shown score (`scores`), with its median and range in each of `groups`; the
+/// reviewers' scores are summarized from the answers' own.
+fn group_rows(
+    ev: &Evaluation,
+    scores: &[&str],
+    groups: &[String],
+    t: &Strings,
+) -> Result<Vec<Row>, String> {
+    let mut group_rows = Vec::new();
+    for s in scores {
+        let mut cells = Vec::new();
+        for g in groups {
+            let cell = match s {
+                &"usefulness_median" | &"next_step_good" => {
+                    let v: Vec<i64> = ev
+                        .answers
+                        .iter()
+                        .filter(|a| a.conditions.get(&ev.eval.groups) == Some(g))
+                        .filter_map(|a| a.scores.get(*s).copied())
+                        .collect();
+                    crate::stats::summarize(&v)
+                        .map_or("-".into(), |x| format!("{} ({}–{})", x.median, x.min, x.max))
+                }
+                _ => ev.groups[g]
+                    .get(*s)
+                    .map_or("-".into(), |x| format!("{} ({}–{})", x.median, x.min, x.max)),
+            };
+            cells.push(cell);
+        }
+        group_rows.push(Row { label: score_label(t, s)?, cells });
+    }
+    Ok(group_rows)
+}
+
+/// The blind review (`r`): each answer's sheet with its grades, and the reviewers' agreement.
+fn review(ev: &Evaluation, r: &crate::eval::Review, t: &Strings) -> Result<ReviewCtx, String> {
+    let mut rows = Vec::new();
+    for (a, (sheet, grades)) in ev.answers.iter().zip(&r.answers) {
+        let g = grades
+            .iter()
+            .map(|g| {
+                let args: BTreeMap<String, String> = [
+                    ("reviewer", g.reviewer.clone()),
+                    ("usefulness", g.usefulness.to_string()),
+                    ("next", g.next_step.clone()),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect();
+                t.format("eval.grade", &args)
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        rows.push(ReviewRow {
+            answer: a.claims.clone(),
+            sheet: sheet.clone(),
+            grades: g.join(t.get("ui.list_sep")?),
+        });
+    }
+    let k = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3}"));
+    let agreement = r
+        .agreement
+        .iter()
+        .map(|a| {
+            let args: BTreeMap<String, String> = [
+                ("a", a.reviewers[0].clone()),
+                ("b", a.reviewers[1].clone()),
+                ("next", k(a.next_step_kappa)),
+                ("useful", k(a.usefulness_kappa)),
+                ("linear", k(a.usefulness_linear)),
+                ("quadratic", k(a.usefulness_quadratic)),
+                (
+                    "interval",
+                    a.usefulness_quadratic_interval
+                        .map_or("-".to_string(), |[l, h]| format!("{l:.3} – {h:.3}")),
+                ),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+            t.format("eval.agreement", &args)
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(ReviewCtx { rows, agreement })
+}
+
+/// The misreadings that apply, in the report's language.
+fn misreading_texts(ev: &Evaluation, t: &Strings) -> Result<Vec<Mis>, String> {
+    misreadings(ev)
+        .iter()
+        .map(|f| {
+            Ok(Mis {
+                title: t.get(&format!("{}.title", f.key))?.to_string(),
+                text: t
+                    .format(&format!("{}.text", f.key), &f.args.clone().into_iter().collect())?,
+            })
+        })
+        .collect()
+}
+
+/// The captions of the report's charts: the A|B chart of `met_evidence` when there are two
+/// groups, none otherwise.
+fn chart_captions(ev: &Evaluation, t: &Strings) -> Result<Vec<ChartCtx>, String> {
+    let lang = t.lang.as_str();
+    let names: Vec<&String> = ev.groups.keys().collect();
+    Ok(match names[..] {
+        [a, b] => {
+            let args: BTreeMap<String, String> =
+                [("score", "met_evidence".to_string()), ("a", a.clone()), ("b", b.clone())]
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v))
+                    .collect();
+            vec![ChartCtx {
+                file: format!("{}.{lang}.met-evidence.svg", ev.eval.id),
+                caption: t.format("eval.chart", &args)?,
+            }]
+        }
+        _ => Vec::new(),
+    })
+}
+
+/// The rubric: what each shown score counts.
+fn rubric(scores: &[&str]) -> Vec<RubricRow> {
+    scores
+        .iter()
+        .map(|s| RubricRow {
+            name: s.to_string(),
+            text: SCORES.iter().find(|(k, _, _)| k == s).map_or_else(
+                || match *s {
+                    "usefulness_median" => {
+                        "the lower median of the reviewers' R6 grades, 1 to 5".to_string()
+                    }
+                    _ => "reviewers who graded the next step good".to_string(),
+                },
+                |(_, _, d)| d.to_string(),
+            ),
+        })
+        .collect()
 }

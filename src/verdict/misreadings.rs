@@ -12,10 +12,40 @@ use crate::formula::Rational;
 use crate::units;
 
 /// The misreadings that apply, in a fixed order.
-#[expect(clippy::too_many_lines, reason = "predates the 150-line limit; to be cut along its seams")]
 pub fn applicable(set: &ClaimSet, results: &[ClaimResult], evidence: &EvidenceMap) -> Vec<Finding> {
-    let parts = || results.iter().flat_map(|r| r.parts.iter().map(move |p| (r, p)));
-    let mut out = Vec::new();
+    let mut out: Vec<Finding> = [
+        zero_refuted(results),
+        presence(set, results),
+        gate_note(results, "gate.r1.contain_span").map(|g| {
+            Finding::new(
+                "mis.window_span",
+                &[("window_ms", arg(g, "window_ms")), ("span_ms", arg(g, "span_ms"))],
+            )
+        }),
+        device_total(results),
+        across_ranks(results),
+        denominators(set, results),
+        step_vs_throughput(results),
+        transfer_baseline(evidence),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    out.extend(comparisons(set, results));
+    // Each misreading once: the first part it applies to stands for the others.
+    let mut seen = std::collections::BTreeSet::new();
+    out.retain(|f| seen.insert(f.key.clone()));
+    out.extend(hedges(results));
+    out
+}
+
+/// Every part of every claim, with its claim.
+fn parts(results: &[ClaimResult]) -> impl Iterator<Item = (&ClaimResult, &PartResult)> {
+    results.iter().flat_map(|r| r.parts.iter().map(move |p| (r, p)))
+}
+
+/// No claim refuted while some are open: "zero not supported" read as "all correct".
+fn zero_refuted(results: &[ClaimResult]) -> Option<Finding> {
     let open = results
         .iter()
         .filter(|r| {
@@ -23,33 +53,17 @@ pub fn applicable(set: &ClaimSet, results: &[ClaimResult], evidence: &EvidenceMa
         })
         .count();
     let refuted = results.iter().filter(|r| r.verdict == super::Verdict::NotSupported).count();
-    if open > 0 && refuted == 0 {
-        out.push(Finding::new(
+    (open > 0 && refuted == 0).then(|| {
+        Finding::new(
             "mis.zero_refuted",
             &[("open", open.to_string()), ("claims", results.len().to_string())],
-        ));
-    }
-    // "It ran" read as "it is optimised": an interpretation supported by a kernel observation.
-    fn kernel_observations<'a>(
-        claim: &crate::claims::Claim,
-        r: &'a ClaimResult,
-    ) -> Vec<&'a PartResult> {
-        claim
-            .parts
-            .iter()
-            .zip(&r.parts)
-            .filter(|(part, o)| {
-                o.kind == Kind::Observation
-                    && o.outcome == PartOutcome::Supported
-                    && part
-                        .measure
-                        .as_ref()
-                        .is_some_and(|m| m.analysis == crate::analysis::kernels::SPEC.name)
-            })
-            .map(|(_, o)| o)
-            .collect()
-    }
-    if let Some((r, p, observed)) = set.claims.iter().zip(results).find_map(|(claim, r)| {
+        )
+    })
+}
+
+/// "It ran" read as "it is optimised": an interpretation supported by a kernel observation.
+fn presence(set: &ClaimSet, results: &[ClaimResult]) -> Option<Finding> {
+    let (r, p, observed) = set.claims.iter().zip(results).find_map(|(claim, r)| {
         let observed = kernel_observations(claim, r);
         let p = r
             .parts
@@ -57,27 +71,46 @@ pub fn applicable(set: &ClaimSet, results: &[ClaimResult], evidence: &EvidenceMa
             .find(|p| p.kind == Kind::Interpretation && p.outcome == PartOutcome::Supported)?;
         let first = *observed.first()?;
         Some((r, p, first))
-    }) {
-        let observed = observed
-            .formula
-            .as_ref()
-            .and_then(|f| f.display.clone())
-            .map(|d| format!("{} = {d}", code(&observed.id)));
-        out.push(Finding::new(
-            "mis.presence",
-            &[
-                ("part", format!("{}/{}", r.id, p.id)),
-                ("observed", observed.unwrap_or_else(|| code(&p.id))),
-            ],
-        ));
-    }
-    if let Some(g) = gate_note(results, "gate.r1.contain_span") {
-        out.push(Finding::new(
-            "mis.window_span",
-            &[("window_ms", arg(g, "window_ms")), ("span_ms", arg(g, "span_ms"))],
-        ));
-    }
-    if let Some((p, g)) = parts().find_map(|(_, p)| {
+    })?;
+    let observed = observed
+        .formula
+        .as_ref()
+        .and_then(|f| f.display.clone())
+        .map(|d| format!("{} = {d}", code(&observed.id)));
+    Some(Finding::new(
+        "mis.presence",
+        &[
+            ("part", format!("{}/{}", r.id, p.id)),
+            ("observed", observed.unwrap_or_else(|| code(&p.id))),
+        ],
+    ))
+}
+
+/// The supported observations of a claim (`r`, its results) that measure `kernels`.
+fn kernel_observations<'a>(
+    claim: &crate::claims::Claim,
+    r: &'a ClaimResult,
+) -> Vec<&'a PartResult> {
+    claim
+        .parts
+        .iter()
+        .zip(&r.parts)
+        .filter(|(part, o)| {
+            o.kind == Kind::Observation
+                && o.outcome == PartOutcome::Supported
+                && part
+                    .measure
+                    .as_ref()
+                    .is_some_and(|m| m.analysis == crate::analysis::kernels::SPEC.name)
+        })
+        .map(|(_, o)| o)
+        .collect()
+}
+
+/// A total over devices read as one device's number: the first part whose gate R4 says it
+/// sums.
+fn device_total(results: &[ClaimResult]) -> Option<Finding> {
+    let (p, g) = parts(results).find_map(|(_, p)| {
         p.gates
             .iter()
             .find(|g| {
@@ -88,34 +121,40 @@ pub fn applicable(set: &ClaimSet, results: &[ClaimResult], evidence: &EvidenceMa
                     )
             })
             .map(|g| (p, &g.finding))
-    }) {
-        out.push(Finding::new(
-            "mis.device_total",
-            &[
-                ("part", p.id.clone()),
-                ("value", shown(p)),
-                ("n", arg(g, "n")),
-                ("devices", arg(g, "devices")),
-            ],
-        ));
-    }
-    if let Some((p, g)) = parts().find_map(|(_, p)| {
+    })?;
+    Some(Finding::new(
+        "mis.device_total",
+        &[
+            ("part", p.id.clone()),
+            ("value", shown(p)),
+            ("n", arg(g, "n")),
+            ("devices", arg(g, "devices")),
+        ],
+    ))
+}
+
+/// A difference across ranks read as a total or as one rank's number: the first part whose
+/// gate R4 says it is across ranks.
+fn across_ranks(results: &[ClaimResult]) -> Option<Finding> {
+    let (p, g) = parts(results).find_map(|(_, p)| {
         p.gates
             .iter()
             .find(|g| g.status != GateStatus::Fail && g.finding.key == "gate.r4.across_ranks")
             .map(|g| (p, &g.finding))
-    }) {
-        out.push(Finding::new(
-            "mis.across_ranks",
-            &[
-                ("part", p.id.clone()),
-                ("value", shown(p)),
-                ("n", arg(g, "n")),
-                ("devices", arg(g, "devices")),
-            ],
-        ));
-    }
-    // Two shares of different denominators side by side in one claim.
+    })?;
+    Some(Finding::new(
+        "mis.across_ranks",
+        &[
+            ("part", p.id.clone()),
+            ("value", shown(p)),
+            ("n", arg(g, "n")),
+            ("devices", arg(g, "devices")),
+        ],
+    ))
+}
+
+/// Two shares of different denominators side by side in one claim: the first such claim.
+fn denominators(set: &ClaimSet, results: &[ClaimResult]) -> Option<Finding> {
     for (claim, r) in set.claims.iter().zip(results) {
         let mut shares: Vec<(String, String)> = Vec::new();
         for (part, p) in claim.parts.iter().zip(&r.parts) {
@@ -128,12 +167,15 @@ pub fn applicable(set: &ClaimSet, results: &[ClaimResult], evidence: &EvidenceMa
         }
         if shares.len() > 1 {
             let list = crate::i18n::list_arg(shares.into_iter().map(|(_, s)| s));
-            out.push(Finding::new("mis.denominators", &[("shares", list)]));
-            break;
+            return Some(Finding::new("mis.denominators", &[("shares", list)]));
         }
     }
-    // A throughput multiplier x = 1/(1-f): step time -f is throughput +(x-1).
-    if let Some(p) = parts().map(|(_, p)| p).find(|p| {
+    None
+}
+
+/// A throughput multiplier x = 1/(1-f): step time -f is throughput +(x-1).
+fn step_vs_throughput(results: &[ClaimResult]) -> Option<Finding> {
+    if let Some(p) = parts(results).map(|(_, p)| p).find(|p| {
         p.kind == Kind::Arithmetic && p.formula.as_ref().is_some_and(|f| f.unit == Unit::Times)
     }) && let Some(x) = p.value
         && x.num > 0
@@ -141,7 +183,7 @@ pub fn applicable(set: &ClaimSet, results: &[ClaimResult], evidence: &EvidenceMa
         && let Some(step) = one.checked_div(x).and_then(|r| one.checked_sub(r))
         && let Some(gain) = x.checked_sub(one)
     {
-        out.push(Finding::new(
+        return Some(Finding::new(
             "mis.step_vs_throughput",
             &[
                 ("part", p.id.clone()),
@@ -151,25 +193,32 @@ pub fn applicable(set: &ClaimSet, results: &[ClaimResult], evidence: &EvidenceMa
             ],
         ));
     }
-    // The wait share rests on the shortest duration standing in for transfer.
-    if let Some((e, wait, nccl)) =
+    None
+}
+
+/// The wait share rests on the shortest duration standing in for transfer.
+fn transfer_baseline(evidence: &EvidenceMap) -> Option<Finding> {
+    let (e, wait, nccl) =
         evidence.values().filter_map(|e| e.as_ref().ok()).find_map(|e| match &e.values {
             Some(crate::analysis::values::Values::NcclSkew(v)) => {
                 Some((e, v.wait_ns?, v.nccl_ns)).filter(|_| v.nccl_ns > 0 && v.wait_share.is_some())
             }
             _ => None,
-        })
-    {
-        out.push(Finding::new(
-            "mis.transfer_baseline",
-            &[
-                ("share", units::percent(i128::from(wait), i128::from(nccl)).unwrap_or_default()),
-                ("devices", crate::scope::format_device_list(&e.scope.devices)),
-            ],
-        ));
-    }
-    // A before/after read as a cause: a comparison bound to a causal part whose experiment is
-    // not declared controlled.
+        })?;
+    Some(Finding::new(
+        "mis.transfer_baseline",
+        &[
+            ("share", units::percent(i128::from(wait), i128::from(nccl)).unwrap_or_default()),
+            ("devices", crate::scope::format_device_list(&e.scope.devices)),
+        ],
+    ))
+}
+
+/// What a comparison may be read as, part by part: a before/after read as a cause (a
+/// comparison bound to a causal part whose experiment is not declared controlled), and a
+/// median step time read as throughput when the batch may have changed.
+fn comparisons(set: &ClaimSet, results: &[ClaimResult]) -> Vec<Finding> {
+    let mut out = Vec::new();
     for (claim, r) in set.claims.iter().zip(results) {
         for (part, p) in claim.parts.iter().zip(&r.parts) {
             let Some(m) = part.measure.as_ref().filter(|m| m.compare.is_some()) else { continue };
@@ -200,29 +249,31 @@ pub fn applicable(set: &ClaimSet, results: &[ClaimResult], evidence: &EvidenceMa
             }
         }
     }
-    // Each misreading once: the first part it applies to stands for the others.
-    let mut seen = std::collections::BTreeSet::new();
-    out.retain(|f| seen.insert(f.key.clone()));
-    let hedged: Vec<String> = parts()
-        .filter(|(_, p)| p.kind == Kind::Causal && p.outcome == PartOutcome::Unverifiable)
-        .map(|(r, _)| code(&r.id))
-        .collect();
-    if !hedged.is_empty() {
-        out.push(Finding::new(
-            "mis.hedges",
-            &[("n", hedged.len().to_string()), ("claims", crate::i18n::list_arg(hedged))],
-        ));
-    }
     out
 }
 
-/// The first gate finding with `key` that did not fail.
+/// Open claims read as empty: the claims with a causal part left unverifiable, each naming
+/// the evidence that would decide it.
+fn hedges(results: &[ClaimResult]) -> Option<Finding> {
+    let hedged: Vec<String> = parts(results)
+        .filter(|(_, p)| p.kind == Kind::Causal && p.outcome == PartOutcome::Unverifiable)
+        .map(|(r, _)| code(&r.id))
+        .collect();
+    (!hedged.is_empty()).then(|| {
+        Finding::new(
+            "mis.hedges",
+            &[("n", hedged.len().to_string()), ("claims", crate::i18n::list_arg(hedged))],
+        )
+    })
+}
+
 /// An id as a Markdown code span that holds it whatever backticks it has: the findings are
 /// Markdown.
 fn code(id: &str) -> String {
     crate::markdown::markdown_code_span(id, false)
 }
 
+/// The first gate finding with `key` that did not fail.
 fn gate_note<'a>(results: &'a [ClaimResult], key: &str) -> Option<&'a Finding> {
     results
         .iter()
@@ -232,6 +283,7 @@ fn gate_note<'a>(results: &'a [ClaimResult], key: &str) -> Option<&'a Finding> {
         .map(|g| &g.finding)
 }
 
+/// Argument `name` of finding `f`, or nothing.
 fn arg(f: &Finding, name: &str) -> String {
     f.args.get(name).cloned().unwrap_or_default()
 }

@@ -9,14 +9,13 @@ const FILE_LINES: usize = 1_500;
 
 /// Files that were longer than the limit when it was set, each at most as long as it was then.
 /// Cutting one below the limit takes it off this list (the test says so); none may grow.
-const OVER: [(&str, usize); 8] = [
+const OVER: [(&str, usize); 7] = [
     ("src/render/context.rs", 2_310),
-    ("src/analysis/nvtx.rs", 2_283),
-    ("src/analysis/nccl_skew.rs", 2_174),
+    ("src/analysis/nvtx.rs", 2_120),
+    ("src/analysis/nccl_skew.rs", 2_020),
     ("src/analysis/mod.rs", 2_028),
-    ("src/claims/validate.rs", 1_998),
     ("src/verdict/rules.rs", 1_720),
-    ("src/render/markup.rs", 1_630),
+    ("src/render/markup.rs", 1_584),
     ("src/draft.rs", 1_541),
 ];
 
