@@ -280,20 +280,32 @@ mod tests {
     #[test]
     fn every_finding_key_used_in_code_exists() {
         let en = Strings::load("en").unwrap();
-        for dir in ["src/verdict", "src/analysis"] {
-            for entry in
-                std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/").to_string() + dir)
-                    .unwrap()
-            {
-                let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
-                for piece in text.split('"').skip(1).step_by(2) {
-                    if piece.starts_with("gate.r")
-                        || piece.starts_with("part.")
-                        || piece.starts_with("claim.")
-                        || piece.starts_with("cond.")
-                    {
-                        assert!(en.get(piece).is_ok(), "missing i18n key {piece}");
-                    }
+        // Every source file under the two folders, their submodules' folders included.
+        let mut files = Vec::new();
+        let mut dirs: Vec<std::path::PathBuf> = ["src/verdict", "src/analysis"]
+            .iter()
+            .map(|d| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(d))
+            .collect();
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    files.push(path);
+                }
+            }
+        }
+        assert!(files.len() > 20, "{} files", files.len());
+        for path in files {
+            let text = std::fs::read_to_string(path).unwrap();
+            for piece in text.split('"').skip(1).step_by(2) {
+                if piece.starts_with("gate.r")
+                    || piece.starts_with("part.")
+                    || piece.starts_with("claim.")
+                    || piece.starts_with("cond.")
+                {
+                    assert!(en.get(piece).is_ok(), "missing i18n key {piece}");
                 }
             }
         }
