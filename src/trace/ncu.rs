@@ -249,8 +249,10 @@ pub struct FigureSource {
 /// format the Nsight Compute Customization Guide documents with this very pair:
 /// `Label: "Compute (SM) Throughput"`, `Name: "sm__throughput.avg.pct_of_peak_sustained_elapsed"`
 /// (docs.nvidia.com/nsight-compute/CustomizationGuide, "Metric Options and Filters"). The
-/// labels are as the real export in `fixtures/ncu/` prints them. The DRAM figure's second name
-/// is the one newer section files use on some architectures (`gpu__dram_throughput`).
+/// other pairs follow the same files but were not checked here against a shipped copy; the
+/// labels and section names are as the real export in `fixtures/ncu/` prints them, and the raw
+/// names are those `ncu --page raw` prints as column headers. The DRAM figure's second name is
+/// the one newer section files use on some architectures (`gpu__dram_throughput`).
 pub const FIGURES: &[FigureSource] = &[
     FigureSource {
         figure: Figure::ComputeThroughput,
@@ -540,7 +542,7 @@ impl NcuError {
                 "export the raw page as ncu writes it, with its units row: `ncu --import REPORT.ncu-rep --csv --page raw`".into()
             }
             NcuErrorKind::MixedNumberStyles { .. } | NcuErrorKind::AmbiguousNumbers { .. } => {
-                "export it again with the locale fixed, e.g. `LC_ALL=C ncu --import REPORT.ncu-rep --csv`, or with `--print-units base` so that values carry their decimals".into()
+                "export it again with the locale fixed, e.g. `LC_ALL=C ncu --import REPORT.ncu-rep --csv`".into()
             }
             NcuErrorKind::NoKernel => {
                 "the report holds no kernel; check the filters (`--kernel-name`, `--launch-skip`, `--launch-count`) of the profiling run".into()
@@ -721,6 +723,11 @@ fn read_records(text: &str, header_line: u64) -> Result<Vec<Record>, (u64, NcuEr
         let start = rec.position().map_or(0, |p| p.byte() as usize);
         let line = line_at(start);
         starts.push((start, line));
+        // ncu's own lines (`==PROF== Disconnected ...`, `==WARNING== ...`) can follow the
+        // table when the program's output and ncu's share a stream.
+        if rec.len() == 1 && rec[0].starts_with("==") {
+            continue;
+        }
         out.push(Record { line, fields: rec });
     }
     // The reader ends an unclosed quoted field at the end of the input without an error: a

@@ -395,6 +395,16 @@ fn raw_pages_without_units_or_with_repeated_kernels_are_refused() {
 }
 
 #[test]
+fn tool_lines_after_the_table_are_skipped() {
+    let text = format!(
+        "{HEADER}\n{}\n==PROF== Disconnected from process 42\n",
+        row(0, "k", "gpu__time_duration.sum", "nsecond", "2848")
+    );
+    let report = parse(&text, Path::new("t.csv")).unwrap();
+    assert_eq!(only_kernel(&report).duration_ns(), Some(r(2848, 1)));
+}
+
+#[test]
 fn crlf_and_a_byte_order_mark_are_read() {
     let text = format!(
         "\u{feff}==PROF== x\r\n{HEADER}\r\n{}\r\n",
