@@ -14,6 +14,8 @@ pub mod copies;
 mod kernels;
 pub mod kineto;
 pub mod names;
+/// Nsight Compute `ncu --csv` exports (details and raw pages), read with exact numbers.
+pub mod ncu;
 pub mod nvtx;
 pub mod open;
 pub mod payload;
