@@ -10,6 +10,9 @@
 
 #[cfg(feature = "columnar")]
 pub mod columnar;
+/// Training configurations (Megatron-LM's `arguments` block in a log, YAML, JSON, TOML, a
+/// launch command line), read into flat keys with their lines and exact values.
+pub mod config;
 pub mod copies;
 mod kernels;
 pub mod kineto;
