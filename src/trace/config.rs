@@ -10,13 +10,13 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
-use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
 
+use super::open::TextError;
 use crate::formula::Rational;
 
 /// The largest file read (64 MiB): a Megatron log is read whole to find its block, and a run's
@@ -180,7 +180,7 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self.kind.as_ref() {
-            ConfigErrorKind::Read(e) => Some(e),
+            ConfigErrorKind::Text(TextError::Read(e)) => Some(e),
             _ => None,
         }
     }
@@ -189,18 +189,9 @@ impl std::error::Error for ConfigError {
 /// What is wrong with a configuration.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigErrorKind {
-    /// Reading the file failed (or the open gate refused it).
-    #[error("cannot read the file ({0})")]
-    Read(#[source] io::Error),
-    /// The file is longer than [`MAX_BYTES`].
-    #[error("the file is longer than {MAX_BYTES} bytes")]
-    TooLarge,
-    /// The file is not UTF-8 text.
-    #[error("the file is not UTF-8 text (a byte sequence at offset {offset} is invalid)")]
-    NotUtf8 {
-        /// The byte offset of the first invalid sequence.
-        offset: usize,
-    },
+    /// The file could not be read whole as text (the gate, the size limit, UTF-8).
+    #[error(transparent)]
+    Text(#[from] TextError),
     /// The file holds nothing but white space.
     #[error("the file is empty")]
     Empty,
@@ -260,14 +251,14 @@ impl ConfigError {
     /// A hint on what to do about it: every kind has one.
     pub fn hint(&self) -> Option<String> {
         Some(match self.kind.as_ref() {
-            ConfigErrorKind::Read(e) => match super::open::Refused::of(e) {
+            ConfigErrorKind::Text(TextError::Read(e)) => match super::open::Refused::of(e) {
                 Some(r) => r.hint.clone(),
                 None => "pass the training log, the config file or a file holding the launch command".into(),
             },
-            ConfigErrorKind::TooLarge => {
+            ConfigErrorKind::Text(TextError::TooLarge { .. }) => {
                 "cut the log to its start: the `arguments` block is printed before the first iteration".into()
             }
-            ConfigErrorKind::NotUtf8 { .. } => {
+            ConfigErrorKind::Text(TextError::NotUtf8 { .. }) => {
                 "pass the log as text (decompress it first; a log from a non-UTF-8 locale can be converted with `iconv -t UTF-8`)".into()
             }
             ConfigErrorKind::Empty => "the file holds no configuration; pass the run's log or config file".into(),
@@ -299,18 +290,12 @@ type Located = (Option<u64>, Option<u64>, ConfigErrorKind);
 
 /// Reads a configuration, through the open gate (read-only, regular files only).
 pub fn read(path: &Path) -> Result<Config, ConfigError> {
-    let err = |kind| ConfigError {
+    let bytes = super::open::read_capped(path, MAX_BYTES).map_err(|e| ConfigError {
         path: path.to_path_buf(),
-        line: None,
+        line: e.line(),
         column: None,
-        kind: Box::new(kind),
-    };
-    let file = super::open::open(path).map_err(|e| err(ConfigErrorKind::Read(e)))?;
-    let mut bytes = Vec::new();
-    file.take(MAX_BYTES + 1).read_to_end(&mut bytes).map_err(|e| err(ConfigErrorKind::Read(e)))?;
-    if bytes.len() as u64 > MAX_BYTES {
-        return Err(err(ConfigErrorKind::TooLarge));
-    }
+        kind: Box::new(ConfigErrorKind::Text(e)),
+    })?;
     parse(&bytes, path)
 }
 
@@ -324,12 +309,8 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Config, ConfigError> {
         column,
         kind: Box::new(kind),
     };
-    let text = std::str::from_utf8(bytes).map_err(|e| {
-        let offset = e.valid_up_to();
-        let line = bytes[..offset].iter().filter(|&&b| b == b'\n').count() as u64 + 1;
-        at((Some(line), None, ConfigErrorKind::NotUtf8 { offset }))
-    })?;
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let text =
+        super::open::utf8(bytes).map_err(|e| at((e.line(), None, ConfigErrorKind::Text(e))))?;
     if text.trim().is_empty() {
         return Err(at((None, None, ConfigErrorKind::Empty)));
     }

@@ -15,9 +15,9 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
+use super::open::TextError;
 use crate::formula::Rational;
 
 /// The largest export read (1 GiB): a details page of 10,000 kernels with the full section
@@ -385,7 +385,7 @@ impl fmt::Display for NcuError {
 impl std::error::Error for NcuError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self.kind.as_ref() {
-            NcuErrorKind::Read(e) => Some(e),
+            NcuErrorKind::Text(TextError::Read(e)) => Some(e),
             _ => None,
         }
     }
@@ -394,18 +394,9 @@ impl std::error::Error for NcuError {
 /// What is wrong with an export.
 #[derive(Debug, thiserror::Error)]
 pub enum NcuErrorKind {
-    /// Reading the file failed (or the open gate refused it).
-    #[error("cannot read the file ({0})")]
-    Read(#[source] io::Error),
-    /// The file is longer than [`MAX_BYTES`].
-    #[error("the file is longer than {MAX_BYTES} bytes")]
-    TooLarge,
-    /// The file is not UTF-8 text.
-    #[error("the file is not UTF-8 text (a byte sequence at offset {offset} is invalid)")]
-    NotUtf8 {
-        /// The byte offset of the first invalid sequence.
-        offset: usize,
-    },
+    /// The file could not be read whole as text (the gate, the size limit, UTF-8).
+    #[error(transparent)]
+    Text(#[from] TextError),
     /// No line is a header of either layout.
     #[error(
         "no `ncu --csv` header found ({detail}; read: the details page, `\"ID\",\"Process ID\",...,\"CC\",\"Section Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"` with or without the rule columns, and the raw page, `\"ID\",\"Process ID\",...,\"CC\"` then one column per metric)"
@@ -513,14 +504,14 @@ impl NcuError {
     /// A hint on what to do about it: every kind has one.
     pub fn hint(&self) -> Option<String> {
         Some(match self.kind.as_ref() {
-            NcuErrorKind::Read(e) => match super::open::Refused::of(e) {
+            NcuErrorKind::Text(TextError::Read(e)) => match super::open::Refused::of(e) {
                 Some(r) => r.hint.clone(),
                 None => "pass the CSV file `ncu --csv` wrote (or `ncu --import REPORT.ncu-rep --csv > FILE`)".into(),
             },
-            NcuErrorKind::TooLarge => {
+            NcuErrorKind::Text(TextError::TooLarge { .. }) => {
                 "export fewer kernels or sections (`ncu --import REPORT.ncu-rep --csv --kernel-name NAME --section SpeedOfLight`)".into()
             }
-            NcuErrorKind::NotUtf8 { .. } => {
+            NcuErrorKind::Text(TextError::NotUtf8 { .. }) => {
                 "export it again as text: `ncu --import REPORT.ncu-rep --csv > FILE` (a `.ncu-rep` report is binary)".into()
             }
             NcuErrorKind::NoHeader { .. } => {
@@ -553,26 +544,13 @@ impl NcuError {
 
 /// Reads an `ncu --csv` export, through the open gate (read-only, regular files only).
 pub fn read(path: &Path) -> Result<Report, NcuError> {
-    let err = |kind| NcuError { path: path.to_path_buf(), line: None, kind: Box::new(kind) };
-    let file = super::open::open(path).map_err(|e| err(NcuErrorKind::Read(e)))?;
-    let mut bytes = Vec::new();
-    file.take(MAX_BYTES + 1).read_to_end(&mut bytes).map_err(|e| err(NcuErrorKind::Read(e)))?;
-    if bytes.len() as u64 > MAX_BYTES {
-        return Err(err(NcuErrorKind::TooLarge));
-    }
-    let text = match String::from_utf8(bytes) {
-        Ok(t) => t,
-        Err(e) => {
-            let offset = e.utf8_error().valid_up_to();
-            let line = e.as_bytes()[..offset].iter().filter(|&&b| b == b'\n').count() as u64 + 1;
-            return Err(NcuError {
-                path: path.to_path_buf(),
-                line: Some(line),
-                kind: Box::new(NcuErrorKind::NotUtf8 { offset }),
-            });
-        }
+    let text_err = |e: TextError| NcuError {
+        path: path.to_path_buf(),
+        line: e.line(),
+        kind: Box::new(NcuErrorKind::Text(e)),
     };
-    parse(&text, path)
+    let bytes = super::open::read_capped(path, MAX_BYTES).map_err(text_err)?;
+    parse(super::open::utf8(&bytes).map_err(text_err)?, path)
 }
 
 /// Reads an export's text; `path` names it in errors.

@@ -339,6 +339,63 @@ pub(crate) fn hint_for(kind: Option<std::io::ErrorKind>, message: &str) -> Strin
     hint.to_string()
 }
 
+/// What reading a text source whole can fail on, before its own format is read: the gate's
+/// refusal or an I/O error, a file past the reader's limit, bytes that are not UTF-8. Each
+/// source wraps it in its own error, with its own hints.
+#[derive(Debug, thiserror::Error)]
+pub enum TextError {
+    /// Reading the file failed (or the gate refused it).
+    #[error("cannot read the file ({0})")]
+    Read(#[source] io::Error),
+    /// The file is longer than the reader takes.
+    #[error("the file is longer than {max} bytes")]
+    TooLarge {
+        /// The reader's limit.
+        max: u64,
+    },
+    /// The file is not UTF-8 text.
+    #[error("the file is not UTF-8 text (a byte sequence at offset {offset} is invalid)")]
+    NotUtf8 {
+        /// The byte offset of the first invalid sequence.
+        offset: usize,
+        /// Its line, from 1.
+        line: u64,
+    },
+}
+
+impl TextError {
+    /// The line it names, if any.
+    pub fn line(&self) -> Option<u64> {
+        match self {
+            TextError::NotUtf8 { line, .. } => Some(*line),
+            _ => None,
+        }
+    }
+}
+
+/// Reads a file whole through the gate ([`open`]), refusing one longer than `max` bytes
+/// without reading past the limit.
+pub fn read_capped(path: &Path, max: u64) -> Result<Vec<u8>, TextError> {
+    use std::io::Read as _;
+    let file = open(path).map_err(TextError::Read)?;
+    let mut bytes = Vec::new();
+    file.take(max + 1).read_to_end(&mut bytes).map_err(TextError::Read)?;
+    if bytes.len() as u64 > max {
+        return Err(TextError::TooLarge { max });
+    }
+    Ok(bytes)
+}
+
+/// The bytes as UTF-8 text without a leading byte-order mark, or where they stop being UTF-8.
+pub fn utf8(bytes: &[u8]) -> Result<&str, TextError> {
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        let offset = e.valid_up_to();
+        let line = bytes[..offset].iter().filter(|&&b| b == b'\n').count() as u64 + 1;
+        TextError::NotUtf8 { offset, line }
+    })?;
+    Ok(text.strip_prefix('\u{feff}').unwrap_or(text))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

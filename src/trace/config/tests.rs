@@ -191,7 +191,7 @@ fn bad_input_names_file_line_and_hint() {
 #[test]
 fn read_names_a_missing_file() {
     let e = read(Path::new("/nonexistent/x.yaml")).unwrap_err();
-    assert!(matches!(*e.kind, ConfigErrorKind::Read(_)));
+    assert!(matches!(*e.kind, ConfigErrorKind::Text(TextError::Read(_))));
     assert!(e.hint().is_some());
 }
 

@@ -425,5 +425,5 @@ fn non_utf8_is_refused_at_its_line() {
     std::fs::write(&path, bytes).unwrap();
     let e = read(&path).unwrap_err();
     assert_eq!(e.line, Some(2));
-    assert!(matches!(*e.kind, NcuErrorKind::NotUtf8 { .. }) && e.hint().is_some());
+    assert!(matches!(*e.kind, NcuErrorKind::Text(TextError::NotUtf8 { .. })) && e.hint().is_some());
 }
