@@ -184,20 +184,54 @@ fn claimed_effect(p: &Part, m: &crate::claims::Measure, a_median: Rational) -> O
     (rel.num != 0).then_some(rel)
 }
 
-#[expect(clippy::too_many_lines, reason = "predates the 150-line limit; to be cut along its seams")]
-fn compare_one(
-    mut r: PartResult,
-    p: &Part,
+/// A comparison's samples and test as its reasons show them: the samples per side, the
+/// interval of its value and the rank test's p-value.
+struct Test {
+    /// The samples of side A.
+    n_a: i64,
+    /// The samples of side B.
+    n_b: i64,
+    /// The interval of the value, when the value has one ([`compare_interval`]).
+    interval: Option<(Rational, Rational)>,
+    /// The interval shown in the value's unit, or `n/a`.
+    interval_text: String,
+    /// The Mann-Whitney p-value shown as `= 0.012` or `< 0.001`, or `n/a`.
+    p_value: String,
+}
+
+impl Test {
+    /// Reads the test of a comparison's evidence for a measure.
+    fn of(m: &crate::claims::Measure, ev: &Evidence) -> Self {
+        let int = |f: &str| {
+            field_value(ev, f).and_then(|v| i64::try_from(v.num).ok().filter(|_| v.den == 1))
+        };
+        let interval = compare_interval(m, ev);
+        let rank_test = crate::analysis::compare::Values::of(ev).and_then(|v| v.rank_test.as_ref());
+        Test {
+            n_a: int("n_a").unwrap_or(0),
+            n_b: int("n_b").unwrap_or(0),
+            interval,
+            interval_text: interval
+                .map(|(lo, hi)| format!("{} to {}", show(lo, m.unit), show(hi, m.unit)))
+                .unwrap_or_else(|| "n/a".into()),
+            p_value: rank_test.map(|t| t.p_value).map_or_else(
+                || "n/a".into(),
+                |p| if p < 0.001 { "< 0.001".into() } else { format!("= {p:.3}") },
+            ),
+        }
+    }
+}
+
+/// The formula of a comparison's part as the report shows it: the medians of both sides with
+/// the test beside them, or, for a pooled rate, the totals over time of both sides.
+fn compare_formula(
     m: &crate::claims::Measure,
     ev: &Evidence,
-) -> PartResult {
-    use crate::claims::Direction;
+    t: &Test,
+    value: &Result<Rational, crate::formula::EvalError>,
+) -> FormulaResult {
     let get = |f: &str| field_value(ev, f);
-    let int = |f: &str| get(f).and_then(|v| i64::try_from(v.num).ok().filter(|_| v.den == 1));
-    let (n_a, n_b) = (int("n_a").unwrap_or(0), int("n_b").unwrap_or(0));
-    let vars = vars_of(&m.value, ev);
-    let value = m.value.eval(&vars);
-    let interval = compare_interval(m, ev);
+    let Test { n_a, n_b, interval_text, p_value, .. } = t;
     let metric_unit = match ev.parameters.get("metric_scale").and_then(Value::as_i64) {
         Some(1) if ev.parameters.get("metric_unit").and_then(Value::as_str) == Some("ns") => {
             Unit::Ms
@@ -209,18 +243,10 @@ fn compare_one(
     // A difference of shares is in percentage points.
     let delta_unit =
         if metric_unit == Unit::Percent { Unit::PercentagePoints } else { metric_unit };
-    let rank_test = crate::analysis::compare::Values::of(ev).and_then(|v| v.rank_test.as_ref());
-    let p_value = rank_test.map(|t| t.p_value).map_or_else(
-        || "n/a".into(),
-        |p| if p < 0.001 { "< 0.001".into() } else { format!("= {p:.3}") },
-    );
     let unit_word = ev.parameters.get("sample_unit").and_then(Value::as_str).unwrap_or("window");
     let pooled_text = field_value(ev, "pooled_change")
         .map(|v| format!("; pooled rate {}", show(v, Unit::Percent)))
         .unwrap_or_default();
-    let interval_text = interval
-        .map(|(lo, hi)| format!("{} to {}", show(lo, m.unit), show(hi, m.unit)))
-        .unwrap_or_else(|| "n/a".into());
     let medians = format!(
         "median B {} vs A {} (n = {n_b} vs {n_a} {unit_word}s; 95% interval {interval_text}, exact Moses interval of the Hodges-Lehmann shift; Mann-Whitney p {p_value}{pooled_text}), B - A = {}",
         shown(get("b_median")),
@@ -240,7 +266,7 @@ fn compare_one(
     } else {
         medians
     };
-    r.formula = Some(FormulaResult {
+    FormulaResult {
         symbolic: m.value_text.clone(),
         definition: ratio_definition(m).map(|(t, _)| t.to_string()),
         substituted,
@@ -248,7 +274,23 @@ fn compare_one(
         exact: value.as_ref().ok().map(|v| [v.num.to_string(), v.den.to_string()]),
         unit: m.unit,
         error: value.as_ref().err().map(|e| e.to_string()),
-    });
+    }
+}
+
+/// Judges a part bound to `compare` on one device's evidence: its formula, a null field, the
+/// stated number and the condition, the gates; then an observation on its value and a causal
+/// part on its test ([`judge_causal`]).
+fn compare_one(
+    mut r: PartResult,
+    p: &Part,
+    m: &crate::claims::Measure,
+    ev: &Evidence,
+) -> PartResult {
+    let get = |f: &str| field_value(ev, f);
+    let vars = vars_of(&m.value, ev);
+    let value = m.value.eval(&vars);
+    let t = Test::of(m, ev);
+    r.formula = Some(compare_formula(m, ev, &t, &value));
     let failed: Vec<&str> =
         r.gates.iter().filter(|g| g.status == GateStatus::Fail).map(|g| g.gate).collect();
     let value = match value {
@@ -278,6 +320,25 @@ fn compare_one(
     if p.kind != Kind::Causal {
         return judge_value(r, p, m.unit, divides(m), value);
     }
+    let holds = cond.as_ref().is_none_or(|(ok, _)| *ok);
+    judge_causal(r, p, m, ev, &t, value, holds)
+}
+
+/// Judges a causal part on a comparison's test, once its value is known and its gates pass:
+/// enough samples, a claimed direction, an effect the metric can resolve; then the interval
+/// against the claimed direction and effect, capped by what the experiment declares.
+fn judge_causal(
+    mut r: PartResult,
+    p: &Part,
+    m: &crate::claims::Measure,
+    ev: &Evidence,
+    t: &Test,
+    value: Rational,
+    holds: bool,
+) -> PartResult {
+    use crate::claims::Direction;
+    let get = |f: &str| field_value(ev, f);
+    let (n_a, n_b) = (t.n_a, t.n_b);
     if n_a < crate::stats::MIN_SAMPLES as i64 || n_b < crate::stats::MIN_SAMPLES as i64 {
         r.outcome = PartOutcome::Unverifiable;
         r.reason = Finding::new(
@@ -305,18 +366,17 @@ fn compare_one(
     };
     // The whole interval outside the claimed effect: every value it allows fails the
     // condition.
-    let excluded = match (&p.condition, interval) {
+    let excluded = match (&p.condition, t.interval) {
         (Some(c), Some((a, b))) => !interval_meets(c, a, b),
         _ => false,
     };
     let args = [
         ("value", show(value, m.unit)),
-        ("interval", interval_text.clone()),
-        ("p", p_value.clone()),
+        ("interval", t.interval_text.clone()),
+        ("p", t.p_value.clone()),
         ("n_a", n_a.to_string()),
         ("n_b", n_b.to_string()),
     ];
-    let holds = cond.as_ref().is_none_or(|(ok, _)| *ok);
     let few = n_a.min(n_b) < crate::stats::FEW_SAMPLES as i64;
     let controlled = p.experiment.as_ref().is_some_and(|e| e.controlled);
     let a_median = get("a_median").filter(|v| v.num != 0);
@@ -373,32 +433,7 @@ fn compare_one(
             &args,
         );
     } else if with && holds {
-        if controlled && !few && unit == "run" {
-            r.outcome = PartOutcome::Supported;
-            r.reason = Finding::new("part.compare_supported", &args);
-        } else if controlled
-            && !few
-            && let Some(why) = within_run
-        {
-            // Samples inside one capture per side, which the author declares and justifies.
-            let mut a = args.to_vec();
-            a.push(("unit", unit.to_string()));
-            a.push(("why_en", why.get("en").cloned().unwrap_or_default()));
-            a.push(("why_zh", why.get("zh-TW").cloned().unwrap_or_default()));
-            r.outcome = PartOutcome::Supported;
-            r.reason = Finding::new("part.compare_supported_within_run", &a);
-        } else if controlled && !few {
-            let mut a = args.to_vec();
-            a.push(("unit", unit.to_string()));
-            r.outcome = PartOutcome::PartiallySupported;
-            r.reason = Finding::new("part.compare_within_run", &a);
-        } else {
-            r.outcome = PartOutcome::PartiallySupported;
-            r.reason = Finding::new(
-                if !controlled { "part.compare_uncontrolled" } else { "part.compare_few" },
-                &args,
-            );
-        }
+        (r.outcome, r.reason) = supported_as(controlled, few, unit, within_run, &args);
     } else if let (Some(e), Some(a), Some(mde)) = (effect, a_median, get("mde"))
         && let Some(rel) = mde.checked_div(a)
         && rel.cmp_to(e) == Greater
@@ -415,4 +450,41 @@ fn compare_one(
         r.reason = Finding::new("part.compare_open", &args);
     }
     r
+}
+
+/// How far a test that shows the claimed effect supports a cause: fully with a controlled
+/// experiment, enough samples and a run per sample (or samples inside one capture per side,
+/// declared and justified); partly otherwise.
+fn supported_as(
+    controlled: bool,
+    few: bool,
+    unit: &str,
+    within_run: Option<&crate::claims::Text>,
+    args: &[(&'static str, String)],
+) -> (PartOutcome, Finding) {
+    if controlled && !few && unit == "run" {
+        (PartOutcome::Supported, Finding::new("part.compare_supported", args))
+    } else if controlled
+        && !few
+        && let Some(why) = within_run
+    {
+        // Samples inside one capture per side, which the author declares and justifies.
+        let mut a = args.to_vec();
+        a.push(("unit", unit.to_string()));
+        a.push(("why_en", why.get("en").cloned().unwrap_or_default()));
+        a.push(("why_zh", why.get("zh-TW").cloned().unwrap_or_default()));
+        (PartOutcome::Supported, Finding::new("part.compare_supported_within_run", &a))
+    } else if controlled && !few {
+        let mut a = args.to_vec();
+        a.push(("unit", unit.to_string()));
+        (PartOutcome::PartiallySupported, Finding::new("part.compare_within_run", &a))
+    } else {
+        (
+            PartOutcome::PartiallySupported,
+            Finding::new(
+                if !controlled { "part.compare_uncontrolled" } else { "part.compare_few" },
+                args,
+            ),
+        )
+    }
 }
