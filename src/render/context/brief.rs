@@ -5,7 +5,6 @@
 use super::*;
 
 /// Page 1: the answer, the bounds, the decision, the open items, sources and conditions.
-#[expect(clippy::too_many_lines, reason = "predates the 150-line limit; to be cut along its seams")]
 pub(super) fn brief(
     a: &Audit,
     t: &Strings,
@@ -19,46 +18,7 @@ pub(super) fn brief(
     let set = &a.claims;
     let answer = match tr(&set.report.answer, lang) {
         Some(text) => fill_placeholders(&text, t, scoped)?,
-        None => {
-            // No answer written: the counts, and the first measured principal with its scope.
-            let counts: BTreeMap<String, String> = Verdict::ALL
-                .iter()
-                .map(|v| {
-                    (
-                        v.key().to_string(),
-                        a.summary.counts.get(v.key()).copied().unwrap_or(0).to_string(),
-                    )
-                })
-                .collect();
-            let mut s = t.format("ui.counts", &counts)?;
-            s.push_str(t.get("ui.sentence_end")?);
-            for (c, r) in set.claims.iter().zip(&a.results) {
-                if let Some(Shown { value: v, scope: Some(sc), .. }) =
-                    scoped.get(&(c.id.clone(), r.principal.clone()))
-                {
-                    s += &t.format(
-                        "ui.default_answer",
-                        &args([
-                            ("statement", c.statement.get(lang).cloned().unwrap_or_default()),
-                            (
-                                "verdict",
-                                t.get(&format!("verdict.{}", r.verdict.key()))?.to_string(),
-                            ),
-                            (
-                                "value",
-                                format!(
-                                    "{v}{}{sc}{}",
-                                    t.get("ui.paren_open")?,
-                                    t.get("ui.paren_close")?
-                                ),
-                            ),
-                        ]),
-                    )?;
-                    break;
-                }
-            }
-            s
-        }
+        None => default_answer(a, t, scoped)?,
     };
     let sources = set
         .sources
@@ -77,6 +37,66 @@ pub(super) fn brief(
             Ok(s)
         })
         .collect::<Result<Vec<_>, String>>()?;
+    let conditions = conditions(a, t, meta)?;
+    let trace_conditions = trace_conditions(a, t)?;
+    let origin_warnings = origin_warnings(set, t, derived)?;
+    let (steps, budget, gated) = decision_steps(t, &open_items)?;
+    let next = steps.first().map(|st| st.text.clone());
+    Ok(BriefCtx {
+        answer,
+        bounds,
+        decision: tr(&set.report.decision, lang),
+        steps,
+        budget,
+        gated,
+        next,
+        open_items: open_items.into_iter().map(|(_, o)| o).collect(),
+        sources,
+        conditions,
+        trace_conditions,
+        origin_warnings,
+    })
+}
+
+/// The answer of a report whose author wrote none: the counts of the verdicts, and the first
+/// measured principal part with its scope.
+fn default_answer(a: &Audit, t: &Strings, scoped: &Scoped) -> Result<String, String> {
+    let lang = t.lang.as_str();
+    let set = &a.claims;
+    let counts: BTreeMap<String, String> = Verdict::ALL
+        .iter()
+        .map(|v| {
+            (v.key().to_string(), a.summary.counts.get(v.key()).copied().unwrap_or(0).to_string())
+        })
+        .collect();
+    let mut s = t.format("ui.counts", &counts)?;
+    s.push_str(t.get("ui.sentence_end")?);
+    for (c, r) in set.claims.iter().zip(&a.results) {
+        if let Some(Shown { value: v, scope: Some(sc), .. }) =
+            scoped.get(&(c.id.clone(), r.principal.clone()))
+        {
+            s += &t.format(
+                "ui.default_answer",
+                &args([
+                    ("statement", c.statement.get(lang).cloned().unwrap_or_default()),
+                    ("verdict", t.get(&format!("verdict.{}", r.verdict.key()))?.to_string()),
+                    (
+                        "value",
+                        format!("{v}{}{sc}{}", t.get("ui.paren_open")?, t.get("ui.paren_close")?),
+                    ),
+                ]),
+            )?;
+            break;
+        }
+    }
+    Ok(s)
+}
+
+/// The conditions of the audit: who reviewed it and when, its author, the tool and the
+/// render date, each when known.
+fn conditions(a: &Audit, t: &Strings, meta: &Meta) -> Result<Vec<KvCtx>, String> {
+    let lang = t.lang.as_str();
+    let set = &a.claims;
     let mut conditions = Vec::new();
     let mut kv = |key: &str, value: String| -> Result<(), String> {
         conditions.push(KvCtx { key: t.get(key)?.to_string(), value, code: false });
@@ -95,6 +115,12 @@ pub(super) fn brief(
     if let Some(d) = &meta.render_date {
         kv("ui.cond_rendered", d.clone())?;
     }
+    Ok(conditions)
+}
+
+/// One condition per trace: its path, where it came from and how to obtain it.
+fn trace_conditions(a: &Audit, t: &Strings) -> Result<Vec<KvCtx>, String> {
+    let set = &a.claims;
     let mut trace_conditions = Vec::new();
     for tr_ in &a.traces {
         let origin = tr_
@@ -117,9 +143,18 @@ pub(super) fn brief(
             code: false,
         });
     }
-    // A slice of a real capture is said to be one, with its window and its capture; a trace
-    // a tool made is not a capture at all. One notice per generator: the runs of an A/B made
-    // by one are one notice, naming each trace.
+    Ok(trace_conditions)
+}
+
+/// The notices on traces a tool made. A slice of a real capture is said to be one, with its
+/// window and its capture; a trace a tool made is not a capture at all. One notice per
+/// generator: the runs of an A/B made by one are one notice, naming each trace.
+fn origin_warnings(
+    set: &crate::claims::ClaimSet,
+    t: &Strings,
+    derived: &[(String, crate::trace::Origin)],
+) -> Result<Vec<String>, String> {
+    let lang = t.lang.as_str();
     let mut origin_warnings: Vec<String> = Vec::new();
     // (generator, what the author says the traces stand for) -> the traces.
     type Group<'a> = ((&'a String, Option<String>), Vec<String>);
@@ -167,22 +202,7 @@ pub(super) fn brief(
         };
         origin_warnings.push(t.format(key, &a)?);
     }
-    let (steps, budget, gated) = decision_steps(t, &open_items)?;
-    let next = steps.first().map(|st| st.text.clone());
-    Ok(BriefCtx {
-        answer,
-        bounds,
-        decision: tr(&set.report.decision, lang),
-        steps,
-        budget,
-        gated,
-        next,
-        open_items: open_items.into_iter().map(|(_, o)| o).collect(),
-        sources,
-        conditions,
-        trace_conditions,
-        origin_warnings,
-    })
+    Ok(origin_warnings)
 }
 
 /// The cost of an item's cheapest step, for ordering: effort class, then kind of work; no
