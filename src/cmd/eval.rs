@@ -13,7 +13,6 @@ use crate::eval::{self, SCORES};
 use crate::trace::{KernelFilter, Trace};
 
 /// Runs `eval`.
-#[expect(clippy::too_many_lines, reason = "predates the 150-line limit; to be cut along its seams")]
 pub(super) fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
     let file = eval::load(&args.eval)?;
     // The sheets are written in one of the report's languages, or not at all.
@@ -36,26 +35,7 @@ pub(super) fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
     for a in &file.answers {
         sets.push(eval::load_answer(&file, a)?);
     }
-    // Each trace is read once for every answer: the union of what they need.
-    let mut plans: BTreeMap<PathBuf, (KernelFilter, Vec<analysis::Table>)> = BTreeMap::new();
-    for set in &sets {
-        for (path, filter, needs) in audit::plan(set) {
-            let merged = match plans.remove(&path) {
-                Some(p) => audit::merge_scans(p, (filter, needs)),
-                None => (filter, needs),
-            };
-            plans.insert(path, merged);
-        }
-    }
-    let mut scans = audit::Scans::new();
-    for (path, (filter, needs)) in plans {
-        // A trace that cannot be read is left to each audit, which reports it.
-        if let Ok(ctx) =
-            Trace::open(&path).and_then(|t| Context::load(&t, &filter, None, &needs, &mut |_| {}))
-        {
-            scans.insert(path, ctx);
-        }
-    }
+    let scans = scan_traces(&sets);
     let mut scored = Vec::new();
     let mut audits = Vec::new();
     for (a, set) in file.answers.iter().zip(sets) {
@@ -64,31 +44,7 @@ pub(super) fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
         audits.push(audit);
     }
     if let Some(dir) = &args.review_sheets {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| anyhow::anyhow!("cannot create `{}`: {e}", dir.display()))?;
-        let order = eval::sheet_order(audits.len(), file.seed);
-        let mut files: Vec<(String, String)> = order
-            .iter()
-            .enumerate()
-            .map(|(i, &a)| {
-                let id = eval::sheet_id(i);
-                let sheet = eval::sheet_markdown(&id, &file, &audits[a], &args.lang);
-                (format!("{id}.md"), sheet)
-            })
-            .collect();
-        files.push(("grades.csv".into(), eval::grades_template(audits.len())));
-        // All or none: a write that fails (a full disk) takes back the files written before
-        // it, so no partial set of sheets is left to be handed out.
-        let mut written = Vec::new();
-        for (name, text) in &files {
-            if let Err(e) = put(dir, name, text.as_bytes()) {
-                for w in &written {
-                    let _ = std::fs::remove_file(dir.join(w));
-                }
-                return Err(e);
-            }
-            written.push(name);
-        }
+        write_sheets(dir, &file, &audits, &args.lang)?;
     }
     let mut ev = eval::evaluate(file, scored);
     if !args.grades.is_empty() {
@@ -107,6 +63,74 @@ pub(super) fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
         print_json(&ev)?;
         return Ok(ExitCode::SUCCESS);
     }
+    super::emit(&report_text(&ev))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The scans of every trace the answers read, each read once for every answer: the union of
+/// what they need. A trace that cannot be read is left out, for each audit to report.
+fn scan_traces(sets: &[crate::claims::ClaimSet]) -> audit::Scans {
+    let mut plans: BTreeMap<PathBuf, (KernelFilter, Vec<analysis::Table>)> = BTreeMap::new();
+    for set in sets {
+        for (path, filter, needs) in audit::plan(set) {
+            let merged = match plans.remove(&path) {
+                Some(p) => audit::merge_scans(p, (filter, needs)),
+                None => (filter, needs),
+            };
+            plans.insert(path, merged);
+        }
+    }
+    let mut scans = audit::Scans::new();
+    for (path, (filter, needs)) in plans {
+        // A trace that cannot be read is left to each audit, which reports it.
+        if let Ok(ctx) =
+            Trace::open(&path).and_then(|t| Context::load(&t, &filter, None, &needs, &mut |_| {}))
+        {
+            scans.insert(path, ctx);
+        }
+    }
+    scans
+}
+
+/// Writes the blind review sheets in `lang`, in the eval's shuffled order, and a blank grades
+/// file: all of them or none.
+fn write_sheets(
+    dir: &std::path::Path,
+    file: &eval::EvalFile,
+    audits: &[crate::audit::Audit],
+    lang: &str,
+) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| anyhow::anyhow!("cannot create `{}`: {e}", dir.display()))?;
+    let order = eval::sheet_order(audits.len(), file.seed);
+    let mut files: Vec<(String, String)> = order
+        .iter()
+        .enumerate()
+        .map(|(i, &a)| {
+            let id = eval::sheet_id(i);
+            let sheet = eval::sheet_markdown(&id, file, &audits[a], lang);
+            (format!("{id}.md"), sheet)
+        })
+        .collect();
+    files.push(("grades.csv".into(), eval::grades_template(audits.len())));
+    // All or none: a write that fails (a full disk) takes back the files written before
+    // it, so no partial set of sheets is left to be handed out.
+    let mut written = Vec::new();
+    for (name, text) in &files {
+        if let Err(e) = put(dir, name, text.as_bytes()) {
+            for w in &written {
+                let _ = std::fs::remove_file(dir.join(w));
+            }
+            return Err(e);
+        }
+        written.push(name);
+    }
+    Ok(())
+}
+
+/// The text of an evaluation: a row of scores per answer, the groups' differences, whether
+/// the answers were controlled and what varied, and the reviewers' grades and agreement.
+fn report_text(ev: &eval::Evaluation) -> String {
     let width = table::width();
     let mut s = String::new();
     // Per answer: its group and every score.
@@ -194,8 +218,7 @@ pub(super) fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    super::emit(&s)?;
-    Ok(ExitCode::SUCCESS)
+    s
 }
 
 /// Writes the eval report in every language of the eval: Markdown, Typst, the chart, the

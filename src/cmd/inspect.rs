@@ -69,7 +69,6 @@ fn columnar_line(c: &crate::analysis::ColumnarRef, sha256: &str) -> String {
 }
 
 /// Runs `inspect`.
-#[expect(clippy::too_many_lines, reason = "predates the 150-line limit; to be cut along its seams")]
 pub(crate) fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
     let (trace, ctx) = crate::inspect::load(&args)?;
     if args.json {
@@ -82,37 +81,76 @@ pub(crate) fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
     let nvtx = crate::inspect::nvtx_per_process(&trace, &ctx)?;
     let width = table::width();
     let mut s = scope_lines(&ev, width);
-    // Each format describes itself: an nsys export by its tables, a PyTorch profiler trace
-    // by its layout and the events kept.
-    match schema.source.kineto() {
-        Some(k) => s += &table::hang("source    ", &kineto_line(k), 10, width),
-        None => {
-            s += &table::hang(
-                "schema    ",
-                &format!(
-                    "{} tables · kernel table {} · metadata {} · StringIds {} · NVTX text {:?}",
-                    schema.tables.len(),
-                    schema.kernel_table.as_deref().unwrap_or("absent"),
-                    schema.metadata_table.as_deref().unwrap_or("absent"),
-                    if schema.has_string_ids { "present" } else { "absent" },
-                    schema.nvtx_text
-                ),
-                10,
-                width,
-            )
+    s += &source_lines(schema, &ev, width);
+    s.push('\n');
+    s += &devices_table(&ctx, ev.trace.capture_start_ns, width);
+    if let Some(g) = &ctx.inventory.listed_gpus {
+        let ids: Vec<i64> = g.iter().map(|g| g.id).collect();
+        // Each source names its own list of the node's GPUs.
+        let list = schema.source.gpu_list();
+        let mut listed = format!("GPUs listed in {list}: {}", format_device_list(&ids));
+        let without = ctx.inventory.listed_without_kernels();
+        if !without.is_empty() {
+            listed += &format!(" (without kernels: {})", format_device_list(&without));
         }
+        s.push('\n');
+        s += &table::hang("", &listed, 2, width);
     }
+    if let Some(c) = &ctx.copies {
+        s.push('\n');
+        s += &copies_table(c, width);
+    }
+    s.push('\n');
+    if nvtx.table_absent && schema.source.is_nsys() {
+        s += &table::hang("", "NVTX: the export has no NVTX_EVENTS table", 2, width);
+        s.push('\n');
+    }
+    if !nvtx.processes.is_empty() {
+        s += &nvtx_table(&nvtx, schema, width);
+    }
+    s += &notes(&ev, width);
+    super::emit(&s)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The lines that say what a trace is and how its clock reads. Each format describes itself:
+/// an nsys export by its tables, a PyTorch profiler trace by its layout and the events kept.
+fn source_lines(
+    schema: &crate::trace::Schema,
+    ev: &crate::analysis::Evidence,
+    width: usize,
+) -> String {
+    let mut s = match schema.source.kineto() {
+        Some(k) => table::hang("source    ", &kineto_line(k), 10, width),
+        None => table::hang(
+            "schema    ",
+            &format!(
+                "{} tables · kernel table {} · metadata {} · StringIds {} · NVTX text {:?}",
+                schema.tables.len(),
+                schema.kernel_table.as_deref().unwrap_or("absent"),
+                schema.metadata_table.as_deref().unwrap_or("absent"),
+                if schema.has_string_ids { "present" } else { "absent" },
+                schema.nvtx_text
+            ),
+            10,
+            width,
+        ),
+    };
     if let Some(c) = &ev.trace.columnar {
         s += &table::hang("columnar  ", &columnar_line(c, &ev.trace.sha256), 10, width);
     }
-    let origin = ev.trace.capture_start_ns;
     let mut clock = schema.time_base.describe();
-    if let Some(o) = origin {
+    if let Some(o) = ev.trace.capture_start_ns {
         clock +=
             &format!("; capture start at {} s, the origin of the + columns", format_seconds(o));
     }
     s += &table::hang("clock     ", &clock, 10, width);
-    s.push('\n');
+    s
+}
+
+/// The table of a trace's devices: kernels, first start and last end (also from the capture
+/// start, when the trace has one), streams and processes.
+fn devices_table(ctx: &crate::analysis::Context, origin: Option<i64>, width: usize) -> String {
     let rows: Vec<Vec<String>> = ctx
         .inventory
         .devices
@@ -147,91 +185,74 @@ pub(crate) fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
     }
     columns.push(Column::text("streams (id:kernels)"));
     columns.push(Column::text("pids"));
-    s += &table::render(&columns, &rows, width);
-    if let Some(g) = &ctx.inventory.listed_gpus {
-        let ids: Vec<i64> = g.iter().map(|g| g.id).collect();
-        // Each source names its own list of the node's GPUs.
-        let list = schema.source.gpu_list();
-        let mut listed = format!("GPUs listed in {list}: {}", format_device_list(&ids));
-        let without = ctx.inventory.listed_without_kernels();
-        if !without.is_empty() {
-            listed += &format!(" (without kernels: {})", format_device_list(&without));
-        }
-        s.push('\n');
-        s += &table::hang("", &listed, 2, width);
+    table::render(&columns, &rows, width)
+}
+
+/// The table of a trace's copies per device and kind, or the line that says the export has
+/// no copy table.
+fn copies_table(c: &crate::trace::Copies, width: usize) -> String {
+    if !c.memcpy.present && !c.memset.present {
+        return table::hang("", "copies: the export has no memcpy or memset table", 2, width);
     }
-    if let Some(c) = &ctx.copies {
-        s.push('\n');
-        if !c.memcpy.present && !c.memset.present {
-            s += &table::hang("", "copies: the export has no memcpy or memset table", 2, width);
-        } else {
-            let rows: Vec<Vec<String>> = c
-                .inventory
-                .iter()
-                .flat_map(|d| {
-                    d.kinds.iter().map(move |k| {
-                        vec![
-                            d.device.to_string(),
-                            k.label.clone(),
-                            thousands(k.count.into()),
-                            thousands(k.bytes.into()),
-                        ]
-                    })
-                })
-                .collect();
-            s += &table::render(
-                &[
-                    Column::value("device"),
-                    Column::text("copies (memcpy kind or memset)"),
-                    Column::number("rows"),
-                    Column::number("bytes"),
-                ],
-                &rows,
-                width,
-            );
-        }
-    }
-    s.push('\n');
-    if nvtx.table_absent && schema.source.is_nsys() {
-        s += &table::hang("", "NVTX: the export has no NVTX_EVENTS table", 2, width);
-        s.push('\n');
-    }
-    if !nvtx.processes.is_empty() {
-        let unrecorded = |v: Option<String>| v.unwrap_or_else(|| "unrecorded".into());
-        let rows: Vec<Vec<String>> = nvtx
-            .processes
-            .iter()
-            .map(|p| {
+    let rows: Vec<Vec<String>> = c
+        .inventory
+        .iter()
+        .flat_map(|d| {
+            d.kinds.iter().map(move |k| {
                 vec![
-                    p.pid.to_string(),
-                    unrecorded(p.host.clone()),
-                    unrecorded(p.rank.map(|r| r.to_string())),
-                    if p.devices.is_empty() {
-                        "none".into()
-                    } else {
-                        format_device_list(&p.devices)
-                    },
-                    thousands(p.ranges.into()),
-                    thousands(p.names.into()),
+                    d.device.to_string(),
+                    k.label.clone(),
+                    thousands(k.count.into()),
+                    thousands(k.bytes.into()),
                 ]
             })
-            .collect();
-        s += &table::render(
-            &[
-                Column::value("pid"),
-                Column::text("host"),
-                Column::value("rank"),
-                Column::text("devices (kernels)"),
-                Column::number(schema.source.ranges()),
-                Column::number("names"),
-            ],
-            &rows,
-            width,
-        );
-    }
-    s += &notes(&ev, width);
-    super::emit(&s)?;
-    Ok(ExitCode::SUCCESS)
+        })
+        .collect();
+    table::render(
+        &[
+            Column::value("device"),
+            Column::text("copies (memcpy kind or memset)"),
+            Column::number("rows"),
+            Column::number("bytes"),
+        ],
+        &rows,
+        width,
+    )
+}
+
+/// The table of the processes that have NVTX ranges: host, rank, devices, ranges and names.
+fn nvtx_table(
+    nvtx: &crate::inspect::NvtxCounts,
+    schema: &crate::trace::Schema,
+    width: usize,
+) -> String {
+    let unrecorded = |v: Option<String>| v.unwrap_or_else(|| "unrecorded".into());
+    let rows: Vec<Vec<String>> = nvtx
+        .processes
+        .iter()
+        .map(|p| {
+            vec![
+                p.pid.to_string(),
+                unrecorded(p.host.clone()),
+                unrecorded(p.rank.map(|r| r.to_string())),
+                if p.devices.is_empty() { "none".into() } else { format_device_list(&p.devices) },
+                thousands(p.ranges.into()),
+                thousands(p.names.into()),
+            ]
+        })
+        .collect();
+    table::render(
+        &[
+            Column::value("pid"),
+            Column::text("host"),
+            Column::value("rank"),
+            Column::text("devices (kernels)"),
+            Column::number(schema.source.ranges()),
+            Column::number("names"),
+        ],
+        &rows,
+        width,
+    )
 }
 
 /// `inspect` on a trace set: its files with their clock alignment, its ranks with their

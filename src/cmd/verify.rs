@@ -86,7 +86,6 @@ fn as_recorded(ev: &analysis::Evidence) -> Result<serde_json::Value, String> {
 type Reads = (Vec<PathBuf>, bool, Expectation);
 
 /// Runs `verify`.
-#[expect(clippy::too_many_lines, reason = "predates the 150-line limit; to be cut along its seams")]
 pub(super) fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     let hinted = |p: &Problem| crate::Hinted::new(p.to_string(), p.hint());
     let record = verify::read(&args.manifest).map_err(|p| hinted(&p))?;
@@ -98,123 +97,18 @@ pub(super) fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         let text = std::iter::once(head).chain(message).collect::<Vec<_>>().join("\nerror: ");
         return Err(crate::Hinted::new(text, first.hint()).into());
     }
-    // Parse every command first: a command that does not parse is the record's fault.
-    let mut reruns = Vec::new();
-    for e in &record.entries {
-        let r = rerun_of(e).map_err(|m| {
-            crate::Hinted::new(
-                format!(
-                    "`{}` in `{}` is not a command this verdict runs: {m}",
-                    e.argv.iter().map(|w| crate::audit::shell_quote(w)).collect::<Vec<_>>().join(" "),
-                    record.evidence_file.display()
-                ),
-                format!(
-                    "the report was rendered by verdict {}; verify it with that version, or render it again",
-                    record.tool_version
-                ),
-            )
-        })?;
-        reruns.push(r);
-    }
-    // A rerun reads only traces whose sha256 was just checked: a command edited to read
-    // another file is the record's fault, not drift.
-    let recorded: Vec<PathBuf> = record.traces.iter().map(|t| t.path.clone()).collect();
-    let canonical: Vec<PathBuf> =
-        recorded.iter().filter_map(|p| std::fs::canonicalize(p).ok()).collect();
-    for (e, r) in record.entries.iter().zip(&reruns) {
-        let named: Vec<PathBuf> = match r {
-            Rerun::Plan(p) => p.traces.clone(),
-            Rerun::Compare(c) => {
-                c.a.iter()
-                    .chain(&c.b)
-                    .filter(|(k, _)| k == "trace")
-                    .map(|(_, v)| PathBuf::from(v))
-                    .collect()
-            }
-        };
-        let files = crate::plan::expand(&named).map(|(f, _)| f).unwrap_or(named);
-        for f in files {
-            let listed = recorded.contains(&f)
-                || std::fs::canonicalize(&f).is_ok_and(|c| canonical.contains(&c));
-            if !listed {
-                return Err(crate::Hinted::new(
-                    format!(
-                        "`{}` in `{}` reads `{}`, a trace the ledger does not list with its sha256",
-                        e.argv
-                            .iter()
-                            .map(|w| crate::audit::shell_quote(w))
-                            .collect::<Vec<_>>()
-                            .join(" "),
-                        record.evidence_file.display(),
-                        f.display()
-                    ),
-                    "the report set was changed after it was rendered: render it again",
-                )
-                .into());
-            }
-        }
-    }
-    // One scan per set of traces, with the union of its plans' filters.
-    let mut groups: Vec<(Reads, crate::trace::KernelFilter, Vec<analysis::Table>)> = Vec::new();
-    for r in &reruns {
-        let Rerun::Plan(p) = r else { continue };
-        let reads = (p.traces.clone(), p.force_set, p.expect.clone());
-        let scan = (p.scan_filter(), p.needs());
-        match groups.iter_mut().find(|g| g.0 == reads) {
-            Some(g) => {
-                let merged = merge_scans((g.1.clone(), g.2.clone()), scan);
-                (g.1, g.2) = merged;
-            }
-            None => groups.push((reads, scan.0, scan.1)),
-        }
-    }
-    let mut contexts: Vec<(Reads, Context)> = Vec::new();
-    for ((traces, force_set, expect), filter, needs) in groups {
-        let (_, ctx) = crate::plan::load(&traces, force_set, &expect, &filter, &needs)?;
-        contexts.push(((traces, force_set, expect), ctx));
-    }
+    let reruns = parse_reruns(&record)?;
+    check_reads(&record, &reruns)?;
+    let contexts = load_contexts(&reruns)?;
     let mut drifted = 0;
     let mut out = String::new();
     for (e, r) in record.entries.iter().zip(&reruns) {
-        let now: Result<serde_json::Value, String> = match r {
-            Rerun::Plan(p) => {
-                let reads = (p.traces.clone(), p.force_set, p.expect.clone());
-                let ctx = &contexts
-                    .iter()
-                    .find(|c| c.0 == reads)
-                    .expect("every plan's traces were loaded")
-                    .1;
-                p.run(ctx).map_err(|err| err.to_string()).and_then(|ev| as_recorded(&ev))
-            }
-            Rerun::Compare(c) => crate::plan::compare_evidence(c)
-                .map_err(|err| format!("{err:#}"))
-                .and_then(|ev| as_recorded(&ev)),
-        };
         let readers = record.readers.get(&e.key).map(|r| r.join(", "));
         let who = match &readers {
             Some(r) => format!("{r} ({})", e.key),
             None => format!("chart context {}", e.key),
         };
-        let lines: Vec<String> = match (&e.evidence, now) {
-            (Some(old), Ok(new)) => {
-                let d = verify::diff(old, &new);
-                let mut lines: Vec<String> = d
-                    .iter()
-                    .take(SHOWN)
-                    .map(|d| format!("{}: {} -> {}", d.path, d.old, d.new))
-                    .collect();
-                if d.len() > SHOWN {
-                    lines.push(format!("and {} more values", d.len() - SHOWN));
-                }
-                lines
-            }
-            (Some(_), Err(err)) => vec![format!("the query now fails: {err}")],
-            (None, Ok(_)) => vec![format!(
-                "the query failed when rendered ({}) and now gives evidence",
-                e.error.as_deref().unwrap_or("")
-            )],
-            (None, Err(_)) => Vec::new(),
-        };
+        let lines = drift(e, r, &contexts);
         if lines.is_empty() {
             continue;
         }
@@ -255,4 +149,130 @@ pub(super) fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         plural(files, "trace file", "trace files"),
     ))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The rerun of every recorded command, parsed before any runs: a command that does not
+/// parse is the record's fault.
+fn parse_reruns(record: &verify::Record) -> anyhow::Result<Vec<Rerun>> {
+    let mut reruns = Vec::new();
+    for e in &record.entries {
+        let r = rerun_of(e).map_err(|m| {
+            crate::Hinted::new(
+                format!(
+                    "`{}` in `{}` is not a command this verdict runs: {m}",
+                    e.argv.iter().map(|w| crate::audit::shell_quote(w)).collect::<Vec<_>>().join(" "),
+                    record.evidence_file.display()
+                ),
+                format!(
+                    "the report was rendered by verdict {}; verify it with that version, or render it again",
+                    record.tool_version
+                ),
+            )
+        })?;
+        reruns.push(r);
+    }
+    Ok(reruns)
+}
+
+/// Checks that a rerun reads only traces whose sha256 was just checked: a command edited to
+/// read another file is the record's fault, not drift.
+fn check_reads(record: &verify::Record, reruns: &[Rerun]) -> anyhow::Result<()> {
+    let recorded: Vec<PathBuf> = record.traces.iter().map(|t| t.path.clone()).collect();
+    let canonical: Vec<PathBuf> =
+        recorded.iter().filter_map(|p| std::fs::canonicalize(p).ok()).collect();
+    for (e, r) in record.entries.iter().zip(reruns) {
+        let named: Vec<PathBuf> = match r {
+            Rerun::Plan(p) => p.traces.clone(),
+            Rerun::Compare(c) => {
+                c.a.iter()
+                    .chain(&c.b)
+                    .filter(|(k, _)| k == "trace")
+                    .map(|(_, v)| PathBuf::from(v))
+                    .collect()
+            }
+        };
+        let files = crate::plan::expand(&named).map(|(f, _)| f).unwrap_or(named);
+        for f in files {
+            let listed = recorded.contains(&f)
+                || std::fs::canonicalize(&f).is_ok_and(|c| canonical.contains(&c));
+            if !listed {
+                return Err(crate::Hinted::new(
+                    format!(
+                        "`{}` in `{}` reads `{}`, a trace the ledger does not list with its sha256",
+                        e.argv
+                            .iter()
+                            .map(|w| crate::audit::shell_quote(w))
+                            .collect::<Vec<_>>()
+                            .join(" "),
+                        record.evidence_file.display(),
+                        f.display()
+                    ),
+                    "the report set was changed after it was rendered: render it again",
+                )
+                .into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The traces of the plans, loaded: one scan per set of traces, with the union of its plans'
+/// filters.
+fn load_contexts(reruns: &[Rerun]) -> anyhow::Result<Vec<(Reads, Context)>> {
+    let mut groups: Vec<(Reads, crate::trace::KernelFilter, Vec<analysis::Table>)> = Vec::new();
+    for r in reruns {
+        let Rerun::Plan(p) = r else { continue };
+        let reads = (p.traces.clone(), p.force_set, p.expect.clone());
+        let scan = (p.scan_filter(), p.needs());
+        match groups.iter_mut().find(|g| g.0 == reads) {
+            Some(g) => {
+                let merged = merge_scans((g.1.clone(), g.2.clone()), scan);
+                (g.1, g.2) = merged;
+            }
+            None => groups.push((reads, scan.0, scan.1)),
+        }
+    }
+    let mut contexts: Vec<(Reads, Context)> = Vec::new();
+    for ((traces, force_set, expect), filter, needs) in groups {
+        let (_, ctx) = crate::plan::load(&traces, force_set, &expect, &filter, &needs)?;
+        contexts.push(((traces, force_set, expect), ctx));
+    }
+    Ok(contexts)
+}
+
+/// What drifted in one recorded command's evidence, a line each: its differences (the
+/// first [`SHOWN`], then a count), a query that now fails, or one that failed and now gives
+/// evidence. Empty when nothing drifted.
+fn drift(e: &Entry, r: &Rerun, contexts: &[(Reads, Context)]) -> Vec<String> {
+    let now: Result<serde_json::Value, String> = match r {
+        Rerun::Plan(p) => {
+            let reads = (p.traces.clone(), p.force_set, p.expect.clone());
+            let ctx =
+                &contexts.iter().find(|c| c.0 == reads).expect("every plan's traces were loaded").1;
+            p.run(ctx).map_err(|err| err.to_string()).and_then(|ev| as_recorded(&ev))
+        }
+        Rerun::Compare(c) => crate::plan::compare_evidence(c)
+            .map_err(|err| format!("{err:#}"))
+            .and_then(|ev| as_recorded(&ev)),
+    };
+    match (&e.evidence, now) {
+        (Some(old), Ok(new)) => {
+            let d = verify::diff(old, &new);
+            let mut lines: Vec<String> = d
+                .iter()
+                .take(SHOWN)
+                .map(|d| format!("{}: {} -> {}", d.path, d.old, d.new))
+                .collect();
+            if d.len() > SHOWN {
+                lines.push(format!("and {} more values", d.len() - SHOWN));
+            }
+            lines
+        }
+        (Some(_), Err(err)) => vec![format!("the query now fails: {err}")],
+        (None, Ok(_)) => vec![format!(
+            "the query failed when rendered ({}) and now gives evidence",
+            e.error.as_deref().unwrap_or("")
+        )],
+        (None, Err(_)) => Vec::new(),
+    }
 }
