@@ -615,6 +615,39 @@ fn sequence_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Er
     }
 }
 
+/// Where an event sits, for its errors: its index in `traceEvents`, category and name.
+struct At<'e> {
+    index: u64,
+    cat: &'e str,
+    name: &'e str,
+}
+
+impl At<'_> {
+    /// An error naming the event and `field`.
+    fn err(&self, field: &str, detail: String) -> String {
+        format!("traceEvents[{}] (`{}` `{}`): `{field}` {detail}", self.index, self.cat, self.name)
+    }
+
+    /// A time field, µs as written, in ns.
+    fn time(&self, field: &str, v: &Option<Box<RawValue>>) -> Result<i64, String> {
+        match v {
+            Some(raw) => micros_to_ns(raw.get()).map_err(|e| self.err(field, e)),
+            None => Err(self.err(field, "is absent".into())),
+        }
+    }
+
+    /// The thread of a CPU event as nsys numbers one: the process in the high bits.
+    fn global_tid(&self, pid: &Option<Id>, tid: &Option<Id>) -> Result<i64, String> {
+        let (Some(Id::Num(p)), Some(Id::Num(t))) = (pid, tid) else {
+            return Err(self.err("pid/tid", "is not a number".into()));
+        };
+        if !(0..=0xFF_FFFF).contains(p) {
+            return Err(self.err("pid", format!("{p} does not fit 24 bits")));
+        }
+        Ok((p << 24) | (t & 0xFF_FFFF))
+    }
+}
+
 /// Where kept events go: prepared inserts on the new database.
 struct Sink<'c> {
     kernel: rusqlite::Statement<'c>,
@@ -744,10 +777,6 @@ impl<'c> Sink<'c> {
     }
 
     /// One event of `traceEvents`; a bad value is an error naming the event and the field.
-    #[expect(
-        clippy::too_many_lines,
-        reason = "predates the 150-line limit; to be cut along its seams"
-    )]
     fn push(&mut self, ev: Event) -> Result<(), String> {
         let i = self.index;
         self.index += 1;
@@ -756,20 +785,54 @@ impl<'c> Sink<'c> {
         }
         let ph = ev.ph.as_deref().unwrap_or("");
         if ph == "M" {
-            if ev.name.as_deref() == Some("process_name")
-                && let Some(Id::Num(pid)) = ev.pid
-            {
-                let args: MetaArgs = match &ev.args {
-                    Some(a) => serde_json::from_str(a.get()).unwrap_or_default(),
-                    None => MetaArgs::default(),
-                };
-                self.processes.entry(pid).or_insert(args.name);
-            }
+            self.metadata(&ev);
             return Ok(());
         }
         if ph != "X" {
             return Ok(());
         }
+        let Some((cat, kind, step)) = self.classify(&ev) else { return Ok(()) };
+        let name = ev.name.as_deref().unwrap_or("");
+        let at = At { index: i, cat, name };
+        let start = at.time("ts", &ev.ts)?;
+        let dur = at.time("dur", &ev.dur)?;
+        if dur < 0 {
+            return Err(at.err("dur", format!("is negative ({dur} ns)")));
+        }
+        let end = start
+            .checked_add(dur)
+            .filter(|e| e.unsigned_abs() < super::MAX_TIMESTAMP_NS.unsigned_abs())
+            .ok_or_else(|| at.err("dur", "ends past ±2^62 ns".into()))?;
+        // A projection is derived from the GPU rows and widened by its writer: it does not
+        // move the capture start.
+        if kind != "gpu_user_annotation" {
+            self.first_ts = Some(self.first_ts.map_or(start, |f| f.min(start)));
+        }
+        self.store(kind, &ev, &at, (start, end))?;
+        *self
+            .kept
+            .entry(if step { "ProfilerStep".into() } else { kind.to_string() })
+            .or_default() += 1;
+        Ok(())
+    }
+
+    /// A metadata event (`ph: M`): the name of a process.
+    fn metadata(&mut self, ev: &Event) {
+        if ev.name.as_deref() == Some("process_name")
+            && let Some(Id::Num(pid)) = ev.pid
+        {
+            let args: MetaArgs = match &ev.args {
+                Some(a) => serde_json::from_str(a.get()).unwrap_or_default(),
+                None => MetaArgs::default(),
+            };
+            self.processes.entry(pid).or_insert(args.name);
+        }
+    }
+
+    /// The category of a complete event as the reader reads it (a PyTorch 1.8-1.9 name
+    /// mapped to its later one), the kind it is kept as, and whether it is a profiler step;
+    /// None for an event the reader does not keep, counted as known or tallied as unknown.
+    fn classify<'e>(&mut self, ev: &'e Event) -> Option<(&'e str, &'e str, bool)> {
         let written = ev.cat.as_deref().unwrap_or("");
         let cat = match LEGACY_CATEGORIES.iter().find(|(old, _)| *old == written) {
             Some((_, new)) => {
@@ -803,55 +866,36 @@ impl<'c> Sink<'c> {
                     e.0 += 1;
                     e.1 += u64::from(gpu);
                 }
-                return Ok(());
+                return None;
             }
         };
-        let at = |field: &str, detail: String| {
-            format!("traceEvents[{i}] (`{cat}` `{name}`): `{field}` {detail}")
-        };
-        let time = |field: &str, v: &Option<Box<RawValue>>| -> Result<i64, String> {
-            match v {
-                Some(raw) => micros_to_ns(raw.get()).map_err(|e| at(field, e)),
-                None => Err(at(field, "is absent".into())),
-            }
-        };
-        let start = time("ts", &ev.ts)?;
-        let dur = time("dur", &ev.dur)?;
-        if dur < 0 {
-            return Err(at("dur", format!("is negative ({dur} ns)")));
-        }
-        let end = start
-            .checked_add(dur)
-            .filter(|e| e.unsigned_abs() < super::MAX_TIMESTAMP_NS.unsigned_abs())
-            .ok_or_else(|| at("dur", "ends past ±2^62 ns".into()))?;
-        // A projection is derived from the GPU rows and widened by its writer: it does not
-        // move the capture start.
-        if kind != "gpu_user_annotation" {
-            self.first_ts = Some(self.first_ts.map_or(start, |f| f.min(start)));
-        }
+        Some((cat, kind, step))
+    }
+
+    /// Writes one kept event of `kind`, spanning `(start, end)` ns, into its table.
+    fn store(
+        &mut self,
+        kind: &str,
+        ev: &Event,
+        at: &At<'_>,
+        (start, end): (i64, i64),
+    ) -> Result<(), String> {
         let args: Args = match &ev.args {
-            Some(a) => serde_json::from_str(a.get()).map_err(|e| at("args", e.to_string()))?,
+            Some(a) => serde_json::from_str(a.get()).map_err(|e| at.err("args", e.to_string()))?,
             None => Args::default(),
         };
         let need = |field: &str, v: Option<i64>| {
-            v.ok_or_else(|| at(&format!("args.{field}"), "is absent".into()))
+            v.ok_or_else(|| at.err(&format!("args.{field}"), "is absent".into()))
         };
-        let sql = |e: rusqlite::Error| at("", format!("cannot be stored ({e})"));
-        let global_tid = |pid: &Option<Id>, tid: &Option<Id>| -> Result<i64, String> {
-            let (Some(Id::Num(p)), Some(Id::Num(t))) = (pid, tid) else {
-                return Err(at("pid/tid", "is not a number".into()));
-            };
-            if !(0..=0xFF_FFFF).contains(p) {
-                return Err(at("pid", format!("{p} does not fit 24 bits")));
-            }
-            Ok((p << 24) | (t & 0xFF_FFFF))
-        };
+        let sql = |e: rusqlite::Error| at.err("", format!("cannot be stored ({e})"));
+        let name = at.name;
         match kind {
             "kernel" => {
                 let device = need("device", args.device)?;
                 let stream = need("stream", args.stream)?;
-                let full = self.intern(name).map_err(|e| at("name", e.to_string()))?;
-                let short = self.intern(short_name(name)).map_err(|e| at("name", e.to_string()))?;
+                let full = self.intern(name).map_err(|e| at.err("name", e.to_string()))?;
+                let short =
+                    self.intern(short_name(name)).map_err(|e| at.err("name", e.to_string()))?;
                 self.kernel
                     .execute(params![
                         start,
@@ -890,18 +934,18 @@ impl<'c> Sink<'c> {
                     .map_err(sql)?;
             }
             "cuda_runtime" | "cuda_driver" => {
-                let tid = global_tid(&ev.pid, &ev.tid)?;
+                let tid = at.global_tid(&ev.pid, &ev.tid)?;
                 self.cpu_pids.insert(tid >> 24);
-                let id = self.intern(name).map_err(|e| at("name", e.to_string()))?;
+                let id = self.intern(name).map_err(|e| at.err("name", e.to_string()))?;
                 self.runtime
                     .execute(params![start, end, tid, args.correlation, id])
                     .map_err(sql)?;
             }
             "record_param_comms" => {
-                let tid = global_tid(&ev.pid, &ev.tid)?;
+                let tid = at.global_tid(&ev.pid, &ev.tid)?;
                 let c: CommsArgs = match &ev.args {
                     Some(a) => {
-                        serde_json::from_str(a.get()).map_err(|e| at("args", e.to_string()))?
+                        serde_json::from_str(a.get()).map_err(|e| at.err("args", e.to_string()))?
                     }
                     None => CommsArgs::default(),
                 };
@@ -910,7 +954,7 @@ impl<'c> Sink<'c> {
             "gpu_user_annotation" => {
                 // The track of a GPU projection is its device (`pid`) and stream (`tid`).
                 let (Some(Id::Num(device)), Some(Id::Num(stream))) = (&ev.pid, &ev.tid) else {
-                    return Err(at("pid/tid", "is not a number (device/stream)".into()));
+                    return Err(at.err("pid/tid", "is not a number (device/stream)".into()));
                 };
                 self.gpu_annotations += 1;
                 self.gpu_annotation
@@ -918,15 +962,11 @@ impl<'c> Sink<'c> {
                     .map_err(sql)?;
             }
             _ => {
-                let tid = global_tid(&ev.pid, &ev.tid)?;
+                let tid = at.global_tid(&ev.pid, &ev.tid)?;
                 self.cpu_pids.insert(tid >> 24);
                 self.nvtx.execute(params![start, end, name, tid, args.external_id]).map_err(sql)?;
             }
         }
-        *self
-            .kept
-            .entry(if step { "ProfilerStep".into() } else { kind.to_string() })
-            .or_default() += 1;
         Ok(())
     }
 
