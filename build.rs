@@ -34,15 +34,18 @@ fn head() -> Option<String> {
     for s in SOURCES {
         println!("cargo::rerun-if-changed={s}");
     }
-    // A new commit moves HEAD or the branch it names.
-    if let Some(dir) = git(&["rev-parse", "--git-dir"]) {
-        for f in ["HEAD", "packed-refs"] {
-            println!("cargo::rerun-if-changed={dir}/{f}");
+    // A new commit moves HEAD or the branch it names, as a loose ref or in `packed-refs` (in
+    // the common folder, which a worktree shares). Only files that exist are named: cargo
+    // takes a missing one for a change, and would build the crate again every time.
+    if let (Some(dir), Some(common)) =
+        (git(&["rev-parse", "--git-dir"]), git(&["rev-parse", "--git-common-dir"]))
+    {
+        let mut watched = vec![format!("{dir}/HEAD"), format!("{common}/packed-refs")];
+        if let Some(head) = git(&["symbolic-ref", "-q", "HEAD"]) {
+            watched.push(format!("{common}/{head}"));
         }
-        if let (Some(head), Some(common)) =
-            (git(&["symbolic-ref", "-q", "HEAD"]), git(&["rev-parse", "--git-common-dir"]))
-        {
-            println!("cargo::rerun-if-changed={common}/{head}");
+        for f in watched.iter().filter(|f| std::path::Path::new(f).exists()) {
+            println!("cargo::rerun-if-changed={f}");
         }
     }
     let commit = git(&["rev-parse", "HEAD"]).filter(|c| c.len() == 40)?;
