@@ -109,3 +109,46 @@ fn the_readme_lists_every_registered_analysis() {
         .collect();
     assert_eq!(listed, registered, "README's analyses against the registry");
 }
+
+/// `cargo build` and `cargo test` resolve every crate with the same features, so one build
+/// serves both: a dependency the tests add that turns on a feature the build does not have
+/// would make each of them compile that crate (and all that depend on it) again. Read from
+/// `cargo tree` over the lock file, with and without the dev-dependencies, for each set of
+/// features the tests are run with.
+#[test]
+fn build_and_test_resolve_the_same_features() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    // Each crate with the feature sets it is built with: one for the target, and one for the
+    // host where a build script or a derive macro uses it too.
+    type Resolved = std::collections::BTreeMap<String, std::collections::BTreeSet<String>>;
+    let tree = |extra: &[&str]| -> Resolved {
+        let out = std::process::Command::new(&cargo)
+            .args(["tree", "--locked", "--prefix", "none", "-f", "{p}|{f}"])
+            .args(extra)
+            .current_dir(manifest_dir())
+            .output()
+            .expect("cargo runs");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let mut resolved = Resolved::new();
+        for (p, f) in String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| l.split_once('|'))
+        {
+            let p = p.split(" (").next().unwrap_or(p).to_string();
+            resolved.entry(p).or_default().insert(f.trim_end_matches(" (*)").to_string());
+        }
+        resolved
+    };
+    for features in [&[][..], &["--no-default-features"][..]] {
+        let build = tree(&[features, &["-e", "no-dev"]].concat());
+        let test = tree(features);
+        let differ: Vec<String> = build
+            .iter()
+            .filter(|(p, f)| test.get(*p).is_some_and(|t| t != *f))
+            .map(|(p, f)| format!("{p}: build {f:?}, test {:?}", test[p]))
+            .collect();
+        assert!(
+            differ.is_empty(),
+            "{features:?}: declare the test build's features in [dependencies] \
+             (`cargo tree -e features -i CRATE` names who turns each on): {differ:#?}"
+        );
+    }
+}
