@@ -100,7 +100,7 @@ pub fn case_of(r: &PartResult, p: &PartCtx) -> Case {
 
 /// Every part of the audit as a test case, in the claims file's order.
 pub fn cases(a: &Audit, t: &Strings) -> Result<Vec<TestCase>, String> {
-    let ctx = context::build(a, t, &[], &Default::default())?;
+    let ctx = context::build(a, t, &[], &Default::default()).map_err(|e| e.to_string())?;
     let mut out = Vec::new();
     for (claim, result) in a.claims.claims.iter().zip(&a.results) {
         let claim_ctx = ctx.claims.iter().find(|c| c.id == claim.id);
@@ -301,7 +301,7 @@ pub fn github(a: &Audit, cases: &[TestCase], file: &str, t: &Strings) -> Result<
             command_data(&format!("{message}\n{}", c.details)),
         );
     }
-    let ctx = context::build(a, t, &[], &Default::default())?;
+    let ctx = context::build(a, t, &[], &Default::default()).map_err(|e| e.to_string())?;
     out += &format!(
         "{} · {}: {}\n",
         crate::term::shown(&a.claims.file),
@@ -324,7 +324,7 @@ pub fn step_summary(
     file: &str,
     t: &Strings,
 ) -> Result<String, String> {
-    let ctx = context::build(a, t, &[], &Default::default())?;
+    let ctx = context::build(a, t, &[], &Default::default()).map_err(|e| e.to_string())?;
     let [tests, failures, errors, skipped] = counts(cases);
     let mut s = format!(
         "### verdict: {}\n\n{}\n\n",

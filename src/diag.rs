@@ -64,6 +64,18 @@ impl Hints for crate::trace::open::Refused {
     }
 }
 
+impl Hints for crate::render::RenderError {
+    fn hints(&self) -> Vec<String> {
+        vec![self.hint()]
+    }
+}
+
+impl Hints for crate::i18n::StringsError {
+    fn hints(&self) -> Vec<String> {
+        vec![self.hint()]
+    }
+}
+
 impl Hints for crate::Hinted {
     fn hints(&self) -> Vec<String> {
         vec![self.hint.clone()]
@@ -114,6 +126,8 @@ fn hints_of(cause: &(dyn std::error::Error + 'static)) -> Vec<String> {
         SetError,
         CopiesError,
         NvtxError,
+        crate::render::RenderError,
+        crate::i18n::StringsError,
         crate::Hinted,
         crate::trace::open::Refused
     );

@@ -3,13 +3,56 @@
 //!
 //! A missing key is an error, never a silent fallback to another language. Analyses, verdicts
 //! and renderers all use it; it uses nothing of theirs but the Markdown code spans of
-//! [`crate::render::markup`], for arguments quoted in backticks.
+//! [`crate::markdown`], for arguments quoted in backticks.
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use schemars::JsonSchema;
 use serde::Serialize;
+
+/// Why a string cannot be had.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StringsError {
+    /// The language has no string under this key.
+    #[error("missing i18n key `{key}` for `{lang}`")]
+    Missing {
+        /// The key.
+        key: String,
+        /// The language.
+        lang: String,
+    },
+    /// The language's strings are not a TOML table of strings.
+    #[error("i18n `{lang}`: {detail}")]
+    Parse {
+        /// The language.
+        lang: String,
+        /// What the TOML reader said.
+        detail: String,
+    },
+    /// No strings are built in for the language.
+    #[error("no strings for language `{0}`")]
+    NoLanguage(String),
+}
+
+impl StringsError {
+    /// What to do about it.
+    pub fn hint(&self) -> String {
+        match self {
+            StringsError::Missing { .. } | StringsError::Parse { .. } => {
+                "a `--templates` folder's `i18n/LANG.toml` replaces the built-in strings whole: write it afresh with `verdict templates eject DIR` and edit that copy".into()
+            }
+            StringsError::NoLanguage(_) => "the languages built in are `en` and `zh-TW`".into(),
+        }
+    }
+}
+
+/// A string error where a caller still reports errors as text.
+impl From<StringsError> for String {
+    fn from(e: StringsError) -> String {
+        e.to_string()
+    }
+}
 
 /// A reason or note, as an i18n key with named arguments.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
@@ -89,15 +132,15 @@ pub fn embedded(lang: &str) -> Option<&'static str> {
 
 impl Strings {
     /// Parses a language's TOML.
-    pub fn parse(lang: &str, source: &str) -> Result<Strings, String> {
-        let map: BTreeMap<String, String> =
-            toml::from_str(source).map_err(|e| format!("i18n `{lang}`: {e}"))?;
+    pub fn parse(lang: &str, source: &str) -> Result<Strings, StringsError> {
+        let map: BTreeMap<String, String> = toml::from_str(source)
+            .map_err(|e| StringsError::Parse { lang: lang.into(), detail: e.to_string() })?;
         Ok(Strings { lang: lang.into(), map })
     }
 
     /// The embedded strings of a language.
-    pub fn load(lang: &str) -> Result<Strings, String> {
-        let src = embedded(lang).ok_or_else(|| format!("no strings for language `{lang}`"))?;
+    pub fn load(lang: &str) -> Result<Strings, StringsError> {
+        let src = embedded(lang).ok_or_else(|| StringsError::NoLanguage(lang.into()))?;
         Strings::parse(lang, src)
     }
 
@@ -112,11 +155,11 @@ impl Strings {
     }
 
     /// A string by key.
-    pub fn get(&self, key: &str) -> Result<&str, String> {
+    pub fn get(&self, key: &str) -> Result<&str, StringsError> {
         self.map
             .get(key)
             .map(String::as_str)
-            .ok_or_else(|| format!("missing i18n key `{key}` for `{}`", self.lang))
+            .ok_or_else(|| StringsError::Missing { key: key.into(), lang: self.lang.clone() })
     }
 
     /// A string with `{name}` arguments substituted. An argument that is a list (items
@@ -126,7 +169,11 @@ impl Strings {
     /// becomes a code span whose fence is longer than any backtick run in the value, so a
     /// part id, a formula or an NVTX name holding backticks stays one span (issue 12). The
     /// string is read once: a value holding `{name}` is not substituted again.
-    pub fn format(&self, key: &str, args: &BTreeMap<String, String>) -> Result<String, String> {
+    pub fn format(
+        &self,
+        key: &str,
+        args: &BTreeMap<String, String>,
+    ) -> Result<String, StringsError> {
         let template = self.get(key)?;
         let mut out = String::with_capacity(template.len());
         let mut rest = template;
@@ -162,7 +209,7 @@ impl Strings {
     }
 
     /// A finding in this language; quantity keys in arguments are translated too.
-    pub fn finding(&self, f: &Finding) -> Result<String, String> {
+    pub fn finding(&self, f: &Finding) -> Result<String, StringsError> {
         let mut args: BTreeMap<String, String> = f
             .args
             .iter()

@@ -97,7 +97,8 @@ pub(super) fn failed(a: &Audit) -> bool {
 /// The terminal rendering of an audit in one language, from the same render context as the
 /// reports, laid out for `width` display columns.
 pub(super) fn render(a: &Audit, t: &Strings, width: usize) -> Result<String, String> {
-    let ctx = crate::render::context::build(a, t, &[], &Default::default())?;
+    let ctx =
+        crate::render::context::build(a, t, &[], &Default::default()).map_err(|e| e.to_string())?;
     let line = |first: &str, text: &str, indent: usize| table::hang(first, text, indent, width);
     // The header's labels in the report's language, padded to one display width.
     let (claims_label, trace_label) = (t.get("ui.term_claims")?, t.get("ui.term_trace")?);

@@ -235,12 +235,12 @@ fn write_report(ev: &eval::Evaluation, dir: &std::path::Path) -> anyhow::Result<
     let toolchain = crate::render::typst::Toolchain::probe();
     let timestamp = super::render::source_date_epoch()?;
     for lang in &ev.eval.languages {
-        let t = crate::i18n::Strings::load(lang).map_err(anyhow::Error::msg)?;
-        for chart in crate::render::eval::charts(ev, &t, id).map_err(anyhow::Error::msg)? {
+        let t = crate::i18n::Strings::load(lang)?;
+        for chart in crate::render::eval::charts(ev, &t, id)? {
             put(&chart.file, chart.svg.as_bytes())?;
         }
         for format in [Format::Markdown, Format::Typst] {
-            let text = crate::render::eval::report(ev, &t, format).map_err(anyhow::Error::msg)?;
+            let text = crate::render::eval::report(ev, &t, format)?;
             put(&format!("{id}.{lang}{}", format.suffix()), text.as_bytes())?;
         }
         if toolchain.ready() {

@@ -44,12 +44,7 @@ pub(super) fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
         templates: args.templates.clone(),
         timestamp: source_date_epoch()?,
         profiles: args.profile.clone(),
-        render_date: Some(crate::render::provenance::render_date().map_err(|e| {
-            crate::Hinted::new(
-                e,
-                "set it to seconds since 1970-01-01 UTC (`date +%s`), or unset it",
-            )
-        })?),
+        render_date: Some(crate::render::provenance::render_date()?),
         lock_timeout: Duration::from_secs(args.lock_timeout),
         clean: args.clean,
         interrupt: Interrupt::default(),
@@ -184,12 +179,7 @@ pub(super) fn source_date_epoch() -> anyhow::Result<i64> {
 pub(super) fn templates(cmd: TemplatesCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         TemplatesCommand::Eject { dir } => {
-            let written = templates::eject(&dir).map_err(|e| {
-                crate::Hinted::new(
-                    e,
-                    "pass a new or empty folder whose parent exists and is writable, on a disk with space; edit the files there and use `render --templates DIR`",
-                )
-            })?;
+            let written = templates::eject(&dir)?;
             super::emit(&written.iter().map(|p| format!("wrote {p}\n")).collect::<String>())?;
             Ok(ExitCode::SUCCESS)
         }

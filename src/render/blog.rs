@@ -16,6 +16,7 @@ use super::i18n::Strings;
 use crate::audit::Audit;
 use crate::claims::Text;
 use crate::claims::narrative::Narrative;
+use crate::render::RenderError;
 
 /// Everything the blog templates read beyond the report's context.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -248,7 +249,7 @@ fn paragraphs(s: &str) -> Vec<String> {
 }
 
 /// Builds the blog's own context.
-pub fn build(a: &Audit, t: &Strings, ctx: &RenderContext) -> Result<BlogCtx, String> {
+pub fn build(a: &Audit, t: &Strings, ctx: &RenderContext) -> Result<BlogCtx, RenderError> {
     let empty = Narrative::default();
     let post = Post::new(a, t, ctx, a.claims.narrative.as_ref().unwrap_or(&empty));
     let (n, lang) = (post.n, post.lang);
@@ -364,7 +365,7 @@ impl<'a> Post<'a> {
     }
 
     /// A slot's paragraphs, placeholders filled.
-    fn fill(&self, text: &Option<Text>) -> Result<Vec<String>, String> {
+    fn fill(&self, text: &Option<Text>) -> Result<Vec<String>, RenderError> {
         match self.get(text) {
             None => Ok(Vec::new()),
             Some(s) => {
@@ -374,7 +375,7 @@ impl<'a> Post<'a> {
     }
 
     /// A one-paragraph slot, placeholders filled.
-    fn fill_one(&self, text: &Option<Text>) -> Result<Option<String>, String> {
+    fn fill_one(&self, text: &Option<Text>) -> Result<Option<String>, RenderError> {
         self.get(text)
             .map(|s| super::context::fill_placeholders(&s, self.t, &self.values))
             .transpose()
@@ -394,7 +395,7 @@ impl<'a> Post<'a> {
     }
 
     /// Which slots the author left empty, and which of them the post writes from the audit.
-    fn defaulted(&self, out: &mut BlogCtx) -> Result<(), String> {
+    fn defaulted(&self, out: &mut BlogCtx) -> Result<(), RenderError> {
         let (ctx, n) = (self.ctx, self.n);
         let get = |text: &Option<Text>| self.get(text);
         // Which slots the author left empty in this language, in the file's order, each with
@@ -430,7 +431,7 @@ impl<'a> Post<'a> {
     }
 
     /// The opening without the author's: the question, the answer, then the tally.
-    fn opening(&self, out: &mut BlogCtx) -> Result<(), String> {
+    fn opening(&self, out: &mut BlogCtx) -> Result<(), RenderError> {
         let (a, t, ctx, lang) = (self.a, self.t, self.ctx, self.lang);
         let get = |text: &Option<Text>| self.get(text);
         if out.opening.is_empty() {
@@ -453,7 +454,7 @@ impl<'a> Post<'a> {
     }
 
     /// What the answer proposed, the verdicts, the readings, and before -> after per claim.
-    fn claims(&self, out: &mut BlogCtx) -> Result<(), String> {
+    fn claims(&self, out: &mut BlogCtx) -> Result<(), RenderError> {
         let (a, t, ctx, n, lang) = (self.a, self.t, self.ctx, self.n, self.lang);
         let values = &self.values;
         let get = |text: &Option<Text>| self.get(text);
@@ -586,7 +587,7 @@ impl<'a> Post<'a> {
     }
 
     /// The four content kinds, each with an example from this audit.
-    fn kinds(&self, out: &mut BlogCtx) -> Result<(), String> {
+    fn kinds(&self, out: &mut BlogCtx) -> Result<(), RenderError> {
         let (t, ctx, n, lang) = (self.t, self.ctx, self.n, self.lang);
         let values = &self.values;
         let fill = |text: &Option<Text>| self.fill(text);
@@ -632,7 +633,7 @@ impl<'a> Post<'a> {
     }
 
     /// Every chart, numbered, its caption in a post's words.
-    fn charts(&self, out: &mut BlogCtx) -> Result<(), String> {
+    fn charts(&self, out: &mut BlogCtx) -> Result<(), RenderError> {
         let (a, t, ctx, lang) = (self.a, self.t, self.ctx, self.lang);
         let colon = t.get("ui.colon")?;
         // Charts: every one, numbered, linked only when its PNG was written.
@@ -678,7 +679,7 @@ impl<'a> Post<'a> {
     }
 
     /// The two-denominators section, when the author asks for it.
-    fn denominators(&self, out: &mut BlogCtx) -> Result<(), String> {
+    fn denominators(&self, out: &mut BlogCtx) -> Result<(), RenderError> {
         let (t, ctx, n, lang) = (self.t, self.ctx, self.n, self.lang);
         let get = |text: &Option<Text>| self.get(text);
         let fill = |text: &Option<Text>| self.fill(text);
@@ -720,7 +721,7 @@ impl<'a> Post<'a> {
     }
 
     /// The bound, the gates and the misreadings.
-    fn gates_and_misreadings(&self, out: &mut BlogCtx) -> Result<(), String> {
+    fn gates_and_misreadings(&self, out: &mut BlogCtx) -> Result<(), RenderError> {
         let (t, ctx, n, lang) = (self.t, self.ctx, self.n, self.lang);
         let values = &self.values;
         let fill = |text: &Option<Text>| self.fill(text);
@@ -756,7 +757,7 @@ impl<'a> Post<'a> {
                         )?,
                     })
                 })
-                .collect::<Result<_, String>>()?
+                .collect::<Result<_, RenderError>>()?
         };
         Ok(())
     }
@@ -778,7 +779,7 @@ fn generated_after(
     reason: &str,
     values: &Values,
     needs: &[String],
-) -> Result<String, String> {
+) -> Result<String, RenderError> {
     let principal = c.parts.iter().find(|p| p.principal);
     // The number the answer itself stated for the principal part, beside what was measured.
     let stated = principal.and_then(|p| {
@@ -792,7 +793,7 @@ fn generated_after(
     };
     let value = principal.and_then(|p| values.get(&(c.id.clone(), p.id.clone())));
     let sep = t.get("ui.list_sep")?;
-    match (c.verdict_key.as_str(), principal, value) {
+    let text = match (c.verdict_key.as_str(), principal, value) {
         ("supported" | "not_supported", Some(p), Some(v)) if stated.is_some() => t.format(
             "blog.after_says",
             &args([
@@ -823,7 +824,8 @@ fn generated_after(
             t.format("blog.after_open_why", &args([("why", reason.to_string())]))
         }
         _ => t.format("blog.after_open", &args([("needs", needs.join(sep))])),
-    }
+    };
+    Ok(text?)
 }
 
 /// The run's conditions in one paragraph: who answered with what, when, and what the checking
@@ -834,7 +836,7 @@ fn conditions(
     t: &Strings,
     n: &Narrative,
     ctx: &RenderContext,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, RenderError> {
     let lang = t.lang.as_str();
     let get = |text: &Option<Text>| text.as_ref().and_then(|x| x.get(lang).cloned());
     let end = t.get("ui.sentence_end")?;
@@ -913,7 +915,7 @@ fn traces_conditions(
     a: &Audit,
     t: &Strings,
     ctx: &RenderContext,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, RenderError> {
     let lang = t.lang.as_str();
     let end = t.get("ui.sentence_end")?;
     struct Group {
@@ -1013,7 +1015,7 @@ fn traces_conditions(
 
 /// What the evidence covers: each single-device window, the devices of the summed analyses,
 /// and the devices the trace lacks.
-fn coverage(a: &Audit, t: &Strings) -> Result<Option<String>, String> {
+fn coverage(a: &Audit, t: &Strings) -> Result<Option<String>, RenderError> {
     let lang = t.lang.as_str();
     let mut one: Vec<(String, String)> = Vec::new();
     let mut many: Vec<i64> = Vec::new();

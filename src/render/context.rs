@@ -20,6 +20,7 @@ mod brief;
 mod model;
 mod part;
 
+use crate::render::RenderError;
 use brief::{brief, cheapest, step_text};
 pub use model::{
     BoundCtx, BriefCtx, ChartCtx, ChartIn, ClaimCtx, CountCtx, DecisionStepCtx, EvidenceCtx,
@@ -41,7 +42,7 @@ fn key_number(
     verdict: &str,
     t: &Strings,
     scoped: &Scoped,
-) -> Result<KeyNumberCtx, String> {
+) -> Result<KeyNumberCtx, RenderError> {
     let valued = |p: &&crate::verdict::PartResult| {
         p.kind != Kind::Arithmetic && p.formula.as_ref().is_some_and(|f| f.display.is_some())
     };
@@ -123,7 +124,7 @@ fn evidence_scope(
     a: &Audit,
     ev: Option<&crate::analysis::Evidence>,
     m: &Measure,
-) -> Result<String, String> {
+) -> Result<String, RenderError> {
     let Some(ev) = ev else { return Ok(m.analysis.clone()) };
     let mut line = format!("{} · {}", m.analysis, short_scope(t, a, ev, m, true)?);
     if ev.window.requested_ns.is_some() {
@@ -158,7 +159,7 @@ fn identity_of(e: &crate::analysis::Evidence) -> Option<String> {
 }
 
 /// Per-rank waits and last arrivals of a cross-rank NCCL evidence, one line each.
-fn rank_lines(t: &Strings, e: &crate::analysis::Evidence) -> Result<Vec<String>, String> {
+fn rank_lines(t: &Strings, e: &crate::analysis::Evidence) -> Result<Vec<String>, RenderError> {
     let Some(crate::analysis::values::Values::NcclSkew(v)) = e.values.as_ref() else {
         return Ok(Vec::new());
     };
@@ -183,7 +184,7 @@ fn rank_lines(t: &Strings, e: &crate::analysis::Evidence) -> Result<Vec<String>,
 
 /// What a trace's own metadata says about where it comes from, in one line. The host, export
 /// time and input file of a trace a generator wrote are the generator's, and say so.
-fn origin_text(t: &Strings, r: &crate::analysis::TraceRef) -> Result<Option<String>, String> {
+fn origin_text(t: &Strings, r: &crate::analysis::TraceRef) -> Result<Option<String>, RenderError> {
     let o = &r.origin;
     let mut bits = Vec::new();
     if let Some(d) = &o.derived_by {
@@ -222,9 +223,9 @@ pub(super) fn fill_placeholders(
     text: &str,
     t: &Strings,
     values: &Scoped,
-) -> Result<String, String> {
+) -> Result<String, RenderError> {
     use crate::claims::Show;
-    let found = crate::claims::placeholders(text)?;
+    let found = crate::claims::placeholders(text).map_err(RenderError::Placeholder)?;
     let mut out = String::new();
     let mut at = 0;
     // A scope is stated once: a value in the scope stated last is shown alone.
@@ -261,17 +262,18 @@ pub(super) fn fill_placeholders(
 
 /// A signed change in words with its size: `fell by 1.6 pp`, `rose by 11.4 pp`, `did not
 /// change`.
-fn change_text(t: &Strings, v: Rational, unit: crate::claims::Unit) -> Result<String, String> {
+fn change_text(t: &Strings, v: Rational, unit: crate::claims::Unit) -> Result<String, RenderError> {
     use std::cmp::Ordering::*;
     let size = |v: Rational| crate::verdict::show(v, unit);
-    match v.cmp_to(Rational::int(0)) {
+    let text = match v.cmp_to(Rational::int(0)) {
         Less => t.format(
             "ui.change_fell",
             &args([("size", size(Rational { num: -v.num, den: v.den }))]),
         ),
         Greater => t.format("ui.change_rose", &args([("size", size(v))])),
-        Equal => Ok(t.get("ui.change_none")?.to_string()),
-    }
+        Equal => t.get("ui.change_none").map(str::to_string),
+    };
+    Ok(text?)
 }
 
 /// Drops a half-width space that the author's text leaves beside full-width punctuation once
@@ -297,7 +299,7 @@ fn without_spaces_at_full_width_punctuation(s: &str) -> String {
 }
 
 /// The tool and its build in one line: `verdict 0.1.0 (build 1a2b3c4d5e6f)`.
-fn tool_text(t: &Strings, tool: &crate::analysis::ToolRef) -> Result<String, String> {
+fn tool_text(t: &Strings, tool: &crate::analysis::ToolRef) -> Result<String, RenderError> {
     let mut s = format!("{} {}", tool.name, tool.version);
     if let Some(b) = &tool.build {
         let short: String = b.chars().take(12).collect();
@@ -313,7 +315,7 @@ fn tool_text(t: &Strings, tool: &crate::analysis::ToolRef) -> Result<String, Str
 }
 
 /// Plain words for the content kinds and the gates.
-fn legend(t: &Strings) -> Result<Vec<KvCtx>, String> {
+fn legend(t: &Strings) -> Result<Vec<KvCtx>, RenderError> {
     let mut out = Vec::new();
     for k in ["observation", "interpretation", "causal", "action", "arithmetic"] {
         out.push(KvCtx {
@@ -333,7 +335,7 @@ fn legend(t: &Strings) -> Result<Vec<KvCtx>, String> {
 }
 
 /// Definitions of NCCL and of every metric family the audit reads.
-fn definitions(a: &Audit, t: &Strings) -> Result<Vec<KvCtx>, String> {
+fn definitions(a: &Audit, t: &Strings) -> Result<Vec<KvCtx>, RenderError> {
     let used: std::collections::BTreeSet<&str> =
         a.ledger.iter().filter_map(|e| e.evidence.as_ref()).map(|e| e.analysis.as_str()).collect();
     let mut keys = vec!["nccl"];
@@ -352,9 +354,9 @@ fn definitions(a: &Audit, t: &Strings) -> Result<Vec<KvCtx>, String> {
 }
 
 /// Facts a postmortem cites: the claims file and its hash, the commit, dates, the ledger.
-fn provenance_facts(a: &Audit, t: &Strings, meta: &Meta) -> Result<Vec<KvCtx>, String> {
+fn provenance_facts(a: &Audit, t: &Strings, meta: &Meta) -> Result<Vec<KvCtx>, RenderError> {
     let mut out = Vec::new();
-    let mut kv = |key: &str, value: String, code: bool| -> Result<(), String> {
+    let mut kv = |key: &str, value: String, code: bool| -> Result<(), RenderError> {
         out.push(KvCtx { key: t.get(key)?.to_string(), value, code });
         Ok(())
     };
@@ -392,7 +394,7 @@ fn what_would_decide<'a>(
     lang: &str,
     t: &Strings,
     evidence: impl Fn(&PlanId) -> Option<&'a crate::audit::LedgerEntry>,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, RenderError> {
     let mut out: Vec<String> = Vec::new();
     // The principal's needs first, then those of every other part that keeps the claim open
     // (`rules::decide`): a part that names evidence keeps its item whatever the verdict.
@@ -443,7 +445,12 @@ fn what_would_decide<'a>(
 
 /// A time range in seconds on the trace's clock; on a UTC-epoch clock, also relative to the
 /// capture start, which is what a reader can picture.
-fn range(t: &Strings, start: i64, end: i64, capture_start: Option<i64>) -> Result<String, String> {
+fn range(
+    t: &Strings,
+    start: i64,
+    end: i64,
+    capture_start: Option<i64>,
+) -> Result<String, RenderError> {
     let abs = format!("{}–{} s", format_seconds(start), format_seconds(end));
     match capture_start {
         None => Ok(abs),
@@ -454,7 +461,7 @@ fn range(t: &Strings, start: i64, end: i64, capture_start: Option<i64>) -> Resul
                 ("end".to_string(), format_seconds(end - o)),
             ]
             .into();
-            t.format("ui.range_from_capture_start", &args)
+            Ok(t.format("ui.range_from_capture_start", &args)?)
         }
     }
 }
@@ -507,7 +514,7 @@ fn short_scope(
     ev: &crate::analysis::Evidence,
     m: &Measure,
     devices: bool,
-) -> Result<String, String> {
+) -> Result<String, RenderError> {
     if let Some(c) = &m.compare {
         let [side_a, side_b] =
             compare_sides(a, t, [c.sides[0].scope.as_str(), c.sides[1].scope.as_str()], devices)?;
@@ -528,7 +535,7 @@ fn short_scope(
                 )
             },
         )?;
-        return t.format(
+        return Ok(t.format(
             "scope.compare",
             &args([
                 ("a", side_a),
@@ -538,7 +545,7 @@ fn short_scope(
                 ("unit", t.get(sample_word(ev))?.to_string()),
                 ("interval", interval),
             ]),
-        );
+        )?);
     }
     let devs = &ev.scope.devices;
     let list = format_device_list(devs);
@@ -597,7 +604,7 @@ fn spread_text(
     claim: &str,
     part: &str,
     unit: crate::claims::Unit,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, RenderError> {
     let Some(sp) = a.spreads.iter().find(|s| s.claim == claim && s.part == part) else {
         return Ok(None);
     };
@@ -627,7 +634,7 @@ fn windows_spread_text(
     t: &Strings,
     samples: &[[String; 2]],
     unit: crate::claims::Unit,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, RenderError> {
     use crate::formula::Rational;
     let values: Vec<Rational> = samples
         .iter()
@@ -697,8 +704,8 @@ struct Inputs<'a> {
 
 impl<'a> Inputs<'a> {
     /// A UI string of the language, owned.
-    fn label(&self, key: &str) -> Result<String, String> {
-        self.t.get(key).map(str::to_string)
+    fn label(&self, key: &str) -> Result<String, RenderError> {
+        Ok(self.t.get(key)?.to_string())
     }
 
     /// The ledger entry of an evidence key.
@@ -748,7 +755,7 @@ fn part_ctx(
     p: &crate::verdict::PartResult,
     so_far: &mut PartsSoFar,
     out: &mut Sections,
-) -> Result<PartCtx, String> {
+) -> Result<PartCtx, RenderError> {
     let (t, a, lang) = (s.t, s.a, s.lang);
     let (claim, r) = (c.claim, c.r);
     let entry = p.evidence.as_ref().and_then(|k| s.evidence(k));
@@ -927,7 +934,7 @@ fn claim_ctx(
     claim: &crate::claims::Claim,
     r: &crate::verdict::ClaimResult,
     out: &mut Sections,
-) -> Result<ClaimCtx, String> {
+) -> Result<ClaimCtx, RenderError> {
     let (t, a, lang, set) = (s.t, s.a, s.lang, &s.a.claims);
     let verdict = s.label(&format!("verdict.{}", r.verdict.key()))?;
     let statement = claim.statement.get(lang).cloned().unwrap_or_default();
@@ -979,7 +986,8 @@ fn claim_ctx(
             .find(|q| q.id == r.principal && !q.work.is_empty())
             .or_else(|| claim.parts.iter().find(|q| !q.work.is_empty()));
         let steps = planned.map(|q| q.work.clone()).unwrap_or_default();
-        let plan = steps.iter().map(|st| step_text(t, st)).collect::<Result<Vec<_>, String>>()?;
+        let plan =
+            steps.iter().map(|st| step_text(t, st)).collect::<Result<Vec<_>, RenderError>>()?;
         out.open_items.push((
             steps,
             OpenItemCtx {
@@ -1035,7 +1043,7 @@ fn summary_ctx(
     s: &Inputs,
     key_numbers: Vec<KeyNumberCtx>,
     open: Vec<OpenCtx>,
-) -> Result<SummaryCtx, String> {
+) -> Result<SummaryCtx, RenderError> {
     let (t, a) = (s.t, s.a);
     let mut counts = Vec::new();
     for v in Verdict::ALL {
@@ -1256,9 +1264,9 @@ pub(crate) fn compare_sides(
     t: &Strings,
     scopes: [&str; 2],
     devices: bool,
-) -> Result<[String; 2], String> {
+) -> Result<[String; 2], RenderError> {
     let set = &a.claims;
-    let one = |name: &str, window: bool| -> Result<String, String> {
+    let one = |name: &str, window: bool| -> Result<String, RenderError> {
         let Some(s) = set.scopes.get(name) else { return Ok(name.to_string()) };
         let trace = set
             .trace(&s.trace)
@@ -1290,7 +1298,7 @@ pub(crate) fn compare_sides(
 }
 
 /// One entry per ledger command, with the parts that read it, then the chart-data commands.
-fn provenance_ctx(s: &Inputs) -> Result<Vec<ProvenanceCtx>, String> {
+fn provenance_ctx(s: &Inputs) -> Result<Vec<ProvenanceCtx>, RenderError> {
     let (t, a) = (s.t, s.a);
     let mut provenance: Vec<ProvenanceCtx> = a
         .ledger
@@ -1339,7 +1347,7 @@ fn provenance_ctx(s: &Inputs) -> Result<Vec<ProvenanceCtx>, String> {
                     .unwrap_or_default(),
             })
         })
-        .collect::<Result<_, String>>()?;
+        .collect::<Result<_, RenderError>>()?;
     for e in &a.context {
         provenance.push(ProvenanceCtx {
             command: super::shell::layout(&e.argv, super::shell::REPORT_WIDTH),
@@ -1351,7 +1359,7 @@ fn provenance_ctx(s: &Inputs) -> Result<Vec<ProvenanceCtx>, String> {
 }
 
 /// The misreadings the judge found, as title and text.
-fn misreadings_ctx(s: &Inputs) -> Result<Vec<MisreadingCtx>, String> {
+fn misreadings_ctx(s: &Inputs) -> Result<Vec<MisreadingCtx>, RenderError> {
     s.a.misreadings
         .iter()
         .map(|m| {
@@ -1370,7 +1378,7 @@ pub fn build(
     t: &Strings,
     charts: &[ChartIn],
     meta: &Meta,
-) -> Result<RenderContext, String> {
+) -> Result<RenderContext, RenderError> {
     let lang = t.lang.as_str();
     let set = &a.claims;
     let s = Inputs { a, t, lang, sep: t.get("ui.list_sep")? };
@@ -1393,7 +1401,7 @@ pub fn build(
         .iter()
         .zip(&a.results)
         .map(|(claim, r)| claim_ctx(&s, claim, r, &mut out))
-        .collect::<Result<Vec<_>, String>>()?;
+        .collect::<Result<Vec<_>, RenderError>>()?;
     let Sections { scoped, mut key_numbers, open, mut open_items, bounds, table, charts_left } =
         out;
 

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::eval::{Evaluation, SCORES};
 use crate::i18n::{Finding, Strings};
+use crate::render::RenderError;
 
 #[derive(Serialize)]
 struct Row {
@@ -130,7 +131,7 @@ pub fn misreadings(ev: &Evaluation) -> Vec<Finding> {
 }
 
 /// The A|B chart of `met_evidence` per answer, first group (A) against the second (B).
-pub fn charts(ev: &Evaluation, t: &Strings, id: &str) -> Result<Vec<EvalChart>, String> {
+pub fn charts(ev: &Evaluation, t: &Strings, id: &str) -> Result<Vec<EvalChart>, RenderError> {
     let names: Vec<&String> = ev.groups.keys().collect();
     let [a, b] = names[..] else { return Ok(Vec::new()) };
     let side = |g: &String, tag: &str| {
@@ -163,7 +164,7 @@ pub fn report(
     ev: &Evaluation,
     t: &Strings,
     format: crate::render::templates::Format,
-) -> Result<String, String> {
+) -> Result<String, RenderError> {
     let lang = t.lang.as_str();
     let tr = |x: &crate::claims::Text| x.get(lang).or_else(|| x.values().next()).cloned();
     let scores = shown_scores(ev);
@@ -182,7 +183,7 @@ pub fn report(
                 n: format!("{} / {}", d.n[0], d.n[1]),
             })
         })
-        .collect::<Result<Vec<_>, String>>()?;
+        .collect::<Result<Vec<_>, RenderError>>()?;
     let answer_rows: Vec<AnswerRow> = ev
         .answers
         .iter()
@@ -236,7 +237,7 @@ pub fn report(
     ctx.insert("charts", &charts);
     ctx.insert(
         "score_labels",
-        &scores.iter().map(|s| label(s)).collect::<Result<Vec<_>, String>>()?,
+        &scores.iter().map(|s| label(s)).collect::<Result<Vec<_>, RenderError>>()?,
     );
     ctx.insert("answer_rows", &answer_rows);
     ctx.insert("review", &review);
@@ -244,12 +245,12 @@ pub fn report(
     ctx.insert("rubric", &rubric);
     let tera = crate::render::templates::tera(format, None)?;
     let name = format!("eval{}", format.suffix());
-    tera.render(&name, &ctx).map_err(|e| format!("{name}: {e}"))
+    tera.render(&name, &ctx).map_err(|e| RenderError::template(&name, None, &e))
 }
 
 /// The label of score `s` in the report's language.
-fn score_label(t: &Strings, s: &str) -> Result<String, String> {
-    t.get(&format!("eval.score.{s}")).map(str::to_string)
+fn score_label(t: &Strings, s: &str) -> Result<String, RenderError> {
+    Ok(t.get(&format!("eval.score.{s}"))?.to_string())
 }
 
 /// One row per shown score (`scores`), with its median and range in each of `groups`; the
@@ -259,7 +260,7 @@ fn group_rows(
     scores: &[&str],
     groups: &[String],
     t: &Strings,
-) -> Result<Vec<Row>, String> {
+) -> Result<Vec<Row>, RenderError> {
     let mut group_rows = Vec::new();
     for s in scores {
         let mut cells = Vec::new();
@@ -287,7 +288,7 @@ fn group_rows(
 }
 
 /// The blind review (`r`): each answer's sheet with its grades, and the reviewers' agreement.
-fn review(ev: &Evaluation, r: &crate::eval::Review, t: &Strings) -> Result<ReviewCtx, String> {
+fn review(ev: &Evaluation, r: &crate::eval::Review, t: &Strings) -> Result<ReviewCtx, RenderError> {
     let mut rows = Vec::new();
     for (a, (sheet, grades)) in ev.answers.iter().zip(&r.answers) {
         let g = grades
@@ -301,9 +302,9 @@ fn review(ev: &Evaluation, r: &crate::eval::Review, t: &Strings) -> Result<Revie
                 .into_iter()
                 .map(|(k, v)| (k.to_string(), v))
                 .collect();
-                t.format("eval.grade", &args)
+                Ok(t.format("eval.grade", &args)?)
             })
-            .collect::<Result<Vec<_>, String>>()?;
+            .collect::<Result<Vec<_>, RenderError>>()?;
         rows.push(ReviewRow {
             answer: a.claims.clone(),
             sheet: sheet.clone(),
@@ -331,14 +332,14 @@ fn review(ev: &Evaluation, r: &crate::eval::Review, t: &Strings) -> Result<Revie
             .into_iter()
             .map(|(k, v)| (k.to_string(), v))
             .collect();
-            t.format("eval.agreement", &args)
+            Ok(t.format("eval.agreement", &args)?)
         })
-        .collect::<Result<Vec<_>, String>>()?;
+        .collect::<Result<Vec<_>, RenderError>>()?;
     Ok(ReviewCtx { rows, agreement })
 }
 
 /// The misreadings that apply, in the report's language.
-fn misreading_texts(ev: &Evaluation, t: &Strings) -> Result<Vec<Mis>, String> {
+fn misreading_texts(ev: &Evaluation, t: &Strings) -> Result<Vec<Mis>, RenderError> {
     misreadings(ev)
         .iter()
         .map(|f| {
@@ -353,7 +354,7 @@ fn misreading_texts(ev: &Evaluation, t: &Strings) -> Result<Vec<Mis>, String> {
 
 /// The captions of the report's charts: the A|B chart of `met_evidence` when there are two
 /// groups, none otherwise.
-fn chart_captions(ev: &Evaluation, t: &Strings) -> Result<Vec<ChartCtx>, String> {
+fn chart_captions(ev: &Evaluation, t: &Strings) -> Result<Vec<ChartCtx>, RenderError> {
     let lang = t.lang.as_str();
     let names: Vec<&String> = ev.groups.keys().collect();
     Ok(match names[..] {

@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::analysis::Evidence;
 use crate::claims::{ClaimSet, Experiment, Measure};
 use crate::i18n::Strings;
+use crate::render::RenderError;
 use crate::verdict::{RunFact, check_experiment, gap_text, side_runs};
 
 fn args<const N: usize>(pairs: [(&str, String); N]) -> BTreeMap<String, String> {
@@ -19,7 +20,7 @@ fn args<const N: usize>(pairs: [(&str, String); N]) -> BTreeMap<String, String> 
 }
 
 /// One fact in words: `driver 580.95.05 on both sides`, `process ids A 144, B 148`.
-fn fact_text(t: &Strings, f: &RunFact) -> Result<String, String> {
+fn fact_text(t: &Strings, f: &RunFact) -> Result<String, RenderError> {
     let label = t.get(&format!("exp.fact.{}", f.name))?;
     let unrecorded = || t.get("exp.unrecorded").map(str::to_string);
     let value = match (f.name, &f.a, &f.b, f.same) {
@@ -65,7 +66,7 @@ pub fn controlled_line(
     t: &Strings,
     e: Option<&Experiment>,
     ev: &Evidence,
-) -> Result<String, String> {
+) -> Result<String, RenderError> {
     let sep = t.get("exp.sep")?;
     let colon = t.get("ui.colon")?;
     let list = t.get("ui.list_sep")?;
@@ -105,7 +106,7 @@ pub fn controlled_line(
                     t.get("ui.paren_close")?
                 ))
             })
-            .collect::<Result<Vec<_>, String>>()?;
+            .collect::<Result<Vec<_>, RenderError>>()?;
         out += &format!("{sep}{}{colon}{}", t.get("exp.checked")?, items.join(list));
     }
     if !check.uncheckable.is_empty() {
@@ -123,7 +124,7 @@ pub fn controlled_line(
 
 /// The rank test in words, for beside the formula: `Mann-Whitney U, two-sided, exact: p =
 /// 0.195`; None where the evidence has no test.
-pub fn test_line(t: &Strings, ev: &Evidence) -> Result<Option<String>, String> {
+pub fn test_line(t: &Strings, ev: &Evidence) -> Result<Option<String>, RenderError> {
     let Some(rt) = crate::analysis::compare::Values::of(ev).and_then(|v| v.rank_test.as_ref())
     else {
         return Ok(None);
@@ -159,14 +160,14 @@ pub fn without_test(line: &str) -> String {
 }
 
 /// How a side's samples were taken, in words, with n: `12 NVTX steps of one capture`.
-fn sampling_text(t: &Strings, sampling: &str, n: i64) -> Result<String, String> {
+fn sampling_text(t: &Strings, sampling: &str, n: i64) -> Result<String, RenderError> {
     let key = match sampling {
         "runs" => "ab.unit_runs",
         "steps" => "ab.unit_steps",
         "windows" => "ab.unit_windows",
         _ => "ab.unit_one",
     };
-    t.format(key, &args([("n", n.to_string())]))
+    Ok(t.format(key, &args([("n", n.to_string())]))?)
 }
 
 /// The "How to read an A/B" block: what the interval covers, the sample unit and n of each
@@ -175,7 +176,7 @@ pub fn reading<'a>(
     t: &Strings,
     set: &ClaimSet,
     evidence: impl Fn(&Measure) -> Option<&'a Evidence>,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, RenderError> {
     let mut lines = Vec::new();
     let mut seen: Vec<String> = Vec::new();
     let mut seed = None;

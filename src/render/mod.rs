@@ -4,6 +4,7 @@
 pub mod blog;
 pub mod charts;
 pub mod context;
+mod error;
 pub mod eval;
 pub mod experiment;
 pub use crate::i18n;
@@ -17,3 +18,5 @@ pub mod shell;
 pub mod templates;
 pub mod typst;
 pub mod write;
+
+pub use error::RenderError;

@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::process::Command;
 
+use crate::render::RenderError;
 use serde::Serialize;
 
 /// The commit that last changed a file, in the repository that holds it.
@@ -82,19 +83,18 @@ fn strip_credentials(url: &str) -> String {
 }
 
 /// The render date, `YYYY-MM-DD` UTC: of `SOURCE_DATE_EPOCH` when set, else of now.
-pub fn render_date() -> Result<String, String> {
+pub fn render_date() -> Result<String, RenderError> {
     date_of(std::env::var("SOURCE_DATE_EPOCH").ok().as_deref(), std::time::SystemTime::now())
 }
 
 /// The date of `epoch` (whole seconds, as `SOURCE_DATE_EPOCH` holds them), else of `now`.
-pub fn date_of(epoch: Option<&str>, now: std::time::SystemTime) -> Result<String, String> {
+pub fn date_of(epoch: Option<&str>, now: std::time::SystemTime) -> Result<String, RenderError> {
     let t = match epoch {
         Some(s) => {
-            let secs: i64 = s.trim().parse().map_err(|_| {
-                format!("SOURCE_DATE_EPOCH is `{s}`, not a whole number of seconds")
-            })?;
-            time::OffsetDateTime::from_unix_timestamp(secs)
-                .map_err(|e| format!("SOURCE_DATE_EPOCH is `{s}`: {e}"))?
+            let date = |detail: String| RenderError::Date { value: s.into(), detail };
+            let secs: i64 =
+                s.trim().parse().map_err(|_| date("not a whole number of seconds".into()))?;
+            time::OffsetDateTime::from_unix_timestamp(secs).map_err(|e| date(e.to_string()))?
         }
         None => time::OffsetDateTime::from(now),
     };
@@ -115,7 +115,7 @@ mod tests {
         assert_eq!(date_of(Some(" 1788393599 "), now).unwrap(), "2026-09-02");
         // 365 days after 1970-01-01 is 1971-01-01.
         assert_eq!(date_of(None, now).unwrap(), "1971-01-01");
-        assert!(date_of(Some("yesterday"), now).unwrap_err().contains("`yesterday`"));
+        assert!(date_of(Some("yesterday"), now).unwrap_err().to_string().contains("`yesterday`"));
     }
 
     #[test]

@@ -14,6 +14,7 @@ use super::templates::{self, Format};
 use super::{context, lock, set, typst};
 use crate::audit::Audit;
 pub use crate::cli::{ImageBase, Profile};
+use crate::render::RenderError;
 
 /// Whether `render` writes an output that needs typst: the PDF, or the PNG charts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,10 +80,10 @@ pub struct Options {
 }
 
 /// The strings of a language, from the override folder when it has them.
-pub fn strings(lang: &str, overrides: Option<&Path>) -> Result<Strings, String> {
+pub fn strings(lang: &str, overrides: Option<&Path>) -> Result<Strings, RenderError> {
     let name = format!("i18n/{lang}.toml");
     let src = templates::source(&name, overrides)?;
-    Strings::parse(lang, &src)
+    Ok(Strings::parse(lang, &src)?)
 }
 
 /// The Tera instances of both formats, built once per render.
@@ -93,7 +94,7 @@ pub struct Renderers {
 
 impl Renderers {
     /// Loads the templates (built-in, or overridden from the options' folder).
-    pub fn new(opts: &Options) -> Result<Renderers, String> {
+    pub fn new(opts: &Options) -> Result<Renderers, RenderError> {
         Ok(Renderers {
             md: templates::tera(Format::Markdown, opts.templates.as_deref())?,
             typ: templates::tera(Format::Typst, opts.templates.as_deref())?,
@@ -122,7 +123,7 @@ pub fn render_lang(
     profile: Profile,
     opts: &Options,
     renderers: &Renderers,
-) -> Result<Rendered, String> {
+) -> Result<Rendered, RenderError> {
     let t = strings(lang, opts.templates.as_deref())?;
     let charts = charts::charts(a, &t)?;
     let captions: Vec<context::ChartIn> = charts
@@ -161,7 +162,7 @@ pub fn render_lang(
         c.md_src = link(&c.file);
     }
     let mut tctx =
-        tera::Context::from_serialize(&ctx).map_err(|e| format!("render context: {e}"))?;
+        tera::Context::from_serialize(&ctx).map_err(|e| RenderError::Context(e.to_string()))?;
     // The blog is its own template, in the article's order, with the narrative's slots.
     let mut slots = None;
     let template = if profile == Profile::Blog {
@@ -175,12 +176,12 @@ pub fn render_lang(
     let md = renderers
         .md
         .render(&format!("{template}.md"), &tctx)
-        .map_err(|e| format!("template `{template}.md` ({lang}): {}", error_chain(&e)))?;
+        .map_err(|e| RenderError::template(&format!("{template}.md"), Some(lang), &e))?;
     let md = collapse_blank_lines(&md);
     let typ = renderers
         .typ
         .render(&format!("{template}.typ"), &tctx)
-        .map_err(|e| format!("template `{template}.typ` ({lang}): {}", error_chain(&e)))?;
+        .map_err(|e| RenderError::template(&format!("{template}.typ"), Some(lang), &e))?;
     Ok(Rendered { md, typ, charts, slots })
 }
 
@@ -197,16 +198,6 @@ fn collapse_blank_lines(md: &str) -> String {
         }
     }
     out
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s += &format!(": {c}");
-        cur = c.source();
-    }
-    s
 }
 
 /// Renders everything the options ask for, as one report set; returns the files written.
@@ -244,15 +235,11 @@ pub fn render(a: &Audit, opts: &Options, on_wait: &mut dyn FnMut(&str)) -> anyho
         ..opts.clone()
     };
     // Everything in memory first: a template error must leave no file behind.
-    let renderers = Renderers::new(opts).map_err(anyhow::Error::msg)?;
+    let renderers = Renderers::new(opts)?;
     let mut texts = Vec::new();
     for lang in &opts.langs {
         for &profile in &opts.profiles {
-            texts.push((
-                lang.clone(),
-                profile,
-                render_lang(a, lang, profile, opts, &renderers).map_err(anyhow::Error::msg)?,
-            ));
+            texts.push((lang.clone(), profile, render_lang(a, lang, profile, opts, &renderers)?));
         }
     }
     let ledger = serde_json::to_string_pretty(a)? + "\n";

@@ -11,6 +11,7 @@ use std::path::Path;
 use tera::{Filter, Kwargs, State, Tera};
 
 use super::markup;
+use crate::render::RenderError;
 
 /// The built-in templates: (name, source).
 pub const BUILTIN: &[(&str, &str)] = &[
@@ -101,23 +102,23 @@ fn escape_typ(s: &str, w: &mut dyn std::io::Write) -> std::io::Result<()> {
 }
 
 /// A template source by name: the override folder first, then the built-ins.
-pub fn source(name: &str, overrides: Option<&Path>) -> Result<String, String> {
+pub fn source(name: &str, overrides: Option<&Path>) -> Result<String, RenderError> {
     if let Some(dir) = overrides {
         let p = dir.join(name);
         if p.is_file() {
             return std::fs::read_to_string(&p)
-                .map_err(|e| format!("cannot read template `{}` ({e})", p.display()));
+                .map_err(|source| RenderError::ReadTemplate { path: p, source });
         }
     }
     BUILTIN
         .iter()
         .find(|(n, _)| *n == name)
         .map(|(_, s)| s.to_string())
-        .ok_or_else(|| format!("no template named `{name}`"))
+        .ok_or_else(|| RenderError::NoTemplate(name.into()))
 }
 
 /// The Tera instance of one format, with every template of that format.
-pub fn tera(format: Format, overrides: Option<&Path>) -> Result<Tera, String> {
+pub fn tera(format: Format, overrides: Option<&Path>) -> Result<Tera, RenderError> {
     let mut tera = Tera::default();
     tera.autoescape_on([format.suffix()]);
     match format {
@@ -145,7 +146,7 @@ pub fn tera(format: Format, overrides: Option<&Path>) -> Result<Tera, String> {
         }
     }
     tera.add_raw_templates(sources.iter().map(|(n, s)| (*n, s.as_str())))
-        .map_err(|e| format!("templates: {e}"))?;
+        .map_err(|e| RenderError::Templates(e.to_string()))?;
     Ok(tera)
 }
 
@@ -155,7 +156,7 @@ pub fn tera(format: Format, overrides: Option<&Path>) -> Result<Tera, String> {
 /// may be someone's edited templates. On a failure (a full disk, a read-only folder) every
 /// file and folder this call made is removed again, so no partial set is left to be mistaken
 /// for the templates.
-pub fn eject(dir: &Path) -> Result<Vec<String>, String> {
+pub fn eject(dir: &Path) -> Result<Vec<String>, RenderError> {
     match std::fs::read_dir(dir) {
         Ok(entries) => {
             let mut held: Vec<String> = entries
@@ -170,15 +171,19 @@ pub fn eject(dir: &Path) -> Result<Vec<String>, String> {
                     String::new()
                 };
                 held.truncate(5);
-                return Err(format!(
-                    "`{}` is not empty (it holds {}{more}); eject into a new or empty folder",
-                    dir.display(),
-                    held.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
-                ));
+                return Err(RenderError::NotEmpty {
+                    dir: dir.into(),
+                    held: format!(
+                        "{}{more}",
+                        held.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+                    ),
+                });
             }
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(format!("cannot read `{}` ({e})", dir.display())),
+        Err(source) => {
+            return Err(RenderError::Io { action: "read", path: dir.into(), source });
+        }
     }
     let mut made: Vec<std::path::PathBuf> = Vec::new();
     let result = eject_into(dir, &mut made);
@@ -192,13 +197,17 @@ pub fn eject(dir: &Path) -> Result<Vec<String>, String> {
 }
 
 /// Writes every built-in into `dir`, recording each file and folder it makes in `made`.
-fn eject_into(dir: &Path, made: &mut Vec<std::path::PathBuf>) -> Result<Vec<String>, String> {
+fn eject_into(dir: &Path, made: &mut Vec<std::path::PathBuf>) -> Result<Vec<String>, RenderError> {
     let mut written = Vec::new();
-    let folder = |p: &Path, made: &mut Vec<std::path::PathBuf>| -> Result<(), String> {
+    let folder = |p: &Path, made: &mut Vec<std::path::PathBuf>| -> Result<(), RenderError> {
         if p.is_dir() {
             return Ok(());
         }
-        std::fs::create_dir(p).map_err(|e| format!("cannot create `{}` ({e})", p.display()))?;
+        std::fs::create_dir(p).map_err(|source| RenderError::Io {
+            action: "create",
+            path: p.into(),
+            source,
+        })?;
         made.push(p.to_path_buf());
         Ok(())
     };
@@ -217,7 +226,7 @@ fn eject_into(dir: &Path, made: &mut Vec<std::path::PathBuf>) -> Result<Vec<Stri
         if p.exists() {
             made.push(p.clone());
         }
-        result.map_err(|e| format!("cannot write `{}` ({e})", p.display()))?;
+        result.map_err(|source| RenderError::Io { action: "write", path: p.clone(), source })?;
         written.push(p.display().to_string());
     }
     Ok(written)

@@ -508,6 +508,39 @@ fn a_template_error_writes_nothing() {
     );
 }
 
+/// A template folder whose strings lack a key the report uses: the render fails before any
+/// file is written, names the key and the language, and says how to get a complete copy.
+#[test]
+fn a_string_missing_from_a_template_folder_is_named_with_its_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let tpl = dir.path().join("tpl");
+    assert!(verdict().args(["templates", "eject"]).arg(&tpl).status().unwrap().success());
+    let en = std::fs::read_to_string(tpl.join("i18n/en.toml")).unwrap();
+    let kept: String = en
+        .lines()
+        .filter(|l| !l.starts_with("\"ui.says_auditor\""))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_ne!(kept, en, "the built-in strings have `ui.says_auditor`");
+    std::fs::write(tpl.join("i18n/en.toml"), kept).unwrap();
+    let out_dir = dir.path().join("out");
+    let out = verdict()
+        .args(["render", CLAIMS, "--format", "md", "--lang", "en", "--templates"])
+        .arg(&tpl)
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("missing i18n key `ui.says_auditor` for `en`"), "{err}");
+    assert!(err.contains("verdict templates eject DIR"), "{err}");
+    assert!(
+        !out_dir.exists() || std::fs::read_dir(&out_dir).unwrap().next().is_none(),
+        "files were written"
+    );
+}
+
 #[test]
 fn templates_can_be_ejected_and_override_the_built_ins() {
     let dir = tempfile::tempdir().unwrap();

@@ -11,6 +11,7 @@ use super::svg::{
     text_w, w, x_axis,
 };
 use crate::i18n::Strings;
+use crate::render::RenderError;
 use crate::units;
 
 /// One side of a comparison.
@@ -70,7 +71,7 @@ pub struct AbLabels {
 impl AbLabels {
     /// The labels of a language (`chart.no_data`, `chart.ab_*`, `chart.delta_*`); a missing key
     /// is an error.
-    pub fn new(t: &Strings) -> Result<AbLabels, String> {
+    pub fn new(t: &Strings) -> Result<AbLabels, RenderError> {
         let g = |k: &str| t.get(&format!("chart.{k}")).map(str::to_string);
         Ok(AbLabels {
             no_data: g("no_data")?,

@@ -10,6 +10,7 @@ use super::{Labels, Scope, fill, subst};
 use crate::analysis::Evidence;
 use crate::analysis::values::{Rows, Values};
 use crate::i18n::Strings;
+use crate::render::RenderError;
 use crate::scope::format_device_list;
 use crate::units;
 
@@ -52,7 +53,7 @@ pub(super) fn caption(
     shown: usize,
     names: i64,
     t: &Strings,
-) -> Result<String, String> {
+) -> Result<String, RenderError> {
     let top = fill(
         t,
         "ui.chart_top",

@@ -28,6 +28,7 @@ use crate::analysis::Evidence;
 use crate::audit::{Audit, LedgerEntry};
 use crate::claims::PlanId;
 use crate::i18n::Strings;
+use crate::render::RenderError;
 use crate::scope::{format_device_list, format_seconds};
 
 /// One chart of a report in one language.
@@ -58,7 +59,7 @@ impl Chart {
 ///
 /// The first chart of a kind is `ID.LANG.overlap.svg` (`nccl-skew`, `kernels`), the n-th
 /// `ID.LANG.overlap-N.svg`. Errors are missing i18n keys.
-pub fn charts(a: &Audit, t: &Strings) -> Result<Vec<Chart>, String> {
+pub fn charts(a: &Audit, t: &Strings) -> Result<Vec<Chart>, RenderError> {
     let labels = Labels::new(t)?;
     let id = &a.claims.report.id;
     let file = |kind: &str, n: usize| {
@@ -304,7 +305,7 @@ struct Scope {
 }
 
 impl Scope {
-    fn of(a: &Audit, ev: &Evidence, t: &Strings) -> Result<Scope, String> {
+    fn of(a: &Audit, ev: &Evidence, t: &Strings) -> Result<Scope, RenderError> {
         // Evidence names its trace by path; the audit's trace entries carry the same path.
         let entry = a.traces.iter().find(|e| e.path == ev.trace.path);
         let name = entry.map_or(ev.trace.path.as_str(), |e| e.name.as_str());
@@ -354,10 +355,10 @@ impl Scope {
 }
 
 /// A string of `t` with `{name}` arguments substituted.
-fn fill(t: &Strings, key: &str, args: &[(&str, &str)]) -> Result<String, String> {
+fn fill(t: &Strings, key: &str, args: &[(&str, &str)]) -> Result<String, RenderError> {
     let args: BTreeMap<String, String> =
         args.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    t.format(key, &args)
+    Ok(t.format(key, &args)?)
 }
 
 /// Substitutes `{name}` arguments into a label already looked up.
@@ -401,7 +402,7 @@ pub struct Labels {
 
 impl Labels {
     /// The labels of a language; a missing key is an error.
-    pub fn new(t: &Strings) -> Result<Labels, String> {
+    pub fn new(t: &Strings) -> Result<Labels, RenderError> {
         let g = |k: &str| t.get(&format!("chart.{k}")).map(str::to_string);
         Ok(Labels {
             no_data: g("no_data")?,

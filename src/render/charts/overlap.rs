@@ -9,6 +9,7 @@ use super::{Labels, Scope, fill, subst};
 use crate::analysis::values::{Rows, Values};
 use crate::analysis::{Evidence, overlap};
 use crate::i18n::Strings;
+use crate::render::RenderError;
 use crate::scope::Semantics;
 use crate::units;
 
@@ -54,7 +55,7 @@ pub(super) fn bars(ev: &Evidence, highlighted: &[i64]) -> Option<Vec<OverlapBar>
 }
 
 /// The caption: scope, and what each bar's 100% is.
-pub(super) fn caption(scope: &Scope, ev: &Evidence, t: &Strings) -> Result<String, String> {
+pub(super) fn caption(scope: &Scope, ev: &Evidence, t: &Strings) -> Result<String, RenderError> {
     let total = match (ev.window.requested_ns, ev.window.semantics) {
         (None, _) => "ui.chart_total_trace",
         (Some(_), Semantics::Clip) => "ui.chart_total_clip",

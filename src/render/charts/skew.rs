@@ -9,6 +9,7 @@ use super::{Labels, Scope, fill, subst};
 use crate::analysis::Evidence;
 use crate::analysis::values::Values;
 use crate::i18n::Strings;
+use crate::render::RenderError;
 use crate::units;
 
 /// One rank's offset statistics, in ns.
@@ -62,7 +63,7 @@ pub(super) fn ranks(ev: &Evidence) -> Option<Vec<SkewRank>> {
 }
 
 /// The caption: scope with the stream.
-pub(super) fn caption(scope: &Scope, ev: &Evidence, t: &Strings) -> Result<String, String> {
+pub(super) fn caption(scope: &Scope, ev: &Evidence, t: &Strings) -> Result<String, RenderError> {
     let stream = match &ev.scope.streams {
         Some(s) => {
             let list = s.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");

@@ -3,6 +3,7 @@
 //! audit, and what the traces stand for when a tool made them.
 
 use super::*;
+use crate::render::RenderError;
 
 /// Page 1: the answer, the bounds, the decision, the open items, sources and conditions.
 pub(super) fn brief(
@@ -13,7 +14,7 @@ pub(super) fn brief(
     bounds: Vec<BoundCtx>,
     open_items: Vec<(Vec<crate::claims::Step>, OpenItemCtx)>,
     derived: &[(String, crate::trace::Origin)],
-) -> Result<BriefCtx, String> {
+) -> Result<BriefCtx, RenderError> {
     let lang = t.lang.as_str();
     let set = &a.claims;
     let answer = match tr(&set.report.answer, lang) {
@@ -36,7 +37,7 @@ pub(super) fn brief(
             s.claims_text = t.format("ui.claims_count", &args([("n", s.claims.to_string())]))?;
             Ok(s)
         })
-        .collect::<Result<Vec<_>, String>>()?;
+        .collect::<Result<Vec<_>, RenderError>>()?;
     let conditions = conditions(a, t, meta)?;
     let trace_conditions = trace_conditions(a, t)?;
     let origin_warnings = origin_warnings(set, t, derived)?;
@@ -60,7 +61,7 @@ pub(super) fn brief(
 
 /// The answer of a report whose author wrote none: the counts of the verdicts, and the first
 /// measured principal part with its scope.
-fn default_answer(a: &Audit, t: &Strings, scoped: &Scoped) -> Result<String, String> {
+fn default_answer(a: &Audit, t: &Strings, scoped: &Scoped) -> Result<String, RenderError> {
     let lang = t.lang.as_str();
     let set = &a.claims;
     let counts: BTreeMap<String, String> = Verdict::ALL
@@ -94,11 +95,11 @@ fn default_answer(a: &Audit, t: &Strings, scoped: &Scoped) -> Result<String, Str
 
 /// The conditions of the audit: who reviewed it and when, its author, the tool and the
 /// render date, each when known.
-fn conditions(a: &Audit, t: &Strings, meta: &Meta) -> Result<Vec<KvCtx>, String> {
+fn conditions(a: &Audit, t: &Strings, meta: &Meta) -> Result<Vec<KvCtx>, RenderError> {
     let lang = t.lang.as_str();
     let set = &a.claims;
     let mut conditions = Vec::new();
-    let mut kv = |key: &str, value: String| -> Result<(), String> {
+    let mut kv = |key: &str, value: String| -> Result<(), RenderError> {
         conditions.push(KvCtx { key: t.get(key)?.to_string(), value, code: false });
         Ok(())
     };
@@ -119,7 +120,7 @@ fn conditions(a: &Audit, t: &Strings, meta: &Meta) -> Result<Vec<KvCtx>, String>
 }
 
 /// One condition per trace: its path, where it came from and how to obtain it.
-fn trace_conditions(a: &Audit, t: &Strings) -> Result<Vec<KvCtx>, String> {
+fn trace_conditions(a: &Audit, t: &Strings) -> Result<Vec<KvCtx>, RenderError> {
     let set = &a.claims;
     let mut trace_conditions = Vec::new();
     for tr_ in &a.traces {
@@ -153,7 +154,7 @@ fn origin_warnings(
     set: &crate::claims::ClaimSet,
     t: &Strings,
     derived: &[(String, crate::trace::Origin)],
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, RenderError> {
     let lang = t.lang.as_str();
     let mut origin_warnings: Vec<String> = Vec::new();
     // (generator, what the author says the traces stand for) -> the traces.
@@ -218,7 +219,7 @@ pub(super) fn cheapest(
 }
 
 /// A step of work in words: its kind, effort and size (`A/B runs (days; 6 runs, 24 GPU-hours)`).
-pub(super) fn step_text(t: &Strings, st: &crate::claims::Step) -> Result<String, String> {
+pub(super) fn step_text(t: &Strings, st: &crate::claims::Step) -> Result<String, RenderError> {
     let mut text = t.get(&format!("work.{}", st.kind.as_str()))?.to_string();
     let mut bits = Vec::new();
     if let Some(e) = st.effort {
@@ -242,7 +243,7 @@ fn size_text(
     runs: Option<u32>,
     gpu_hours: Option<u32>,
     people: Option<u32>,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, RenderError> {
     let mut bits = Vec::new();
     for (key, n) in
         [("ui.size_runs", runs), ("ui.size_gpu_hours", gpu_hours), ("ui.size_people", people)]
@@ -265,7 +266,7 @@ fn size_text(
 fn decision_steps(
     t: &Strings,
     open_items: &[(Vec<crate::claims::Step>, OpenItemCtx)],
-) -> Result<(Vec<DecisionStepCtx>, Option<String>, bool), String> {
+) -> Result<(Vec<DecisionStepCtx>, Option<String>, bool), RenderError> {
     use crate::claims::{Effort, Work};
     struct Group {
         kind: Work,

@@ -2,6 +2,7 @@
 //! and what was said of its number.
 
 use super::*;
+use crate::render::RenderError;
 
 /// A part's scope in a few words: its evidence's, a per-device comparison's deciding device's,
 /// or a ratio's numerator's (gates R1 and R2 say whether the denominator's is the same).
@@ -11,7 +12,7 @@ pub(super) fn scope(
     part: &crate::claims::Part,
     p: &crate::verdict::PartResult,
     ev: Option<&crate::analysis::Evidence>,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, RenderError> {
     let (t, a) = (s.t, s.a);
     Ok(match (ev, &part.measure) {
         // A comparison judged on each device, spoken for by one of them: that device's.
@@ -56,7 +57,7 @@ pub(super) fn evidence_ref(
     entry: Option<&crate::audit::LedgerEntry>,
     ev: Option<&crate::analysis::Evidence>,
     so_far: &mut PartsSoFar,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, RenderError> {
     let (t, a) = (s.t, s.a);
     Ok(match (entry, &part.measure) {
         (Some(e), Some(m)) => {
@@ -111,7 +112,7 @@ pub(super) fn says(
     c: &ClaimIn,
     part: &crate::claims::Part,
     p: &crate::verdict::PartResult,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, RenderError> {
     Ok(p.says
         .as_ref()
         .map(|said| {
@@ -133,7 +134,7 @@ pub(super) fn says(
             if said.matches && part.says_by == crate::claims::Who::Auditor {
                 return Ok(None);
             }
-            Ok::<_, String>(Some(if said.matches {
+            Ok::<_, RenderError>(Some(if said.matches {
                 format!("{who} {}", said.stated)
             } else {
                 format!("{who} {} · {} {}", said.stated, t.get(how)?, said.measured)
