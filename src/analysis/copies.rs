@@ -561,6 +561,12 @@ pub struct Row {
     pub values: Values,
 }
 
+impl super::EvidenceRow for Row {
+    fn label_device(&mut self, label: &dyn Fn(i64) -> String) {
+        self.label = Some(label(self.device));
+    }
+}
+
 impl Values {
     fn new(d: &DeviceCopies) -> Values {
         let kind = |k: CopyKind| {

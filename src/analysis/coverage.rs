@@ -127,6 +127,12 @@ pub struct Row {
     pub label: Option<String>,
 }
 
+impl super::EvidenceRow for Row {
+    fn label_device(&mut self, label: &dyn Fn(i64) -> String) {
+        self.label = Some(label(self.inventory.device));
+    }
+}
+
 /// Runs the analysis (the whole trace; window and devices are disclosed, not applied).
 pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     let present = ctx.present_devices();

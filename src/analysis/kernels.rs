@@ -158,6 +158,9 @@ pub struct Row {
     pub stats: Stats,
 }
 
+/// A row per name: no device to label.
+impl super::EvidenceRow for Row {}
+
 /// The statistics of a group; `what` names the group in the error of a total that does not
 /// fit 64 bits.
 fn stats(g: &Group, what: &str) -> Result<Stats, QueryError> {

@@ -6,19 +6,24 @@
 
 pub mod compare;
 mod context;
-pub mod copies;
-pub mod coverage;
 mod error;
 pub mod intervals;
-pub mod kernels;
-pub mod nccl_calls;
-pub mod nccl_skew;
-pub mod nvtx;
-pub mod overlap;
 mod params;
+#[macro_use]
+mod registry;
 pub mod set;
 pub mod show;
 pub mod values;
+
+registry! {
+    overlap => Overlap(overlap::Values), overlap::Row;
+    kernels => Kernels(kernels::Values), kernels::Row;
+    nccl_skew => NcclSkew(Box<nccl_skew::Values>), nccl_skew::Row;
+    nccl_calls => NcclCalls(nccl_calls::Values), nccl_calls::Row;
+    copies => Copies(copies::Values), copies::Row;
+    nvtx => Nvtx(nvtx::Values), nvtx::Row;
+    coverage => Coverage(coverage::Values), coverage::Row;
+}
 
 pub use context::Context;
 pub use error::QueryError;
@@ -27,6 +32,7 @@ pub use params::{
     DOMAIN, ENGINE, INSTANCE, LIMIT, MATCH, NAME, NAMES, NESTING, NORMALIZE, NameFilter, PARAMS,
     PID, Param, Params, REGEX, STREAM, TID,
 };
+pub use registry::EvidenceRow;
 
 use std::collections::BTreeMap;
 
@@ -525,17 +531,6 @@ impl AnalysisSpec {
         }
     }
 }
-
-/// Every analysis, in the order the CLI lists them.
-pub const ANALYSES: &[AnalysisSpec] = &[
-    overlap::SPEC,
-    kernels::SPEC,
-    nccl_skew::SPEC,
-    nccl_calls::SPEC,
-    copies::SPEC,
-    nvtx::SPEC,
-    coverage::SPEC,
-];
 
 /// The tables a set of analyses needs, each once, and NVTX when a window is taken from NVTX
 /// ranges.

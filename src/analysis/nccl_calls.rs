@@ -496,6 +496,12 @@ pub struct Row {
     pub call_to_kernel_ns: Option<i64>,
 }
 
+impl super::EvidenceRow for Row {
+    fn label_device(&mut self, label: &dyn Fn(i64) -> String) {
+        self.label = Some(label(self.device));
+    }
+}
+
 /// The ranks whose CPU side of the instance lacks a part.
 struct Gaps {
     /// No launch record.

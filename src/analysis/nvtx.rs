@@ -1118,6 +1118,9 @@ pub struct Row {
     pub gpu_span_ns: Option<i64>,
 }
 
+/// A row per name: no device to label.
+impl super::EvidenceRow for Row {}
+
 const fn f(name: &'static str, unit: Unit, kind: FieldKind, definition: &'static str) -> Field {
     Field { name, unit, kind, definition }
 }

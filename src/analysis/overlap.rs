@@ -295,6 +295,12 @@ pub struct Row {
     pub values: Values,
 }
 
+impl super::EvidenceRow for Row {
+    fn label_device(&mut self, label: &dyn Fn(i64) -> String) {
+        self.label = Some(label(self.device));
+    }
+}
+
 impl Values {
     fn new(b: Breakdown, idle_split: Option<(i64, i64)>) -> Values {
         Values {

@@ -7,41 +7,12 @@
 //! formula names a field by its text, is [`Values::to_map`] and [`Rows::to_maps`]; the
 //! registry test checks every struct against the fields its analysis declares.
 
-use schemars::JsonSchema;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
-use super::{
-    AnalysisSpec, compare, copies, coverage, kernels, nccl_calls, nccl_skew, nvtx, overlap,
-};
+use super::AnalysisSpec;
 
-/// The values of one scope, by analysis.
-#[derive(Debug, Clone, serde::Serialize, JsonSchema)]
-#[serde(untagged)]
-pub enum Values {
-    /// `overlap`.
-    Overlap(overlap::Values),
-    /// `kernels`.
-    Kernels(kernels::Values),
-    /// `copies`.
-    Copies(copies::Values),
-    /// `nvtx`.
-    Nvtx(nvtx::Values),
-    /// `coverage`.
-    Coverage(coverage::Values),
-    /// `nccl-skew`.
-    NcclSkew(Box<nccl_skew::Values>),
-    /// `nccl-calls`.
-    NcclCalls(nccl_calls::Values),
-    /// `compare`.
-    Compare(Box<compare::Values>),
-    /// One rank's row as the JSON contract has it, viewed as values where a claim binds that
-    /// rank.
-    Map(#[schemars(with = "RowView")] Map<String, Value>),
-    /// A set of windows: every declared field null, since no single window stands for the
-    /// set; its samples hold the values.
-    Unset(AllNull),
-}
+pub use super::{Rows, Values};
 
 /// Every declared field of an analysis, null.
 #[derive(Debug, Clone, Copy)]
@@ -90,7 +61,7 @@ impl schemars::JsonSchema for AllNull {
 }
 
 /// The schema of [`Values::Map`]: one row of [`Rows`], as its `Serialize` writes it.
-struct RowView;
+pub(crate) struct RowView;
 
 impl schemars::JsonSchema for RowView {
     fn schema_name() -> std::borrow::Cow<'static, str> {
@@ -102,40 +73,12 @@ impl schemars::JsonSchema for RowView {
     }
 
     fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        let rows = [
-            generator.subschema_for::<overlap::Row>(),
-            generator.subschema_for::<kernels::Row>(),
-            generator.subschema_for::<copies::Row>(),
-            generator.subschema_for::<nvtx::Row>(),
-            generator.subschema_for::<coverage::Row>(),
-            generator.subschema_for::<nccl_skew::Row>(),
-            generator.subschema_for::<nccl_calls::Row>(),
-        ];
+        let rows = super::row_schemas(generator);
         schemars::json_schema!({
             "description": "One row of the evidence (a rank's), viewed as the values of a claim that binds that rank.",
             "anyOf": rows,
         })
     }
-}
-
-/// The rows of one piece of evidence (one per device, rank or name), by analysis.
-#[derive(Debug, Clone, serde::Serialize, JsonSchema)]
-#[serde(untagged)]
-pub enum Rows {
-    /// `overlap`, one per device.
-    Overlap(Vec<overlap::Row>),
-    /// `kernels`, one per name.
-    Kernels(Vec<kernels::Row>),
-    /// `copies`, one per device.
-    Copies(Vec<copies::Row>),
-    /// `nvtx`, one per name.
-    Nvtx(Vec<nvtx::Row>),
-    /// `coverage`, one per device.
-    Coverage(Vec<coverage::Row>),
-    /// `nccl-skew`, one per rank.
-    NcclSkew(Vec<nccl_skew::Row>),
-    /// `nccl-calls`, one per rank.
-    NcclCalls(Vec<nccl_calls::Row>),
 }
 
 /// A value as the JSON contract has it.
@@ -176,33 +119,6 @@ impl Values {
 }
 
 impl Rows {
-    /// How many rows.
-    pub fn len(&self) -> usize {
-        match self {
-            Rows::Overlap(r) => r.len(),
-            Rows::Kernels(r) => r.len(),
-            Rows::Copies(r) => r.len(),
-            Rows::Nvtx(r) => r.len(),
-            Rows::Coverage(r) => r.len(),
-            Rows::NcclSkew(r) => r.len(),
-            Rows::NcclCalls(r) => r.len(),
-        }
-    }
-
-    /// Gives each per-device row the label `label` makes of its device (the rank of a set).
-    pub fn label_devices(&mut self, label: impl Fn(i64) -> String) {
-        match self {
-            Rows::Overlap(rows) => rows.iter_mut().for_each(|r| r.label = Some(label(r.device))),
-            Rows::Copies(rows) => rows.iter_mut().for_each(|r| r.label = Some(label(r.device))),
-            Rows::Coverage(rows) => {
-                rows.iter_mut().for_each(|r| r.label = Some(label(r.inventory.device)))
-            }
-            Rows::NcclSkew(rows) => rows.iter_mut().for_each(|r| r.label = Some(label(r.device))),
-            Rows::NcclCalls(rows) => rows.iter_mut().for_each(|r| r.label = Some(label(r.device))),
-            Rows::Kernels(_) | Rows::Nvtx(_) => {}
-        }
-    }
-
     /// Whether there is no row.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
