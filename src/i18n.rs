@@ -39,13 +39,17 @@ impl StringsError {
     /// What to do about it.
     pub fn hint(&self) -> String {
         match self {
-            StringsError::Missing { .. } | StringsError::Parse { .. } => {
+            StringsError::Missing { .. } => {
                 "a `--templates` folder's `i18n/LANG.toml` replaces the built-in strings whole: write it afresh with `verdict templates eject DIR` and edit that copy".into()
             }
+            StringsError::Parse { .. } => FIX_TEMPLATE.into(),
             StringsError::NoLanguage(_) => "the languages built in are `en` and `zh-TW`".into(),
         }
     }
 }
+
+/// What to do about a template or strings file of `--templates` that does not parse.
+pub(crate) const FIX_TEMPLATE: &str = "fix the template or UI strings file at the line shown (from --templates), or remove it there to use the built-in one (`verdict templates eject DIR` writes them fresh)";
 
 /// A string error where a caller still reports errors as text.
 impl From<StringsError> for String {

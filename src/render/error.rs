@@ -90,7 +90,7 @@ impl RenderError {
         match self {
             RenderError::Strings(e) => e.hint(),
             RenderError::ReadTemplate { .. } | RenderError::Templates(_) | RenderError::Template { .. } => {
-                "fix the template in the `--templates` folder, or leave the option out to use the built-in ones (`verdict templates eject DIR` writes them afresh)".into()
+                crate::i18n::FIX_TEMPLATE.into()
             }
             RenderError::NoTemplate(_) => {
                 "a template folder overrides the built-in templates by name; `verdict templates eject DIR` writes every name there is".into()

@@ -329,8 +329,6 @@ pub(crate) fn hint_for(kind: Option<std::io::ErrorKind>, message: &str) -> Strin
         "a symbolic link in the path points back to itself: check the links along the path"
     } else if kind == Some(K::NotFound) || has("No such file") {
         "check that the path exists, and for an output, that its parent folder exists"
-    } else if message.starts_with("templates: ") || message.starts_with("i18n `") {
-        "fix the template or UI strings file at the line shown (from --templates), or remove it there to use the built-in one (`verdict templates eject DIR` writes them fresh)"
     } else if kind == Some(K::InvalidFilename) || has("File name too long") {
         "shorten the file name (most file systems take 255 bytes, some 143)"
     } else {
