@@ -22,6 +22,7 @@ registry! {
     nccl_calls => NcclCalls(nccl_calls::Values), nccl_calls::Row;
     copies => Copies(copies::Values), copies::Row;
     nvtx => Nvtx(nvtx::Values), nvtx::Row;
+    streams => Streams(streams::Values), streams::Row;
     coverage => Coverage(coverage::Values), coverage::Row;
 }
 

@@ -990,12 +990,6 @@ pub struct Row {
     pub end_offset_max_ns: Option<i64>,
 }
 
-impl super::EvidenceRow for Row {
-    fn label_device(&mut self, label: &dyn Fn(i64) -> String) {
-        self.label = Some(label(self.device));
-    }
-}
-
 /// Runs the analysis.
 pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     let ranks = ctx.resolve_devices(&params.devices)?;

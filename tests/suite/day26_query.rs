@@ -202,3 +202,61 @@ fn device_4_op_shares_by_nvtx_attribution() {
         );
     }
 }
+
+/// `streams` on device 4 in the article's window (contain): each stream's busy time and
+/// kernels, and the device's union, against SQL over the file: the union of sorted intervals
+/// adds each kernel's part past the latest end before it.
+#[test]
+fn device_4_busy_time_per_stream_by_sql() {
+    let (w0, w1) = (39_964_000_000_i64, 46_123_000_000_i64);
+    let conn = util::open_ro(std::path::Path::new(TRACE));
+    let union_sql = |partition: &str| {
+        format!(
+            "WITH k AS (SELECT streamId AS s, start AS a, \"end\" AS b \
+               FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId = 4 AND start >= ?1 AND \"end\" <= ?2), \
+             r AS (SELECT s, a, b, MAX(b) OVER (PARTITION BY {partition} ORDER BY a, b \
+               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev FROM k) \
+             SELECT {partition}, COUNT(*), SUM(MAX(0, b - MAX(a, COALESCE(prev, a)))), MIN(a), MAX(b) \
+             FROM r GROUP BY {partition}"
+        )
+    };
+    let mut stmt = conn.prepare(&union_sql("s")).unwrap();
+    let mut per_stream: Vec<(i64, i64, i64)> = stmt
+        .query_map([w0, w1], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    per_stream.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+    let (kernels, busy, lo, hi): (i64, i64, i64, i64) = conn
+        .query_row(&union_sql("1"), [w0, w1], |r| Ok((r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+        .unwrap();
+    assert!(per_stream.len() > 1, "the fixture has several streams on device 4");
+
+    let v = query(&[
+        "streams",
+        TRACE,
+        "--device",
+        "4",
+        "--window",
+        "39.964:46.123",
+        "--semantics",
+        "contain",
+    ]);
+    let vals = &v["values"];
+    let got: Vec<(i64, i64, i64)> = vals["per_stream"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (util::int(s, "stream"), util::int(s, "kernels"), util::int(s, "busy_ns")))
+        .collect();
+    assert_eq!(got, per_stream);
+    assert_eq!(util::int(vals, "kernels"), kernels);
+    assert_eq!(util::int(vals, "busy_ns"), busy);
+    assert_eq!(util::int(vals, "total_ns"), hi - lo);
+    assert_eq!(util::int(vals, "idle_ns"), hi - lo - busy);
+    assert_eq!(util::int(vals, "streams"), per_stream.len() as i64);
+    assert_eq!(util::int(vals, "stream_busy_ns"), per_stream.iter().map(|s| s.2).sum::<i64>());
+    assert_eq!(util::int(vals, "busiest_stream_ns"), per_stream[0].2);
+    // The same device and window as the overlap breakdown above: busy is its three parts.
+    assert_eq!(busy, 4_260_443_617 + 1_094_738_291 + 709_187_543);
+}

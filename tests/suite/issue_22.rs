@@ -702,6 +702,8 @@ fn typed_values_serialise_to_exactly_the_declared_fields() {
         ("nccl-skew", &["nccl-skew", mfu, "--all-devices", "--stream", "auto"]),
         ("nccl-skew", &["nccl-skew", mfu, "--device", "0"]),
         ("nccl-calls", &["nccl-calls", mfu, "--all-devices", "--stream", "auto"]),
+        ("streams", &["streams", megatron, "--device", "4"]),
+        ("streams", &["streams", mfu, "--all-devices"]),
         ("compare", &compare),
     ];
     let mut seen = std::collections::BTreeSet::new();

@@ -249,3 +249,10 @@ pub(super) fn choose_rule(
         ordinal(Vec::new(), unusable)
     }
 }
+
+/// A rank's row is labelled with its rank over a set of files.
+impl crate::analysis::EvidenceRow for super::Row {
+    fn label_device(&mut self, label: &dyn Fn(i64) -> String) {
+        self.label = Some(label(self.device));
+    }
+}
