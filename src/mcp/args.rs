@@ -1,133 +1,103 @@
-//! A tool's arguments checked against the tool's own input schema, so that what the schema
-//! declares and what the tool accepts cannot differ.
-//!
-//! It reads the part of JSON Schema the input schemas use (`type`, `enum`, `const`,
-//! `minimum`, `maximum`, `properties`, `required`, `additionalProperties: false`, `items`,
-//! `oneOf`, `allOf` of `if`/`then`, the `false` schema) and fails on the first argument that
-//! does not fit, naming it (`trace/0`). It must not be used for other schemas.
+//! A tool's arguments checked against the tool's own input schema by a maintained JSON-Schema
+//! validator (`boon`, draft 2020-12), so that what the schema declares and what the tool
+//! accepts cannot differ. The error names the argument at fault (`trace/0`) and says what it
+//! must be in the words of the command line's errors, with "did you mean" for an unknown name.
 
+use boon::{Compiler, ErrorKind, Schemas, ValidationError};
 use serde_json::Value;
 
 /// Checks `value` against `schema`; the error names the argument at fault (`trace/0`).
 pub fn check(value: &Value, schema: &Value) -> Result<(), String> {
-    at(value, schema, "")
+    const URL: &str = "urn:verdict:tool-input";
+    let mut schemas = Schemas::new();
+    let mut compiler = Compiler::new();
+    // The input schemas are the tools' own: one that does not compile is a defect, said so.
+    let defect = |e: &dyn std::fmt::Display| format!("the tool's input schema is invalid ({e})");
+    compiler.add_resource(URL, schema.clone()).map_err(|e| defect(&e))?;
+    let index = compiler.compile(URL, &mut schemas).map_err(|e| defect(&e))?;
+    schemas.validate(value, index).map_err(|e| describe(&e, value, schema))
 }
 
-/// The path of `key` under `path`, without a leading slash (`trace/0`).
-fn join(path: &str, key: &str) -> String {
-    if path.is_empty() { key.to_string() } else { format!("{path}/{key}") }
-}
-
-fn at(v: &Value, s: &Value, path: &str) -> Result<(), String> {
-    let name = if path.is_empty() { "the arguments".to_string() } else { format!("`{path}`") };
-    let s = match s {
-        Value::Bool(true) => return Ok(()),
-        Value::Bool(false) => {
-            return Err(format!("{name} is not an argument here (with the other arguments given)"));
+/// The first failure of the deepest kind: the argument at fault and what it must be. An
+/// `allOf` or a group holds its causes; a `oneOf` that fits no form lists each form's reason.
+fn describe(e: &ValidationError, value: &Value, schema: &Value) -> String {
+    match &e.kind {
+        ErrorKind::OneOf(None) if !e.causes.is_empty() => {
+            let why: Vec<String> = e.causes.iter().map(|c| describe(c, value, schema)).collect();
+            format!("{} fit none of the allowed forms: {}", name(e), why.join("; "))
         }
-        Value::Object(s) => s,
-        _ => return Ok(()),
-    };
-    if let Some(t) = s.get("type") {
-        let types: Vec<&str> = match t {
-            Value::String(one) => vec![one.as_str()],
-            Value::Array(many) => many.iter().filter_map(Value::as_str).collect(),
-            _ => Vec::new(),
+        ErrorKind::OneOf(Some(_)) => format!("{} fit more than one of the allowed forms", name(e)),
+        _ if !e.causes.is_empty() => describe(&e.causes[0], value, schema),
+        kind => leaf(e, kind, value, schema),
+    }
+}
+
+/// The argument an error is about: `trace/0`, or the arguments as a whole.
+fn name(e: &ValidationError) -> String {
+    let path = path(e);
+    if path.is_empty() { "the arguments".into() } else { format!("`{path}`") }
+}
+
+/// The instance location without its leading slash (`trace/0`).
+fn path(e: &ValidationError) -> String {
+    e.instance_location.to_string().trim_start_matches('/').to_string()
+}
+
+/// One failure, said as the command line says it.
+fn leaf(e: &ValidationError, kind: &ErrorKind, value: &Value, schema: &Value) -> String {
+    let name = name(e);
+    let at =
+        |key: &str| if path(e).is_empty() { key.to_string() } else { format!("{}/{key}", path(e)) };
+    let got = value.pointer(&e.instance_location.to_string());
+    match kind {
+        ErrorKind::FalseSchema => {
+            format!("{name} is not an argument here (with the other arguments given)")
+        }
+        ErrorKind::Type { want, .. } => {
+            let want: Vec<String> = want.iter().map(|t| t.to_string()).collect();
+            format!("{name} must be {}, not {}", want.join(" or "), got.map_or("absent", type_of))
+        }
+        ErrorKind::Enum { want } => {
+            let list: Vec<String> = want.iter().map(Value::to_string).collect();
+            let got = got.map(Value::to_string).unwrap_or_default();
+            format!("{name} must be one of {}, not {got}", list.join(", "))
+        }
+        ErrorKind::Const { want } => format!("{name} must be {want}"),
+        ErrorKind::Minimum { want, .. } => format!("{name} must be at least {want}"),
+        ErrorKind::Maximum { want, .. } => format!("{name} must be at most {want}"),
+        ErrorKind::Required { want } => {
+            let want: Vec<String> = want.iter().map(|w| format!("`{}`", at(w))).collect();
+            format!("{} {} required", want.join(", "), if want.len() == 1 { "is" } else { "are" })
+        }
+        ErrorKind::AdditionalProperties { got: extra } => {
+            let known = known_names(schema, &e.instance_location.to_string());
+            let k = extra.first().map(|k| k.to_string()).unwrap_or_default();
+            let hint = crate::claims::validate::did_you_mean(&k, known.iter().map(String::as_str))
+                .map(|d| format!(" (did you mean `{d}`?)"))
+                .unwrap_or_default();
+            format!("`{}` is not an argument of this tool{hint}", at(&k))
+        }
+        other => format!("{name}: {other}"),
+    }
+}
+
+/// The argument names the schema declares for the object at `pointer` (the tools' inputs are
+/// objects of named arguments, arrays of them at most one level down).
+fn known_names(schema: &Value, pointer: &str) -> Vec<String> {
+    let mut s = schema;
+    for token in pointer.split('/').filter(|t| !t.is_empty()) {
+        s = match s.get("properties").and_then(|p| p.get(token)) {
+            Some(sub) => sub,
+            None => match s.get("items") {
+                Some(items) => items,
+                None => return Vec::new(),
+            },
         };
-        if !types.iter().any(|t| is_type(v, t)) {
-            return Err(format!("{name} must be {}, not {}", types.join(" or "), type_of(v)));
-        }
     }
-    if let Some(Value::Array(options)) = s.get("enum")
-        && !options.contains(v)
-    {
-        let list: Vec<String> = options.iter().map(Value::to_string).collect();
-        return Err(format!("{name} must be one of {}, not {v}", list.join(", ")));
-    }
-    if let Some(c) = s.get("const")
-        && c != v
-    {
-        return Err(format!("{name} must be {c}"));
-    }
-    if let Some(n) = v.as_f64() {
-        if let Some(min) = s.get("minimum").and_then(Value::as_f64)
-            && n < min
-        {
-            return Err(format!("{name} must be at least {min}"));
-        }
-        if let Some(max) = s.get("maximum").and_then(Value::as_f64)
-            && n > max
-        {
-            return Err(format!("{name} must be at most {max}"));
-        }
-    }
-    if let (Value::Array(items), Some(item)) = (v, s.get("items")) {
-        for (i, x) in items.iter().enumerate() {
-            at(x, item, &join(path, &i.to_string()))?;
-        }
-    }
-    if let Value::Object(m) = v {
-        let props = s.get("properties").and_then(Value::as_object);
-        for r in s.get("required").and_then(Value::as_array).into_iter().flatten() {
-            if let Some(r) = r.as_str()
-                && !m.contains_key(r)
-            {
-                return Err(format!("`{}` is required", join(path, r)));
-            }
-        }
-        for (k, x) in m {
-            match props.and_then(|p| p.get(k)) {
-                Some(sub) => at(x, sub, &join(path, k))?,
-                None if s.get("additionalProperties") == Some(&Value::Bool(false)) => {
-                    let known: Vec<&String> = props.map(|p| p.keys().collect()).unwrap_or_default();
-                    let names: Vec<&str> = known.iter().map(|s| s.as_str()).collect();
-                    let hint = crate::claims::validate::did_you_mean(k, names.iter().copied())
-                        .map(|d| format!(" (did you mean `{d}`?)"))
-                        .unwrap_or_default();
-                    return Err(format!(
-                        "`{}` is not an argument of this tool{hint}",
-                        join(path, k)
-                    ));
-                }
-                None => {}
-            }
-        }
-    }
-    if let Some(Value::Array(one_of)) = s.get("oneOf") {
-        let fits: Vec<Result<(), String>> = one_of.iter().map(|o| at(v, o, path)).collect();
-        match fits.iter().filter(|r| r.is_ok()).count() {
-            1 => {}
-            0 => {
-                let why: Vec<String> = fits.into_iter().filter_map(Result::err).collect();
-                return Err(format!("{name} fit none of the allowed forms: {}", why.join("; ")));
-            }
-            _ => return Err(format!("{name} fit more than one of the allowed forms")),
-        }
-    }
-    for sub in s.get("allOf").and_then(Value::as_array).into_iter().flatten() {
-        match (sub.get("if"), sub.get("then")) {
-            (Some(cond), Some(then)) => {
-                if at(v, cond, path).is_ok() {
-                    at(v, then, path)?;
-                }
-            }
-            _ => at(v, sub, path)?,
-        }
-    }
-    Ok(())
-}
-
-fn is_type(v: &Value, t: &str) -> bool {
-    match t {
-        "string" => v.is_string(),
-        "integer" => v.is_i64() || v.is_u64(),
-        "number" => v.is_number(),
-        "boolean" => v.is_boolean(),
-        "array" => v.is_array(),
-        "object" => v.is_object(),
-        "null" => v.is_null(),
-        _ => false,
-    }
+    s.get("properties")
+        .and_then(Value::as_object)
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default()
 }
 
 fn type_of(v: &Value) -> &'static str {
@@ -177,6 +147,20 @@ mod tests {
         ] {
             assert!(check(&bad, &s).is_err(), "{bad}");
         }
+        let said = |v: Value| check(&v, &s).unwrap_err();
+        assert_eq!(said(json!({})), "`a` is required");
+        assert_eq!(said(json!({"a": "z"})), r#"`a` must be one of "x", "y", not "z""#);
+        assert_eq!(said(json!({"a": 1})), "`a` must be string, not an integer");
+        assert_eq!(said(json!({"a": "x", "n": 0})), "`n` must be at least 1");
+        assert_eq!(said(json!({"a": "x", "l": [1]})), "`l/0` must be string, not an integer");
+        assert_eq!(
+            said(json!({"a": "x", "nn": 1})),
+            "`nn` is not an argument of this tool (did you mean `n`?)"
+        );
+        assert_eq!(
+            said(json!({"a": "y", "m": "q"})),
+            "`m` is not an argument here (with the other arguments given)"
+        );
         let one = json!({"oneOf": [{"required": ["p"]}, {"required": ["q"]}]});
         assert!(check(&json!({"p": 1}), &one).is_ok());
         assert!(check(&json!({"p": 1, "q": 2}), &one).is_err());
