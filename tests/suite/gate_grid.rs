@@ -334,7 +334,17 @@ fn every_gate_states_the_denominator_and_aggregation_the_formula_computes() {
 
 fn check_r1(spec: &AnalysisSpec, shape: &Shape, win: Win, g: &verdict::verdict::Gate, at: &str) {
     let den_is_window = shape.den.as_deref().is_some_and(|d| kind(spec, d) == FieldKind::Window);
-    let reads_window = shape.operands.iter().any(|o| kind(spec, o) == FieldKind::Window);
+    // A sum the analysis declares equal to the window (`busy_ns + idle_ns` of streams: the
+    // intervals that add up to it), added rather than divided, reads the window as the
+    // window's own field does.
+    let sums_to_window = shape.den.is_none()
+        && spec.sums.iter().any(|(terms, k)| {
+            *k == FieldKind::Window
+                && terms.len() == shape.operands.len()
+                && terms.iter().all(|t| shape.operands.iter().any(|o| o == t))
+        });
+    let reads_window =
+        sums_to_window || shape.operands.iter().any(|o| kind(spec, o) == FieldKind::Window);
     let (status, key) = match win {
         Win::None => (GateStatus::Note, "gate.r1.whole_trace"),
         _ if spec.scope == ScopeRule::Ranks => (GateStatus::Pass, "gate.r1.same_window_instances"),
