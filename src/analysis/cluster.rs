@@ -14,10 +14,11 @@ use super::{AnalysisSpec, Context, Params, QueryError};
 use crate::scope::DeviceSel;
 
 /// The words of `verdict map` that make a worker scan as `params` asks, before the shard's
-/// files: the query as `verdict query` takes it, every rank of the shard, on the set's clock.
-pub fn worker_words(ctx: &Context, spec: &AnalysisSpec, params: &Params) -> Vec<String> {
+/// files: the query as `verdict query` takes it, every rank of the shard, on the clock of the
+/// set whose origin is `origin` (none: one trace on its own clock).
+pub fn worker_words(origin: Option<i64>, spec: &AnalysisSpec, params: &Params) -> Vec<String> {
     let mut w: Vec<String> = vec!["map".into()];
-    if let Some(origin) = ctx.trace.set.as_ref().and_then(|s| s.origin_utc_ns) {
+    if let Some(origin) = origin {
         w.extend(["--origin".into(), origin.to_string()]);
     }
     if params.tile {
@@ -80,8 +81,9 @@ pub fn run(
         |e: crate::engine::EngineError| QueryError::Failed { reason: e.reason, hint: e.hint };
     let files = files(ctx);
     let paths: Vec<String> = files.iter().map(|f| f.0.clone()).collect();
+    let origin = ctx.trace.set.as_ref().and_then(|s| s.origin_utc_ns);
     let shards =
-        crate::engine::map(address, &worker_words(ctx, spec, params), &paths).map_err(failed)?;
+        crate::engine::map(address, &worker_words(origin, spec, params), &paths).map_err(failed)?;
     let bad = |what: String| QueryError::Failed {
         reason: format!("a worker of the cluster returned {what}"),
         hint: "run the workers' verdict from the release of this one (VERDICT_WORKER_BINARY)"
@@ -119,4 +121,41 @@ pub fn run(
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scope::{Semantics, Window};
+
+    #[test]
+    fn a_worker_runs_the_query_without_saying_where() {
+        let mut p = Params::new(DeviceSel::All);
+        p.window = Some(Window { start_ns: 1_000_000_001, end_ns: 2_500_000_000 });
+        p.semantics = Semantics::Contain;
+        p.tile = true;
+        p.counted_from = Some(1_200_000_000);
+        p.engine = crate::engine::Engine::Dask(Some("tcp://h:1".into()));
+        let w = worker_words(Some(-5), &super::super::overlap::SPEC, &p);
+        let words: Vec<&str> = w.iter().map(String::as_str).collect();
+        assert_eq!(
+            words,
+            [
+                "map",
+                "--origin",
+                "-5",
+                "--tile",
+                "--counted-from",
+                "1200000000",
+                "--",
+                "query",
+                "overlap",
+                "--all-devices",
+                "--window",
+                "1.000000001:2.5",
+                "--semantics",
+                "contain"
+            ]
+        );
+    }
 }

@@ -288,3 +288,34 @@ pub(crate) fn decide(
         ordinal(Vec::new(), unusable)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn comm(ids: Result<Vec<u64>, String>) -> RankTies {
+        RankTies { comm: Some(ids), group: None }
+    }
+
+    #[test]
+    fn the_rule_is_decided_from_every_ranks_ties() {
+        let ranks = [0, 1];
+        let (rule, ..) = decide(&ranks, vec![comm(Ok(vec![7])), comm(Ok(vec![7]))]);
+        assert_eq!(rule, MatchRule::CommunicatorOrdinal);
+        // One rank that cannot be tied sends every rank to the ordinal rule, and is named.
+        let (rule, _, unusable, _) =
+            decide(&ranks, vec![comm(Ok(vec![7])), comm(Err("no payload".into()))]);
+        assert_eq!(rule, MatchRule::CollectiveOrdinal);
+        assert_eq!(unusable, vec![(1, "no payload".to_string())]);
+        let group = |g: Result<Vec<(String, i64)>, String>| RankTies { comm: None, group: Some(g) };
+        let (rule, ..) = decide(
+            &ranks,
+            vec![group(Ok(vec![("0".into(), 1)])), group(Ok(vec![("0".into(), 1)]))],
+        );
+        assert_eq!(rule, MatchRule::ProcessGroupSequence);
+        // Nothing recorded: the ordinal rule, said nothing of.
+        let none = || RankTies { comm: None, group: None };
+        let (rule, _, p, g) = decide(&ranks, vec![none(), none()]);
+        assert_eq!((rule, p.len(), g.len()), (MatchRule::CollectiveOrdinal, 0, 0));
+    }
+}
