@@ -40,9 +40,9 @@ pub(super) fn keyed_rows(
     out
 }
 
-/// Puts an engine's reduce into `out`, as the loop of [`compute`] would have: labels and
-/// ordinals from the groups, instances in time order, cut and failed ones by span (then in
-/// group and key order, the loop's order).
+/// Puts an engine's reduce into `out`, as the loop of [`compute`](super::compute) would have:
+/// labels and ordinals from the groups, instances in time order, cut and failed ones by span
+/// (then in group and key order, the loop's order).
 pub(super) fn fill(
     ctx: &Context,
     out: &mut Skew,
