@@ -1,5 +1,5 @@
 //! The map of an analysis on a cluster: the per-rank scan runs where the files are (the
-//! `verdict map` of [`crate::cmd::map`] on each worker, over its shard of the set) and hands back
+//! `verdict map` of `cmd/map.rs` on each worker, over its shard of the set) and hands back
 //! each rank's rows as JSON lines; the reduce runs here, in the analysis's own Rust.
 //!
 //! Owns the words a worker runs, the shard's numbering put back onto the set's (a rank is its

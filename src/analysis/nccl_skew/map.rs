@@ -1,6 +1,6 @@
 //! The map half of `nccl-skew` on a cluster: per rank, its compared NCCL kernels (the stream
 //! they are taken from, how many the window selects) and what ties each to its group, from the
-//! same [`rank_kernels`](super::rank_kernels) and [`rank_ties`] the loop runs; and their return
+//! same [`rank_kernels`] and [`rank_ties`] the loop runs; and their return
 //! onto the kernels read here, where [`decide`] and the loop of [`compute`](super::compute)
 //! reduce them.
 
