@@ -124,6 +124,11 @@ pub enum Command {
     /// and its manifest's sha256. When the files were extracted one job each (a job array,
     /// Dask, Spark), `verdict extract --merge DIR` writes that index from the folders.
     Extract(ExtractArgs),
+    /// The map of a cluster run, on a worker: scan a shard of a set's files and print each
+    /// rank's rows as JSON lines (what `--engine dask` runs on every worker; not for use by
+    /// hand).
+    #[command(hide = true)]
+    Map(MapArgs),
     /// Serve the read-only tools to an agent over MCP (JSON-RPC on stdin and stdout).
     ///
     /// Tools: inspect, analyses, query (every analysis, its parameters as the input schema),
@@ -132,6 +137,28 @@ pub enum Command {
     /// under the roots the client grants and the --root folders; a path outside is a tool
     /// error. Nothing is ever written. docs/agents.md configures the common clients.
     Mcp(McpArgs),
+}
+
+/// Arguments of the hidden `map`.
+#[derive(Debug, Args)]
+pub struct MapArgs {
+    /// The origin of the whole set's clock, UTC-epoch ns (absent: one trace on its own clock).
+    #[arg(long, value_name = "NS", allow_hyphen_values = true)]
+    pub origin: Option<i64>,
+    /// The window is one tile of a split.
+    #[arg(long)]
+    pub tile: bool,
+    /// Inside a split, where this tile starts counting (ns on the set's clock).
+    #[arg(long, value_name = "NS", allow_hyphen_values = true)]
+    pub counted_from: Option<i64>,
+    /// `query ANALYSIS [OPTIONS]`, as `verdict query` takes it, then the shard's files.
+    #[arg(
+        value_name = "QUERY",
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        required = true
+    )]
+    pub query: Vec<String>,
 }
 
 /// Arguments of `extract`.

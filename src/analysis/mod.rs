@@ -4,6 +4,7 @@
 //! the report read. An analysis is a pure function of a [`Context`] (the scan of one trace) and
 //! [`Params`]; it never reads the trace itself, so one scan serves every query of a command.
 
+pub mod cluster;
 pub mod compare;
 mod context;
 mod error;
@@ -30,8 +31,8 @@ pub use context::Context;
 pub use error::QueryError;
 pub(crate) use error::{OVERFLOW_HINT, checked_sum, overflow};
 pub use params::{
-    DOMAIN, ENGINE, INSTANCE, LIMIT, MATCH, NAME, NAMES, NESTING, NORMALIZE, NameFilter, PARAMS,
-    PID, Param, Params, REGEX, STREAM, TID,
+    CLUSTER, DOMAIN, ENGINE, INSTANCE, LIMIT, MATCH, NAME, NAMES, NESTING, NORMALIZE, NameFilter,
+    PARAMS, PID, Param, Params, REGEX, STREAM, TID,
 };
 pub use registry::EvidenceRow;
 

@@ -107,7 +107,7 @@ pub const SPEC: AnalysisSpec = AnalysisSpec {
         (&["compute_only_ns", "nccl_only_ns", "overlap_ns", "idle_ns"], FieldKind::Window),
         (&["idle_copy_ns", "idle_none_ns"], FieldKind::Idle),
     ],
-    params: &[super::ENGINE],
+    params: &[super::CLUSTER, super::ENGINE],
     scope: ScopeRule::PerDevice,
     needs: &[Table::Kernels, Table::Copies],
     cross_rank: &[],
@@ -146,18 +146,45 @@ pub struct Breakdown {
     pub effective: [i64; 2],
 }
 
-/// Computes the breakdown of one device.
-pub fn breakdown(ctx: &Context, device: i64, params: &Params) -> Breakdown {
+/// The kernels of one device the window keeps, clipped, each with whether it is an NCCL
+/// kernel and whether it is counted here; and how many cross a window edge: the scan of
+/// [`breakdown`], which a worker of a cluster runs on its ranks.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Kept {
+    /// (start, end, NCCL, counted).
+    pub rows: Vec<(i64, i64, bool, bool)>,
+    /// Kernels crossing a window edge.
+    pub edges: i64,
+}
+
+/// The scan of one device.
+pub fn kept(ctx: &Context, device: i64, params: &Params) -> Kept {
     let k = &ctx.kernels;
     let rows = k.device_rows(device);
     let kept = select(k, rows.clone(), params.window, params.semantics, true);
+    Kept {
+        rows: kept
+            .iter()
+            .map(|&(i, s, e)| (s, e, k.is_nccl(i), params.counts(k.start[i])))
+            .collect(),
+        edges: params.window.map_or(0, |w| edge_crossings(k, rows, w)),
+    }
+}
+
+/// Computes the breakdown of one device.
+pub fn breakdown(ctx: &Context, device: i64, params: &Params) -> Breakdown {
+    breakdown_of(&kept(ctx, device, params), params)
+}
+
+/// The breakdown of the kernels a device keeps: the reduce, wherever they were scanned.
+pub fn breakdown_of(kept: &Kept, params: &Params) -> Breakdown {
     let (mut c, mut n) = (Vec::new(), Vec::new());
     // Wall time from every kernel in the window; counts only of those that belong to it (in a
     // split, a kernel that started in the window before is counted there).
     let (mut compute_kernels, mut nccl_kernels) = (0i64, 0i64);
-    for &(i, s, e) in &kept {
-        let counted = i64::from(params.counts(k.start[i]));
-        if k.is_nccl(i) {
+    for &(s, e, nccl, counted) in &kept.rows {
+        let counted = i64::from(counted);
+        if nccl {
             n.push((s, e));
             nccl_kernels += counted;
         } else {
@@ -166,8 +193,8 @@ pub fn breakdown(ctx: &Context, device: i64, params: &Params) -> Breakdown {
         }
     }
     let span = || {
-        let lo = kept.iter().map(|x| x.1).min().unwrap_or(0);
-        let hi = kept.iter().map(|x| x.2).max().unwrap_or(0);
+        let lo = kept.rows.iter().map(|x| x.0).min().unwrap_or(0);
+        let hi = kept.rows.iter().map(|x| x.1).max().unwrap_or(0);
         [lo, hi]
     };
     let effective = match (params.window, params.semantics) {
@@ -188,9 +215,45 @@ pub fn breakdown(ctx: &Context, device: i64, params: &Params) -> Breakdown {
         total,
         compute_kernels,
         nccl_kernels,
-        edge_kernels: params.window.map_or(0, |w| edge_crossings(k, rows, w)),
+        edge_kernels: kept.edges,
         effective,
     }
+}
+
+/// The map of a worker: one line per device of its shard, the kernels it keeps.
+pub fn map_rows(ctx: &Context, params: &Params) -> Vec<serde_json::Value> {
+    let devices: Vec<i64> = ctx.inventory.devices.iter().map(|d| d.device).collect();
+    devices
+        .par_iter()
+        .map(|&d| {
+            let rows = serde_json::to_value(kept(ctx, d, params)).unwrap_or_default();
+            super::cluster::line(ctx, d, rows)
+        })
+        .collect()
+}
+
+/// The breakdowns of `devices` from the kernels each keeps, scanned on the cluster at
+/// `address`; a device the workers kept nothing of (no kernel in its file) keeps nothing here.
+fn on_cluster(
+    ctx: &Context,
+    devices: &[i64],
+    params: &Params,
+    address: Option<&str>,
+) -> Result<Vec<(i64, Breakdown)>, QueryError> {
+    let mut got = super::cluster::run(ctx, &SPEC, params, address)?;
+    devices
+        .iter()
+        .map(|&d| {
+            let kept: Kept = match got.remove(&d) {
+                Some(v) => serde_json::from_value(v).map_err(|e| QueryError::Failed {
+                    reason: format!("the cluster's map of device {d} is unreadable ({e})"),
+                    hint: "run the workers' verdict from the release of this one".into(),
+                })?,
+                None => Kept::default(),
+            };
+            Ok((d, breakdown_of(&kept, params)))
+        })
+        .collect()
 }
 
 /// The breakdowns of `devices` with their unions and counts from `params.engine`
@@ -327,10 +390,12 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     ctx.check_window(params.window, &devices)?;
     let mut ev = ctx.evidence(&SPEC, params, devices.clone());
     // Devices are independent: one per core, or each one's aggregates on an engine.
-    let parts: Vec<(i64, Breakdown)> = if params.engine == crate::engine::Engine::Rust {
-        devices.par_iter().map(|&d| (d, breakdown(ctx, d, params))).collect()
-    } else {
-        on_engine(ctx, &devices, params)?
+    let parts: Vec<(i64, Breakdown)> = match &params.engine {
+        crate::engine::Engine::Rust => {
+            devices.par_iter().map(|&d| (d, breakdown(ctx, d, params))).collect()
+        }
+        crate::engine::Engine::Dask(at) => on_cluster(ctx, &devices, params, at.as_deref())?,
+        crate::engine::Engine::Supplied(_) => on_engine(ctx, &devices, params)?,
     };
     let edges: i64 = parts.iter().map(|p| p.1.edge_kernels).sum();
     if let Some(w) = params.window {

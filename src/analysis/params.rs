@@ -235,13 +235,13 @@ pub const LIMIT: Param = Param {
     get: |p| p.limit.filter(|l| *l != kernels::DEFAULT_LIMIT).map(|l| l.to_string()),
 };
 
-/// `engine`: where the cross-rank reduce runs.
+/// `engine`: where the per-rank scan runs (`dask=ADDRESS` is `--cluster ADDRESS`).
 pub const ENGINE: Param = Param {
     name: "engine",
     value_name: "rust|dask[=ADDRESS]",
-    help: "Where the aggregates over the ranks run: `rust` (default, in process) or `dask` (the Dask scheduler at ADDRESS, else at DASK_SCHEDULER_ADDRESS); the same evidence on each",
+    help: "Where each rank's scan runs: `rust` (default, in process) or `dask` (as --cluster, at ADDRESS, else at DASK_SCHEDULER_ADDRESS); the reduce runs here either way, and the evidence is the same",
     default: None,
-    conflicts: &[],
+    conflicts: &["cluster"],
     set: |p, v| {
         p.engine = crate::engine::Engine::parse(v)?;
         Ok(())
@@ -250,6 +250,22 @@ pub const ENGINE: Param = Param {
         crate::engine::Engine::Rust => None,
         ref e => Some(e.as_text()),
     },
+};
+
+/// `cluster`: each rank's scan on the workers of a Dask scheduler, the reduce here.
+pub const CLUSTER: Param = Param {
+    name: "cluster",
+    value_name: "ADDRESS",
+    help: "Run each rank's scan on the workers of the Dask scheduler at ADDRESS (tcp://HOST:PORT), where the files are, each over a shard of the set, and the reduce here: the same evidence as in process. Workers run this verdict's path, else VERDICT_WORKER_BINARY, and read the files at the paths given here",
+    default: None,
+    conflicts: &["engine"],
+    set: |p, v| {
+        p.engine = crate::engine::Engine::parse(&format!("dask={}", v.trim()))
+            .map_err(|_| format!("`{v}` is not a scheduler's address (tcp://HOST:PORT)"))?;
+        Ok(())
+    },
+    // Recorded as `--engine dask=ADDRESS`, which says the same.
+    get: |_| None,
 };
 
 /// `stream`: only the NCCL kernels of one stream, or of each rank's own NCCL stream.

@@ -314,6 +314,19 @@ pub fn load_set(
     needs: &[Table],
     progress: &mut dyn FnMut(u64),
 ) -> Result<Context, SetError> {
+    load_set_on(paths, filter, expected_ranks, needs, progress, None)
+}
+
+/// [`load_set`] on the clock of a wider set whose origin (UTC-epoch ns) is `origin`: a shard of
+/// a set, read where its files are, keeps the times the whole set gives them, even as one file.
+pub fn load_set_on(
+    paths: &[PathBuf],
+    filter: &KernelFilter,
+    expected_ranks: Option<usize>,
+    needs: &[Table],
+    progress: &mut dyn FnMut(u64),
+    origin: Option<i64>,
+) -> Result<Context, SetError> {
     if paths.is_empty() {
         return Err(SetError::Empty);
     }
@@ -356,14 +369,16 @@ pub fn load_set(
         order.iter().filter_map(|&i| slots[i].take()).collect();
     let ordered: Vec<PathBuf> = order.iter().map(|&i| paths[i].clone()).collect();
     let paths: &[PathBuf] = &ordered;
-    let origin = opened.iter().map(|(_, c, _)| c.start_utc_ns).min().unwrap_or(0);
+    let fixed = origin;
+    let origin =
+        fixed.unwrap_or_else(|| opened.iter().map(|(_, c, _)| c.start_utc_ns).min().unwrap_or(0));
     // NCCL ties are read from every file when one records them, so that every rank is tied
     // the same way or its file says why not.
     let needs = super::resolve_ties(needs, opened.iter().zip(paths), |((t, _, _), p)| {
         crate::trace::payload::nccl_ties_recorded(t).map_err(file_err(p))
     })?;
     let needs = &needs[..];
-    let single = paths.len() == 1;
+    let single = paths.len() == 1 && fixed.is_none();
     let shift_of = |c: &Clock| if single { 0 } else { c.zero_utc_ns - origin };
     let mut parts: Vec<Part> = opened
         .into_par_iter()

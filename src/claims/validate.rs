@@ -697,14 +697,14 @@ fn measure_keys<'a>(
             continue;
         }
         // Where a number is computed is an option of the run, never a key of the claims.
-        if name == "engine" {
+        if name == "engine" || name == "cluster" {
             c.err(
                 at(v),
-                format!("{what}: `engine` is not a key of a claim's `measure`"),
+                format!("{what}: `{name}` is not a key of a claim's `measure`"),
                 Some(
-                    "where the reduce runs is an option of the run, not of the claims file: \
-                     remove the key and pass `--engine` to `verdict query` (the evidence is \
-                     the same on every engine)"
+                    "where the work runs is an option of the run, not of the claims file: \
+                     remove the key and pass `--cluster ADDRESS` to `verdict query` (the \
+                     evidence is the same wherever it runs)"
                         .to_string(),
                 ),
             );

@@ -6,6 +6,7 @@ mod draft;
 mod eval;
 mod extract;
 pub(crate) mod inspect;
+mod map;
 mod mcp;
 pub(crate) mod query;
 mod render;
@@ -40,6 +41,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Doctor => doctor::run(),
         Command::Mcp(args) => mcp::run(args),
         Command::Extract(args) => extract::run(args),
+        Command::Map(args) => map::run(args),
     }
 }
 

@@ -43,7 +43,9 @@ fn rerun_of(e: &Entry) -> Result<Rerun, String> {
     };
     match cli.command {
         Command::Query(q) => match q.compare {
-            Some(c) if c.params.iter().any(|(k, _)| k == engine) => Err(refused()),
+            Some(c) if c.params.iter().any(|(k, _)| k == engine || k == analysis::CLUSTER.name) => {
+                Err(refused())
+            }
             Some(c) => Ok(Rerun::Compare(c)),
             None => {
                 let p = QueryPlan::from_command(&q).map_err(|h| format!("{h}: {}", h.hint))?;

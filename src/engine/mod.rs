@@ -1,27 +1,18 @@
-//! The engines a cross-rank reduce runs on: verdict's own loop (the reference) or a Dask
-//! cluster.
+//! Where the work of a cross-rank analysis runs: all of it in process (the reference), or its
+//! map on a Dask cluster.
 //!
-//! Only the reduce moves: each rank's trace is still scanned by verdict, which keeps, per rank,
-//! the rows the reduce needs (for `nccl-skew`, the compared NCCL kernels with the key that ties
-//! each to its group: [`Keyed`]). The engine then matches instances across ranks and computes
-//! every aggregate, in dataframe operations on Dask (`src/engine/dask_reduce.py`), and hands
-//! back four small tables ([`Reduced`]) that the analysis turns into its result. The
-//! definitions are written once more in SQL beside each analysis (`src/analysis/nccl_skew.sql`,
-//! `src/analysis/overlap.sql`): a specification the tests run on SQLite, as a
-//! [`Supplied`] reduce, against the Rust loop. The tests require the same evidence from every
-//! engine.
+//! The reduce has one definition, the analysis's Rust loop. On a cluster only the map moves:
+//! each worker runs `verdict map` (the same per-rank scan the process runs) over its shard of
+//! the set's files and hands back each rank's rows as JSON lines ([`map`]); the analysis puts
+//! them back onto its ranks and reduces them as it reduces its own. The SQL beside each
+//! analysis (`src/analysis/nccl_skew.sql`, `src/analysis/overlap.sql`) is a specification the
+//! tests run on SQLite, as a [`Supplied`] reduce of the rows of [`Keyed`] and [`Intervals`],
+//! against the Rust loop. The tests require the same evidence everywhere.
 
-#[cfg(feature = "columnar")]
-mod dask;
+mod cluster;
 pub mod process;
 
-#[cfg(feature = "columnar")]
-use std::sync::Arc;
-
-#[cfg(feature = "columnar")]
-use arrow_array::{Array, BooleanArray, Int64Array, RecordBatch, StringArray};
-#[cfg(feature = "columnar")]
-use arrow_schema::{DataType, Field, Schema};
+pub use cluster::{Shard, WORKER_BINARY_ENV, map};
 
 /// Where a cross-rank reduce runs.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -29,7 +20,8 @@ pub enum Engine {
     /// verdict's own loop, in process: the reference.
     #[default]
     Rust,
-    /// A Dask cluster: its scheduler's address, or None to take `DASK_SCHEDULER_ADDRESS`.
+    /// The map on a Dask cluster, the reduce in process: the scheduler's address, or None to
+    /// take `DASK_SCHEDULER_ADDRESS`.
     Dask(Option<String>),
     /// A reduce the caller supplies as functions; never read from text. The tests run the SQL
     /// specifications beside the analyses through it.
@@ -95,7 +87,7 @@ pub struct EngineError {
 }
 
 impl EngineError {
-    fn new(reason: impl Into<String>, hint: impl Into<String>) -> EngineError {
+    pub(crate) fn new(reason: impl Into<String>, hint: impl Into<String>) -> EngineError {
         EngineError { reason: reason.into(), hint: hint.into() }
     }
 }
@@ -234,8 +226,7 @@ pub struct Reduced {
     pub mismatches: i64,
 }
 
-/// Runs the `nccl-skew` reduce on `engine` (never [`Engine::Rust`], whose loop is the
-/// analysis's own).
+/// Runs the `nccl-skew` reduce of a [`Supplied`] engine (the others' is the analysis's loop).
 pub fn nccl_skew(
     engine: &Engine,
     keyed: &Keyed,
@@ -247,16 +238,10 @@ pub fn nccl_skew(
             "this is a defect: please report it",
         )),
         Engine::Supplied(s) => (s.nccl_skew)(keyed, params),
-        #[cfg(feature = "columnar")]
-        Engine::Dask(address) => {
-            let parts: Vec<RecordBatch> =
-                (0..params.ranks).map(|r| batch(&rank_rows(keyed, r))).collect::<Result<_, _>>()?;
-            let names = ["instances", "members", "ranks", "totals"];
-            let out = dask::run(address.as_deref(), "nccl-skew", parts, params, &names)?;
-            read_reduced(&out, params.ranks)
-        }
-        #[cfg(not(feature = "columnar"))]
-        Engine::Dask(_) => Err(no_columnar()),
+        Engine::Dask(_) => Err(EngineError::new(
+            "a cluster runs the map, never the reduce",
+            "this is a defect: please report it",
+        )),
     }
 }
 
@@ -295,7 +280,7 @@ pub struct Unions {
     pub hi: i64,
 }
 
-/// Runs the `overlap` aggregates of `ranks` ranks on `engine`.
+/// Runs the `overlap` aggregates of `ranks` ranks on a [`Supplied`] engine.
 pub fn overlap(
     engine: &Engine,
     intervals: &Intervals,
@@ -307,316 +292,11 @@ pub fn overlap(
             "this is a defect: please report it",
         )),
         Engine::Supplied(s) => (s.overlap)(intervals, ranks),
-        #[cfg(feature = "columnar")]
-        Engine::Dask(address) => {
-            let params = ReduceParams { ranks, ordinal: false, tile: None };
-            let parts: Vec<RecordBatch> = (0..ranks)
-                .map(|r| interval_batch(&interval_rows(intervals, r)))
-                .collect::<Result<_, _>>()?;
-            let out = dask::run(address.as_deref(), "overlap", parts, &params, &["ranks"])?;
-            read_unions(&out, ranks)
-        }
-        #[cfg(not(feature = "columnar"))]
-        Engine::Dask(_) => Err(no_columnar()),
+        Engine::Dask(_) => Err(EngineError::new(
+            "a cluster runs the map, never the reduce",
+            "this is a defect: please report it",
+        )),
     }
-}
-
-#[cfg(not(feature = "columnar"))]
-fn no_columnar() -> EngineError {
-    EngineError::new(
-        "this verdict was built without the `columnar` feature (Parquet), which the Dask engine reads and writes",
-        "build it with the default features, or use `--engine rust` (the same evidence)",
-    )
-}
-
-/// The table `intervals` as one Arrow batch.
-#[cfg(feature = "columnar")]
-fn interval_batch(t: &Intervals) -> Result<RecordBatch, EngineError> {
-    let int = |n: &str| Field::new(n, DataType::Int64, false);
-    let schema = Schema::new(vec![
-        int("rank"),
-        int("start"),
-        int("end"),
-        Field::new("nccl", DataType::Boolean, false),
-        Field::new("counted", DataType::Boolean, false),
-    ]);
-    RecordBatch::try_new(
-        Arc::new(schema),
-        vec![
-            Arc::new(Int64Array::from(t.rank.clone())),
-            Arc::new(Int64Array::from(t.start.clone())),
-            Arc::new(Int64Array::from(t.end.clone())),
-            Arc::new(BooleanArray::from(t.nccl.clone())),
-            Arc::new(BooleanArray::from(t.counted.clone())),
-        ],
-    )
-    .map_err(defect)
-}
-
-/// The rows of `intervals` of one rank.
-#[cfg(feature = "columnar")]
-fn interval_rows(t: &Intervals, rank: i64) -> Intervals {
-    let mut out = Intervals::default();
-    for i in (0..t.rank.len()).filter(|&i| t.rank[i] == rank) {
-        out.rank.push(t.rank[i]);
-        out.start.push(t.start[i]);
-        out.end.push(t.end[i]);
-        out.nccl.push(t.nccl[i]);
-        out.counted.push(t.counted[i]);
-    }
-    out
-}
-
-#[cfg(feature = "columnar")]
-fn defect(e: impl std::fmt::Display) -> EngineError {
-    EngineError::new(format!("the reduce's input: {e}"), "this is a defect: please report it")
-}
-
-#[cfg(feature = "columnar")]
-fn read_unions(out: &Outputs, ranks: i64) -> Result<Vec<Unions>, EngineError> {
-    let mut r = vec![Unions::default(); usize::try_from(ranks).unwrap_or(0)];
-    let batches = out.get("ranks").ok_or_else(|| {
-        EngineError::new(
-            "the engine returned no table `ranks`",
-            "the engine's definition and verdict disagree: run both from one release",
-        )
-    })?;
-    let mut seen = 0;
-    for batch in batches {
-        let t = Columns { table: "ranks", batch };
-        for i in 0..batch.num_rows() {
-            let rank = t.int("rank", i)?;
-            let slot = usize::try_from(rank)
-                .ok()
-                .and_then(|x| r.get_mut(x))
-                .ok_or_else(|| t.wrong("rank", "a compared rank"))?;
-            *slot = Unions {
-                compute_busy: t.int("compute_busy", i)?,
-                nccl_busy: t.int("nccl_busy", i)?,
-                all_busy: t.int("all_busy", i)?,
-                compute_kernels: t.int("compute_kernels", i)?,
-                nccl_kernels: t.int("nccl_kernels", i)?,
-                lo: t.int("lo", i)?,
-                hi: t.int("hi", i)?,
-            };
-            seen += 1;
-        }
-    }
-    if seen != r.len() {
-        return Err(EngineError::new(
-            format!("the engine's table `ranks` has {seen} rows for {} ranks", r.len()),
-            "the engine's definition and verdict disagree: run both from one release",
-        ));
-    }
-    Ok(r)
-}
-
-/// The table `keyed` as one Arrow batch.
-#[cfg(feature = "columnar")]
-pub fn batch(k: &Keyed) -> Result<RecordBatch, EngineError> {
-    let int = |n: &str| Field::new(n, DataType::Int64, false);
-    let schema = Schema::new(vec![
-        int("rank"),
-        Field::new("grp", DataType::Utf8, false),
-        int("a"),
-        int("b"),
-        int("row"),
-        int("start"),
-        int("end"),
-        int("name"),
-        Field::new("sel", DataType::Boolean, false),
-        Field::new("held", DataType::Boolean, false),
-    ]);
-    let ints = |v: &[i64]| Arc::new(Int64Array::from(v.to_vec())) as Arc<dyn Array>;
-    let bools = |v: &[bool]| Arc::new(BooleanArray::from(v.to_vec())) as Arc<dyn Array>;
-    RecordBatch::try_new(
-        Arc::new(schema),
-        vec![
-            ints(&k.rank),
-            Arc::new(StringArray::from(k.grp.clone())),
-            ints(&k.a),
-            ints(&k.b),
-            ints(&k.row),
-            ints(&k.start),
-            ints(&k.end),
-            ints(&k.name),
-            bools(&k.sel),
-            bools(&k.held),
-        ],
-    )
-    .map_err(defect)
-}
-
-/// The rows of `keyed` of one rank.
-#[cfg(feature = "columnar")]
-pub fn rank_rows(k: &Keyed, rank: i64) -> Keyed {
-    let mut out = Keyed::default();
-    for i in (0..k.rank.len()).filter(|&i| k.rank[i] == rank) {
-        out.rank.push(k.rank[i]);
-        out.grp.push(k.grp[i].clone());
-        out.a.push(k.a[i]);
-        out.b.push(k.b[i]);
-        out.row.push(k.row[i]);
-        out.start.push(k.start[i]);
-        out.end.push(k.end[i]);
-        out.name.push(k.name[i]);
-        out.sel.push(k.sel[i]);
-        out.held.push(k.held[i]);
-    }
-    out
-}
-
-/// A column of an engine's output table.
-#[cfg(feature = "columnar")]
-struct Columns<'a> {
-    table: &'a str,
-    batch: &'a RecordBatch,
-}
-
-#[cfg(feature = "columnar")]
-impl Columns<'_> {
-    fn column(&self, name: &str) -> Result<&Arc<dyn Array>, EngineError> {
-        self.batch.column_by_name(name).ok_or_else(|| {
-            EngineError::new(
-                format!("the engine's table `{}` has no column `{name}`", self.table),
-                "the engine's definition and verdict disagree: run both from one release",
-            )
-        })
-    }
-
-    fn wrong(&self, name: &str, want: &str) -> EngineError {
-        EngineError::new(
-            format!(
-                "the engine's table `{}` column `{name}` is not {want} without nulls",
-                self.table
-            ),
-            "the engine's definition and verdict disagree: run both from one release",
-        )
-    }
-
-    fn int(&self, name: &str, i: usize) -> Result<i64, EngineError> {
-        let c = self.column(name)?;
-        let a = c.as_any().downcast_ref::<Int64Array>().ok_or_else(|| self.wrong(name, "Int64"))?;
-        if a.is_null(i) {
-            return Err(self.wrong(name, "Int64"));
-        }
-        Ok(a.value(i))
-    }
-
-    fn text(&self, name: &str, i: usize) -> Result<String, EngineError> {
-        let c = self.column(name)?;
-        let c = arrow_cast::cast(c, &DataType::Utf8).map_err(|_| self.wrong(name, "text"))?;
-        let a = c.as_any().downcast_ref::<StringArray>().ok_or_else(|| self.wrong(name, "text"))?;
-        if a.is_null(i) {
-            return Err(self.wrong(name, "text"));
-        }
-        Ok(a.value(i).to_string())
-    }
-
-    fn flag(&self, name: &str, i: usize) -> Result<bool, EngineError> {
-        let c = self.column(name)?;
-        let a =
-            c.as_any().downcast_ref::<BooleanArray>().ok_or_else(|| self.wrong(name, "Boolean"))?;
-        if a.is_null(i) {
-            return Err(self.wrong(name, "Boolean"));
-        }
-        Ok(a.value(i))
-    }
-}
-
-/// The four output tables, by name, as batches.
-#[cfg(feature = "columnar")]
-pub type Outputs = std::collections::BTreeMap<String, Vec<RecordBatch>>;
-
-/// Reads the engine's four tables.
-#[cfg(feature = "columnar")]
-fn read_reduced(out: &Outputs, ranks: i64) -> Result<Reduced, EngineError> {
-    let tables = |name: &'static str| {
-        out.get(name).map(|b| b.iter().map(move |batch| Columns { table: name, batch })).ok_or_else(
-            || {
-                EngineError::new(
-                    format!("the engine returned no table `{name}`"),
-                    "the engine's definition and verdict disagree: run both from one release",
-                )
-            },
-        )
-    };
-    let mut r = Reduced {
-        ranks: vec![ReducedRank::default(); usize::try_from(ranks).unwrap_or(0)],
-        ..Reduced::default()
-    };
-    for t in tables("instances")? {
-        for i in 0..t.batch.num_rows() {
-            let place = match t.text("place", i)?.as_str() {
-                "inside" => Placed::Inside,
-                "cut" => Placed::Cut,
-                "overlap" => Placed::Overlap,
-                _ => return Err(t.wrong("place", "inside, cut or overlap")),
-            };
-            r.instances.push(ReducedInstance {
-                grp: t.text("grp", i)?,
-                a: t.int("a", i)?,
-                b: t.int("b", i)?,
-                n: t.int("n", i)?,
-                smin: t.int("smin", i)?,
-                smax: t.int("smax", i)?,
-                emin: t.int("emin", i)?,
-                emax: t.int("emax", i)?,
-                first_row: t.int("first_row", i)?,
-                place,
-                transfer: t.int("transfer", i)?,
-                last_rank: t.int("last_rank", i)?,
-                first_rank: t.int("first_rank", i)?,
-                mismatch: t.flag("mismatch", i)?,
-            });
-        }
-    }
-    for t in tables("members")? {
-        for i in 0..t.batch.num_rows() {
-            r.members.push(ReducedMember {
-                grp: t.text("grp", i)?,
-                a: t.int("a", i)?,
-                b: t.int("b", i)?,
-                rank: t.int("rank", i)?,
-                row: t.int("row", i)?,
-                wait: t.int("wait", i)?,
-                start_offset: t.int("start_offset", i)?,
-                end_offset: t.int("end_offset", i)?,
-            });
-        }
-    }
-    for t in tables("ranks")? {
-        for i in 0..t.batch.num_rows() {
-            let rank = t.int("rank", i)?;
-            let slot = usize::try_from(rank)
-                .ok()
-                .and_then(|x| r.ranks.get_mut(x))
-                .ok_or_else(|| t.wrong("rank", "a compared rank"))?;
-            *slot = ReducedRank {
-                unmatched: t.int("unmatched", i)?,
-                wait: t.int("wait", i)?,
-                matched: t.int("matched", i)?,
-                last: t.int("last", i)?,
-                first: t.int("first", i)?,
-            };
-        }
-    }
-    let mut totals = 0;
-    for t in tables("totals")? {
-        for i in 0..t.batch.num_rows() {
-            r.nccl = t.int("nccl", i)?;
-            r.wait = t.int("wait", i)?;
-            r.mismatches = t.int("mismatches", i)?;
-            totals += 1;
-        }
-    }
-    if totals != 1 {
-        return Err(EngineError::new(
-            format!("the engine's table `totals` has {totals} rows, not one"),
-            "the engine's definition and verdict disagree: run both from one release",
-        ));
-    }
-    Ok(r)
 }
 
 #[cfg(test)]

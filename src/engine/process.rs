@@ -1,6 +1,7 @@
-//! External programs run with a deadline: `VERDICT_PYTHON` for the Dask reduce, `typst` for the
-//! PDF, each in a process group of its own, its output read on threads, and the whole group
-//! killed when the deadline passes, so that a program that never ends cannot hold verdict.
+//! External programs run with a deadline: `VERDICT_PYTHON` for the map on a Dask cluster,
+//! `typst` for the PDF, each in a process group of its own, its output read on threads, and the
+//! whole group killed when the deadline passes, so that a program that never ends cannot hold
+//! verdict.
 
 use std::io::Read;
 use std::process::{Child, Command, Output, Stdio};

@@ -388,10 +388,11 @@ fn query_names() -> Vec<&'static str> {
     query_specs().iter().map(|s| s.name).collect()
 }
 
-/// Whether an analysis parameter is offered to agents. `engine` is not: it starts a process
-/// or reaches a network address (a Dask scheduler), and the evidence is the same without it.
+/// Whether an analysis parameter is offered to agents. `engine` and `cluster` are not: they
+/// start a process or reach a network address (a Dask scheduler), and the evidence is the same
+/// without them.
 fn served(p: &analysis::Param) -> bool {
-    p.name != analysis::ENGINE.name
+    p.name != analysis::ENGINE.name && p.name != analysis::CLUSTER.name
 }
 
 /// The options every analysis but `compare` takes, as on the command line.
@@ -619,8 +620,9 @@ fn query(a: &Map<String, Value>, roots: &Roots) -> Result<Output, ToolError> {
     };
     // Whatever the words, the parsed command names no engine: it would start a process.
     let engine = analysis::ENGINE.name;
-    if q.params.iter().any(|(n, _)| *n == engine)
-        || q.compare.as_ref().is_some_and(|c| c.params.iter().any(|(n, _)| n == engine))
+    let runs_elsewhere = |n: &str| n == engine || n == analysis::CLUSTER.name;
+    if q.params.iter().any(|(n, _)| runs_elsewhere(n))
+        || q.compare.as_ref().is_some_and(|c| c.params.iter().any(|(n, _)| runs_elsewhere(n)))
     {
         return Err(ToolError::new(
             format!("`{engine}` is not a parameter this tool takes"),

@@ -221,6 +221,7 @@ fn verify_of_a_tampered_set_starts_no_program() {
     for extra in [
         vec!["--engine", "dask=127.0.0.1:9"],
         vec!["--engine=dask=127.0.0.1:9"],
+        vec!["--cluster", "tcp://127.0.0.1:9"],
         // A name that is no engine (DataFusion left the product) is refused as well.
         vec!["--engine", "datafusion"],
     ] {
@@ -666,7 +667,7 @@ fn engine_in_a_measure_is_refused() {
         + format!("{from} engine: ").len()
         + 1;
     assert!(stderr(&o).contains(&format!("engine.yaml:{line}:{col}:")), "{}", stderr(&o));
-    assert!(stderr(&o).contains("pass `--engine` to `verdict query`"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("pass `--cluster ADDRESS` to `verdict query`"), "{}", stderr(&o));
 }
 
 #[test]

@@ -202,7 +202,12 @@ fn param_takes_only_the_parameters_served_and_never_starts_a_program() {
         std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     let mut s = Server::start(&p.root, &[("VERDICT_PYTHON", util::s(&python))]);
-    for param in ["engine=dask=127.0.0.1:9", " engine=dask=127.0.0.1:9", "engine =rust"] {
+    for param in [
+        "engine=dask=127.0.0.1:9",
+        " engine=dask=127.0.0.1:9",
+        "engine =rust",
+        "cluster=tcp://127.0.0.1:9",
+    ] {
         let mut args = sides("trace=megatron.sqlite", "trace=megatron.sqlite");
         args["of"] = json!("nccl-skew");
         args["metric"] = json!("skew_ns");

@@ -1,13 +1,16 @@
-//! The cross-rank reduce of `nccl-skew` on every engine: verdict's own loop and a Dask cluster
-//! of one scheduler and two workers started here on the loopback. Each must print the same
-//! evidence, byte for byte, on the three real trace sets (whole, cut by windows, split into
-//! tiles) and on a generated set of 100 per-rank files, whose instance count the generator
-//! fixes; and the SQL specification beside each analysis, run on SQLite in process, must give
-//! the loop's evidence on each of them.
+//! Where the per-rank scan runs: in process, or on a Dask cluster of one scheduler and two
+//! workers started here on the loopback (`--cluster ADDRESS`, and its alias `--engine
+//! dask=ADDRESS`), where each worker runs `verdict map` over its shard of the set and the reduce
+//! stays in process. Each must print the same evidence, byte for byte, on the three real trace
+//! sets (whole, cut by windows, split into tiles) and on a generated set of 100 per-rank files,
+//! whose instance count the generator fixes; and the SQL specification beside each analysis,
+//! run on SQLite in process, must give the loop's evidence on each of them. A scheduler that
+//! does not answer, a worker without the binary and a file a worker cannot read are each an
+//! error naming it, exit 2, with nothing printed.
 //!
-//! The Dask part needs a Python with `dask[dataframe]`, `distributed` and `pyarrow`, named by
-//! `VERDICT_PYTHON`; it is skipped without one, and required when `VERDICT_REQUIRE_DASK` is
-//! set (CI).
+//! The cluster needs a Python with `distributed` (and the `dask` command beside it), named by
+//! `VERDICT_PYTHON`; its tests are skipped without one, and required when
+//! `VERDICT_REQUIRE_DASK` is set (CI).
 
 use crate::util;
 
@@ -32,9 +35,9 @@ const RUNS: [&str; 3] = [
 ];
 
 /// A Dask scheduler and two workers on 127.0.0.1, stopped when dropped.
-struct Cluster {
+pub(crate) struct Cluster {
     children: Vec<Child>,
-    address: String,
+    pub(crate) address: String,
     _dir: tempfile::TempDir,
 }
 
@@ -53,14 +56,14 @@ fn dask_python() -> Option<String> {
     let python = std::env::var("VERDICT_PYTHON").ok();
     let has = python.as_ref().is_some_and(|p| {
         Command::new(p)
-            .args(["-c", "import dask.dataframe, distributed, pyarrow"])
+            .args(["-c", "import distributed"])
             .stderr(Stdio::null())
             .status()
             .is_ok_and(|s| s.success())
     });
     if !has {
         assert!(!required, "VERDICT_REQUIRE_DASK is set but VERDICT_PYTHON has no Dask");
-        eprintln!("skipped: the Dask engine (VERDICT_PYTHON with dask[dataframe] and distributed)");
+        eprintln!("skipped: the Dask cluster (VERDICT_PYTHON with distributed)");
         return None;
     }
     python
@@ -132,7 +135,8 @@ fn start_cluster(python: &str) -> Cluster {
     Cluster { children, address, _dir: dir }
 }
 
-fn cluster() -> Option<Cluster> {
+/// A cluster on the loopback, when a Python with Dask is named.
+pub(crate) fn cluster() -> Option<Cluster> {
     dask_python().map(|p| start_cluster(&p))
 }
 
@@ -265,6 +269,63 @@ fn an_unavailable_engine_is_an_error_with_a_hint() {
         assert!(err.contains("`datafusion` is not an engine: rust, dask or dask=ADDRESS"), "{err}");
         assert!(out.stdout.is_empty() && !err.contains("panicked"), "{err}");
     }
+}
+
+/// What stops a cluster run stops it whole: a scheduler that does not answer, a worker that
+/// has no `verdict` at the path given, a file a worker cannot read. Each is exit 2 with an
+/// error naming it and a hint, and no evidence on stdout.
+#[test]
+fn a_cluster_that_cannot_map_is_an_error_naming_it() {
+    let Some(python) = dask_python() else { return };
+    let trace = util::fixture("day26/megatron.sqlite");
+    let fails = |args: &[&str], dir: Option<&Path>, env: &[(&str, &str)], want: &[&str]| {
+        let mut cmd = util::verdict();
+        cmd.args(args).env("VERDICT_PYTHON", &python);
+        if let Some(d) = dir {
+            cmd.current_dir(d);
+        }
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?} printed evidence");
+        for w in want {
+            assert!(err.contains(w), "{args:?}: no `{w}` in {err}");
+        }
+        assert!(err.contains("hint:") && !err.contains("panicked"), "{err}");
+    };
+    // Nothing listens on port 1 of the loopback.
+    let down = "tcp://127.0.0.1:1";
+    fails(
+        &["query", "nccl-skew", s(&trace), "--cluster", down],
+        None,
+        &[],
+        &["cannot reach the Dask scheduler at tcp://127.0.0.1:1"],
+    );
+    let cluster = start_cluster(&python);
+    let at = cluster.address.as_str();
+    fails(
+        &["query", "overlap", s(&trace), "--all-devices", "--cluster", at],
+        None,
+        &[("VERDICT_WORKER_BINARY", "/nonexistent/verdict")],
+        &[
+            "the verdict binary `/nonexistent/verdict` is missing on worker",
+            "VERDICT_WORKER_BINARY",
+        ],
+    );
+    // The set named relative to a folder the workers do not run in: they cannot read it.
+    let dir = tempfile::tempdir().unwrap();
+    let (paths, _, _) = gen_large::generate(dir.path(), 2_000, 2, 2).unwrap();
+    let folder = paths[0].parent().unwrap().file_name().unwrap().to_string_lossy().into_owned();
+    let glob = format!("{folder}/*.sqlite");
+    fails(
+        &["query", "nccl-skew", &glob, "--cluster", at],
+        Some(dir.path()),
+        &[],
+        &["on worker", "does not exist", "absolute paths"],
+    );
 }
 
 /// How the SQL specifications are read: statements split at a line ending in `;`, comments

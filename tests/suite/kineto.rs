@@ -708,8 +708,11 @@ fn two_process_groups_on_one_stream_are_matched_by_group_and_seq() {
         // Ties go to the lowest rank; the generated starts differ.
         last[x.iter().find(|c| c.start == latest).unwrap().rank as usize] += 1;
     }
+    // Each rank's process groups and `Seq`s are read where its file is, on a cluster too.
+    let cluster = crate::engines::cluster();
+    let dask = cluster.as_ref().map(|c| c.address.as_str());
     let v =
-        util::run_json_on_engines(&["query", "nccl-skew", &set, "--all-devices", "--json"], None);
+        util::run_json_on_engines(&["query", "nccl-skew", &set, "--all-devices", "--json"], dask);
     assert_eq!(v["parameters"]["match_rule"], "process-group-sequence", "{v}");
     assert_eq!(
         v["parameters"]["process_groups"],

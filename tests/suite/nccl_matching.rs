@@ -104,11 +104,16 @@ fn glob(dir: &Path) -> String {
 }
 
 fn skew(dir: &Path, extra: &[&str]) -> Value {
+    skew_on(dir, extra, None)
+}
+
+/// [`skew`], and on the cluster at `dask` too.
+fn skew_on(dir: &Path, extra: &[&str], dask: Option<&str>) -> Value {
     let g = glob(dir);
     let mut args = vec!["query", "nccl-skew", g.as_str(), "--stream", "auto", "--json"];
     args.extend(extra);
     // Every matching this file checks, on every engine of the build: the same evidence.
-    run_json_on_engines(&args, None)
+    run_json_on_engines(&args, dask)
 }
 
 #[test]
@@ -654,7 +659,9 @@ fn two_communicators_on_one_stream_are_matched_by_communicator_and_sequence() {
     // their bases; durations 1.0 / 1.2 / 1.1 ms (waits 0, 200,000, 100,000) and 0.8 / 0.7 /
     // 0.9 ms (waits 100,000, 0, 200,000).
     let group_wait = [0, 200_000, 100_000, 100_000, 0, 200_000];
-    let v = skew(dir.path(), &[]);
+    // Each rank's communicators are read where its file is, on a cluster too.
+    let cluster = crate::engines::cluster();
+    let v = skew_on(dir.path(), &[], cluster.as_ref().map(|c| c.address.as_str()));
     assert_eq!(v["parameters"]["match_rule"], "communicator-ordinal");
     let vals = &v["values"];
     assert_eq!(vals["matched"], 3);

@@ -186,6 +186,44 @@ pub(super) enum Ties {
     Group(Vec<Vec<(String, i64)>>),
 }
 
+/// What ties one rank's compared kernels (in list order) to their groups, by each rule that
+/// can: the map half of [`choose_rule`], which a worker of a cluster runs on its ranks.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct RankTies {
+    /// The communicator of each kernel, or why one has none (None: the trace records no
+    /// payload).
+    pub(crate) comm: Option<Result<Vec<u64>, String>>,
+    /// The process group and `Seq` of each kernel, or why one has none (None: the trace
+    /// records no collective ops).
+    pub(crate) group: Option<Result<Vec<(String, i64)>, String>>,
+}
+
+/// The ties of one rank's compared kernels `list` by each rule the trace records.
+pub(crate) fn rank_ties(ctx: &Context, list: &[usize]) -> RankTies {
+    let Some(nvtx) = ctx.nvtx.as_ref() else { return RankTies { comm: None, group: None } };
+    let at = |i: usize| crate::scope::format_seconds(ctx.kernels.start[i]);
+    let comm = (!nvtx.ranges.payloads.is_empty()).then(|| {
+        list.iter()
+            .map(|&i| match nccl_calls::communicator(ctx, i) {
+                nccl_calls::CommTie::Comm(id) => Ok(id),
+                nccl_calls::CommTie::Untied(why) => {
+                    Err(format!("{why} (the kernel at {} s)", at(i)))
+                }
+            })
+            .collect()
+    });
+    let group =
+        (nvtx.ranges.payloads.is_empty() && nvtx.launches.collectives_recorded).then(|| {
+            list.iter()
+                .map(|&i| {
+                    nccl_calls::process_group(ctx, i)
+                        .map_err(|why| format!("{why} (the kernel at {} s)", at(i)))
+                })
+                .collect()
+        });
+    RankTies { comm, group }
+}
+
 /// The communicator of every compared kernel, where the trace's NCCL payloads give each one
 /// ([`COMM_RULE`](super::COMM_RULE)); else, in a PyTorch profiler trace, the process group and `Seq` of every
 /// compared kernel where its `record_param_comms` op gives both ([`GROUP_RULE`](super::GROUP_RULE)); else the
@@ -197,27 +235,34 @@ pub(super) fn choose_rule(
     ranks: &[i64],
     lists: &[Vec<usize>],
 ) -> (MatchRule, Ties, Vec<(i64, String)>, Vec<(i64, String)>) {
+    if lists.iter().all(Vec::is_empty) || ctx.nvtx.is_none() {
+        return decide(ranks, Vec::new());
+    }
+    let ties = lists.iter().map(|l| rank_ties(ctx, l)).collect();
+    decide(ranks, ties)
+}
+
+/// The rule of [`choose_rule`] from every rank's ties (none: the ordinal rule, said nothing
+/// of): the reduce half, where the ranks meet.
+#[allow(clippy::type_complexity)]
+pub(crate) fn decide(
+    ranks: &[i64],
+    ties: Vec<RankTies>,
+) -> (MatchRule, Ties, Vec<(i64, String)>, Vec<(i64, String)>) {
     let ordinal = |p, g| (MatchRule::CollectiveOrdinal, Ties::Ordinal, p, g);
-    if lists.iter().all(Vec::is_empty) {
+    if ties.is_empty() {
         return ordinal(Vec::new(), Vec::new());
     }
-    let Some(nvtx) = ctx.nvtx.as_ref() else { return ordinal(Vec::new(), Vec::new()) };
-    let at = |i: usize| crate::scope::format_seconds(ctx.kernels.start[i]);
-    if !nvtx.ranges.payloads.is_empty() {
-        let mut comms = Vec::with_capacity(lists.len());
+    // The rule is the trace's: every rank's ties are of one kind, or none.
+    if ties.iter().all(|t| t.comm.is_some()) {
+        let mut comms = Vec::with_capacity(ties.len());
         let mut unusable = Vec::new();
-        for (r, list) in lists.iter().enumerate() {
-            let mut ids = Vec::with_capacity(list.len());
-            for &i in list {
-                match nccl_calls::communicator(ctx, i) {
-                    nccl_calls::CommTie::Comm(id) => ids.push(id),
-                    nccl_calls::CommTie::Untied(why) => {
-                        unusable.push((ranks[r], format!("{why} (the kernel at {} s)", at(i))));
-                        break;
-                    }
-                }
+        for (r, t) in ties.into_iter().enumerate() {
+            match t.comm {
+                Some(Ok(ids)) => comms.push(ids),
+                Some(Err(why)) => unusable.push((ranks[r], why)),
+                None => {}
             }
-            comms.push(ids);
         }
         return if unusable.is_empty() {
             (MatchRule::CommunicatorOrdinal, Ties::Comm(comms), unusable, Vec::new())
@@ -225,23 +270,17 @@ pub(super) fn choose_rule(
             ordinal(unusable, Vec::new())
         };
     }
-    if !nvtx.launches.collectives_recorded {
+    if !ties.iter().all(|t| t.group.is_some()) {
         return ordinal(Vec::new(), Vec::new());
     }
-    let mut tags = Vec::with_capacity(lists.len());
+    let mut tags = Vec::with_capacity(ties.len());
     let mut unusable = Vec::new();
-    for (r, list) in lists.iter().enumerate() {
-        let mut ids = Vec::with_capacity(list.len());
-        for &i in list {
-            match nccl_calls::process_group(ctx, i) {
-                Ok(tag) => ids.push(tag),
-                Err(why) => {
-                    unusable.push((ranks[r], format!("{why} (the kernel at {} s)", at(i))));
-                    break;
-                }
-            }
+    for (r, t) in ties.into_iter().enumerate() {
+        match t.group {
+            Some(Ok(ids)) => tags.push(ids),
+            Some(Err(why)) => unusable.push((ranks[r], why)),
+            None => {}
         }
-        tags.push(ids);
     }
     if unusable.is_empty() {
         (MatchRule::ProcessGroupSequence, Ties::Group(tags), Vec::new(), unusable)
@@ -254,5 +293,36 @@ pub(super) fn choose_rule(
 impl crate::analysis::EvidenceRow for super::Row {
     fn label_device(&mut self, label: &dyn Fn(i64) -> String) {
         self.label = Some(label(self.device));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn comm(ids: Result<Vec<u64>, String>) -> RankTies {
+        RankTies { comm: Some(ids), group: None }
+    }
+
+    #[test]
+    fn the_rule_is_decided_from_every_ranks_ties() {
+        let ranks = [0, 1];
+        let (rule, ..) = decide(&ranks, vec![comm(Ok(vec![7])), comm(Ok(vec![7]))]);
+        assert_eq!(rule, MatchRule::CommunicatorOrdinal);
+        // One rank that cannot be tied sends every rank to the ordinal rule, and is named.
+        let (rule, _, unusable, _) =
+            decide(&ranks, vec![comm(Ok(vec![7])), comm(Err("no payload".into()))]);
+        assert_eq!(rule, MatchRule::CollectiveOrdinal);
+        assert_eq!(unusable, vec![(1, "no payload".to_string())]);
+        let group = |g: Result<Vec<(String, i64)>, String>| RankTies { comm: None, group: Some(g) };
+        let (rule, ..) = decide(
+            &ranks,
+            vec![group(Ok(vec![("0".into(), 1)])), group(Ok(vec![("0".into(), 1)]))],
+        );
+        assert_eq!(rule, MatchRule::ProcessGroupSequence);
+        // Nothing recorded: the ordinal rule, said nothing of.
+        let none = || RankTies { comm: None, group: None };
+        let (rule, _, p, g) = decide(&ranks, vec![none(), none()]);
+        assert_eq!((rule, p.len(), g.len()), (MatchRule::CollectiveOrdinal, 0, 0));
     }
 }

@@ -427,10 +427,13 @@ pub(crate) fn note<'a>(ev: &'a Value, key: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no note `{key}` among {}", ev["notes"]))
 }
 
-/// The engines a cross-rank reduce can run on besides the Rust reference: the Dask scheduler
-/// at `dask`, if given.
-pub(crate) fn engines(dask: Option<&str>) -> Vec<String> {
-    dask.map(|a| format!("dask={a}")).into_iter().collect()
+/// The places a query's per-rank scan can run besides the process, as options: the Dask
+/// scheduler at `dask`, if given, by `--cluster` and by its alias `--engine dask=`.
+pub(crate) fn engines(dask: Option<&str>) -> Vec<[String; 2]> {
+    dask.map(|a| [["--cluster".into(), a.into()], ["--engine".into(), format!("dask={a}")]])
+        .into_iter()
+        .flatten()
+        .collect()
 }
 
 /// Runs `verdict ARGS` (a query printing JSON) on the Rust engine and on every engine of
@@ -447,7 +450,7 @@ pub(crate) fn run_json_on_engines(args: &[&str], dask: Option<&str>) -> Value {
     );
     for engine in engines(dask) {
         let mut with = args.to_vec();
-        with.extend(["--engine", engine.as_str()]);
+        with.extend(engine.iter().map(String::as_str));
         let out = run(&with);
         assert!(
             out.status.success(),
