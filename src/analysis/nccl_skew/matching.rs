@@ -289,13 +289,6 @@ pub(crate) fn decide(
     }
 }
 
-/// A rank's row is labelled with its rank over a set of files.
-impl crate::analysis::EvidenceRow for super::Row {
-    fn label_device(&mut self, label: &dyn Fn(i64) -> String) {
-        self.label = Some(label(self.device));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
