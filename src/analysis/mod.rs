@@ -773,6 +773,30 @@ impl Evidence {
         self.notes.push(Note { finding, text, null_fields: Vec::new(), needs: None });
     }
 
+    /// Under contain, says of each device whose denominator is the span of its kept kernels
+    /// rather than the window's length which span it is: `(device, total)` per device.
+    pub(crate) fn note_span_denominators(
+        &mut self,
+        params: &Params,
+        totals: impl IntoIterator<Item = (i64, i64)>,
+    ) {
+        let Some(w) = params.window.filter(|_| params.semantics == Semantics::Contain) else {
+            return;
+        };
+        for (device, total) in totals {
+            if total != w.len_ns() {
+                self.note(
+                    "note.span_denominator",
+                    &[
+                        ("device", device.to_string()),
+                        ("span_ms", crate::units::ms(total)),
+                        ("window_ms", crate::units::ms(w.len_ns())),
+                    ],
+                );
+            }
+        }
+    }
+
     /// Adds the note that says why `fields` of `values` are null, with what would give them a
     /// value (`need`, an i18n key). The analysis leaves them `None` in its typed values; the
     /// registry test checks that every null field has such a note. Several notes may explain

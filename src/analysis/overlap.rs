@@ -398,32 +398,13 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
         crate::engine::Engine::Supplied(_) => on_engine(ctx, &devices, params)?,
     };
     let edges: i64 = parts.iter().map(|p| p.1.edge_kernels).sum();
-    if let Some(w) = params.window {
+    if params.window.is_some() && edges > 0 {
         match params.semantics {
-            Semantics::Clip => {
-                if edges > 0 {
-                    ev.note("note.edges_clipped", &[("n", edges.to_string())]);
-                }
-            }
-            Semantics::Contain => {
-                if edges > 0 {
-                    ev.note("note.edges_dropped", &[("n", edges.to_string())]);
-                }
-                for (d, b) in &parts {
-                    if b.total != w.len_ns() {
-                        ev.note(
-                            "note.span_denominator",
-                            &[
-                                ("device", d.to_string()),
-                                ("span_ms", crate::units::ms(b.total)),
-                                ("window_ms", crate::units::ms(w.len_ns())),
-                            ],
-                        );
-                    }
-                }
-            }
+            Semantics::Clip => ev.note("note.edges_clipped", &[("n", edges.to_string())]),
+            Semantics::Contain => ev.note("note.edges_dropped", &[("n", edges.to_string())]),
         }
     }
+    ev.note_span_denominators(params, parts.iter().map(|(d, b)| (*d, b.total)));
     if parts.iter().any(|p| p.1.compute_kernels + p.1.nccl_kernels == 0) {
         ev.note("note.empty_device", &[]);
     }

@@ -196,22 +196,7 @@ pub fn run(params: &Params, ctx: &Context) -> Result<Evidence, QueryError> {
     if parts.iter().any(|p| p.1.kernels == 0) {
         ev.note("note.empty_device", &[]);
     }
-    if let Some(w) = params.window
-        && params.semantics == Semantics::Contain
-    {
-        for (d, v, _) in &parts {
-            if v.total_ns != w.len_ns() {
-                ev.note(
-                    "note.span_denominator",
-                    &[
-                        ("device", d.to_string()),
-                        ("span_ms", crate::units::ms(v.total_ns)),
-                        ("window_ms", crate::units::ms(w.len_ns())),
-                    ],
-                );
-            }
-        }
-    }
+    ev.note_span_denominators(params, parts.iter().map(|(d, v, _)| (*d, v.total_ns)));
     if let [(_, v, eff)] = parts.as_slice() {
         ev.window.effective_ns = Some(*eff);
         ev.values = Some(super::Values::Streams(v.clone()));
