@@ -125,7 +125,7 @@ pub enum Command {
     /// Dask, Spark), `verdict extract --merge DIR` writes that index from the folders.
     Extract(ExtractArgs),
     /// The map of a cluster run, on a worker: scan a shard of a set's files and print each
-    /// rank's rows as JSON lines (what `--engine dask` runs on every worker; not for use by
+    /// rank's rows as JSON lines (what `--cluster` runs on every worker; not for use by
     /// hand).
     #[command(hide = true)]
     Map(MapArgs),

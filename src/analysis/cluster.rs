@@ -112,7 +112,7 @@ pub fn run(
                         "the file `{path}` a worker read is not the one read here (sha256 {} there, {sha} here)",
                         v["sha256"].as_str().unwrap_or("?")
                     ),
-                    hint: "give the workers the same files at the same paths (a shared file system), or run without `--engine dask`".into(),
+                    hint: "give the workers the same files at the same paths (a shared file system), or run without `--cluster`".into(),
                 });
             }
             if let Some(&rank) = by_place.get(&(file, device)) {

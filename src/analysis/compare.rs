@@ -764,11 +764,7 @@ pub fn run_sides(a: &[&Evidence], b: &[&Evidence], req: &Request) -> Result<Evid
         },
         scope: first_a.scope.clone(),
         parameters: parameters(req, unit, scale, unit_of_samples, [a.len(), b.len()]),
-        metrics: SPEC
-            .fields
-            .iter()
-            .map(|f| (f.name.to_string(), f.definition.to_string()))
-            .collect(),
+        metrics: SPEC.metrics(),
         values: None,
         rows: None,
         notes: Vec::new(),

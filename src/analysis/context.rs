@@ -103,11 +103,7 @@ impl Context {
                 streams: None,
             },
             parameters: BTreeMap::new(),
-            metrics: spec
-                .fields
-                .iter()
-                .map(|f| (f.name.to_string(), f.definition.to_string()))
-                .collect(),
+            metrics: spec.metrics(),
             values: None,
             rows: None,
             notes: Vec::new(),

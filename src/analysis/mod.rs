@@ -454,6 +454,11 @@ impl AnalysisSpec {
         whole_trace && self.name == nccl_skew::SPEC.name
     }
 
+    /// Each field's definition by name: the `metrics` a piece of its evidence carries.
+    pub fn metrics(&self) -> BTreeMap<String, String> {
+        self.fields.iter().map(|f| (f.name.to_string(), f.definition.to_string())).collect()
+    }
+
     /// The context query its chart needs.
     pub fn chart_context(&self) -> Option<ChartContext> {
         self.chart.and_then(ChartKind::context)

@@ -55,7 +55,7 @@ pub(super) fn run(args: MapArgs) -> anyhow::Result<ExitCode> {
         other => {
             return Err(crate::Hinted::new(
                 format!("`{other}` has no map on a cluster"),
-                "`--engine dask` runs nccl-skew and overlap",
+                "`--cluster` runs nccl-skew and overlap",
             )
             .into());
         }

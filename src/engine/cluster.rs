@@ -49,9 +49,9 @@ pub fn map(
     let env = std::env::var(DASK_SCHEDULER_ENV).ok().filter(|a| !a.trim().is_empty());
     let address = address.map(str::to_string).or(env).ok_or_else(|| {
         EngineError::new(
-            "`--engine dask` names no scheduler",
+            "`--cluster` names no scheduler",
             format!(
-                "give `--engine dask=tcp://HOST:PORT` or set {DASK_SCHEDULER_ENV}; start one with `dask scheduler` and its workers with `dask worker ADDRESS`"
+                "give `--cluster tcp://HOST:PORT` or set {DASK_SCHEDULER_ENV}; start one with `dask scheduler` and its workers with `dask worker ADDRESS`"
             ),
         )
     })?;
@@ -110,14 +110,14 @@ pub fn map(
                     super::process::last_line(&stderr)
                 ),
                 format!(
-                    "check the scheduler at {address} answers and has workers; allow longer with {TIMEOUT_ENV}=SECONDS, or run without `--engine dask`, which gives the same evidence"
+                    "check the scheduler at {address} answers and has workers; allow longer with {TIMEOUT_ENV}=SECONDS, or run without `--cluster`, which gives the same evidence"
                 ),
             ));
         }
         Err(super::process::Failure::Wait(e)) => {
             return Err(EngineError::new(
                 format!("waiting for `{python}` failed: {e}"),
-                "run it again; without `--engine dask` the evidence is the same",
+                "run it again; without `--cluster` the evidence is the same",
             ));
         }
     };
@@ -128,7 +128,7 @@ pub fn map(
             .split_once(" (hint: ")
             .map(|(_, h)| h.trim_end_matches(')').to_string())
             .unwrap_or_else(|| {
-                format!("check the scheduler at {address} and its workers are up; without `--engine dask` the evidence is the same")
+                format!("check the scheduler at {address} and its workers are up; without `--cluster` the evidence is the same")
             });
         let reason = line.split(" (hint: ").next().unwrap_or(line);
         return Err(EngineError::new(

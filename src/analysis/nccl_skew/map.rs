@@ -68,7 +68,7 @@ pub(super) fn on_cluster(
     if params.stream_map.is_some() {
         return Err(QueryError::Failed {
             reason: "`--stream RANK:STREAM` is not taken on a cluster".into(),
-            hint: "give `--stream auto` or one stream, or run without `--engine dask`".into(),
+            hint: "give `--stream auto` or one stream, or run without `--cluster`".into(),
         });
     }
     let mut got = crate::analysis::cluster::run(ctx, &super::SPEC, params, address)?;
