@@ -508,6 +508,17 @@ fn a_template_error_writes_nothing() {
     );
 }
 
+/// `render CLAIMS --format md --lang en` with the templates of `tpl`, into `out_dir`.
+fn render_en_md_with(tpl: &std::path::Path, out_dir: &std::path::Path) -> std::process::Output {
+    verdict()
+        .args(["render", CLAIMS, "--format", "md", "--lang", "en", "--templates"])
+        .arg(tpl)
+        .arg("--out")
+        .arg(out_dir)
+        .output()
+        .unwrap()
+}
+
 /// A template folder whose strings lack a key the report uses: the render fails before any
 /// file is written, names the key and the language, and says how to get a complete copy.
 #[test]
@@ -524,13 +535,7 @@ fn a_string_missing_from_a_template_folder_is_named_with_its_hint() {
     assert_ne!(kept, en, "the built-in strings have `ui.says_auditor`");
     std::fs::write(tpl.join("i18n/en.toml"), kept).unwrap();
     let out_dir = dir.path().join("out");
-    let out = verdict()
-        .args(["render", CLAIMS, "--format", "md", "--lang", "en", "--templates"])
-        .arg(&tpl)
-        .arg("--out")
-        .arg(&out_dir)
-        .output()
-        .unwrap();
+    let out = render_en_md_with(&tpl, &out_dir);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("missing i18n key `ui.says_auditor` for `en`"), "{err}");
@@ -557,13 +562,7 @@ fn templates_can_be_ejected_and_override_the_built_ins() {
     let md = std::fs::read_to_string(tpl.join("report.md")).unwrap();
     std::fs::write(tpl.join("report.md"), format!("CUSTOM HEADER\n{md}")).unwrap();
     let out_dir = dir.path().join("out");
-    let out = verdict()
-        .args(["render", CLAIMS, "--format", "md", "--lang", "en", "--templates"])
-        .arg(&tpl)
-        .arg("--out")
-        .arg(&out_dir)
-        .output()
-        .unwrap();
+    let out = render_en_md_with(&tpl, &out_dir);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(
         std::fs::read_to_string(out_dir.join(format!("{ID}.en.md")))
